@@ -1,0 +1,35 @@
+"""vcompare: accuracy comparison of ML operator dumps.
+
+Public API (imported lazily so that ``vcompare --help`` stays fast):
+
+- :func:`load_run` -- a dump folder or file -> :class:`compare.records.Run`
+- :func:`pair_runs` -- two runs (+ rule files) -> :class:`compare.records.Pairing`
+- :func:`compare_pairs` -- pairs -> list of :class:`compare.records.MetricRow`
+- :func:`compare_network` -- all of the above -> pandas DataFrame
+- :func:`write_report` -- rows -> result.csv / result.txt
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_API = {
+    "load_run": "compare.loaders",
+    "pair_runs": "compare.pairing.match",
+    "compare_pairs": "compare.engine",
+    "compare_network": "compare.api",
+    "write_report": "compare.reports.network",
+}
+
+__all__ = sorted(_API) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compare' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

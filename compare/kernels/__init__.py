@@ -1,0 +1,1 @@
+"""Kernels: arrays in, floats out. No I/O, no logging, no formatting."""

@@ -1,0 +1,1 @@
+"""Loaders: a dump folder or file -> Run of OpDump records (metadata now, tensors on demand)."""

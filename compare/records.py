@@ -1,0 +1,213 @@
+"""Records that flow through vcompare: loaders -> pairing -> engine -> reports.
+
+All are plain dataclasses. Loaders create :class:`TensorRef` / :class:`OpDump` / :class:`Run`
+from metadata only (file names and dump headers); tensor bytes are read by
+:meth:`TensorRef.load` when the engine compares that pair, and then let go.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+
+class TensorKind(str, Enum):
+    """Whether a tensor is an operator input or output."""
+
+    INPUT = "input"
+    OUTPUT = "output"
+
+
+class RunKind(str, Enum):
+    """What kind of dump folder a run is (decides pairing scenarios)."""
+
+    OFFLINE = "offline"  # Ascend dump files {op_type}.{op_name}.{task_id}[.{stream_id}].{ts}
+    NUMPY = "numpy"  # golden {op_name}.{output_index}.{ts}.npy (Caffe / TF tfdbg)
+    STANDARD = "standard"  # golden {op_name}.{output_index}.{ts}.pb (DumpData files)
+    QUANT = "quant"  # quantized golden {op_name}.{output_index}.{ts}.quant (DumpData files)
+
+
+class PairStatus(str, Enum):
+    """Outcome class of one report row; the summary counts rows per status."""
+
+    COMPARED = "compared"
+    NOT_COMPARABLE = "not comparable"
+    MISSING_LEFT = "missing on left"
+    MISSING_RIGHT = "missing on right"
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """Metadata of one tensor of a dump plus a lazy reader for its data.
+
+    ``dtype`` is a numpy-style name (``float16``, ``float32``, ``bfloat16``, ``uint1``,
+    ``complex64``, ...) or, for a data type vcompare cannot decode, the dump's own name such as
+    ``DT_STRING``. ``format`` is a layout name (``NCHW``, ``NC1HWC0``, ``FRACTAL_Z``, ``ND``...);
+    golden ``.npy`` files carry ``RESERVED`` (no layout information) as the reference tool does.
+    ``shape`` is the dump shape (device layout); ``original_shape`` the framework shape recorded
+    by the dump, or ``()`` if none.
+    """
+
+    op_name: str
+    kind: TensorKind
+    index: int
+    dtype: str
+    format: str
+    shape: tuple[int, ...]
+    path: Path
+    original_shape: tuple[int, ...] = ()
+    address: int = 0
+    sub_format: int = 0
+    nbytes: int = 0
+    reader: Callable[[], np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def tensor_id(self) -> str:
+        """``{op_name}:{input|output}:{index}`` -- the TensorIndex of report rows."""
+        return f"{self.op_name}:{self.kind.value}:{self.index}"
+
+    def load(self) -> np.ndarray:
+        """Read and decode the tensor (native dtype, reshaped to ``shape`` when sizes agree).
+
+        Raises :class:`compare.errors.DumpFormatError` naming the file and byte offset when the
+        bytes cannot be decoded.
+        """
+        if self.reader is None:
+            from .errors import DumpFormatError
+
+            raise DumpFormatError(self.path, f"no data reader for {self.tensor_id}")
+        return self.reader()
+
+
+@dataclass(frozen=True)
+class OpDump:
+    """One operator of a run: the chosen dump file and its tensors.
+
+    ``files`` holds every file found for this operator (oldest first); ``path`` is the one used
+    (latest 16-digit timestamp). ``error`` is set, and the tensors are empty, when the chosen file
+    could not be parsed: the engine reports it as a row with that reason.
+    """
+
+    name: str
+    op_type: str | None
+    path: Path
+    files: tuple[Path, ...] = ()
+    inputs: tuple[TensorRef, ...] = ()
+    outputs: tuple[TensorRef, ...] = ()
+    error: str | None = None
+    timestamp: int = 0
+
+    def tensors(self, kind: TensorKind) -> tuple[TensorRef, ...]:
+        return self.inputs if kind is TensorKind.INPUT else self.outputs
+
+    def tensor(self, kind: TensorKind, index: int) -> TensorRef | None:
+        """The tensor with this kind and index (golden folders may hold sparse indexes)."""
+        for ref in self.tensors(kind):
+            if ref.index == index:
+                return ref
+        return None
+
+
+def normalize_golden_name(name: str) -> str:
+    """Key of a golden file for an op name: ``/`` and ``.`` become ``_`` (tfdbg/Caffe naming)."""
+    return name.replace("/", "_").replace(".", "_")
+
+
+@dataclass
+class Run:
+    """One side of a comparison: a resolved dump folder and its operators.
+
+    ``root`` is the path the user gave; ``path`` the dump folder actually read (for Ascend dumps
+    the ``data_index`` leaf of ``time/device/model_name/model_id/data_index``). ``ops`` is keyed
+    by operator name (cleaned, as in dump file names); for golden folders, by the file-name form
+    of the op name. ``skipped`` lists files that were not used and why; ``notes`` tells the user
+    what was chosen (e.g. which of several dump folders).
+    """
+
+    root: Path
+    path: Path
+    kind: RunKind
+    ops: dict[str, OpDump] = field(default_factory=dict)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    quantized: bool = False
+
+    def find(self, name: str) -> OpDump | None:
+        """Look an operator up by name; golden runs also try the normalised file-name form."""
+        op = self.ops.get(name)
+        if op is None and self.kind is not RunKind.OFFLINE:
+            op = self.ops.get(normalize_golden_name(name))
+        return op
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One row-to-be of the report: a left tensor and its golden counterpart (either may be absent).
+
+    ``index`` is the report Index (fusion-group order, or NPU-vs-NPU order). ``left_op`` /
+    ``right_op`` are the NPUDump / GroundTruth cells (``*`` = no counterpart). ``tensor_id`` is
+    ``None`` for op-level rows (operator without any dump). ``golden_format`` / ``target_shape``
+    steer the layout conversion of the left tensor (from the fusion rule's ``output_desc`` or the
+    left dump's ``original_shape``); ``convert`` is False when both raw flat arrays are compared
+    as they are (NPU vs NPU). ``reason`` is set when pairing already knows why the row cannot be
+    compared; ``status`` classifies the row.
+    """
+
+    index: int
+    op_type: str | None
+    left_op: str
+    right_op: str
+    tensor_id: str | None
+    left: TensorRef | None
+    right: TensorRef | None
+    status: PairStatus = PairStatus.COMPARED
+    reason: str | None = None
+    golden_format: str | None = None
+    target_shape: tuple[int, ...] | None = None
+    convert: bool = True
+    op_sequence: int | None = None
+
+
+@dataclass
+class Pairing:
+    """Result of pairing two runs: the pairs, plus the names nobody paired (never dropped)."""
+
+    pairs: list[Pair]
+    unmatched_left: list[str] = field(default_factory=list)
+    unmatched_right: list[str] = field(default_factory=list)
+    mode: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MetricRow:
+    """The comparison result of one :class:`Pair`, as raw numbers.
+
+    ``metrics`` maps metric name -> float. ``None`` means "not computed" (printed ``NaN``); a
+    float NaN means "computed, and the data made it NaN" (printed ``nan``). ``std`` is
+    ``(left_mean, left_std, right_mean, right_std)`` or ``None``. ``reasons`` are plain-English
+    messages joined into the FailReason cell. ``bool(row)`` is True when the row was compared.
+    """
+
+    index: int
+    op_type: str | None
+    left_op: str
+    right_op: str
+    tensor_id: str | None
+    left_dtype: str | None = None
+    right_dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    std: tuple[float, float, float, float] | None = None
+    reasons: list[str] = field(default_factory=list)
+    left_address: int | None = None
+    right_address: int | None = None
+    status: PairStatus = PairStatus.COMPARED
+    op_sequence: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.status is PairStatus.COMPARED

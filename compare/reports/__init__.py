@@ -1,0 +1,1 @@
+"""Reports: MetricRows -> files. The only place numbers become text."""

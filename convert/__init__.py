@@ -1,0 +1,1 @@
+"""Layout and dump-file conversion for vcompare (imports nothing heavy at start-up)."""

@@ -1,0 +1,35 @@
+"""Shared test fixtures.
+
+Tests that read ``../shared`` (the reference tool's cases and real graphs) skip with a clear
+message when it is absent -- a user's clone has no ``../shared``; ``fixtures/`` keeps the suite
+meaningful on its own.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+SHARED = Path(os.environ.get("VCOMPARE_SHARED", ROOT.parent / "shared")).resolve()
+
+
+def shared_path(*parts: str) -> Path:
+    """Path inside ../shared, or skip the test with a message saying why."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"../shared not available ({path} missing): shared-case test skipped")
+    return path
+
+
+@pytest.fixture
+def shared() -> Path:
+    return shared_path()
+
+
+@pytest.fixture
+def cases() -> Path:
+    return shared_path("cases")
