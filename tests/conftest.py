@@ -33,3 +33,8 @@ def shared() -> Path:
 @pytest.fixture
 def cases() -> Path:
     return shared_path("cases")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/golden/* from the current output (review the diff!)")

@@ -1,0 +1,157 @@
+"""``vcompare``: the command line. Options -> public API; errors -> exit codes, in one place.
+
+Exit codes:
+
+- 0: the comparison ran and every ``--gate`` passed (missing operators are rows, not failures);
+- 1: a gate failed (the failing rows are listed on stderr);
+- 2: the comparison could not run (bad option, unreadable rule file, no valid dump at all);
+  the one-line message names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .errors import EXIT_CANNOT_RUN, EXIT_GATE_FAILED, EXIT_OK, CompareError
+
+app = typer.Typer(
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+EXAMPLES = """
+Examples:
+
+  # Ascend dump vs Caffe/TF .npy goldens, through the ATC fusion rule (om -> json):
+  vcompare -l dump/20240315101530 -r caffe_npy -f resnet50.json -o result.csv
+
+  # NPU vs NPU (same model, two runs), as a CI accuracy gate:
+  vcompare -l run1 -r run2 -o out/ --gate "CosineSimilarity>=0.99" --gate "MaxAbsoluteError<=0.001"
+
+  # only three metrics, txt table as in the manual:
+  vcompare -l npu -r golden -f model.json -alg 0,1,KullbackLeiblerDivergence -o result.txt
+"""
+
+
+def _err(message: str) -> None:
+    typer.echo(f"vcompare: {message}", err=True)
+
+
+@app.command(help="Compare two operator dumps tensor by tensor and write a result table.\n" + EXAMPLES)
+def compare(
+    left: Path = typer.Option(..., "-l", "--left", "-m", "--my_dump_path",
+                              help="My Output: dump folder (or any parent of time/device/model/model_id/data_index)."),
+    right: Path = typer.Option(..., "-r", "--right", "-g", "--golden_dump_path",
+                               help="Ground Truth: golden .npy folder or another dump folder."),
+    fusion_rule: Optional[Path] = typer.Option(None, "-f", "--fusion-rule", "--fusion_rule_file",
+                                               help="ATC om->json network file (atc --mode=1)."),
+    quant_rule: Optional[Path] = typer.Option(None, "-q", "--quant-rule", "--quant_fusion_rule_file",
+                                              help="AMCT quantization fusion rule JSON."),
+    output: Optional[str] = typer.Option(None, "-o", "-out", "--output",
+                                         help="Result file (.csv or .txt) or directory (-> result_{YYYYmmddHHMMSS}.csv)."),
+    csv_flag: bool = typer.Option(False, "-csv", "--csv", help="Write CSV even when -o ends in .txt."),
+    algorithm: str = typer.Option("all", "-alg", "--algorithm",
+                                  help="Metrics by index 0-9 or name, comma-separated, e.g. 0,1,KullbackLeiblerDivergence."),
+    custom: Optional[Path] = typer.Option(None, "-custom", "--custom", "-c", "--custom_script_path",
+                                          help="Plugin root holding format_convert/convert_{FROM}_to_{TO}.py."),
+    dump_version: Optional[int] = typer.Option(None, "-v", "--dump-version", min=1, max=2,
+                                               help="Force dump layout: 1 = protobuf, 2 = binary (default: detect per file)."),
+    layout: str = typer.Option("vcompare", "--layout", help="Column layout: vcompare or msaccucmp."),
+    gate: List[str] = typer.Option([], "--gate", help='Accuracy gate, repeatable: "CosineSimilarity>=0.99".'),
+    max_cmp_size: int = typer.Option(0, "-max", "--max-cmp-size", min=0,
+                                     help="Compare only the first N flattened elements of each tensor (0 = all)."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the result path and failures."),
+) -> None:
+    from .gates import evaluate, parse_gate
+    from .reports.network import Layout, resolve_output, write_report
+
+    try:
+        try:
+            report_layout = Layout(layout)
+        except ValueError:
+            raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}") from None
+        gates = [parse_gate(text) for text in gate]
+        if quant_rule is not None:
+            _check_readable(quant_rule, "-q")
+            raise CompareError(
+                f"-q {quant_rule}: quantized comparisons (quant fusion rule) are not supported in this version; "
+                "compare the dequantized outputs with -f only, or see README 'Limits'")
+        for path, flag in ((left, "-l"), (right, "-r")):
+            _check_readable(path, flag)
+        if fusion_rule is not None:
+            _check_readable(fusion_rule, "-f")
+        from .api import run_network
+
+        result = run_network(left, right, fusion_rule, algorithms=algorithm, custom_dir=custom,
+                             dump_version=dump_version, max_elements=max_cmp_size,
+                             extra_metrics=[g.metric for g in gates])
+        path, table_format = resolve_output(output, csv_flag=csv_flag)
+        left_npy, right_npy = result.has_npy
+        written = write_report(result.rows, path, result.metrics, table_format=table_format, layout=report_layout,
+                               left_address=not left_npy, right_address=not right_npy)
+    except CompareError as exc:
+        _err(f"error: {exc}")
+        raise typer.Exit(EXIT_CANNOT_RUN) from None
+
+    if not quiet:
+        for note in result.notes:
+            _err(note)
+        summary = result.summary()
+        _err("rows: " + ", ".join(f"{count} {status}" for status, count in summary.items()))
+    typer.echo(f"result: {written}")
+    failures = evaluate(gates, result.rows)
+    if failures:
+        _err(f"{len(failures)} gate check(s) failed:")
+        for failure in failures:
+            _err(f"  {failure.row.tensor_id}: {failure.gate.metric} = {failure.value:.6f} violates {failure.gate.text}")
+        raise typer.Exit(EXIT_GATE_FAILED)
+    if gates and not quiet:
+        _err(f"all {len(gates)} gate(s) passed")
+    raise typer.Exit(EXIT_OK)
+
+
+def _check_readable(path: Path, flag: str) -> None:
+    if not path.exists():
+        raise CompareError(f"{flag} {path}: no such file or directory")
+    if not os.access(path, os.R_OK):
+        raise CompareError(f"{flag} {path}: permission denied")
+
+
+def _normalise_argv(argv: list[str]) -> list[str]:
+    """Accept the reference tool's ``-alg 0 1 5`` (several index tokens) as ``-alg 0,1,5``."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        out.append(token)
+        if token in ("-alg", "--algorithm") and i + 1 < len(argv):
+            values = [argv[i + 1]]
+            i += 2
+            while i < len(argv) and argv[i].isdigit() and len(argv[i]) == 1 and values[-1].isdigit():
+                values.append(argv[i])
+                i += 1
+            out.append(",".join(values))
+            continue
+        i += 1
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    args = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
+    try:
+        app(args=args, prog_name="vcompare")
+    except KeyboardInterrupt:
+        _err("interrupted: no result file was written")
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

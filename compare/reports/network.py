@@ -1,0 +1,165 @@
+"""Whole-network reports: ``result.csv`` / ``result.txt`` from :class:`MetricRow` records.
+
+Two layouts:
+
+``vcompare`` (default)
+    ``Index, OpType, LeftOp, LeftDataType, RightOp, RightDataType, TensorIndex, Shape,
+    <selected metrics>, FailReason``; reasons joined with ``"; "``; ``\\n`` line endings.
+
+``msaccucmp``
+    The reference tool's header and cells (``NPUDump``, ``GroundTruth``, two ``DataType`` and
+    ``Address`` columns, ``CompareFailReason``), ``\\r\\n`` line endings and ``,``-joined reasons,
+    so scripts that parse msaccucmp results keep working. An ``Address`` column is left out for a
+    side whose folder holds ``.npy`` files, as the reference does.
+
+The txt form is the same table, whitespace-aligned, one row per line (FailReason included).
+Files are written atomically: a temporary file in the target folder, then a rename, so an
+interrupted run never leaves a half-written result.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from enum import Enum
+from pathlib import Path
+
+from ..records import MetricRow
+from .cells import metric_cell, neutralise, shape_cell, std_cell, text_cell
+
+STD_NAME = "StandardDeviation"
+
+
+class Layout(str, Enum):
+    VCOMPARE = "vcompare"
+    MSACCUCMP = "msaccucmp"
+
+
+class TableFormat(str, Enum):
+    CSV = "csv"
+    TXT = "txt"
+
+
+def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_address: bool = True,
+           right_address: bool = True) -> list[str]:
+    """Column names of a network report, metrics in selection order."""
+    if layout is Layout.MSACCUCMP:
+        cols = ["Index", "OpType", "NPUDump", "DataType"]
+        if left_address:
+            cols.append("Address")
+        cols += ["GroundTruth", "DataType"]
+        if right_address:
+            cols.append("Address")
+        return cols + ["TensorIndex", "Shape", *metrics, "CompareFailReason"]
+    return ["Index", "OpType", "LeftOp", "LeftDataType", "RightOp", "RightDataType", "TensorIndex", "Shape",
+            *metrics, "FailReason"]
+
+
+def _metric_cells(row: MetricRow, metrics: Sequence[str]) -> list[str]:
+    cells = []
+    for name in metrics:
+        if name == STD_NAME:
+            cells.append(std_cell(row.std))
+        else:
+            cells.append(metric_cell(row.metrics.get(name)))
+    return cells
+
+
+def _address(value: int | None) -> str:
+    return str(value) if value else "NaN"
+
+
+def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
+              left_address: bool = True, right_address: bool = True) -> list[str]:
+    """The text cells of one row, in :func:`header` order."""
+    if layout is Layout.MSACCUCMP:
+        cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype)]
+        if left_address:
+            cells.append(_address(row.left_address))
+        cells += [text_cell(row.right_op), text_cell(row.right_dtype)]
+        if right_address:
+            cells.append(_address(row.right_address))
+        cells += [text_cell(row.tensor_id), shape_cell(row.shape) if row.tensor_id else "NaN"]
+        cells += _metric_cells(row, metrics)
+        cells.append(",".join(row.reasons))
+    else:
+        cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype),
+                 text_cell(row.right_op), text_cell(row.right_dtype), text_cell(row.tensor_id),
+                 shape_cell(row.shape) if row.tensor_id else "NaN"]
+        cells += _metric_cells(row, metrics)
+        cells.append("; ".join(row.reasons))
+    return [neutralise(c) for c in cells]
+
+
+def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, **address) -> str:
+    buf = io.StringIO()
+    terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
+    writer = csv.writer(buf, lineterminator=terminator)
+    writer.writerow(header(metrics, layout, **address))
+    for row in rows:
+        writer.writerow(row_cells(row, metrics, layout, **address))
+    return buf.getvalue()
+
+
+def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, **address) -> str:
+    """Whitespace-aligned table: every column padded to its widest cell, reasons last."""
+    table = [header(metrics, layout, **address)] + [row_cells(r, metrics, layout, **address) for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
+    lines = []
+    for line in table:
+        padded = [cell.ljust(w) for cell, w in zip(line[:-1], widths)]
+        lines.append("  ".join(padded + [line[-1]]).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = False,
+                   now: time.struct_time | None = None) -> tuple[Path, TableFormat]:
+    """Where the result goes and in which form.
+
+    - an existing directory, or a path ending in a separator, or no suffix at all:
+      ``DIR/result_{YYYYmmddHHMMSS}.csv`` (``.txt`` is never chosen for a directory);
+    - ``*.txt``: txt table, unless ``-csv`` asks for CSV (then the name is kept as given);
+    - anything else (``*.csv``): CSV.
+    """
+    stamp = time.strftime("%Y%m%d%H%M%S", now or time.localtime())
+    if output is None or str(output) == "":
+        return Path.cwd() / f"result_{stamp}.csv", TableFormat.CSV
+    text = os.fspath(output)
+    path = Path(text)
+    if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
+        return path / f"result_{stamp}.csv", TableFormat.CSV
+    if path.suffix.lower() == ".txt" and not csv_flag:
+        return path, TableFormat.TXT
+    return path, TableFormat.CSV
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metrics: Sequence[str], *,
+                 table_format: TableFormat | str = TableFormat.CSV, layout: Layout | str = Layout.VCOMPARE,
+                 left_address: bool = True, right_address: bool = True) -> Path:
+    """Write a network report and return its path."""
+    layout = Layout(layout)
+    table_format = TableFormat(table_format)
+    address = {"left_address": left_address, "right_address": right_address}
+    render = render_txt if table_format is TableFormat.TXT else render_csv
+    return atomic_write_text(Path(path), render(rows, metrics, layout, **address))
