@@ -1,1 +1,196 @@
-"""Loaders: a dump folder or file -> Run of OpDump records (metadata now, tensors on demand)."""
+"""Loaders: a dump folder or file -> Run of OpDump records (metadata now, tensors on demand).
+
+:func:`load_run` resolves the folder (a parent of ``time/device/model_name/model_id/data_index``
+is fine, see :func:`compare.loaders.ascend.resolve_dump_folder`), asks each reader of
+:data:`READERS` whether the folder is its kind and lets the first that says yes scan it.
+
+A reader is any object with ``name``, ``kinds`` (the :class:`RunKind` values it produces),
+``sniff(folder) -> bool`` (declines quietly: never raises for "not mine"), ``explain(folder) ->
+str`` (why it declined, for the "no reader found" message) and
+``scan(folder, *, version=None, root=None) -> Run``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+from ..errors import CompareError, DumpFormatError
+from ..records import Run, RunKind
+from .ascend import OFFLINE_FORM, cached_listing, resolve_dump_folder, scan_offline
+from .golden_npy import scan_golden
+
+__all__ = ["READERS", "Reader", "detect", "load_run", "register_reader", "resolve_dump_folder"]
+
+
+class Reader(Protocol):
+    name: str
+    kinds: tuple[RunKind, ...]
+
+    def sniff(self, folder: Path) -> bool: ...
+
+    def explain(self, folder: Path) -> str: ...
+
+    def scan(self, folder: Path, *, version: int | None = None, root: Path | None = None) -> Run: ...
+
+
+@dataclass(frozen=True)
+class FunctionReader:
+    """A reader made of plain functions (the built-in readers)."""
+
+    name: str
+    kinds: tuple[RunKind, ...]
+    sniff: Callable[[Path], bool]
+    explain: Callable[[Path], str]
+    scan: Callable[..., Run]
+
+
+def _majority(folder: Path) -> str | None:
+    try:
+        return cached_listing(folder).majority()
+    except CompareError:
+        return None
+
+
+def _sniff_offline(folder: Path) -> bool:
+    return _majority(folder) == "offline"
+
+
+def _sniff_golden(folder: Path) -> bool:
+    return _majority(folder) in ("npy", "pb", "quant")
+
+
+def _explain_offline(folder: Path) -> str:
+    return f"no file named {OFFLINE_FORM}"
+
+
+def _explain_golden(folder: Path) -> str:
+    return "no file named {op_name}.{output_index}.{timestamp}.npy / .pb / .quant"
+
+
+#: The readers tried, in order, by :func:`detect` and :func:`load_run`.
+READERS: list[Reader] = [
+    FunctionReader(
+        name="ascend-offline",
+        kinds=(RunKind.OFFLINE,),
+        sniff=_sniff_offline,
+        explain=_explain_offline,
+        scan=scan_offline,
+    ),
+    FunctionReader(
+        name="golden-npy",
+        kinds=(RunKind.NUMPY, RunKind.STANDARD, RunKind.QUANT),
+        sniff=_sniff_golden,
+        explain=_explain_golden,
+        scan=scan_golden,
+    ),
+]
+
+
+def register_reader(reader: Reader, *, first: bool = False) -> None:
+    """Add a reader (e.g. MindSpore layouts); ``first=True`` tries it before the built-in ones."""
+    if first:
+        READERS.insert(0, reader)
+    else:
+        READERS.append(reader)
+
+
+def _no_reader_error(folder: Path, tried: list[str]) -> CompareError:
+    """The "no reader found" error: the folder, what was tried and why, and the unusable files."""
+    try:
+        listing = cached_listing(folder)
+    except CompareError as exc:
+        return exc
+    if not listing.files and not listing.skipped:
+        return CompareError(f"dump folder {folder} holds no dump files (it is empty)")
+    why = "; ".join(tried)
+    bad = listing.skipped
+    shown = "; ".join(f"{p.name} ({reason})" for p, reason in bad[:10])
+    more = f"; and {len(bad) - 10} more" if len(bad) > 10 else ""
+    return DumpFormatError(
+        folder,
+        f"no dump files found (tried {why}): {len(bad)} file(s) not usable: {shown}{more}",
+    )
+
+
+def _choose_reader(folder: Path, kind: RunKind | None) -> Reader:
+    if kind is not None:
+        for reader in READERS:
+            if kind in reader.kinds:
+                return reader
+        raise CompareError(f"no reader produces runs of kind {kind.value!r}")
+    tried = []
+    for reader in READERS:
+        try:
+            if reader.sniff(folder):
+                return reader
+        except Exception as exc:  # a sniff must not raise; treat it as a decline with the reason
+            tried.append(f"{reader.name}: sniff failed ({exc})")
+            continue
+        tried.append(f"{reader.name}: {reader.explain(folder)}")
+    raise _no_reader_error(folder, tried)
+
+
+def detect(path: str | os.PathLike) -> RunKind:
+    """The kind of dump folder ``path`` is (after resolving a parent tree to its leaf).
+
+    Only file names are looked at (npy folders whose op names are quantized give QUANT).
+    Raises :class:`CompareError` / :class:`DumpFormatError` when no reader claims the folder.
+    """
+    folder, _ = resolve_dump_folder(path)
+    reader = _choose_reader(folder, None)
+    if reader.name == "golden-npy":
+        from .ascend import is_quantized_name
+
+        listing = cached_listing(folder)
+        majority = listing.majority()
+        if majority == "npy":
+            quantized = any(is_quantized_name(item.parsed.op_name) for item in listing.of_kind("npy"))
+            return RunKind.QUANT if quantized else RunKind.NUMPY
+        return RunKind.STANDARD if majority == "pb" else RunKind.QUANT
+    return reader.kinds[0]
+
+
+def load_run(
+    path: str | os.PathLike,
+    *,
+    version: int | None = None,
+    kind: RunKind | None = None,
+    fusion_rule: bool = False,
+    keep_raw_names: bool = False,
+) -> Run:
+    """Load a dump folder as a :class:`Run` (metadata only; tensors are read on ``load()``).
+
+    ``path``: the folder holding the dump files, or a parent of the Ascend
+    ``time/device/model_name/model_id/data_index`` tree (the newest leaf is used; ``run.notes``
+    says which). ``version``: dump file version (1 protobuf, 2 binary; ``None`` auto).
+    ``kind``: force a reader instead of detecting one; if the folder's files say otherwise the
+    run keeps the requested kind and a note says what was detected. ``fusion_rule`` /
+    ``keep_raw_names`` steer the offline op-name clean-up.
+
+    Raises :class:`CompareError` for a missing or empty folder and for a folder without any
+    usable dump file (the message names the folder and lists the files and why).
+    """
+    folder, notes = resolve_dump_folder(path)
+    reader = _choose_reader(folder, kind)
+    if reader.name == "ascend-offline":
+        run = scan_offline(
+            folder,
+            version=version,
+            root=path,
+            fusion_rule=fusion_rule,
+            keep_raw_names=keep_raw_names,
+            listing=cached_listing(folder),
+        )
+    elif reader.name == "golden-npy":
+        run = scan_golden(folder, version=version, root=path, listing=cached_listing(folder))
+    else:
+        run = reader.scan(folder, version=version, root=Path(path))
+    run.root = Path(path)
+    run.notes[:0] = notes
+    if kind is not None and run.kind is not kind:
+        run.notes.append(f"run kind forced to {kind.value!r} (the files say {run.kind.value!r})")
+        run.kind = kind
+    return run

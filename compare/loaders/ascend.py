@@ -1,0 +1,741 @@
+"""Ascend dump folders: file naming, folder resolution, ``mapping.csv`` and offline-dump scanning.
+
+Naming rules (§2.8 of the reference-tool spec; the folder's top level only, no recursion):
+
+* **Offline (NPU) dump**: ``{op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}`` and the
+  longer ``{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}.{task_type}.{context_id}.
+  {thread_id}.{x}`` variants. ``op_type`` and ``op_name`` are ``[A-Za-z0-9_-]+``, every other
+  field is digits. Only a *prefix* has to match (as in the reference tool): text after the last
+  digit field is tolerated and reported in ``Run.notes``.
+* **Golden** ``{op_name}.{output_index}.{timestamp}.npy`` / ``.pb`` / ``.quant``: see
+  :mod:`compare.loaders.golden_npy`. A name is classified by its suffix first (``.npy``, ``.pb``,
+  ``.quant``), every other name by the offline rule -- exactly as the reference tool does.
+* ``mapping.csv`` and ``convert_failed_file_list.txt`` are not dump files; neither are folders.
+* **Hashed names**: a file whose name is all digits (or digits + ``.npy``) is renamed through
+  ``mapping.csv`` (rows ``hashed_name,real_file_name``) before it is classified; its physical path
+  is kept for reading.
+
+The dump tree of an Ascend run is ``{time}/{device_id}/{model_name}/{model_id}/{data_index}/``
+with ``time`` formatted ``YYYYMMDDhhmmss``; :func:`resolve_dump_folder` finds the leaf.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import CompareError, DumpFormatError
+from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+
+#: Files of a dump folder that are never dump files.
+IGNORED_FILES = frozenset({"mapping.csv", "convert_failed_file_list.txt"})
+
+#: Substrings of an op name that mark a quantized model (§2.8 "Quant detection").
+QUANT_MARKERS = (
+    "_quant_layer",
+    "_anti_quant_layer",
+    "AscendQuant",
+    "AscendWeightQuant",
+    "AntiQuant",
+    "_quant",
+    "_weight_quant",
+    "_anti_quant",
+    "_dequant_layer",
+    "AscendDequant",
+    "_dequant",
+)
+
+#: Valid values of the task-type field of the long offline names.
+TASK_TYPES = {0: "AICORE", 1: "AICPU", 2: "DEBUG", 3: "HCCL", 4: "FFTSPLUS"}
+
+#: Only timestamps of exactly this many digits sort by value; all others sort as 0.
+TIMESTAMP_DIGITS = 16
+
+#: How deep :func:`resolve_dump_folder` walks below the given folder.
+MAX_SEARCH_DEPTH = 6
+
+OFFLINE_FORM = "{op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}"
+
+_OFFLINE_RE = re.compile(r"([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)((?:\.[0-9]+)+)")
+_WORD_RE = re.compile(r"[A-Za-z0-9_-]+")
+_HASHED_RE = re.compile(r"[0-9]+(?:\.npy)?")
+_TIME_DIR_RE = re.compile(r"[0-9]{14}")
+_LXSLICE_ANY_RE = re.compile(r"_lxslice[0-9]+")
+_LXSLICE_END_RE = re.compile(r".lxslice[0-9]+$")
+_SGT_RE = re.compile(r"sgt_graph_[0-9]+")
+
+
+# --------------------------------------------------------------------------------------------
+# Offline file names
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OfflineName:
+    """The fields of an offline dump file name.
+
+    ``timestamp_digits`` is the timestamp field as written; ``timestamp`` its integer value.
+    ``task_type`` is the field at position -4 of names with more than five fields (``None``
+    otherwise); it is *not* validated here (see :attr:`task_type_problem`). ``extra`` holds the
+    digit fields that are not task id, stream id or timestamp (task type, context id, thread id,
+    ...), and ``trailing`` the text after the matched prefix (``''`` for a clean name).
+    """
+
+    op_type: str
+    op_name: str
+    task_id: int
+    stream_id: int | None
+    timestamp: int
+    timestamp_digits: str
+    task_type: int | None = None
+    extra: tuple[str, ...] = ()
+    trailing: str = ""
+
+    @property
+    def sort_key(self) -> int:
+        """Timestamp used to pick the latest file: its value if it has 16 digits, else 0."""
+        return self.timestamp if len(self.timestamp_digits) == TIMESTAMP_DIGITS else 0
+
+    @property
+    def task_type_problem(self) -> str | None:
+        """Why the task-type field is invalid, or ``None`` when it is absent or valid."""
+        if self.task_type is None or self.task_type in TASK_TYPES:
+            return None
+        valid = ", ".join(f"{code} {name}" for code, name in TASK_TYPES.items())
+        return (
+            f"task-type field (4th from the end) is {self.task_type}, not one of {valid}; the "
+            "reference tool aborts the whole run for this (exit 37), vcompare skips only this file"
+        )
+
+
+def parse_offline_name(name: str) -> OfflineName | None:
+    """Parse an offline dump file name, or return ``None`` when it matches no offline form.
+
+    Forms (``op_type``/``op_name`` ``[A-Za-z0-9_-]+``, the rest digit fields):
+
+    * 4 fields ``type.name.task.timestamp``;
+    * 5 fields ``type.name.task.stream.timestamp``;
+    * 8 or more fields, the long layout ``type.name.task[.stream].timestamp.task_type.context.
+      thread.x``: the timestamp is field -5 and the task type field -4. (The reference tool sorts
+      these by their *last* field, which is not a timestamp; vcompare uses the real one.)
+    * 6 or 7 fields (no documented layout): timestamp = the last field, task type = field -4, as
+      the reference tool reads them.
+
+    Only a prefix must match; the rest (e.g. ``.npy.tmp``) is kept in ``trailing``. Fields are
+    counted in the matched prefix only.
+    """
+    match = _OFFLINE_RE.match(name)
+    if match is None:
+        return None
+    op_type, op_name, digit_part = match.group(1), match.group(2), match.group(3)
+    digits = digit_part[1:].split(".")
+    if len(digits) < 2:
+        return None
+    fields = len(digits) + 2
+    ts_pos = len(digits) - 5 if fields >= 8 else len(digits) - 1  # index into ``digits``
+    stream: int | None = int(digits[1]) if ts_pos >= 2 else None
+    used = {0, ts_pos} | ({1} if stream is not None else set())
+    extra = tuple(d for i, d in enumerate(digits) if i not in used)
+    task_type = int(digits[-4]) if fields > 5 else None
+    return OfflineName(
+        op_type=op_type,
+        op_name=op_name,
+        task_id=int(digits[0]),
+        stream_id=stream,
+        timestamp=int(digits[ts_pos]),
+        timestamp_digits=digits[ts_pos],
+        task_type=task_type,
+        extra=extra,
+        trailing=name[match.end():],
+    )
+
+
+def explain_offline_name(name: str) -> str:
+    """Why ``name`` is not an offline dump name (for ``Run.skipped`` and error messages)."""
+    fields = name.split(".")
+    expected = f"expected {OFFLINE_FORM}"
+    if len(fields) < 4:
+        return f"name matches no dump naming rule: {len(fields)} dot-separated field(s), {expected}"
+    for pos, label in ((0, "op_type"), (1, "op_name")):
+        if not _WORD_RE.fullmatch(fields[pos]):
+            return (
+                f"name matches no dump naming rule: {label} {fields[pos]!r} is not "
+                f"[A-Za-z0-9_-]+, {expected}"
+            )
+    for pos in (2, 3):
+        if not fields[pos].isdigit():
+            label = "task_id" if pos == 2 else "timestamp/stream_id"
+            return (
+                f"name matches no dump naming rule: {label} field {fields[pos]!r} is not digits, "
+                f"{expected}"
+            )
+    return f"name matches no dump naming rule, {expected}"  # pragma: no cover - defensive
+
+
+# --------------------------------------------------------------------------------------------
+# Op-name clean-up
+# --------------------------------------------------------------------------------------------
+
+
+def clean_op_name(name: str, *, fusion_rule: bool = False, keep_raw_names: bool = False) -> str | None:
+    """Clean an op name from a file name as the reference tool does (without ``-ffts``).
+
+    1. With a fusion rule, every ``_lxslice<digits>`` is removed; without one, a name *ending*
+       in ``lxslice<digits>`` loses that suffix and the one character before it.
+    2. If the name contains ``_sgt_graph``, everything up to and including the last
+       ``sgt_graph_<digits>`` plus one separator character is dropped -- only when that match is
+       not at the end of the name.
+    3. If ``_lxslice`` is still present, the file is ignored: ``None`` is returned.
+
+    ``keep_raw_names=True`` (the reference's ``-ffts``) returns the name unchanged.
+    """
+    if keep_raw_names:
+        return name
+    if fusion_rule and "_lxslice" in name:
+        name = _LXSLICE_ANY_RE.sub("", name)
+    else:
+        end = _LXSLICE_END_RE.search(name)
+        if end is not None:
+            name = name[: end.start()]
+    if "_sgt_graph" in name:
+        last = None
+        for last in _SGT_RE.finditer(name):
+            pass
+        if last is not None and last.end() < len(name):
+            name = name[last.end() + 1:]
+    if "_lxslice" in name:
+        return None
+    return name
+
+
+def is_quantized_name(name: str) -> bool:
+    """Whether an op name carries one of the quantization markers of §2.8."""
+    return any(marker in name for marker in QUANT_MARKERS)
+
+
+# --------------------------------------------------------------------------------------------
+# Folder listing: mapping.csv, hashed names, classification
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DumpEntry:
+    """One file of a dump folder: where it is and the name it is classified by.
+
+    ``name`` is the physical file name, or the real name from ``mapping.csv`` for hashed files.
+    """
+
+    path: Path
+    name: str
+
+    @property
+    def mapped(self) -> bool:
+        return self.path.name != self.name
+
+
+@dataclass(frozen=True)
+class Classified:
+    """A :class:`DumpEntry` with its kind (``offline``, ``npy``, ``pb``, ``quant``) and parse.
+
+    ``parsed`` is an :class:`OfflineName` or a ``golden_npy.GoldenName``; ``None`` with ``reason``
+    set when the name matched no rule.
+    """
+
+    entry: DumpEntry
+    kind: str
+    parsed: object | None = None
+    reason: str | None = None
+
+
+#: File kinds -> run kinds (npy folders become QUANT when their names are quantized).
+KIND_TO_RUN = {
+    "offline": RunKind.OFFLINE,
+    "npy": RunKind.NUMPY,
+    "pb": RunKind.STANDARD,
+    "quant": RunKind.QUANT,
+}
+_KIND_ORDER = ("offline", "npy", "pb", "quant")
+_KIND_LABEL = {
+    "offline": "Ascend offline dump",
+    "npy": "golden .npy",
+    "pb": "golden .pb",
+    "quant": "golden .quant",
+}
+
+
+@dataclass
+class FolderListing:
+    """All files of one dump folder, classified; bad names and bad ``mapping.csv`` rows listed."""
+
+    folder: Path
+    files: list[Classified] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[Classified]:
+        return [c for c in self.files if c.kind == kind and c.parsed is not None]
+
+    def counts(self) -> dict[str, int]:
+        out = {kind: 0 for kind in _KIND_ORDER}
+        for item in self.files:
+            if item.parsed is not None:
+                out[item.kind] += 1
+        return out
+
+    def majority(self) -> str | None:
+        """The kind most files have (ties: offline, npy, pb, quant); ``None`` if none matched."""
+        counts = self.counts()
+        best = max(_KIND_ORDER, key=lambda k: (counts[k], -_KIND_ORDER.index(k)))
+        return best if counts[best] else None
+
+    def unmatched(self) -> list[Classified]:
+        return [c for c in self.files if c.parsed is None]
+
+    def other_kinds_skipped(self, used: str) -> list[tuple[Path, str]]:
+        """``Run.skipped`` rows for valid files of another kind than ``used`` (mixed folder)."""
+        count = self.counts()[used]
+        out = []
+        for item in self.files:
+            if item.parsed is None or item.kind == used:
+                continue
+            if count:
+                reason = (
+                    f"{_KIND_LABEL[item.kind]} file in a folder of {count} {_KIND_LABEL[used]} "
+                    "file(s): a folder holds one kind, the one most files have is used (the "
+                    "reference tool refuses mixed folders)"
+                )
+            else:
+                reason = f"{_KIND_LABEL[item.kind]} file; this folder is read for {_KIND_LABEL[used]} files"
+            out.append((item.entry.path, reason))
+        return out
+
+    def no_dump_files_error(self) -> CompareError:
+        """The error for a folder in which no file is usable, naming the folder and the files."""
+        return no_valid_files_error(self.folder, self.skipped)
+
+
+def no_valid_files_error(folder: Path, skipped: list[tuple[Path, str]]) -> CompareError:
+    """Error for a folder without any usable dump file: lists (up to 10) files and why."""
+    if not skipped:
+        return CompareError(f"dump folder {folder} holds no dump files (it is empty)")
+    shown = "; ".join(f"{path.name} ({reason})" for path, reason in skipped[:10])
+    more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+    return DumpFormatError(
+        folder, f"no usable dump files: {len(skipped)} file(s) not used: {shown}{more}"
+    )
+
+
+def classify_name(name: str) -> tuple[str, object | None, str | None]:
+    """Classify a file name by suffix, then by rule: ``(kind, parsed or None, reason or None)``."""
+    from .golden_npy import GOLDEN_SUFFIXES, explain_golden_name, parse_golden_name
+
+    for kind, suffix in GOLDEN_SUFFIXES.items():
+        if name.endswith(suffix):
+            parsed = parse_golden_name(name)
+            if parsed is None:
+                return kind, None, explain_golden_name(name)
+            return kind, parsed, None
+    offline = parse_offline_name(name)
+    if offline is None:
+        return "offline", None, explain_offline_name(name)
+    return "offline", offline, None
+
+
+def is_hashed_name(name: str) -> bool:
+    """Whether a file name is a hashed name to look up in ``mapping.csv`` (digits[.npy])."""
+    return _HASHED_RE.fullmatch(name) is not None
+
+
+def read_mapping(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]]]:
+    """Read ``folder/mapping.csv``: ``({hashed: real}, bad rows)``.
+
+    Rows must have exactly two columns; the real name must be a plain file name (no ``/`` or
+    ``\\``, not ``.``/``..``). Bad rows are returned as ``(mapping.csv path, "row N: ...")``;
+    blank lines are ignored. A missing file gives an empty map.
+    """
+    path = folder / "mapping.csv"
+    mapping: dict[str, str] = {}
+    bad: list[tuple[Path, str]] = []
+    if not path.is_file():
+        return mapping, bad
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, csv.Error) as exc:
+        return mapping, [(path, f"mapping.csv could not be read: {exc}")]
+    for number, row in enumerate(rows, start=1):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) != 2:
+            bad.append((path, f"row {number}: {len(row)} columns, expected 2 (hashed_name,real_file_name)"))
+            continue
+        hashed, real = row[0].strip(), row[1].strip()
+        problem = _mapping_problem(hashed, real)
+        if problem:
+            bad.append((path, f"row {number}: {problem}"))
+            continue
+        mapping[hashed] = real
+    return mapping, bad
+
+
+def _mapping_problem(hashed: str, real: str) -> str | None:
+    if not hashed or not real:
+        return "empty hashed or real file name"
+    if "/" in real or "\\" in real or real in (".", ".."):
+        return f"real file name {real!r} is not a plain file name in this folder"
+    return None
+
+
+def _lookup_hashed(name: str, mapping: dict[str, str]) -> str | None:
+    if name in mapping:
+        return mapping[name]
+    if name.endswith(".npy"):
+        real = mapping.get(name[:-4])
+        if real is not None and not real.endswith(".npy"):
+            return real + ".npy"
+        return real
+    return mapping.get(name + ".npy")
+
+
+def list_folder(folder: Path) -> FolderListing:
+    """List and classify the top level of a dump folder (sorted by file name).
+
+    Non-files, ``mapping.csv`` and ``convert_failed_file_list.txt`` are ignored. Hashed names are
+    renamed through ``mapping.csv``; a hashed file without a map entry is skipped with a reason.
+    Files matching no naming rule are kept in ``files`` with ``parsed=None`` and ``reason`` set
+    (and also listed in ``skipped``). Trailing text after an offline name gives a note.
+    """
+    listing = FolderListing(folder=folder)
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted((e for e in it if _is_file(e)), key=lambda e: e.name)
+    except OSError as exc:
+        raise CompareError(f"cannot list dump folder {folder}: {exc.strerror or exc}") from exc
+    mapping: dict[str, str] | None = None
+    trailing: list[str] = []
+    for entry in entries:
+        if entry.name in IGNORED_FILES:
+            continue
+        path = Path(entry.path)
+        name = entry.name
+        if is_hashed_name(name):
+            if mapping is None:
+                mapping, bad_rows = read_mapping(folder)
+                listing.skipped.extend(bad_rows)
+            real = _lookup_hashed(name, mapping)
+            if real is None:
+                why = "no mapping.csv in the folder" if not (folder / "mapping.csv").is_file() else "not listed in mapping.csv"
+                listing.skipped.append((path, f"hashed file name ({why}), cannot tell which op it is"))
+                continue
+            name = real
+        kind, parsed, reason = classify_name(name)
+        item = Classified(DumpEntry(path, name), kind, parsed, reason)
+        listing.files.append(item)
+        if parsed is None:
+            shown = reason if name == path.name else f"mapped to {name!r}: {reason}"
+            listing.skipped.append((path, shown))
+        elif isinstance(parsed, OfflineName) and parsed.trailing:
+            trailing.append(f"{path.name} (ignored {parsed.trailing!r})")
+    if trailing:
+        shown = ", ".join(trailing[:10]) + (f" and {len(trailing) - 10} more" if len(trailing) > 10 else "")
+        listing.notes.append(
+            f"{len(trailing)} file name(s) in {folder} have text after the dump name, which was "
+            f"ignored (prefix match, as the reference tool): {shown}"
+        )
+    return listing
+
+
+def _listing_key(folder: Path) -> tuple[str, int, int]:
+    def mtime(path: Path) -> int:
+        try:
+            return path.stat().st_mtime_ns
+        except OSError:
+            return -1
+
+    return (str(folder), mtime(folder), mtime(folder / "mapping.csv"))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_listing(key: tuple[str, int, int]) -> FolderListing:
+    return list_folder(Path(key[0]))
+
+
+def cached_listing(folder: Path) -> FolderListing:
+    """:func:`list_folder`, cached while the folder and its ``mapping.csv`` keep their mtimes.
+
+    Sniffing and scanning the same folder then lists it once. Treat the result as read-only.
+    """
+    return _cached_listing(_listing_key(Path(folder)))
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------------------------
+# Resolving the dump folder in a time/device/model_name/model_id/data_index tree
+# --------------------------------------------------------------------------------------------
+
+
+def _holds_dump_files(folder: Path) -> bool:
+    """Whether ``folder`` directly holds a file named by a dump naming rule (or a hashed name)."""
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.name in IGNORED_FILES or not _is_file(entry):
+                    continue
+                if is_hashed_name(entry.name) or classify_name(entry.name)[1] is not None:
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def _holds_any_file(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as it:
+            return any(_is_file(e) and e.name not in IGNORED_FILES for e in it)
+    except OSError:
+        return False
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as it:
+            return sorted(Path(e.path) for e in it if e.is_dir(follow_symlinks=True))
+    except OSError:
+        return []
+
+
+def find_dump_folders(root: Path, max_depth: int = MAX_SEARCH_DEPTH) -> list[Path]:
+    """Folders at most ``max_depth`` levels below ``root`` that directly hold dump files.
+
+    A folder that holds dump files is not searched further.
+    """
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+
+    def walk(folder: Path, depth: int) -> None:
+        try:
+            stat = folder.stat()
+        except OSError:
+            return
+        key = (stat.st_dev, stat.st_ino)
+        if key in seen:
+            return
+        seen.add(key)
+        if _holds_dump_files(folder):
+            found.append(folder)
+            return
+        if depth >= max_depth:
+            return
+        for sub in _subfolders(folder):
+            walk(sub, depth + 1)
+
+    walk(root, 0)
+    return found
+
+
+def _newness(folder: Path, root: Path) -> tuple:
+    """Sort key of a candidate dump folder: ``time`` dir, then numeric ``data_index``, then mtime."""
+    try:
+        rel = folder.relative_to(root.parent).parts
+    except ValueError:
+        rel = folder.parts
+    times = [part for part in rel if _TIME_DIR_RE.fullmatch(part)]
+    time = times[-1] if times else ""
+    index = int(folder.name) if folder.name.isdigit() else -1
+    try:
+        mtime = folder.stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return (time, index, mtime, str(folder))
+
+
+def resolve_dump_folder(path: str | os.PathLike) -> tuple[Path, list[str]]:
+    """The folder that holds the dump files of ``path``, and notes on how it was chosen.
+
+    ``path`` may be the leaf folder holding the dump files or any parent of
+    ``{time}/{device_id}/{model_name}/{model_id}/{data_index}``. If ``path`` itself holds dump
+    files it is used. Otherwise folders up to :data:`MAX_SEARCH_DEPTH` levels below are searched;
+    of several, the newest is used -- by the ``time`` folder (``YYYYMMDDhhmmss``), then by the
+    numeric ``data_index``, then by modification time -- and a note names it and how many were
+    found. When nothing below holds dump files, ``path`` itself is returned (so that the error
+    about its files, or its emptiness, names it).
+
+    Raises :class:`CompareError` if ``path`` does not exist or is not a folder.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise CompareError(f"dump folder {root} does not exist")
+    if not root.is_dir():
+        raise CompareError(f"{root} is a file, not a dump folder; give the folder that holds it")
+    if _holds_dump_files(root):
+        return root, []
+    candidates = find_dump_folders(root)
+    if not candidates:
+        return root, []
+    if len(candidates) == 1:
+        return candidates[0], [f"using dump folder {candidates[0]} (found under {root})"]
+    chosen = max(candidates, key=lambda f: _newness(f, root))
+    return chosen, [f"using dump folder {chosen} (newest of {len(candidates)} found under {root})"]
+
+
+# --------------------------------------------------------------------------------------------
+# Offline scanning
+# --------------------------------------------------------------------------------------------
+
+
+def _dumpfile():
+    from convert import dumpfile
+
+    return dumpfile
+
+
+def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
+    """TensorRefs (metadata + lazy reader) for the inputs and outputs of a parsed dump header."""
+    from convert.dtypes import dtype_name, format_name
+
+    read_tensor = _dumpfile().read_tensor
+
+    def refs(infos: Iterable, kind: TensorKind) -> tuple[TensorRef, ...]:
+        out = []
+        for info in infos:
+            out.append(
+                TensorRef(
+                    op_name=op_name,
+                    kind=kind,
+                    index=int(info.index),
+                    dtype=dtype_name(info.data_type),
+                    format=format_name(info.format),
+                    shape=tuple(int(d) for d in info.shape),
+                    path=path,
+                    original_shape=tuple(int(d) for d in info.original_shape),
+                    address=int(info.address),
+                    sub_format=int(info.sub_format),
+                    nbytes=int(info.size),
+                    reader=functools.partial(read_tensor, header, info),
+                )
+            )
+        return tuple(out)
+
+    return refs(header.inputs, TensorKind.INPUT), refs(header.outputs, TensorKind.OUTPUT)
+
+
+def build_offline_op(
+    name: str, files: list[tuple[Path, OfflineName]], *, version: int | None = None
+) -> OpDump:
+    """One OpDump from all files of an op (sorted oldest first): the latest file's header is read.
+
+    A header that cannot be parsed gives ``error=<diagnosis>`` and no tensors; the op is kept.
+    """
+    path, parsed = files[-1]
+    inputs: tuple[TensorRef, ...] = ()
+    outputs: tuple[TensorRef, ...] = ()
+    error = None
+    try:
+        header = _dumpfile().read_header(path, version=version)
+        inputs, outputs = _tensor_refs(name, header, path)
+    except CompareError as exc:
+        error = str(exc)
+    except OSError as exc:
+        error = str(DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}"))
+    return OpDump(
+        name=name,
+        op_type=parsed.op_type,
+        path=path,
+        files=tuple(p for p, _ in files),
+        inputs=inputs,
+        outputs=outputs,
+        error=error,
+        timestamp=parsed.timestamp,
+    )
+
+
+def group_offline(
+    items: list[Classified], *, fusion_rule: bool = False, keep_raw_names: bool = False
+) -> tuple[dict[str, list[tuple[Path, OfflineName]]], list[tuple[Path, str]]]:
+    """Group offline files by cleaned op name (each group sorted oldest first) + skipped files.
+
+    Sorting: by 16-digit timestamp (others count as 0), ties by file name -- deterministic.
+    Files with an invalid task-type field, or whose name keeps ``_lxslice`` after clean-up, are
+    skipped with a reason.
+    """
+    groups: dict[str, list[tuple[Path, OfflineName]]] = {}
+    skipped: list[tuple[Path, str]] = []
+    for item in items:
+        parsed = item.parsed
+        assert isinstance(parsed, OfflineName)
+        problem = parsed.task_type_problem
+        if problem:
+            skipped.append((item.entry.path, problem))
+            continue
+        name = clean_op_name(parsed.op_name, fusion_rule=fusion_rule, keep_raw_names=keep_raw_names)
+        if name is None:
+            skipped.append(
+                (item.entry.path, f"op name {parsed.op_name!r} still contains '_lxslice' after clean-up; ignored as the reference tool does")
+            )
+            continue
+        groups.setdefault(name, []).append((item.entry.path, parsed))
+    for files in groups.values():
+        files.sort(key=lambda f: (f[1].sort_key, f[0].name))
+    return groups, skipped
+
+
+def scan_offline(
+    folder: str | os.PathLike,
+    *,
+    version: int | None = None,
+    root: str | os.PathLike | None = None,
+    fusion_rule: bool = False,
+    keep_raw_names: bool = False,
+    listing: FolderListing | None = None,
+) -> Run:
+    """Scan an Ascend offline dump folder (the leaf) into a :class:`Run` of kind OFFLINE.
+
+    One :class:`OpDump` per cleaned op name; its file is the latest by 16-digit timestamp (ties:
+    file-name order) and ``files`` lists all of them. Only the chosen file's header is read, via
+    ``convert.dumpfile.read_header`` with ``version`` (``None``: auto); a header that cannot be
+    parsed makes ``OpDump.error`` the diagnosis and leaves its tensors empty -- the op is never
+    dropped.
+
+    Edge-case policy (differences from the reference tool are deliberate):
+
+    * files matching no naming rule, hashed files missing from ``mapping.csv`` and bad
+      ``mapping.csv`` rows go to ``run.skipped`` with the reason;
+    * a task-type field outside 0-4: the reference aborts the whole run (exit 37); vcompare skips
+      that one file with the reason in ``run.skipped`` and goes on;
+    * golden (``.npy``/``.pb``/``.quant``) files in the folder are skipped with a reason (the
+      reference refuses mixed folders);
+    * ``fusion_rule`` / ``keep_raw_names`` steer the op-name clean-up (:func:`clean_op_name`).
+
+    Raises :class:`CompareError` when the folder holds no usable dump file (naming the folder and
+    listing the files and why).
+    """
+    folder = Path(folder)
+    listing = listing if listing is not None else list_folder(folder)
+    groups, skipped = group_offline(
+        listing.of_kind("offline"), fusion_rule=fusion_rule, keep_raw_names=keep_raw_names
+    )
+    all_skipped = list(listing.skipped) + listing.other_kinds_skipped("offline") + skipped
+    if not groups:
+        raise no_valid_files_error(folder, all_skipped)
+    run = Run(
+        root=Path(root) if root is not None else folder,
+        path=folder,
+        kind=RunKind.OFFLINE,
+        skipped=all_skipped,
+        notes=list(listing.notes),
+    )
+    for name in sorted(groups):
+        run.ops[name] = build_offline_op(name, groups[name], version=version)
+    run.quantized = any(is_quantized_name(name) for name in run.ops)
+    return run

@@ -1,0 +1,334 @@
+"""Golden folders: ``{op_name}.{output_index}.{timestamp}.npy`` (Caffe / TF tfdbg) and DumpData
+``.pb`` / ``.quant`` files.
+
+Naming rules (§2.7, §2.8 of the reference-tool spec; the folder's top level only):
+
+* ``.npy``: ``{op_name}.{output_index}.{timestamp}.npy``. ``op_name`` may hold letters, digits,
+  ``_``, ``-`` and ``.``; it runs greedily up to the last ``.<digits>.<digits>.npy``.
+* ``.pb`` (standard) and ``.quant`` (quantized Caffe): the same form, ``op_name`` without dots.
+  These are DumpData files, read with ``convert.dumpfile.read_header``; the output
+  ``output_index`` of the op is the file's *first* output, as the reference tool reads it.
+
+The dumping tools have already replaced ``/`` and ``.`` in op names by ``_`` (tfdbg also turns
+``:`` into ``.``); :meth:`compare.records.Run.find` normalises a lookup the same way, so the key
+is the op name exactly as it is in the file name.
+
+Of several files for one ``(op, output_index)`` the latest 16-digit timestamp wins (others sort
+as 0; ties by file name). A ``.npy`` folder whose op names carry a quantization marker
+(``_quant``, ``AscendQuant``, ...) is a QUANT run with ``quantized=True``; otherwise NUMPY.
+``.pb`` folders are STANDARD and ``.quant`` folders QUANT.
+
+Mixed folders: the reference tool refuses a folder that mixes kinds (error 18). vcompare uses the
+kind most files have and lists the others in ``Run.skipped`` with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CompareError, DumpFormatError
+from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+
+#: Golden file kinds and their suffixes.
+GOLDEN_SUFFIXES = {"npy": ".npy", "pb": ".pb", "quant": ".quant"}
+
+#: Format name of golden tensors (no layout information), as the reference tool.
+GOLDEN_FORMAT = "RESERVED"
+
+_NPY_RE = re.compile(r"([A-Za-z0-9_.-]+)\.([0-9]+)\.([0-9]+)\.npy")
+_DUMPDATA_RE = {
+    "pb": re.compile(r"([A-Za-z0-9_-]+)\.([0-9]+)\.([0-9]+)\.pb"),
+    "quant": re.compile(r"([A-Za-z0-9_-]+)\.([0-9]+)\.([0-9]+)\.quant"),
+}
+_FORMS = {
+    "npy": "{op_name}.{output_index}.{timestamp}.npy (op_name: [A-Za-z0-9_.-]+)",
+    "pb": "{op_name}.{output_index}.{timestamp}.pb (op_name: [A-Za-z0-9_-]+, no dots)",
+    "quant": "{op_name}.{output_index}.{timestamp}.quant (op_name: [A-Za-z0-9_-]+, no dots)",
+}
+_TIMESTAMP_DIGITS = 16
+
+
+@dataclass(frozen=True)
+class GoldenName:
+    """Fields of a golden file name: ``kind`` is ``npy``, ``pb`` or ``quant``."""
+
+    kind: str
+    op_name: str
+    output_index: int
+    timestamp: int
+    timestamp_digits: str
+
+    @property
+    def sort_key(self) -> int:
+        """Timestamp used to pick the latest file: its value if it has 16 digits, else 0."""
+        return self.timestamp if len(self.timestamp_digits) == _TIMESTAMP_DIGITS else 0
+
+
+def _kind_of(name: str) -> str | None:
+    for kind, suffix in GOLDEN_SUFFIXES.items():
+        if name.endswith(suffix):
+            return kind
+    return None
+
+
+def parse_golden_name(name: str) -> GoldenName | None:
+    """Parse a golden file name (whole-name match), or ``None`` when it matches no golden form."""
+    kind = _kind_of(name)
+    if kind is None:
+        return None
+    pattern = _NPY_RE if kind == "npy" else _DUMPDATA_RE[kind]
+    match = pattern.fullmatch(name)
+    if match is None:
+        return None
+    return GoldenName(
+        kind=kind,
+        op_name=match.group(1),
+        output_index=int(match.group(2)),
+        timestamp=int(match.group(3)),
+        timestamp_digits=match.group(3),
+    )
+
+
+def explain_golden_name(name: str) -> str:
+    """Why ``name`` (ending in a golden suffix) is not a golden file name."""
+    kind = _kind_of(name) or "npy"
+    return f"name matches no dump naming rule: a {GOLDEN_SUFFIXES[kind]} file must be named {_FORMS[kind]}"
+
+
+# --------------------------------------------------------------------------------------------
+# .npy headers and lazy reading
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NpyHeader:
+    """What the ``.npy`` header says: shape, dtype, Fortran order and where the data starts."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fortran_order: bool
+    data_offset: int
+
+
+def read_npy_header(path: str | os.PathLike) -> NpyHeader:
+    """Parse only the header of a ``.npy`` file; :class:`DumpFormatError` if it is not one."""
+    path = Path(path)
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as handle:
+            try:
+                version = fmt.read_magic(handle)
+            except ValueError as exc:
+                raise DumpFormatError(path, f"not a .npy file (bad magic string: {exc})", offset=0) from None
+            if version == (1, 0):
+                shape, fortran, dtype = fmt.read_array_header_1_0(handle)
+            elif version == (2, 0):
+                shape, fortran, dtype = fmt.read_array_header_2_0(handle)
+            else:
+                return _header_via_mmap(path, version)
+            offset = handle.tell()
+    except (ValueError, EOFError) as exc:
+        raise DumpFormatError(path, f"bad .npy header: {exc}", offset=8) from None
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    return NpyHeader(tuple(int(d) for d in shape), np.dtype(dtype), bool(fortran), offset)
+
+
+def _header_via_mmap(path: Path, version: tuple[int, int]) -> NpyHeader:
+    """Header of a .npy format version without a public header reader (3.0): via a memmap."""
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as exc:
+        if "object" in str(exc).lower():
+            return NpyHeader((), np.dtype(object), False, 0)
+        raise DumpFormatError(path, f"bad .npy (format version {version[0]}.{version[1]}): {exc}") from None
+    offset = int(getattr(array, "offset", 0))
+    return NpyHeader(tuple(array.shape), array.dtype, bool(np.isfortran(array)), offset)
+
+
+def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
+    """Load a ``.npy`` lazily (memory-mapped, read-only); never unpickles.
+
+    Raises :class:`DumpFormatError` naming the file for object/pickled arrays, truncated data and
+    any other unreadable file.
+    """
+    if header.dtype.hasobject:
+        raise DumpFormatError(
+            path, "holds Python objects (a pickled object array); vcompare never unpickles .npy files"
+        )
+    count = math.prod(header.shape)
+    expected = header.data_offset + count * header.dtype.itemsize
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    if size < expected:
+        raise DumpFormatError(
+            path,
+            f"truncated .npy: the header promises {count} x {header.dtype} "
+            f"({expected} bytes in all) but the file has {size} bytes",
+            offset=size,
+        )
+    try:
+        if count == 0:
+            return np.load(path, allow_pickle=False)
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise DumpFormatError(path, f"cannot load .npy: {exc}") from None
+
+
+def _npy_ref(op_name: str, index: int, path: Path) -> tuple[TensorRef | None, str | None]:
+    try:
+        header = read_npy_header(path)
+    except DumpFormatError as exc:
+        return None, str(exc)
+    dtype = "object" if header.dtype.hasobject else header.dtype.name
+    ref = TensorRef(
+        op_name=op_name,
+        kind=TensorKind.OUTPUT,
+        index=index,
+        dtype=dtype,
+        format=GOLDEN_FORMAT,
+        shape=header.shape,
+        path=path,
+        nbytes=math.prod(header.shape) * header.dtype.itemsize,
+        reader=functools.partial(load_npy, path, header),
+    )
+    return ref, None
+
+
+def _dumpdata_ref(op_name: str, index: int, path: Path, version: int | None) -> tuple[TensorRef | None, str | None]:
+    """Output ``index`` of a golden op from a DumpData ``.pb``/``.quant`` file: its first output."""
+    from convert import dumpfile
+    from convert.dtypes import dtype_name, format_name
+
+    try:
+        header = dumpfile.read_header(path, version=version)
+    except CompareError as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, str(DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}"))
+    if not header.outputs:
+        return None, str(DumpFormatError(path, "the dump has no output tensor (a golden file needs one)"))
+    info = header.outputs[0]
+    ref = TensorRef(
+        op_name=op_name,
+        kind=TensorKind.OUTPUT,
+        index=index,
+        dtype=dtype_name(info.data_type),
+        format=format_name(info.format),
+        shape=tuple(int(d) for d in info.shape),
+        path=path,
+        original_shape=tuple(int(d) for d in info.original_shape),
+        address=0,
+        sub_format=int(info.sub_format),
+        nbytes=int(info.size),
+        reader=functools.partial(dumpfile.read_tensor, header, info),
+    )
+    return ref, None
+
+
+# --------------------------------------------------------------------------------------------
+# Scanning
+# --------------------------------------------------------------------------------------------
+
+
+def _build_op(
+    op_name: str,
+    by_index: dict[int, list[tuple[Path, GoldenName]]],
+    version: int | None,
+) -> OpDump:
+    """One golden OpDump: for each output index the latest file; all files in ``files``.
+
+    A file that cannot be read leaves that output out and adds its diagnosis to ``error`` (the
+    other outputs of the op are kept).
+    """
+    outputs: list[TensorRef] = []
+    errors: list[str] = []
+    all_files: list[tuple[Path, GoldenName]] = []
+    chosen: list[tuple[Path, GoldenName]] = []
+    for index in sorted(by_index):
+        files = sorted(by_index[index], key=lambda f: (f[1].sort_key, f[0].name))
+        all_files.extend(files)
+        path, parsed = files[-1]
+        chosen.append((path, parsed))
+        if parsed.kind == "npy":
+            ref, error = _npy_ref(op_name, index, path)
+        else:
+            ref, error = _dumpdata_ref(op_name, index, path, version)
+        if ref is not None:
+            outputs.append(ref)
+        if error is not None:
+            errors.append(error)
+    all_files.sort(key=lambda f: (f[1].sort_key, f[0].name))
+    path, parsed = chosen[0]
+    return OpDump(
+        name=op_name,
+        op_type=None,
+        path=path,
+        files=tuple(p for p, _ in all_files),
+        outputs=tuple(outputs),
+        error="; ".join(errors) if errors else None,
+        timestamp=parsed.timestamp,
+    )
+
+
+def scan_golden(
+    folder: str | os.PathLike,
+    *,
+    version: int | None = None,
+    root: str | os.PathLike | None = None,
+    listing=None,
+) -> Run:
+    """Scan a golden folder (``.npy``, ``.pb`` or ``.quant`` files) into a :class:`Run`.
+
+    Ops are keyed by the op name of the file names; each op's outputs are TensorRefs with
+    ``index`` = output index. For ``.npy`` only the header is parsed now (dtype and shape from it,
+    format ``RESERVED``); data is memory-mapped when loaded, object arrays are refused. ``.pb`` /
+    ``.quant`` headers are read with ``convert.dumpfile.read_header(version=version)``.
+
+    The kind used is the golden kind most files have; files of other kinds (other golden suffixes
+    or Ascend offline dumps) and files matching no naming rule go to ``run.skipped`` with the
+    reason. Raises :class:`CompareError` (naming the folder and the files) when no golden file is
+    usable.
+    """
+    from .ascend import is_quantized_name, list_folder, no_valid_files_error
+
+    folder = Path(folder)
+    listing = listing if listing is not None else list_folder(folder)
+    counts = listing.counts()
+    golden_kinds = ("npy", "pb", "quant")
+    kind = max(golden_kinds, key=lambda k: (counts[k], -golden_kinds.index(k)))
+    skipped = list(listing.skipped) + listing.other_kinds_skipped(kind)
+    if counts[kind] == 0:
+        raise no_valid_files_error(folder, skipped)
+    groups: dict[str, dict[int, list[tuple[Path, GoldenName]]]] = {}
+    for item in listing.of_kind(kind):
+        parsed = item.parsed
+        assert isinstance(parsed, GoldenName)
+        groups.setdefault(parsed.op_name, {}).setdefault(parsed.output_index, []).append((item.entry.path, parsed))
+    run = Run(
+        root=Path(root) if root is not None else folder,
+        path=folder,
+        kind=RunKind.NUMPY,
+        skipped=skipped,
+        notes=list(listing.notes),
+    )
+    for name in sorted(groups):
+        run.ops[name] = _build_op(name, groups[name], version)
+    if kind == "npy":
+        run.quantized = any(is_quantized_name(name) for name in run.ops)
+        run.kind = RunKind.QUANT if run.quantized else RunKind.NUMPY
+    elif kind == "pb":
+        run.kind = RunKind.STANDARD
+    else:
+        run.kind = RunKind.QUANT
+        run.quantized = True
+    return run

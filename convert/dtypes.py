@@ -1,0 +1,357 @@
+"""Ascend dump data-type and format codes, and decoding of raw tensor bytes.
+
+This module imports nothing from :mod:`compare`; errors are plain ``ValueError`` subclasses that
+the dump reader wraps into :class:`compare.errors.DumpFormatError` with the file and offset.
+
+Data types (``OutputDataType`` of ``dump_data.proto``) and their storage dtypes:
+
+=================  ====  ==========================  =======================================
+code name          code  numpy storage dtype         :func:`dtype_name`
+=================  ====  ==========================  =======================================
+DT_UNDEFINED          0  int8                        ``int8`` (as the reference tool reads it)
+DT_FLOAT              1  float32                     ``float32``
+DT_FLOAT16            2  float16                     ``float16``
+DT_INT8..DT_UINT64  3-10 int8..uint64                ``int8`` ... ``uint64``
+DT_BOOL              11  bool                        ``bool``
+DT_DOUBLE            12  float64                     ``float64``
+DT_COMPLEX64/128  16/17  complex64 / complex128      ``complex64`` / ``complex128``
+DT_RESOURCE          23  int64                       ``int64``
+DT_BF16              27  ``ml_dtypes.bfloat16``      ``bfloat16``
+DT_UINT1             29  uint8, 8 bits per byte      ``uint1``
+=================  ====  ==========================  =======================================
+
+Every other code (``DT_STRING``, ``DT_QINT8``, ``DT_DUAL``, codes not in the table ...) cannot be
+decoded: :func:`numpy_dtype` raises :class:`UnsupportedDataType` and :func:`dtype_name` returns
+the enum name (``DT_STRING``) or ``DT_<code>`` for an unknown integer.
+
+All multi-byte values are little-endian (the byte order of every Ascend host).
+"""
+
+from __future__ import annotations
+
+import math
+from enum import IntEnum
+from typing import Union
+
+import ml_dtypes
+import numpy as np
+
+Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
+
+
+class DataType(IntEnum):
+    """``OutputDataType`` codes of ``dump_data.proto`` (there is no 26 or 28; 29 is UINT1)."""
+
+    DT_UNDEFINED = 0
+    DT_FLOAT = 1
+    DT_FLOAT16 = 2
+    DT_INT8 = 3
+    DT_UINT8 = 4
+    DT_INT16 = 5
+    DT_UINT16 = 6
+    DT_INT32 = 7
+    DT_INT64 = 8
+    DT_UINT32 = 9
+    DT_UINT64 = 10
+    DT_BOOL = 11
+    DT_DOUBLE = 12
+    DT_STRING = 13
+    DT_DUAL_SUB_INT8 = 14
+    DT_DUAL_SUB_UINT8 = 15
+    DT_COMPLEX64 = 16
+    DT_COMPLEX128 = 17
+    DT_QINT8 = 18
+    DT_QINT16 = 19
+    DT_QINT32 = 20
+    DT_QUINT8 = 21
+    DT_QUINT16 = 22
+    DT_RESOURCE = 23
+    DT_STRING_REF = 24
+    DT_DUAL = 25
+    DT_BF16 = 27
+    DT_UINT1 = 29
+
+
+class Format(IntEnum):
+    """``OutputFormat`` codes, named as layouts are written in logs, file names and plugins.
+
+    The names are the proto names without ``FORMAT_``, except 15 (``DECONV_SP_STRIDE8_TRANS``)
+    and 20-24 (``LOOKUP_*``). The reference tool has no string for 28 and 35; vcompare is
+    lenient and calls them ``FRACTAL_ZZ`` and ``NC``. The long proto spellings of 15 and 20-24
+    are accepted as aliases by :func:`format_code`.
+    """
+
+    NCHW = 0
+    NHWC = 1
+    ND = 2
+    NC1HWC0 = 3
+    FRACTAL_Z = 4
+    NC1C0HWPAD = 5
+    NHWC1C0 = 6
+    FSR_NCHW = 7
+    FRACTAL_DECONV = 8
+    C1HWNC0 = 9
+    FRACTAL_DECONV_TRANSPOSE = 10
+    FRACTAL_DECONV_SP_STRIDE_TRANS = 11
+    NC1HWC0_C04 = 12
+    FRACTAL_Z_C04 = 13
+    CHWN = 14
+    DECONV_SP_STRIDE8_TRANS = 15
+    HWCN = 16
+    NC1KHKWHWC0 = 17
+    BN_WEIGHT = 18
+    FILTER_HWCK = 19
+    LOOKUP_LOOKUPS = 20
+    LOOKUP_KEYS = 21
+    LOOKUP_VALUE = 22
+    LOOKUP_OUTPUT = 23
+    LOOKUP_HITS = 24
+    C1HWNCoC0 = 25
+    MD = 26
+    NDHWC = 27
+    FRACTAL_ZZ = 28
+    FRACTAL_NZ = 29
+    NCDHW = 30
+    DHWCN = 31
+    NDC1HWC0 = 32
+    FRACTAL_Z_3D = 33
+    CN = 34
+    NC = 35
+    DHWNC = 36
+    FRACTAL_Z_3D_TRANSPOSE = 37
+    FRACTAL_ZN_LSTM = 38
+    FRACTAL_Z_G = 39
+    RESERVED = 40
+    ALL = 41
+    NULL = 42
+    ND_RNN_BIAS = 43
+    FRACTAL_ZN_RNN = 44
+    YUV = 45
+    YUV_A = 46
+    MAX = 255
+    # Aliases: the proto spellings (without FORMAT_) where the log name differs.
+    FRACTAL_DECONV_SP_STRIDE8_TRANS = 15
+    HASHTABLE_LOOKUP_LOOKUPS = 20
+    HASHTABLE_LOOKUP_KEYS = 21
+    HASHTABLE_LOOKUP_VALUE = 22
+    HASHTABLE_LOOKUP_OUTPUT = 23
+    HASHTABLE_LOOKUP_HITS = 24
+
+    @staticmethod
+    def proto_suffix(member: "Format") -> str:
+        """The proto enum name of ``member`` without its ``FORMAT_`` prefix."""
+        return _PROTO_SPELLING.get(int(member), member.name)
+
+
+_PROTO_SPELLING = {
+    15: "FRACTAL_DECONV_SP_STRIDE8_TRANS",
+    20: "HASHTABLE_LOOKUP_LOOKUPS",
+    21: "HASHTABLE_LOOKUP_KEYS",
+    22: "HASHTABLE_LOOKUP_VALUE",
+    23: "HASHTABLE_LOOKUP_OUTPUT",
+    24: "HASHTABLE_LOOKUP_HITS",
+}
+
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+#: Storage dtype of every decodable data type.
+_STORAGE: dict[int, np.dtype] = {
+    DataType.DT_UNDEFINED: np.dtype(np.int8),
+    DataType.DT_FLOAT: np.dtype("<f4"),
+    DataType.DT_FLOAT16: np.dtype("<f2"),
+    DataType.DT_INT8: np.dtype(np.int8),
+    DataType.DT_UINT8: np.dtype(np.uint8),
+    DataType.DT_INT16: np.dtype("<i2"),
+    DataType.DT_UINT16: np.dtype("<u2"),
+    DataType.DT_INT32: np.dtype("<i4"),
+    DataType.DT_INT64: np.dtype("<i8"),
+    DataType.DT_UINT32: np.dtype("<u4"),
+    DataType.DT_UINT64: np.dtype("<u8"),
+    DataType.DT_BOOL: np.dtype(np.bool_),
+    DataType.DT_DOUBLE: np.dtype("<f8"),
+    DataType.DT_COMPLEX64: np.dtype("<c8"),
+    DataType.DT_COMPLEX128: np.dtype("<c16"),
+    DataType.DT_RESOURCE: np.dtype("<i8"),
+    DataType.DT_BF16: _BFLOAT16,
+    DataType.DT_UINT1: np.dtype(np.uint8),
+}
+
+#: numpy-style names where they differ from ``str(storage dtype)``.
+_SPECIAL_NAMES = {DataType.DT_BF16: "bfloat16", DataType.DT_UINT1: "uint1"}
+
+#: Code written for each numpy dtype (by ``dtype.str`` without byte order, plus bfloat16).
+_CODE_FOR_KIND: dict[tuple[str, int], int] = {
+    ("f", 2): DataType.DT_FLOAT16,
+    ("f", 4): DataType.DT_FLOAT,
+    ("f", 8): DataType.DT_DOUBLE,
+    ("i", 1): DataType.DT_INT8,
+    ("i", 2): DataType.DT_INT16,
+    ("i", 4): DataType.DT_INT32,
+    ("i", 8): DataType.DT_INT64,
+    ("u", 1): DataType.DT_UINT8,
+    ("u", 2): DataType.DT_UINT16,
+    ("u", 4): DataType.DT_UINT32,
+    ("u", 8): DataType.DT_UINT64,
+    ("b", 1): DataType.DT_BOOL,
+    ("c", 8): DataType.DT_COMPLEX64,
+    ("c", 16): DataType.DT_COMPLEX128,
+}
+
+
+class UnsupportedDataType(ValueError):
+    """A data-type code (or numpy dtype) that vcompare cannot decode (or encode)."""
+
+
+class DataSizeError(ValueError):
+    """A tensor buffer holds fewer bytes than its shape and data type need."""
+
+    def __init__(self, needed: int, present: int, detail: str = "") -> None:
+        self.needed = needed
+        self.present = present
+        suffix = f" for {detail}" if detail else ""
+        super().__init__(f"needs {needed} bytes{suffix} but only {present} are present")
+
+
+def data_type_label(code: int) -> str:
+    """``DT_FLOAT16 (2)`` style label for messages; ``DT_<code>`` for unknown codes."""
+    try:
+        return f"{DataType(code).name} ({int(code)})"
+    except ValueError:
+        return f"DT_{int(code)}"
+
+
+def dtype_name(code: int) -> str:
+    """numpy-style name of a data-type code (``float16``, ``bfloat16``, ``uint1``, ...).
+
+    UNDEFINED (0) reads as ``int8`` and RESOURCE (23) as ``int64``, as in the reference tool.
+    Undecodable codes give their enum name (``DT_STRING``); unknown integers ``DT_<code>``.
+    """
+    code = int(code)
+    if code in _SPECIAL_NAMES:
+        return _SPECIAL_NAMES[code]
+    if code in _STORAGE:
+        return _STORAGE[code].name
+    try:
+        return DataType(code).name
+    except ValueError:
+        return f"DT_{code}"
+
+
+def numpy_dtype(code: int) -> np.dtype:
+    """Storage dtype of a data-type code (bf16 -> ``ml_dtypes.bfloat16``, uint1 -> uint8).
+
+    Raises :class:`UnsupportedDataType` for codes that cannot be decoded.
+    """
+    try:
+        return _STORAGE[int(code)]
+    except KeyError:
+        raise UnsupportedDataType(
+            f"data type {data_type_label(code)} cannot be decoded (supported: "
+            + ", ".join(sorted({dtype_name(c) for c in _STORAGE}))
+            + ")"
+        ) from None
+
+
+def code_for_numpy(dtype: object) -> int:
+    """Data-type code to write for a numpy dtype (bfloat16 -> 27, bool -> 11, float64 -> 12 ...).
+
+    Byte order is ignored (writers store little-endian). Raises :class:`UnsupportedDataType`
+    for dtypes with no dump code (strings, objects, float128, datetime ...).
+    """
+    dt = np.dtype(dtype)
+    if dt == _BFLOAT16:
+        return int(DataType.DT_BF16)
+    code = _CODE_FOR_KIND.get((dt.kind, dt.itemsize))
+    if code is None:
+        raise UnsupportedDataType(f"numpy dtype {dt} has no Ascend dump data type")
+    return int(code)
+
+
+def nbytes_for(code: int, count: int) -> int:
+    """Bytes that ``count`` elements of data type ``code`` occupy (UINT1: ``ceil(count/8)``)."""
+    if int(code) == DataType.DT_UINT1:
+        return (count + 7) // 8
+    return count * numpy_dtype(code).itemsize
+
+
+def count_for_nbytes(code: int, nbytes: int) -> int:
+    """Whole elements of data type ``code`` held by ``nbytes`` bytes (UINT1: ``8*nbytes``).
+
+    Used for a tensor with no recorded shape; trailing bytes of a partial element are dropped.
+    """
+    if int(code) == DataType.DT_UINT1:
+        return nbytes * 8
+    return nbytes // numpy_dtype(code).itemsize
+
+
+def _as_uint8(buf: Buffer) -> np.ndarray:
+    """A flat uint8 view of ``buf`` (no copy for bytes, memoryview and contiguous arrays)."""
+    if isinstance(buf, np.ndarray):
+        flat = np.ascontiguousarray(buf).reshape(-1)
+        return flat.view(np.uint8)
+    return np.frombuffer(buf, dtype=np.uint8)
+
+
+def element_count(shape: tuple[int, ...]) -> int:
+    """``prod(shape)`` with Python integers (1 for ``()``)."""
+    return math.prod(int(d) for d in shape)
+
+
+def decode(buf: Buffer, code: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Decode raw little-endian tensor bytes into an array of ``shape``.
+
+    * ``count = prod(shape)`` (1 for ``()``); the first ``nbytes_for(code, count)`` bytes are
+      used and any extra bytes are ignored. Fewer bytes raise :class:`DataSizeError`.
+    * A 0 anywhere in ``shape`` gives an empty array of that shape.
+    * UINT1: bits are packed most-significant first; the first ``count`` bits become a uint8
+      array of 0/1 values.
+    * The result is a zero-copy (read-only when ``buf`` is) view wherever the dtype allows.
+
+    Raises :class:`UnsupportedDataType` for codes that cannot be decoded.
+    """
+    dt = numpy_dtype(code)
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"negative dimension in shape {shape}")
+    if 0 in shape:
+        return np.empty(shape, dtype=dt)
+    count = element_count(shape)
+    needed = nbytes_for(code, count)
+    raw = _as_uint8(buf)
+    if raw.size < needed:
+        raise DataSizeError(needed, int(raw.size), f"shape {shape} of {dtype_name(code)}")
+    if int(code) == DataType.DT_UINT1:
+        return np.unpackbits(raw[:needed])[:count].reshape(shape)
+    return raw[:needed].view(dt).reshape(shape)
+
+
+def format_name(code: int) -> str:
+    """Layout name of a format code (``NC1HWC0``, ``FRACTAL_Z``, ...).
+
+    Unknown codes give ``FORMAT_<code>``, which :func:`format_code` maps back.
+    """
+    try:
+        return Format(int(code)).name
+    except ValueError:
+        return f"FORMAT_{int(code)}"
+
+
+_FORMAT_BY_UPPER = {name.upper(): int(member) for name, member in Format.__members__.items()}
+
+
+def format_code(name: str) -> int:
+    """Format code of a layout name; case-insensitive, an optional ``FORMAT_`` prefix allowed.
+
+    ``FORMAT_<digits>`` (what :func:`format_name` gives for unknown codes) maps to the number.
+    Raises ``ValueError`` for anything else.
+    """
+    key = str(name).strip().upper()
+    if key in _FORMAT_BY_UPPER:
+        return _FORMAT_BY_UPPER[key]
+    if key.startswith("FORMAT_"):
+        rest = key[len("FORMAT_") :]
+        if rest in _FORMAT_BY_UPPER:
+            return _FORMAT_BY_UPPER[rest]
+        if rest.isdigit():
+            return int(rest)
+    raise ValueError(f"unknown format name {name!r}")

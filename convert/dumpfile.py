@@ -1,0 +1,766 @@
+"""Reading and writing Ascend operator dump files (``{op_type}.{op_name}.{task}...{timestamp}``).
+
+Two layouts exist; both carry one ``DumpData`` message (:mod:`convert.dump_proto`).
+
+Version 2, "big dump" (the default of the dump tools)::
+
+    byte 0      uint64 H, little-endian
+    byte 8      H bytes: serialized DumpData; every ``data`` field empty, ``size`` fields set
+    byte 8+H    input[0].size bytes, input[1].size bytes, ...   (input order)
+    then        output[0].size bytes, ...                        (output order)
+    then        buffer[0].size bytes, ..., then space[0].size bytes, ...
+
+    and 8 + H + (sum of all sizes) must equal the file size exactly.
+
+Version 1, pure protobuf: the whole file is one serialized DumpData and the tensor bytes are the
+``data`` fields of ``OpInput`` (field 4) / ``OpOutput`` (field 5). The reader walks the
+protobuf wire format of the top-level message to find where each ``data`` value starts in the
+file, so that :func:`read_tensor` reads one tensor at its offset like for version 2; the rest of
+the message (with the ``data`` values cut out) is decoded by the protobuf runtime.
+
+Auto-detection (``version=None``), per file:
+
+1. A file of more than 12 bytes whose uint32 at byte 8 is ``0x5A5A5A5A`` is a *nano* dump, which
+   is detected (whatever the version) and rejected as not supported yet.
+2. Version 2 if ``0 < H <= size - 8``, the H header bytes decode as DumpData and the declared
+   sizes add up to the file size.
+3. Otherwise version 1, if the whole file decodes as a DumpData with at least one known field.
+4. Otherwise the version-2 diagnosis is raised. If the version-2 header decoded (only the sizes
+   disagree) it is raised alone ("truncated: ..."); otherwise it also says why the file is not
+   a version-1 dump either.
+
+Policy on odd tensors:
+
+* A tensor with no ``shape`` submessage and ``size > 0`` gets ``has_shape=False`` and the shape
+  ``(size // itemsize,)`` (``(8*size,)`` for UINT1; ``(size,)`` for undecodable types). The
+  reference tool uses ``(size,)`` -- a byte count -- and then fails to reshape; an element count
+  is what the data actually holds. With no shape and no data the shape is ``(0,)``.
+* For version 1, ``TensorInfo.size`` is the length of the ``data`` value actually present (the
+  declared ``size`` field is not trusted); for version 2 it is the declared ``size``.
+* Tensors with an undecodable data type (``DT_STRING`` ...) are listed; :func:`read_tensor`
+  raises for them.
+
+Every failure is a :class:`compare.errors.DumpFormatError` whose message is the diagnosis and
+whose ``offset`` is the byte where the problem is.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterator, Sequence, Union
+
+import numpy as np
+from google.protobuf.message import DecodeError, Message
+
+from compare.errors import DumpFormatError
+
+from . import dump_proto
+from .dtypes import (
+    DataType,
+    UnsupportedDataType,
+    code_for_numpy,
+    count_for_nbytes,
+    data_type_label,
+    decode,
+    dtype_name,
+    element_count,
+    format_code,
+    format_name,
+    nbytes_for,
+    numpy_dtype,
+)
+
+PathLike = Union[str, "os.PathLike[str]"]
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+
+HEADER_LENGTH_BYTES = 8
+NANO_MAGIC = 0x5A5A5A5A
+NANO_MAGIC_OFFSET = 8
+
+#: Protobuf field numbers used by the version-1 walker.
+_DUMP_OUTPUT, _DUMP_INPUT, _DUMP_BUFFER, _DUMP_SPACE = 3, 4, 5, 8
+_DATA_FIELD = {_DUMP_OUTPUT: 5, _DUMP_INPUT: 4, _DUMP_BUFFER: 2, _DUMP_SPACE: 2}
+
+_WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_SGROUP, _WIRE_EGROUP, _WIRE_I32 = 0, 1, 2, 3, 4, 5
+
+
+# ----------------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Metadata of one input or output tensor of a dump.
+
+    ``offset`` is the absolute byte offset of the tensor's data in the file and ``size`` its
+    byte count (for both layouts). ``original_shape`` is ``()`` when the dump has none.
+    ``has_shape`` is False when the dump recorded no shape (see the module policy).
+    """
+
+    kind: str
+    index: int
+    data_type: int
+    format: int
+    shape: tuple[int, ...]
+    original_shape: tuple[int, ...]
+    size: int
+    offset: int
+    address: int = 0
+    sub_format: int = 0
+    has_shape: bool = True
+
+    @property
+    def dtype_name(self) -> str:
+        """numpy-style data-type name (``float16``, ``bfloat16``, ``DT_STRING`` ...)."""
+        return dtype_name(self.data_type)
+
+    @property
+    def format_name(self) -> str:
+        """Layout name (``NC1HWC0``, ``FRACTAL_Z``, ``ND`` ...)."""
+        return format_name(self.format)
+
+    @property
+    def label(self) -> str:
+        """``input 0`` / ``output 1``: how messages name this tensor."""
+        return f"{self.kind} {self.index}"
+
+
+@dataclass(frozen=True)
+class DumpHeader:
+    """Everything a dump file says except the tensor bytes.
+
+    ``version`` is 1 (pure protobuf) or 2 (binary); ``header_length`` is H for version 2 and 0
+    for version 1. ``buffers`` and ``spaces`` are ``(offset, size)`` pairs; ``attrs`` the
+    ``(name, value)`` pairs of ``DumpData.attr``.
+    """
+
+    path: Path
+    version: int
+    file_size: int
+    header_length: int
+    op_name: str
+    dump_time: int
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    buffers: tuple[tuple[int, int], ...] = ()
+    spaces: tuple[tuple[int, int], ...] = ()
+    attrs: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def tensors(self) -> tuple[TensorInfo, ...]:
+        """Inputs then outputs."""
+        return self.inputs + self.outputs
+
+
+# ------------------------------------------------------------------------------ wire walker
+
+
+class _WireError(Exception):
+    """A protobuf wire-format problem at ``offset`` (absolute in the file)."""
+
+    def __init__(self, problem: str, offset: int) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.offset = offset
+
+
+@dataclass(frozen=True)
+class _Field:
+    number: int
+    wire_type: int
+    start: int  # first byte of the tag
+    tag_end: int  # one past the tag
+    value_start: int  # first byte of the value (after the length prefix for LEN fields)
+    end: int  # one past the last byte
+
+
+def _varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    """Decode a base-128 varint at ``pos``; returns (value, position after it)."""
+    start = pos
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise _WireError("varint runs past the end of its message", start)
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise _WireError("varint longer than 10 bytes", start)
+
+
+def _fields(buf: Buffer, start: int, end: int) -> Iterator[_Field]:
+    """The fields of the message occupying ``buf[start:end]``, in wire order."""
+    pos = start
+    while pos < end:
+        field = _next_field(buf, pos, end)
+        if field.wire_type == _WIRE_EGROUP:
+            raise _WireError(f"unmatched end-group of field {field.number}", pos)
+        yield field
+        pos = field.end
+
+
+_MAX_FIELD_NUMBER = (1 << 29) - 1
+
+
+def _tag(buf: Buffer, pos: int, end: int) -> tuple[int, int, int]:
+    """(field number, wire type, position after the tag) of the tag at ``pos``."""
+    key, after = _varint(buf, pos, end)
+    number, wire_type = key >> 3, key & 7
+    if number == 0:
+        raise _WireError("field number 0 (not a protobuf tag)", pos)
+    if number > _MAX_FIELD_NUMBER:
+        raise _WireError(f"field number {number} is out of the protobuf range", pos)
+    if wire_type > _WIRE_I32:
+        raise _WireError(f"invalid wire type {wire_type} in the tag of field {number}", pos)
+    return number, wire_type, after
+
+
+def _skip_scalar(buf: Buffer, wire_type: int, pos: int, end: int) -> tuple[int, int]:
+    """(value start, value end) of a varint / fixed / length-delimited value at ``pos``."""
+    if wire_type == _WIRE_VARINT:
+        return pos, _varint(buf, pos, end)[1]
+    if wire_type == _WIRE_I64:
+        return pos, pos + 8
+    if wire_type == _WIRE_I32:
+        return pos, pos + 4
+    length, value_start = _varint(buf, pos, end)
+    return value_start, value_start + length
+
+
+def _next_field(buf: Buffer, pos: int, end: int) -> _Field:
+    start = pos
+    number, wire_type, tag_end = _tag(buf, pos, end)
+    if wire_type == _WIRE_SGROUP:
+        value_start, pos = tag_end, _skip_group(buf, number, tag_end, end)
+    elif wire_type == _WIRE_EGROUP:
+        value_start, pos = tag_end, tag_end
+    else:
+        value_start, pos = _skip_scalar(buf, wire_type, tag_end, end)
+    if pos > end:
+        problem = f"field {number} runs {pos - end} bytes past the end of its message"
+        raise _WireError(problem, start)
+    return _Field(number, wire_type, start, tag_end, value_start, pos)
+
+
+def _skip_group(buf: Buffer, number: int, pos: int, end: int) -> int:
+    """Position after the end-group tag closing a group of field ``number`` (nesting allowed).
+
+    Iterative, so a crafted file of nested start-group tags cannot exhaust the Python stack.
+    """
+    open_groups = [number]
+    while pos < end:
+        start = pos
+        inner, wire_type, pos = _tag(buf, pos, end)
+        if wire_type == _WIRE_SGROUP:
+            open_groups.append(inner)
+        elif wire_type == _WIRE_EGROUP:
+            if inner != open_groups[-1]:
+                problem = f"end-group of field {inner} closes group {open_groups[-1]}"
+                raise _WireError(problem, start)
+            open_groups.pop()
+            if not open_groups:
+                return pos
+        else:
+            pos = _skip_scalar(buf, wire_type, pos, end)[1]
+    raise _WireError(f"group of field {open_groups[-1]} is not closed", pos)
+
+
+def _len_prefix(length: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = length & 0x7F
+        length >>= 7
+        if length:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+@dataclass(frozen=True)
+class _Stripped:
+    """A DumpData with its data values cut out, plus where those values are in the file.
+
+    ``parts`` are the top-level fields as (field number, file offset of the tag, bytes without
+    data values); their concatenation is the message to decode.
+    """
+
+    parts: tuple[tuple[int, int, bytes], ...]
+    spans: dict[int, list[tuple[int, int]]]  # top-level field -> [(offset, size)] per element
+    has_known_field: bool
+
+
+def _strip_data(buf: Buffer, start: int, end: int) -> _Stripped:
+    """Copy the DumpData at ``buf[start:end]`` without the data values of tensors/buffers/spaces.
+
+    ``spans[f]`` lists, per element of repeated field ``f`` (3 output, 4 input, 5 buffer,
+    8 space) in wire order, the absolute offset and size of its (last) data value.
+    """
+    parts: list[tuple[int, int, bytes]] = []
+    spans: dict[int, list[tuple[int, int]]] = {f: [] for f in _DATA_FIELD}
+    known = False
+    for field in _fields(buf, start, end):
+        known = known or (1 <= field.number <= 8)
+        if field.number in _DATA_FIELD and field.wire_type == _WIRE_LEN:
+            body, span = _strip_element(buf, field, _DATA_FIELD[field.number])
+            spans[field.number].append(span)
+            piece = bytes(buf[field.start : field.tag_end]) + _len_prefix(len(body)) + body
+        else:
+            piece = bytes(buf[field.start : field.end])
+        parts.append((field.number, field.start, piece))
+    return _Stripped(tuple(parts), spans, known)
+
+
+def _strip_element(buf: Buffer, element: _Field, data_field: int) -> tuple[bytes, tuple[int, int]]:
+    """One OpInput/OpOutput/OpBuffer/Workspace without its data, and its data's (offset, size)."""
+    pieces: list[bytes] = []
+    span = (element.value_start, 0)
+    for field in _fields(buf, element.value_start, element.end):
+        if field.number == data_field and field.wire_type == _WIRE_LEN:
+            span = (field.value_start, field.end - field.value_start)
+        else:
+            pieces.append(bytes(buf[field.start : field.end]))
+    return b"".join(pieces), span
+
+
+# ---------------------------------------------------------------------------------- reading
+
+
+def _tensor_info(kind: str, index: int, msg: Message, offset: int, size: int) -> TensorInfo:
+    has_shape = msg.HasField("shape")
+    code = int(msg.data_type)
+    if has_shape:
+        shape = tuple(int(d) for d in msg.shape.dim)
+    else:
+        shape = (_elements_in(code, size),)
+    original = ()
+    if msg.HasField("original_shape"):
+        original = tuple(int(d) for d in msg.original_shape.dim)
+    return TensorInfo(
+        kind=kind,
+        index=index,
+        data_type=code,
+        format=int(msg.format),
+        shape=shape,
+        original_shape=original,
+        size=int(size),
+        offset=int(offset),
+        address=int(msg.address),
+        sub_format=int(msg.sub_format),
+        has_shape=has_shape,
+    )
+
+
+def _elements_in(code: int, size: int) -> int:
+    try:
+        return count_for_nbytes(code, size)
+    except UnsupportedDataType:
+        return size
+
+
+_TOP_LEVEL_NAMES = {
+    1: "version", 2: "dump_time", 3: "output", 4: "input", 5: "buffer", 6: "op_name", 7: "attr",
+    8: "space",
+}  # fmt: skip
+
+
+def _undecodable_part(parts: Sequence[tuple[int, int, bytes]]) -> tuple[str, int] | None:
+    """(description, file offset) of the first top-level field that does not decode alone."""
+    seen: dict[int, int] = {}
+    for number, offset, piece in parts:
+        index = seen.get(number, 0)
+        seen[number] = index + 1
+        try:
+            dump_proto.DumpData.FromString(piece)
+        except DecodeError:
+            name = _TOP_LEVEL_NAMES.get(number, f"field {number}")
+            if number in (3, 4, 5, 7, 8):
+                name = f"{name} {index}"
+            why = "is not valid UTF-8" if number in (1, 6) else "does not decode"
+            return f"its {name} at byte {offset} {why}", offset
+    return None
+
+
+def _decode_dump_data(
+    path: Path, what: str, parts: Sequence[tuple[int, int, bytes]], offset: int
+) -> Message:
+    """Decode the concatenated ``parts`` as DumpData or raise a DumpFormatError saying where."""
+    try:
+        return dump_proto.DumpData.FromString(b"".join(piece for _, _, piece in parts))
+    except DecodeError as exc:
+        detail, where = str(exc) or "decode error", offset
+        located = _undecodable_part(parts)
+        if located is not None:
+            detail, where = located
+        problem = f"{what} is not a valid DumpData protobuf ({detail})"
+        raise DumpFormatError(path, problem, offset=where) from None
+
+
+def _header_parts(path: Path, data: bytes, what: str, offset: int) -> list[tuple[int, int, bytes]]:
+    """Top-level fields of a version-2 header (file offsets), or the wire-format diagnosis."""
+    try:
+        fields = list(_fields(data, 0, len(data)))
+    except _WireError as wire:
+        where = offset + wire.offset
+        problem = f"{what} is not a valid DumpData protobuf ({wire.problem} at byte {where})"
+        raise DumpFormatError(path, problem, offset=where) from None
+    return [(f.number, offset + f.start, data[f.start : f.end]) for f in fields]
+
+
+def _assemble(
+    path: Path,
+    version: int,
+    file_size: int,
+    header_length: int,
+    msg: Message,
+    spans: dict[int, list[tuple[int, int]]],
+) -> DumpHeader:
+    inputs = tuple(
+        _tensor_info("input", i, m, *spans[_DUMP_INPUT][i]) for i, m in enumerate(msg.input)
+    )
+    outputs = tuple(
+        _tensor_info("output", i, m, *spans[_DUMP_OUTPUT][i]) for i, m in enumerate(msg.output)
+    )
+    return DumpHeader(
+        path=path,
+        version=version,
+        file_size=file_size,
+        header_length=header_length,
+        op_name=msg.op_name,
+        dump_time=int(msg.dump_time),
+        inputs=inputs,
+        outputs=outputs,
+        buffers=tuple(spans[_DUMP_BUFFER]),
+        spaces=tuple(spans[_DUMP_SPACE]),
+        attrs=tuple((a.name, a.value) for a in msg.attr),
+    )
+
+
+class _V2Failure(Exception):
+    """A version-2 read failed; ``header_decoded`` says whether only the sizes disagree."""
+
+    def __init__(self, error: DumpFormatError, header_decoded: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.header_decoded = header_decoded
+
+
+def _read_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader:
+    """Version-2 header; reads only bytes ``0 .. 8+H``. Raises :class:`_V2Failure`."""
+    if size < HEADER_LENGTH_BYTES:
+        need = f"the {HEADER_LENGTH_BYTES}-byte header length"
+        problem = f"file has {size} bytes, too short for {need}"
+        raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
+    f.seek(0)
+    (hlen,) = struct.unpack("<Q", f.read(HEADER_LENGTH_BYTES))
+    if hlen == 0:
+        problem = "header length at byte 0 is 0 (no DumpData header)"
+        raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
+    if hlen > size - HEADER_LENGTH_BYTES:
+        problem = f"header length {hlen} at byte 0 points past the end of the {size}-byte file"
+        raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
+    try:
+        what = f"header of {hlen} bytes at byte {HEADER_LENGTH_BYTES}"
+        parts = _header_parts(path, f.read(hlen), what, HEADER_LENGTH_BYTES)
+        msg = _decode_dump_data(path, what, parts, HEADER_LENGTH_BYTES)
+    except DumpFormatError as exc:
+        raise _V2Failure(exc, False) from None
+    data_start = HEADER_LENGTH_BYTES + hlen
+    spans, cursor = _v2_spans(msg, data_start)
+    _check_v2_size(path, size, data_start, cursor)
+    return _assemble(path, 2, size, hlen, msg, spans)
+
+
+def _v2_spans(msg: Message, data_start: int) -> tuple[dict[int, list[tuple[int, int]]], int]:
+    """(offset, size) of every data block, laid out inputs, outputs, buffers, spaces."""
+    cursor = data_start
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for field, items in (
+        (_DUMP_INPUT, msg.input),
+        (_DUMP_OUTPUT, msg.output),
+        (_DUMP_BUFFER, msg.buffer),
+        (_DUMP_SPACE, msg.space),
+    ):
+        spans[field] = []
+        for item in items:
+            spans[field].append((cursor, int(item.size)))
+            cursor += int(item.size)
+    return spans, cursor
+
+
+def _check_v2_size(path: Path, size: int, data_start: int, data_end: int) -> None:
+    declared, present = data_end - data_start, size - data_start
+    if size < data_end:
+        problem = (
+            f"truncated: the header declares {declared} bytes of tensor data after byte "
+            f"{data_start}, but the {size}-byte file holds only {present} "
+            f"({declared - present} missing)"
+        )
+        raise _V2Failure(DumpFormatError(path, problem, offset=size), True)
+    if size > data_end:
+        problem = (
+            f"{size - data_end} unexpected extra bytes after the declared tensor data "
+            f"(the header declares {declared} bytes after byte {data_start}; the file has {size})"
+        )
+        raise _V2Failure(DumpFormatError(path, problem, offset=data_end), True)
+
+
+def _read_v1(path: Path, f: BinaryIO, size: int) -> DumpHeader:
+    """Version-1 header: walk the whole message, decode it without its data values."""
+    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        try:
+            stripped = _strip_data(buf, 0, size)
+        except _WireError as wire:
+            detail = f"{wire.problem} at byte {wire.offset}"
+            problem = f"the file is not a valid DumpData protobuf ({detail})"
+            raise DumpFormatError(path, problem, offset=wire.offset) from None
+    if not stripped.has_known_field:
+        problem = "the file is not a DumpData protobuf (none of the DumpData fields 1-8 is present)"
+        raise DumpFormatError(path, problem, offset=0)
+    msg = _decode_dump_data(path, "the file", stripped.parts, 0)
+    return _assemble(path, 1, size, 0, msg, stripped.spans)
+
+
+def _check_nano(path: Path, f: BinaryIO, size: int) -> None:
+    if size <= NANO_MAGIC_OFFSET + 4:
+        return
+    f.seek(NANO_MAGIC_OFFSET)
+    (magic,) = struct.unpack("<I", f.read(4))
+    if magic == NANO_MAGIC:
+        magic_at = f"magic 0x{NANO_MAGIC:08X} at byte {NANO_MAGIC_OFFSET}"
+        problem = f"nano dump format ({magic_at}) is not supported yet"
+        raise DumpFormatError(path, problem, offset=NANO_MAGIC_OFFSET)
+
+
+def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
+    """Read a dump file's metadata (not its tensor data); see the module doc for the layouts.
+
+    ``version`` forces a layout (1 pure protobuf, 2 binary); ``None`` detects it per file.
+    Raises :class:`DumpFormatError` with the diagnosis for every malformed file.
+    """
+    if version not in (None, 1, 2):
+        raise ValueError(f"dump version must be 1, 2 or None (auto), not {version!r}")
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                raise DumpFormatError(path, "empty file (0 bytes)", offset=0)
+            _check_nano(path, f, size)
+            return _read_any(path, f, size, version)
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _read_any(path: Path, f: BinaryIO, size: int, version: int | None) -> DumpHeader:
+    if version == 1:
+        return _read_v1(path, f, size)
+    try:
+        return _read_v2(path, f, size)
+    except _V2Failure as v2:
+        if version == 2:
+            raise v2.error from None
+        failure = v2
+    try:
+        return _read_v1(path, f, size)
+    except DumpFormatError as v1:
+        if failure.header_decoded:
+            raise failure.error from None
+        problem = f"{failure.error.problem}; as a pure-protobuf (v1) dump: {v1.problem}"
+        raise DumpFormatError(path, problem, offset=failure.error.offset) from None
+
+
+# ------------------------------------------------------------------------------ tensor data
+
+
+def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
+    """Decode one tensor of ``header`` into an array of ``info.shape`` (native dtype).
+
+    Only the bytes the shape needs are read, at ``info.offset``. bf16 comes back as
+    ``ml_dtypes.bfloat16``, UINT1 as uint8 0/1 values. Raises :class:`DumpFormatError` when the
+    data type cannot be decoded or the tensor's bytes are fewer than shape x itemsize.
+    """
+    code = info.data_type
+    try:
+        numpy_dtype(code)
+    except UnsupportedDataType:
+        problem = f"data type {data_type_label(code)} of {info.label} cannot be decoded"
+        raise DumpFormatError(header.path, problem, offset=info.offset) from None
+    try:
+        needed = 0 if 0 in info.shape else nbytes_for(code, element_count(info.shape))
+    except ValueError as exc:
+        problem = f"{info.label}: bad shape {info.shape} ({exc})"
+        raise DumpFormatError(header.path, problem, offset=info.offset) from None
+    if needed > info.size:
+        problem = (
+            f"{info.label} has shape {info.shape} of {dtype_name(code)}, which needs {needed} "
+            f"bytes, but the dump holds {info.size} bytes for it"
+        )
+        raise DumpFormatError(header.path, problem, offset=info.offset)
+    raw = _read_bytes(header.path, info.offset, needed)
+    if len(raw) < needed:
+        problem = f"{info.label}: file ends after {len(raw)} of the {needed} data bytes"
+        raise DumpFormatError(header.path, problem, offset=info.offset + len(raw))
+    try:
+        return decode(raw, code, info.shape)
+    except (ValueError, OverflowError, MemoryError) as exc:
+        raise DumpFormatError(header.path, f"{info.label}: {exc}", offset=info.offset) from None
+
+
+def _read_bytes(path: Path, offset: int, count: int) -> bytearray:
+    buf = bytearray(count)
+    if count == 0:
+        return buf
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            got = f.readinto(buf)
+    except OSError as exc:
+        problem = f"cannot be read ({exc.strerror or exc})"
+        raise DumpFormatError(path, problem, offset=offset) from None
+    return buf if got == count else buf[:got]
+
+
+# ---------------------------------------------------------------------------------- writing
+
+
+@dataclass
+class TensorSpec:
+    """A tensor to write into a dump.
+
+    ``data_type`` defaults to the code of ``array.dtype`` (bool -> DT_BOOL, bfloat16 -> DT_BF16,
+    float64 -> DT_DOUBLE ...); when given, a decodable type's array is converted to its storage
+    dtype, and an undecodable type (``DT_STRING`` ...) gets the array's raw bytes. ``shape``
+    (default ``array.shape``) is recorded as given, even if it disagrees with the array (useful
+    for writing deliberately inconsistent files). ``format`` is a name (``NC1HWC0``) or code.
+
+    UINT1 (``data_type=29``): ``array`` holds the bit values (nonzero = 1) with
+    ``prod(shape)`` elements, packed MSB first on writing; a uint8 array of exactly
+    ``ceil(prod(shape)/8)`` bytes (when that differs from ``prod(shape)``) is taken as already
+    packed bits.
+    """
+
+    array: np.ndarray
+    format: str | int = "ND"
+    data_type: int | None = None
+    shape: tuple[int, ...] | None = None
+    original_shape: tuple[int, ...] | None = None
+    address: int = 0
+    sub_format: int = 0
+
+
+TensorLike = Union[TensorSpec, np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    spec: TensorSpec
+    code: int
+    format: int
+    shape: tuple[int, ...]
+    payload: bytes
+
+
+def _encode(item: TensorLike) -> _Encoded:
+    spec = item if isinstance(item, TensorSpec) else TensorSpec(np.asarray(item))
+    array = np.asarray(spec.array)
+    code = int(spec.data_type) if spec.data_type is not None else code_for_numpy(array.dtype)
+    shape = tuple(int(d) for d in (array.shape if spec.shape is None else spec.shape))
+    fmt = format_code(spec.format) if isinstance(spec.format, str) else int(spec.format)
+    return _Encoded(spec, code, fmt, shape, _payload(array, code, shape))
+
+
+def _payload(array: np.ndarray, code: int, shape: tuple[int, ...]) -> bytes:
+    if code == DataType.DT_UINT1:
+        count = element_count(shape)
+        packed = (count + 7) // 8
+        if array.size != count and array.dtype == np.uint8 and array.size == packed:
+            return array.tobytes()
+        if array.size != count:
+            raise ValueError(
+                f"UINT1 tensor of shape {shape} needs {count} bit values or {packed} packed "
+                f"bytes, got {array.size} elements"
+            )
+        return np.packbits(array.reshape(-1) != 0).tobytes()
+    try:
+        storage = numpy_dtype(code)
+    except UnsupportedDataType:
+        return np.ascontiguousarray(array).tobytes()
+    return np.ascontiguousarray(array, dtype=storage).tobytes()
+
+
+def _fill(target: Message, enc: _Encoded, with_data: bool) -> None:
+    target.data_type = enc.code
+    target.format = enc.format
+    target.shape.SetInParent()
+    target.shape.dim.extend(enc.shape)
+    if enc.spec.original_shape is not None:
+        target.original_shape.SetInParent()
+        target.original_shape.dim.extend(int(d) for d in enc.spec.original_shape)
+    target.size = len(enc.payload)
+    target.address = int(enc.spec.address)
+    target.sub_format = int(enc.spec.sub_format)
+    if with_data:
+        target.data = enc.payload
+
+
+def write_dump(
+    path: PathLike,
+    *,
+    inputs: Sequence[TensorLike] = (),
+    outputs: Sequence[TensorLike] = (),
+    op_name: str = "",
+    version: int = 2,
+    dump_time: int = 0,
+    buffers: Sequence[bytes] = (),
+) -> Path:
+    """Write an Ascend dump file (version 2 binary or version 1 pure protobuf); return its path.
+
+    ``inputs`` / ``outputs`` are :class:`TensorSpec` or plain arrays; ``buffers`` raw L1
+    buffer contents. The DumpData ``version`` string is ``"2.0"`` / ``"1.0"``. Reading the file
+    back with :func:`read_header` / :func:`read_tensor` gives the same bytes, dtypes and shapes.
+    """
+    if version not in (1, 2):
+        raise ValueError(f"dump version must be 1 or 2, not {version!r}")
+    enc_in = [_encode(t) for t in inputs]
+    enc_out = [_encode(t) for t in outputs]
+    inline = version == 1
+    msg = dump_proto.DumpData(version=f"{version}.0", dump_time=int(dump_time), op_name=op_name)
+    for enc in enc_out:
+        _fill(msg.output.add(), enc, inline)
+    for enc in enc_in:
+        _fill(msg.input.add(), enc, inline)
+    for blob in buffers:
+        buf = msg.buffer.add(buffer_type=0, size=len(blob))
+        if inline:
+            buf.data = bytes(blob)
+    header = msg.SerializeToString()
+    path = Path(path)
+    with open(path, "wb") as f:
+        if inline:
+            f.write(header)
+        else:
+            f.write(struct.pack("<Q", len(header)))
+            f.write(header)
+            for enc in enc_in + enc_out:
+                f.write(enc.payload)
+            for blob in buffers:
+                f.write(bytes(blob))
+    return path
+
+
+__all__ = [
+    "DumpHeader",
+    "TensorInfo",
+    "TensorSpec",
+    "read_header",
+    "read_tensor",
+    "write_dump",
+]
