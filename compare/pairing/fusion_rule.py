@@ -1,0 +1,567 @@
+"""Reader of the ATC om->json fusion rule (``atc --mode=1`` output) and golden-tensor lookup.
+
+The rule says, for every operator of the compiled (fused) model, which operators of the original
+framework model it stands for (``_datadump_original_op_names``) and, for each of its outputs,
+which original tensor it reproduces (``_datadump_origin_name`` / ``_datadump_origin_output_index``
+/ ``_datadump_origin_format`` / ``origin_shape`` on the ``output_desc``).
+
+Only the keys below are read; every other key and attribute value shape is tolerated as it is
+(real graphs carry ``list`` of ``i``/``b``/``f``/``s``, tensors, ``null`` values, ...).
+
+Reading rules (spec §3.3):
+
+- ``graph`` (array) of graphs, each with ``op`` (array). ``graph[].name`` is collected.
+- Per op: ``name`` and ``type`` (strings, required), ``id`` (int, default 0), ``input`` (strings
+  ``producer:index``; control edges ``*:-1`` and empty strings dropped), ``attr``, ``output_desc``.
+- ``_datadump_original_op_names`` (``value.list.s``): absent -> ``[op name]`` and empty output
+  origin names are filled with the op's own name; ``list`` present without ``s`` -> ``[""]``.
+- ``_L1_fusion_sub_graph_no`` (``value.s``), ``_datadump_is_multiop`` (``value.b``).
+- Per ``output_desc``: an entry without ``attr`` is skipped (later positions move up).
+  ``_datadump_origin_name`` (``value.s``); ``_datadump_origin_output_index`` (``value.i``, must be a
+  JSON integer, default = the desc position); ``_datadump_origin_format`` (``value.s``, falling back
+  to ``origin_format`` when empty); ``origin_shape`` (``value.list.i``, ``()`` when the list has no
+  ``i``, ``None`` when absent). ``dtype``, ``layout`` and ``shape.dim`` are kept as well.
+- Every ``_lxslice<digits>`` is removed from op names and input names.
+- Several graphs are merged into one op space; the ops are sorted by ``id`` (stable).
+- Rename-node adjustment after each graph: a group made of exactly one op whose group key equals
+  its single original name gets that name in its empty output origin names (and one desc
+  ``(name, index unset)`` when it has none).
+- Groups ("fusion ops") keep the order of their first appearance in the JSON; relations follow
+  the table of §3.4 (see :func:`relation_of`).
+
+Edge-case policy (deliberate, documented):
+
+- A ``value`` of ``null`` for a key we read counts as "attribute absent" (proto3 JSON writes
+  ``null`` for unset messages). A ``_datadump_origin_output_index`` whose value has no ``i`` is
+  treated as absent too (default = desc position).
+- An input entry is split on its **last** ``:`` so producer names containing ``:`` still work;
+  the part after it must be an integer.
+- A repeated op name keeps the first op; the repeat is reported in ``FusionRule.warnings``.
+- Anything structurally wrong raises :class:`~compare.errors.RuleError` with the JSON path of the
+  bad node (e.g. ``graph[0].op[12].output_desc[0].attr[3].value.i``); a file that is not JSON
+  raises it with the decoder's line and column.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from ..errors import RuleError
+from ..records import TensorKind
+
+#: Op types the golden lookup walks back through (their output is their input, re-laid out).
+WALK_BACK_TYPES = frozenset({"Cast", "TransData"})
+
+_LXSLICE = re.compile(r"_lxslice\d+")
+
+_ORIGINAL_NAMES = "_datadump_original_op_names"
+_L1_NO = "_L1_fusion_sub_graph_no"
+_IS_MULTIOP = "_datadump_is_multiop"
+_ORIGIN_NAME = "_datadump_origin_name"
+_ORIGIN_INDEX = "_datadump_origin_output_index"
+_ORIGIN_FORMAT = "_datadump_origin_format"
+_PLAIN_ORIGIN_FORMAT = "origin_format"
+_ORIGIN_SHAPE = "origin_shape"
+
+
+class Relation(str, Enum):
+    """How the ops of one fusion group relate to the original operators (spec §3.4)."""
+
+    ONE_TO_ONE = "OneToOne"
+    MULTI_TO_ONE = "MultiToOne"
+    ONE_TO_MULTI = "OneToMulti"
+    MULTI_TO_MULTI = "MultiToMulti"
+    L1_FUSION = "L1Fusion"
+
+
+@dataclass(frozen=True)
+class OutputDesc:
+    """One kept ``output_desc`` of a rule op: the original tensor this output reproduces.
+
+    ``position`` is the index among the kept descs (descs without ``attr`` are skipped).
+    ``origin_index`` is ``None`` only for descs created by the rename-node adjustment.
+    ``origin_shape`` is ``None`` when the rule has no ``origin_shape``.
+    """
+
+    position: int
+    origin_name: str
+    origin_index: int | None
+    origin_format: str
+    origin_shape: tuple[int, ...] | None
+    dtype: str = ""
+    layout: str = ""
+    shape: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RuleOp:
+    """One operator of the compiled model as the fusion rule describes it.
+
+    ``quant_filtered`` is set by the quantisation filter (spec §3.7, not applied yet): such ops
+    produce no report row.
+    """
+
+    name: str
+    type: str
+    id: int
+    inputs: tuple[tuple[str, int], ...]
+    original_names: tuple[str, ...]
+    descs: tuple[OutputDesc, ...]
+    l1_fusion_no: str = ""
+    is_multiop: bool = False
+    graph: str = ""
+    quant_filtered: bool = False
+
+    @property
+    def ground_truth(self) -> str:
+        """The original names joined with ``,`` ('' when there are none or only empty ones)."""
+        return ",".join(self.original_names)
+
+    @property
+    def is_inner_node(self) -> bool:
+        """A multi-op member whose outputs all lack an origin name (skipped in 1:N / N:M groups)."""
+        return self.is_multiop and all(not d.origin_name for d in self.descs)
+
+
+@dataclass
+class FusionGroup:
+    """A fusion group: the ops sharing one group key, with its 0-based creation ``index``."""
+
+    index: int
+    key: str
+    ops: list[RuleOp]
+    relation: Relation
+
+
+@dataclass
+class FusionRule:
+    """A parsed fusion rule. ``ops`` is keyed by op name, in ``id`` order (stable)."""
+
+    path: Path
+    ops: dict[str, RuleOp]
+    groups: list[FusionGroup]
+    group_of: dict[str, FusionGroup]
+    graph_names: list[str]
+    input_nodes: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the golden tensor of a left tensor lives: ``origin_name`` output ``origin_index``.
+
+    ``op_name`` is the rule op whose ``output_desc`` was used (after walking back through
+    Cast/TransData). ``origin_format`` may be ``""`` (unknown: use the left tensor's format).
+    """
+
+    op_name: str
+    origin_name: str
+    origin_index: int
+    origin_format: str
+    origin_shape: tuple[int, ...] | None
+
+
+# --------------------------------------------------------------------------------------------
+# JSON access helpers: each failure names the JSON path of the bad node.
+
+
+class _Reader:
+    """Typed access to JSON nodes; raises RuleError naming the file and the JSON path."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, json_path: str, problem: str) -> RuleError:
+        return RuleError(self.path, problem, json_path=json_path)
+
+    def obj(self, node: Any, json_path: str) -> dict[str, Any]:
+        if not isinstance(node, dict):
+            raise self.fail(json_path, f"expected a JSON object, found {_kind(node)}")
+        return node
+
+    def array(self, node: Any, json_path: str) -> list[Any]:
+        if not isinstance(node, list):
+            raise self.fail(json_path, f"expected a JSON array, found {_kind(node)}")
+        return node
+
+    def string(self, node: Any, json_path: str) -> str:
+        if not isinstance(node, str):
+            raise self.fail(json_path, f"expected a string, found {_kind(node)}")
+        return node
+
+    def integer(self, node: Any, json_path: str) -> int:
+        if isinstance(node, bool) or not isinstance(node, int):
+            raise self.fail(json_path, f"expected a JSON integer, found {_kind(node)}")
+        return node
+
+    def boolean(self, node: Any, json_path: str) -> bool:
+        if not isinstance(node, bool):
+            raise self.fail(json_path, f"expected true or false, found {_kind(node)}")
+        return node
+
+    def optional_array(self, parent: dict[str, Any], key: str, json_path: str) -> list[Any]:
+        node = parent.get(key)
+        return [] if node is None else self.array(node, f"{json_path}.{key}")
+
+    def int_list(self, node: Any, json_path: str) -> tuple[int, ...]:
+        items = self.array(node, json_path)
+        return tuple(self.integer(v, f"{json_path}[{i}]") for i, v in enumerate(items))
+
+
+def _kind(node: Any) -> str:
+    """Plain-English JSON type of a node, for error messages."""
+    if node is None:
+        return "null"
+    if isinstance(node, bool):
+        return f"a boolean ({str(node).lower()})"
+    if isinstance(node, (int, float)):
+        return f"a number ({node!r})"
+    if isinstance(node, str):
+        text = node if len(node) <= 40 else node[:37] + "..."
+        return f"a string ({text!r})"
+    if isinstance(node, list):
+        return "an array"
+    return "an object"
+
+
+def _attrs(r: _Reader, owner: dict[str, Any], json_path: str) -> dict[str, tuple[Any, str]]:
+    """``attr`` list -> {key: (value, json path of value)}; the first occurrence of a key wins.
+
+    Only the list and entry shapes are checked; values are checked where a key is read.
+    """
+    found: dict[str, tuple[Any, str]] = {}
+    for i, entry in enumerate(r.optional_array(owner, "attr", json_path)):
+        entry_path = f"{json_path}.attr[{i}]"
+        entry = r.obj(entry, entry_path)
+        if "key" not in entry:
+            raise r.fail(entry_path, "attribute without a 'key'")
+        key = r.string(entry["key"], f"{entry_path}.key")
+        found.setdefault(key, (entry.get("value"), f"{entry_path}.value"))
+    return found
+
+
+def _value(r: _Reader, attrs: dict[str, tuple[Any, str]], key: str) -> tuple[dict[str, Any], str] | None:
+    """The value object of attribute ``key``, or None if absent (or ``null``)."""
+    if key not in attrs:
+        return None
+    value, path = attrs[key]
+    if value is None:
+        return None
+    return r.obj(value, path), path
+
+
+def _attr_str(r: _Reader, attrs: dict[str, tuple[Any, str]], key: str) -> str | None:
+    """``value.s`` of attribute ``key``; None if the attribute is absent; '' if ``s`` is absent."""
+    found = _value(r, attrs, key)
+    if found is None:
+        return None
+    value, path = found
+    return r.string(value["s"], f"{path}.s") if "s" in value else ""
+
+
+def _strip_lxslice(name: str) -> str:
+    return _LXSLICE.sub("", name)
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing one op.
+
+
+def _parse_inputs(r: _Reader, op: dict[str, Any], json_path: str) -> tuple[tuple[str, int], ...]:
+    """Data inputs ``(producer, output index)``; control edges (``:-1``) and '' are dropped."""
+    inputs: list[tuple[str, int]] = []
+    for i, entry in enumerate(r.optional_array(op, "input", json_path)):
+        entry_path = f"{json_path}.input[{i}]"
+        text = r.string(entry, entry_path)
+        if not text or text.endswith(":-1"):
+            continue
+        producer, sep, index = text.rpartition(":")
+        if not sep or not producer or not re.fullmatch(r"\d+", index):
+            raise r.fail(entry_path, f"input {text!r} is not of the form 'producer:output_index'")
+        inputs.append((_strip_lxslice(producer), int(index)))
+    return tuple(inputs)
+
+
+def _parse_original_names(r: _Reader, attrs: dict[str, tuple[Any, str]]) -> tuple[str, ...] | None:
+    """``_datadump_original_op_names``: None if absent; ``("",)`` if the list has no ``s``."""
+    found = _value(r, attrs, _ORIGINAL_NAMES)
+    if found is None:
+        return None
+    value, path = found
+    if value.get("list") is None:
+        return ("",)
+    listed = r.obj(value["list"], f"{path}.list")
+    if listed.get("s") is None:
+        return ("",)
+    items = r.array(listed["s"], f"{path}.list.s")
+    return tuple(r.string(s, f"{path}.list.s[{i}]") for i, s in enumerate(items))
+
+
+def _parse_desc(r: _Reader, desc: dict[str, Any], position: int, json_path: str) -> OutputDesc:
+    """One ``output_desc`` that has an ``attr`` key (see module docstring for the keys)."""
+    attrs = _attrs(r, desc, json_path)
+    origin_name = _attr_str(r, attrs, _ORIGIN_NAME) or ""
+    origin_index = position
+    found = _value(r, attrs, _ORIGIN_INDEX)
+    if found is not None and "i" in found[0]:
+        origin_index = r.integer(found[0]["i"], f"{found[1]}.i")
+    origin_format = _attr_str(r, attrs, _ORIGIN_FORMAT) or _attr_str(r, attrs, _PLAIN_ORIGIN_FORMAT) or ""
+    origin_shape: tuple[int, ...] | None = None
+    found = _value(r, attrs, _ORIGIN_SHAPE)
+    if found is not None:
+        value, path = found
+        listed = value.get("list")
+        if listed is None:
+            origin_shape = ()
+        else:
+            listed = r.obj(listed, f"{path}.list")
+            origin_shape = () if listed.get("i") is None else r.int_list(listed["i"], f"{path}.list.i")
+    dtype = r.string(desc["dtype"], f"{json_path}.dtype") if desc.get("dtype") is not None else ""
+    layout = r.string(desc["layout"], f"{json_path}.layout") if desc.get("layout") is not None else ""
+    shape: tuple[int, ...] | None = None
+    if desc.get("shape") is not None:
+        shape_node = r.obj(desc["shape"], f"{json_path}.shape")
+        dims = shape_node.get("dim")
+        shape = () if dims is None else r.int_list(dims, f"{json_path}.shape.dim")
+    return OutputDesc(position, origin_name, origin_index, origin_format, origin_shape, dtype, layout, shape)
+
+
+def _parse_op(r: _Reader, op: Any, graph_name: str, json_path: str) -> RuleOp:
+    """One op of ``graph[].op[]`` (spec §3.3); defaults as in the module docstring."""
+    op = r.obj(op, json_path)
+    for key in ("name", "type"):
+        if key not in op:
+            raise r.fail(json_path, f"operator without a {key!r}")
+    name = _strip_lxslice(r.string(op["name"], f"{json_path}.name"))
+    op_type = r.string(op["type"], f"{json_path}.type")
+    op_id = r.integer(op["id"], f"{json_path}.id") if op.get("id") is not None else 0
+    attrs = _attrs(r, op, json_path)
+    original = _parse_original_names(r, attrs)
+    l1_no = _attr_str(r, attrs, _L1_NO) or ""
+    is_multiop = False
+    found = _value(r, attrs, _IS_MULTIOP)
+    if found is not None and "b" in found[0]:
+        is_multiop = r.boolean(found[0]["b"], f"{found[1]}.b")
+    descs: list[OutputDesc] = []
+    for k, desc in enumerate(r.optional_array(op, "output_desc", json_path)):
+        desc_path = f"{json_path}.output_desc[{k}]"
+        desc = r.obj(desc, desc_path)
+        if "attr" not in desc:
+            continue
+        descs.append(_parse_desc(r, desc, len(descs), desc_path))
+    if original is None:
+        original = (name,)
+        descs = [d if d.origin_name else replace(d, origin_name=name) for d in descs]
+    return RuleOp(
+        name=name,
+        type=op_type,
+        id=op_id,
+        inputs=_parse_inputs(r, op, json_path),
+        original_names=original,
+        descs=tuple(descs),
+        l1_fusion_no=l1_no,
+        is_multiop=is_multiop,
+        graph=graph_name,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Groups.
+
+
+def group_key(op: RuleOp) -> str:
+    """Group key of an op (spec §3.4), in priority order.
+
+    1. a non-empty L1 fusion sub-graph number; 2. exactly one original name: that name (the op's
+    own name if it is ''); 3. several original names: UUID3(DNS, their concatenation);
+    4. no original names: the op's own name.
+    """
+    if op.l1_fusion_no:
+        return op.l1_fusion_no
+    if len(op.original_names) == 1:
+        return op.original_names[0] or op.name
+    if len(op.original_names) > 1:
+        return str(uuid.uuid3(uuid.NAMESPACE_DNS, "".join(op.original_names)))
+    return op.name
+
+
+def relation_of(ops: list[RuleOp]) -> Relation:
+    """Relation of a group from its ops (spec §3.4 table)."""
+    first = ops[0]
+    if len(ops) == 1:
+        return Relation.MULTI_TO_ONE if len(first.original_names) > 1 else Relation.ONE_TO_ONE
+    if first.l1_fusion_no:
+        return Relation.L1_FUSION
+    if len(first.original_names) == 1:
+        return Relation.ONE_TO_MULTI
+    return Relation.MULTI_TO_MULTI
+
+
+def group_ops(ops: list[RuleOp]) -> list[FusionGroup]:
+    """Groups of ``ops`` (taken in the order given), indexed by first appearance.
+
+    Public so that rule merges (quant §3.7, close fusion §3.8) can regroup after changing the
+    original names.
+    """
+    by_key: dict[str, FusionGroup] = {}
+    for op in ops:
+        key = group_key(op)
+        group = by_key.get(key)
+        if group is None:
+            by_key[key] = FusionGroup(len(by_key), key, [op], Relation.ONE_TO_ONE)
+        elif all(member.name != op.name for member in group.ops):
+            group.ops.append(op)
+    groups = list(by_key.values())
+    for group in groups:
+        group.relation = relation_of(group.ops)
+    return groups
+
+
+def _rename_adjust(ops: list[RuleOp]) -> None:
+    """Rename-node adjustment (in place): see the module docstring."""
+    position = {op.name: i for i, op in enumerate(ops)}
+    for group in group_ops(ops):
+        if len(group.ops) != 1:
+            continue
+        op = group.ops[0]
+        if len(op.original_names) != 1 or op.original_names[0] != group.key:
+            continue
+        name = group.key
+        if op.descs:
+            descs = tuple(d if d.origin_name else replace(d, origin_name=name) for d in op.descs)
+        else:
+            descs = (OutputDesc(0, name, None, "", None),)
+        if descs != op.descs:
+            ops[position[op.name]] = replace(op, descs=descs)
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points.
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RuleError(path, f"cannot read the fusion rule: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise RuleError(path, f"not a UTF-8 text file (byte {exc.start}): not a JSON fusion rule") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RuleError(
+            path, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+
+
+def load_fusion_rule(path: str | Path) -> FusionRule:
+    """Read an ATC om->json fusion rule (spec §3.3-3.4).
+
+    Raises :class:`RuleError` naming the file and the JSON path of the first bad node.
+    """
+    path = Path(path)
+    r = _Reader(path)
+    root = r.obj(_read_json(path), "")
+    if "graph" not in root:
+        raise r.fail("", "no 'graph' array: not an ATC om->json fusion rule")
+    graphs = r.array(root["graph"], "graph")
+    ops: list[RuleOp] = []
+    seen: set[str] = set()
+    warnings: list[str] = []
+    graph_names: list[str] = []
+    for g, graph in enumerate(graphs):
+        graph_path = f"graph[{g}]"
+        graph = r.obj(graph, graph_path)
+        graph_name = r.string(graph["name"], f"{graph_path}.name") if graph.get("name") is not None else ""
+        graph_names.append(graph_name)
+        if "op" not in graph:
+            raise r.fail(graph_path, "graph without an 'op' array")
+        for i, node in enumerate(r.array(graph["op"], f"{graph_path}.op")):
+            op = _parse_op(r, node, graph_name, f"{graph_path}.op[{i}]")
+            if op.name in seen:
+                warnings.append(
+                    f"{graph_path}.op[{i}]: operator name {op.name!r} appears again; the first one is kept"
+                )
+                continue
+            seen.add(op.name)
+            ops.append(op)
+        _rename_adjust(ops)
+    groups = group_ops(ops)
+    group_of = {op.name: group for group in groups for op in group.ops}
+    ordered = sorted(ops, key=lambda op: op.id)
+    return FusionRule(
+        path=path,
+        ops={op.name: op for op in ordered},
+        groups=groups,
+        group_of=group_of,
+        graph_names=graph_names,
+        input_nodes=[op.name for op in ops if op.type == "Data"],
+        warnings=warnings,
+    )
+
+
+def _producer_of(rule: FusionRule, op: RuleOp, k: int) -> tuple[str, int] | None:
+    """Input ``k`` of a Cast/TransData op (input 0 when ``k`` is out of range); None if none."""
+    if not op.inputs:
+        return None
+    return op.inputs[k] if k < len(op.inputs) else op.inputs[0]
+
+
+def golden_origin(rule: FusionRule, op_name: str, kind: TensorKind, index: int) -> Origin | str:
+    """Where the golden tensor of ``op_name``'s ``kind`` ``index`` is (spec §3.5).
+
+    Output i of P starts at (P, i); input i of P at P's i-th data input ``Q:k``. While the current
+    op is a Cast or TransData, the walk continues to that op's input ``k`` (its input 0 when it
+    has fewer inputs). The origin is then ``output_desc[k]`` of the op reached (``output_desc[0]``
+    if ``k`` is out of range); its origin index falls back to ``k`` when unset.
+
+    Returns a plain-English reason string instead when there is no golden tensor to look for.
+    """
+    op = rule.ops.get(op_name)
+    if op is None:
+        return f"operator {op_name!r} is not in the fusion rule"
+    current, k = op, index
+    if kind is TensorKind.INPUT:
+        if index >= len(op.inputs):
+            return (
+                f"input {index} of {op_name} has no data edge in the fusion rule "
+                f"(it lists {len(op.inputs)} input(s))"
+            )
+        producer, k = op.inputs[index]
+        if producer not in rule.ops:
+            return f"input {index} of {op_name} comes from {producer!r}, which is not in the fusion rule"
+        current = rule.ops[producer]
+    visited: set[str] = set()
+    while current.type in WALK_BACK_TYPES and current.name not in visited:
+        visited.add(current.name)
+        edge = _producer_of(rule, current, k)
+        if edge is None:
+            break
+        producer, k = edge
+        if producer not in rule.ops:
+            return (
+                f"walking back from {op_name} through {current.type} {current.name!r} reaches "
+                f"{producer!r}, which is not in the fusion rule"
+            )
+        current = rule.ops[producer]
+    if not current.descs:
+        return f"operator {current.name!r} has no output_desc with attributes in the fusion rule"
+    desc = current.descs[k] if k < len(current.descs) else current.descs[0]
+    if not desc.origin_name:
+        return (
+            f"output {desc.position} of {current.name!r} has no original operator in the fusion rule "
+            f"(empty _datadump_origin_name): a new NPU operator without golden counterpart"
+        )
+    return Origin(
+        op_name=current.name,
+        origin_name=desc.origin_name,
+        origin_index=k if desc.origin_index is None else desc.origin_index,
+        origin_format=desc.origin_format,
+        origin_shape=desc.origin_shape,
+    )
