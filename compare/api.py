@@ -73,10 +73,36 @@ def run_network(
     right_run = load_run(right, version=dump_version)
     pairing = pair_runs(left_run, right_run, fusion_rule=rule)
     rows = compare_pairs(pairing.pairs, EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements))
+    explain_missing(rows, left_run, right_run)
     notes = [f"left: {n}" for n in left_run.notes] + [f"right: {n}" for n in right_run.notes] + list(pairing.notes)
     if rule is not None:
         notes += [f"fusion rule: {w}" for w in getattr(rule, "warnings", [])]
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes)
+
+
+def _skipped_for(run: Run, names: Sequence[str]) -> list[str]:
+    hints = []
+    for path, why in run.skipped:
+        file_name = Path(path).name
+        if any(len(name) >= 3 and name in file_name for name in names):
+            hints.append(f"file {file_name} was not used: {why}")
+    return hints
+
+
+def explain_missing(rows: Sequence[MetricRow], left: Run, right: Run) -> None:
+    """Add to each missing-counterpart row the skipped files that probably belonged to it.
+
+    A dump file with a bad name (or a bad task-type field) is skipped by the loader; the row of
+    the operator it was meant for then says which file that was and why it was not used, so the
+    user does not have to cross-check the log.
+    """
+    for row in rows:
+        if row.status is PairStatus.MISSING_LEFT:
+            names = [n for n in row.left_op.split(",") if n and n != "*"] or [row.right_op]
+            row.reasons.extend(_skipped_for(left, names))
+        elif row.status is PairStatus.MISSING_RIGHT:
+            names = [n for n in row.right_op.split(",") if n and n != "*"]
+            row.reasons.extend(_skipped_for(right, names))
 
 
 def to_dataframe(result: NetworkResult):

@@ -1,0 +1,167 @@
+"""``prepare_pair``: bring a left (device) tensor and its golden tensor to comparable flat arrays.
+
+This is §4 of the spec (tensor preparation in fusion mode), steps 1 and 3-7:
+
+1. **Golden format.** Empty or ``RESERVED`` (a golden ``.npy`` carries no layout) means the left
+   format; any other name must be a known format. A 4-D ``NHWC`` label whose data is really NCHW
+   (target ``T == (S[0], S[2], S[3], S[1])`` for golden shape S) becomes ``NCHW``, and a 4-D
+   ``NCHW`` label with ``T == (S[0], S[3], S[1], S[2])`` becomes ``NHWC``.
+3. **Destinations.** Network mode: the left side goes to the golden format; the golden side is
+   only reshaped. Detail (single-op) mode: both sides go to NCDHW when the left format is NDHWC,
+   NCDHW, DHWCN or NDC1HWC0; to the golden format when it is FRACTAL_Z; else to NCHW.
+4. **No conversion** (both sides used flat) when the left destination is ND and the left format
+   is neither FRACTAL_NZ nor NDC1HWC0, or when the left shape is scalar-like
+   (``sum(S) == len(S)``).
+5. **Conversion** with :func:`convert_layout` -- left: ``(F_L -> dest, S_L, T)`` with
+   ``group = sub_format`` when it is 2 or more; golden: ``(F_G -> dest, S_G, S_G)``.
+6. **Slicing** (:func:`slice_to_golden`) when the left format is not ND, or when the left shape is
+   not scalar-like and the element counts differ -- also after "no conversion", where the flat
+   left array is what gets checked, as the reference does.
+7. Both flattened in C order; different lengths are a LayoutError giving both counts and shapes.
+
+Policy where the reference has no useful answer: ``target_shape`` ``None`` or empty means the
+golden shape (the reference passes ``[]`` and then fails for FRACTAL_Z / FRACTAL_NZ).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .dispatch import convert_layout
+from .registry import Converter
+from .shapes import LayoutError, Shape, as_shape, format_key, is_known_format, is_scalar_like, shape_text
+
+#: Left formats whose single-op destination is NCDHW.
+_DEPTH_FORMATS = frozenset({"NDHWC", "NCDHW", "DHWCN", "NDC1HWC0"})
+#: Left formats that are still converted when the destination is ND.
+_ND_CONVERTED = frozenset({"FRACTAL_NZ", "NDC1HWC0"})
+
+
+def resolve_golden_format(golden_fmt: object, left_fmt: str, target: Shape, golden_shape: Shape) -> str:
+    """The golden format after the empty/RESERVED default and the NCHW/NHWC label fix (step 1)."""
+    fmt = format_key(golden_fmt)
+    if not fmt or fmt == "RESERVED":
+        return left_fmt
+    if not is_known_format(fmt):
+        raise LayoutError(f"unknown golden format {golden_fmt!r}")
+    if fmt in ("NCHW", "NHWC") and len(target) == 4 and len(golden_shape) == 4 and target != golden_shape:
+        s = golden_shape
+        if fmt == "NHWC" and target == (s[0], s[2], s[3], s[1]):
+            return "NCHW"
+        if fmt == "NCHW" and target == (s[0], s[3], s[1], s[2]):
+            return "NHWC"
+    return fmt
+
+
+def _strip_ones(shape: Shape) -> Shape:
+    return tuple(d for d in shape if d != 1)
+
+
+def slice_to_golden(array: np.ndarray, golden_shape: Sequence[int], *, context: str = "") -> np.ndarray:
+    """Cut the converted left array down to the golden shape (§4 step 6); removes C0/N padding.
+
+    - Fewer dims than the golden: the shapes without their 1s must be equal; returned unchanged.
+    - Otherwise both shapes are padded with trailing 1s (the array's to at least 4 dims). Equal
+      element counts with at most one non-1 dim in the array: unchanged. Walking the dims, one
+      smaller than the golden's is an error; if one is larger the leading block
+      ``[:g0, :g1, ...]`` is taken -- **only for 4 and 5 dims**; other ranks come back unchanged.
+      (The reference stops checking at the first larger dim, slices, and then fails on the element
+      count; every dim is checked first here so the error shows the unsliced shape. Same outcome.)
+
+    ``context`` prefixes error messages (e.g. "left has ... after NC1HWC0->NCHW").
+    """
+    a_shape, g_shape = tuple(array.shape), as_shape(golden_shape)
+    prefix = f"{context}: " if context else ""
+    if len(a_shape) < len(g_shape):
+        if _strip_ones(a_shape) != _strip_ones(g_shape):
+            raise LayoutError(
+                f"{prefix}the converted shape {shape_text(a_shape)} has fewer dims than the golden "
+                f"{shape_text(g_shape)} and they differ in more than 1s"
+            )
+        return array
+    padded_a = a_shape + (1,) * (max(4, len(a_shape)) - len(a_shape))
+    padded_g = g_shape + (1,) * (len(padded_a) - len(g_shape))
+    ones = sum(1 for d in a_shape if d == 1)
+    if array.size == math.prod(g_shape) and ones >= len(a_shape) - 1:
+        return array
+    for axis, (a_dim, g_dim) in enumerate(zip(padded_a, padded_g)):
+        if a_dim < g_dim:
+            raise LayoutError(
+                f"{prefix}dim {axis} of the converted shape {shape_text(a_shape)} is {a_dim}, "
+                f"smaller than the golden's {g_dim} in {shape_text(g_shape)}"
+            )
+    if padded_a == padded_g:
+        return array
+    if len(padded_a) not in (4, 5):
+        return array
+    return array.reshape(padded_a)[tuple(slice(0, d) for d in padded_g)]
+
+
+def prepare_pair(
+    left: np.ndarray,
+    left_format: object,
+    left_shape: Sequence[int],
+    golden: np.ndarray,
+    golden_format: object,
+    *,
+    target_shape: Sequence[int] | None = None,
+    golden_shape: Sequence[int] | None = None,
+    sub_format: int = 0,
+    plugins: Mapping[tuple[str, str], Converter] | None = None,
+    detail: bool = False,
+) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Return ``(left_flat, golden_flat, left_shape_after)`` ready for the metrics.
+
+    ``left`` is the left data (flat or shaped) in ``left_format`` with dump shape ``left_shape``;
+    ``golden`` the golden data labelled ``golden_format`` (from the rule; empty or RESERVED means
+    the left format). ``target_shape`` is T (the rule's ``origin_shape``, or the left tensor's
+    ``original_shape``); ``golden_shape`` defaults to ``golden.shape``. ``detail=True`` is
+    single-op mode (both sides converted). The third item is the final left shape (the report's
+    Shape column): the converted-and-sliced shape, or ``(n,)`` when nothing was converted.
+    """
+    left_fmt = format_key(left_format)
+    s_left = as_shape(left_shape)
+    x = np.asarray(left)
+    y = np.asarray(golden)
+    s_gold = as_shape(golden_shape) if golden_shape is not None else tuple(y.shape)
+    target = as_shape(target_shape) or s_gold
+    gold_fmt = resolve_golden_format(golden_format, left_fmt, target, s_gold)
+    if detail:
+        if left_fmt in _DEPTH_FORMATS:
+            left_dst = gold_dst = "NCDHW"
+        elif left_fmt == "FRACTAL_Z":
+            left_dst = gold_dst = gold_fmt
+        else:
+            left_dst = gold_dst = "NCHW"
+    else:
+        left_dst, gold_dst = gold_fmt, gold_fmt
+
+    scalar = is_scalar_like(s_left)
+    if (left_dst == "ND" and left_fmt not in _ND_CONVERTED) or scalar:
+        why = "scalar-like shape" if scalar else f"{left_fmt or 'unformatted'} data, ND destination"
+        how = f"unconverted ({why})"
+        a = x.reshape(-1)
+        g = y.reshape(-1)
+        slice_shape = s_gold
+    else:
+        how = f"after {left_fmt}->{left_dst}"
+        group = int(sub_format) if sub_format and int(sub_format) >= 2 else 1
+        a = convert_layout(x, left_fmt, left_dst, s_left, target, group=group, plugins=plugins)
+        g = convert_layout(y, gold_fmt, gold_dst, s_gold, s_gold, plugins=plugins)
+        slice_shape = tuple(g.shape)
+
+    def context(arr: np.ndarray) -> str:
+        return (
+            f"left has {arr.size} elements {shape_text(arr.shape)} {how}, "
+            f"golden has {g.size} {shape_text(slice_shape)}"
+        )
+
+    if left_fmt != "ND" or (not scalar and a.size != g.size):
+        a = slice_to_golden(a, slice_shape, context=context(a))
+    if a.size != g.size:
+        raise LayoutError(context(a))
+    return a.reshape(-1), g.reshape(-1), tuple(int(d) for d in a.shape)
+
