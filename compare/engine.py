@@ -146,7 +146,7 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
             )
         except (LayoutError, ValueError) as exc:
             return _not_compared(
-                row, algorithms, f"cannot bring {pair.tensor_id} to the golden layout: {exc}", PairStatus.NOT_COMPARABLE
+                row, algorithms, f"cannot bring {pair.tensor_id} to the golden layout of {pair.right.path.name}: {exc}", PairStatus.NOT_COMPARABLE
             )
         row.shape = tuple(int(d) for d in shape)
     else:

@@ -30,7 +30,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
-_GATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|==|>|<)\s*([-+0-9.eE]+|inf|-inf)\s*$")
+_GATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*|[0-9])\s*(>=|<=|==|>|<)\s*([-+0-9.eE]+|inf|-inf)\s*$")
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,35 @@ def _strip_ones(shape: Shape) -> Shape:
     return tuple(d for d in shape if d != 1)
 
 
-def slice_to_golden(array: np.ndarray, golden_shape: Sequence[int], *, context: str = "") -> np.ndarray:
+_C0_PADDED = {"NC1HWC0", "NDC1HWC0", "NC1HWC0_C04"}
+_AXIS_FORMATS = {"NCHW", "NHWC", "HWCN", "NCDHW", "NDHWC", "DHWCN"}
+_TRANSPOSES = _AXIS_FORMATS | {"ND"}
+
+
+def paddable_axes(src_fmt: str, dst_fmt: str, ndim: int) -> frozenset[int] | None:
+    """Axes of the converted array that may hold layout padding, or None if unknown.
+
+    NC1HWC0/NDC1HWC0 pad only C (to a multiple of C0), FRACTAL_Z pads N and C (to 16),
+    FRACTAL_NZ the last two dims; a transpose or a same-format reshape pads nothing. Cropping any
+    other axis would hide a real shape mismatch, so :func:`slice_to_golden` refuses it (the
+    reference crops whatever is larger). ``None`` (plugins, unusual pairs) keeps the reference rule.
+    """
+    if dst_fmt in _AXIS_FORMATS:
+        if src_fmt in _C0_PADDED:
+            return frozenset({dst_fmt.index("C")})
+        if src_fmt.startswith("FRACTAL_Z"):
+            return frozenset({dst_fmt.index("N"), dst_fmt.index("C")})
+        if src_fmt in _TRANSPOSES:
+            return frozenset()
+    if src_fmt == "FRACTAL_NZ":
+        return frozenset({max(ndim, 4) - 1, max(ndim, 4) - 2, ndim - 1, ndim - 2})
+    if src_fmt == dst_fmt:
+        return frozenset()
+    return None
+
+
+def slice_to_golden(array: np.ndarray, golden_shape: Sequence[int], *, context: str = "",
+                    paddable: frozenset[int] | None = None) -> np.ndarray:
     """Cut the converted left array down to the golden shape (§4 step 6); removes C0/N padding.
 
     - Fewer dims than the golden: the shapes without their 1s must be equal; returned unchanged.
@@ -95,6 +123,14 @@ def slice_to_golden(array: np.ndarray, golden_shape: Sequence[int], *, context: 
             )
     if padded_a == padded_g:
         return array
+    if paddable is not None:
+        for axis, (a_dim, g_dim) in enumerate(zip(padded_a, padded_g)):
+            if a_dim != g_dim and axis not in paddable:
+                raise LayoutError(
+                    f"{prefix}dim {axis} of the converted shape {shape_text(a_shape)} is {a_dim}, but the "
+                    f"golden's is {g_dim} in {shape_text(g_shape)}: that axis holds no layout padding, "
+                    "so the shapes really differ (not cropped)"
+                )
     if len(padded_a) not in (4, 5):
         return array
     return array.reshape(padded_a)[tuple(slice(0, d) for d in padded_g)]
@@ -160,7 +196,8 @@ def prepare_pair(
         )
 
     if left_fmt != "ND" or (not scalar and a.size != g.size):
-        a = slice_to_golden(a, slice_shape, context=context(a))
+        paddable = None if how.startswith("unconverted") else paddable_axes(left_fmt, left_dst, a.ndim)
+        a = slice_to_golden(a, slice_shape, context=context(a), paddable=paddable)
     if a.size != g.size:
         raise LayoutError(context(a))
     return a.reshape(-1), g.reshape(-1), tuple(int(d) for d in a.shape)

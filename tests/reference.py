@@ -1,0 +1,152 @@
+"""Slow, obviously-right float64 numpy twins of the 10 metrics (test oracle for the kernels).
+
+Each metric is written the way the reference tool's specification states it (§5 of
+``shared/spec/reference-tool.md``), with whole-array numpy operations in float64, no fusion and
+no cleverness. Only the precision differs from the reference tool (float64 here, float32 there).
+Values: ``None`` = not computed, ``nan`` = computed and NaN. ``StandardDeviation`` maps to the
+tuple ``(mean x, std x, mean y, std y)`` (or None).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+EPS64 = float(np.finfo(np.float64).eps)
+EPS32 = float(np.finfo(np.float32).eps)
+
+NAMES = (
+    "CosineSimilarity",
+    "MaxAbsoluteError",
+    "AccumulatedRelativeError",
+    "RelativeEuclideanDistance",
+    "KullbackLeiblerDivergence",
+    "StandardDeviation",
+    "MeanAbsoluteError",
+    "RootMeanSquareError",
+    "MaxRelativeError",
+    "MeanRelativeError",
+)
+
+
+def as_f64(a) -> np.ndarray:
+    """Flat float64 copy; complex -> real part."""
+    a = np.asarray(a)
+    if a.dtype.kind == "c":
+        a = a.real
+    return np.asarray(a, dtype=np.float64).reshape(-1)
+
+
+def cosine(x, y, scalar=False):
+    if scalar:
+        return 1.0
+    nx = np.sqrt(np.sum(x * x))
+    ny = np.sqrt(np.sum(y * y))
+    if nx <= EPS64 and ny < EPS64:
+        return 1.0
+    if np.sqrt(nx) <= EPS64 or np.sqrt(ny) <= EPS64:
+        return None
+    c = float(np.sum((x / nx) * (y / ny)))
+    return min(c, 1.0)
+
+
+def max_abs(x, y):
+    return float(np.max(np.abs(x - y))) if x.size else None
+
+
+def rel_terms(x, y):
+    return np.where(np.abs(y) > EPS64, np.abs(x / y - 1.0), 0.0)
+
+
+def acc_rel(x, y):
+    return float(np.sum(rel_terms(x, y)))
+
+
+def max_rel(x, y):
+    return float(np.max(rel_terms(x, y))) if x.size else None
+
+
+def mean_rel(x, y):
+    return float(np.mean(rel_terms(x, y)))
+
+
+def red(x, y):
+    s = np.sum(y**2)
+    if np.sqrt(s) <= EPS64:
+        return 0.0
+    return float(np.sum((x - y) ** 2) / s) ** 0.5
+
+
+def _kl_norm(a):
+    mn, mx = np.min(a), np.max(a)
+    if mx - mn != 0:
+        a = (a - mn) / (mx - mn)
+    return np.maximum(a, EPS32)
+
+
+def kl(x, y):
+    if not x.size:
+        return None
+    p = _kl_norm(x)
+    q = _kl_norm(y)
+    P = p / np.sum(p)
+    Q = q / np.sum(q)
+    v = float(np.sum(P * np.log(P / Q)))
+    return 0.0 if abs(v) < EPS64 else v
+
+
+def std(x, y):
+    return (float(np.mean(x)), float(np.std(x)), float(np.mean(y)), float(np.std(y)))
+
+
+def mean_abs(x, y):
+    return float(np.mean(np.abs(x - y)))
+
+
+def rmse(x, y):
+    return float(np.sqrt(np.mean((x - y) ** 2)))
+
+
+def reference_metrics(x, y, scalar: bool = False) -> dict:
+    """All 10 metrics of left ``x`` vs golden ``y`` (any dtypes, same element count)."""
+    xa, ya = np.asarray(x), np.asarray(y)
+    if xa.dtype.kind == "b" and ya.dtype.kind == "b":
+        out = {name: None for name in NAMES}
+        out["CosineSimilarity"] = cosine(as_f64(xa), as_f64(ya), scalar)
+        return out
+    xf, yf = as_f64(xa), as_f64(ya)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "CosineSimilarity": cosine(xf, yf, scalar),
+            "MaxAbsoluteError": max_abs(xf, yf),
+            "AccumulatedRelativeError": acc_rel(xf, yf),
+            "RelativeEuclideanDistance": red(xf, yf),
+            "KullbackLeiblerDivergence": kl(xf, yf),
+            "StandardDeviation": std(xf, yf),
+            "MeanAbsoluteError": mean_abs(xf, yf),
+            "RootMeanSquareError": rmse(xf, yf),
+            "MaxRelativeError": max_rel(xf, yf),
+            "MeanRelativeError": mean_rel(xf, yf),
+        }
+
+
+def close(a, b, rel: float = 1e-9, abs_: float = 1e-12) -> bool:
+    """Equal within tolerance, with None == None, nan == nan and inf == inf (same sign)."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (
+            isinstance(a, tuple)
+            and isinstance(b, tuple)
+            and len(a) == len(b)
+            and all(close(u, v, rel, abs_) for u, v in zip(a, b))
+        )
+    a, b = float(a), float(b)
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= abs_ + rel * max(abs(a), abs(b))
