@@ -206,7 +206,7 @@ def test_notes(case, dtype):
     assert Note.KL_GOLDEN_ZERO not in notes
 
 
-# --------------------------------------------------------------------------- edge table (spec §5.2)
+# ------------------------------------------------------------------ edge table (spec §5.2)
 
 EDGE_TABLE = [
     ("both zeros", [0, 0, 0, 0], [0, 0, 0, 0],
@@ -493,7 +493,8 @@ def test_metric_table():
         (["meanrel,meanabs", "accrel", "maxrel", "rmse"],
          ["MeanRelativeError", "MeanAbsoluteError", "AccumulatedRelativeError",
           "MaxRelativeError", "RootMeanSquareError"]),
-        ("3,all", ["RelativeEuclideanDistance"] + [n for n in METRIC_NAMES if n != "RelativeEuclideanDistance"]),
+        ("3,all", ["RelativeEuclideanDistance"]
+         + [n for n in METRIC_NAMES if n != "RelativeEuclideanDistance"]),
         ((np.int64(5),), ["StandardDeviation"]),
     ],
 )

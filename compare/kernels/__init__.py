@@ -59,17 +59,17 @@ class Metric:
     """One built-in metric.
 
     ``higher_is_better`` is True for similarities, False for errors/divergences and None for
-    StandardDeviation (a description of each side, not a distance). ``alias`` is the short name
-    accepted by :func:`resolve_algorithms` (and usable as a column heading). ``doc`` states the
-    formula and the zero / NaN / empty policy; ``x`` is the left (NPU) array, ``y`` the right
-    (golden) one, ``N`` the element count, ``eps = 2.22e-16``.
+    StandardDeviation (a description of each side, not a distance). ``doc`` states the formula
+    and the zero / NaN / empty policy (``x`` is the left (NPU) array, ``y`` the right (golden)
+    one, ``N`` the element count, ``eps = 2.22e-16``); ``alias`` is the short name accepted by
+    :func:`resolve_algorithms` (and usable as a column heading).
     """
 
     name: str
     index: int
     higher_is_better: bool | None
-    alias: str
     doc: str
+    alias: str
 
 
 _DOCS: dict[str, tuple[bool | None, str, str]] = {
@@ -138,8 +138,9 @@ _DOCS: dict[str, tuple[bool | None, str, str]] = {
 
 #: name -> :class:`Metric`, in :data:`METRIC_NAMES` order.
 METRICS: dict[str, Metric] = {
-    name: Metric(name, i, _DOCS[name][0], _DOCS[name][1], _DOCS[name][2])
+    name: Metric(name, i, higher_is_better=hib, doc=doc, alias=alias)
     for i, name in enumerate(METRIC_NAMES)
+    for hib, alias, doc in [_DOCS[name]]
 }
 
 
@@ -374,7 +375,10 @@ def compare_arrays(
         )
 
         do_rel = bool(selected & {ACC_REL, MAX_REL, MEAN_REL})
-        s = [float(v) for v in _pass1(xf, yf, do_rel)]
+        # errstate only matters without JIT (NUMBA_DISABLE_JIT=1), where the kernels run on numpy
+        # scalars: IEEE NaN/inf results are intended, not worth a RuntimeWarning.
+        with np.errstate(all="ignore"):
+            s = [float(v) for v in _pass1(xf, yf, do_rel)]
 
         if COSINE in selected:
             values[COSINE] = _cosine(s[P1_SXY], s[P1_SXX], s[P1_SYY], scalar, notes)
@@ -401,9 +405,8 @@ def compare_arrays(
         meanx = _div(s[P1_SUMX], n)
         meany = _div(s[P1_SUMY], n)
         if do_kl or (do_std and (finx or finy)):
-            a, sp, sq, sdx, sdx2, sdy, sdy2 = (
-                float(v)
-                for v in _pass2(
+            with np.errstate(all="ignore"):
+                p2 = _pass2(
                     xf,
                     yf,
                     s[P1_MINX],
@@ -416,7 +419,7 @@ def compare_arrays(
                     do_std and finx,
                     do_std and finy,
                 )
-            )
+            a, sp, sq, sdx, sdx2, sdy, sdy2 = (float(v) for v in p2)
         else:
             a = sp = sq = sdx = sdx2 = sdy = sdy2 = math.nan
         if KL in selected:
