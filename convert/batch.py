@@ -1,0 +1,269 @@
+"""What every ``vconvert`` operation shares: finding the input files, running them (in threads),
+writing outputs under the 255-byte name rule, and the per-run report.
+
+Input policy (:func:`collect_sources`):
+
+* ``paths`` is one path, a comma-separated string of paths, or a sequence of them. Each is a file
+  or a folder; a folder contributes its top-level regular files, sorted by name (no recursion).
+  ``mapping.csv`` and ``convert_failed_file_list.txt`` are never inputs.
+* A folder without files but with an Ascend dump tree below it
+  (``{time}/{device}/{model}/{model_id}/{data_index}``) is replaced by the newest leaf, with a note.
+* An all-digit file name (or digits + ``.npy``) listed in the folder's ``mapping.csv`` is named by
+  its real name in the outputs (the dump tools hash names of 255 bytes or more).
+* A path that does not exist, and a second input with the same file name as an earlier one (its
+  outputs would overwrite the first one's), are reported as failed; the others still run.
+* Nothing usable at all raises :class:`compare.errors.OptionError` (the CLI's exit 2).
+
+Report policy: a file "fails" when it cannot be read or when any of its tensors cannot be written;
+its other tensors are still written. Failed files are listed, one line each
+(``{path}: {reason}``), in ``OUT/convert_failed_file_list.txt``; a stale list from an earlier run
+is removed when nothing failed. Renamed long names are appended to ``OUT/mapping.csv``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+from compare.errors import CompareError, DumpFormatError, OptionError
+
+from .naming import FAILED_LIST_FILE, MAPPING_FILE, physical_name, update_mapping
+
+PathLike = Union[str, "os.PathLike[str]"]
+Sources = Union[PathLike, Sequence[PathLike]]
+
+#: Files that are never conversion inputs.
+NOT_INPUTS = frozenset({MAPPING_FILE, FAILED_LIST_FILE})
+
+#: Threads used for a folder (I/O and numpy release the GIL).
+MAX_WORKERS = 8
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """An input file: where it is, and the name its outputs are named after."""
+
+    path: Path
+    name: str
+
+
+@dataclass
+class FileOutcome:
+    """What converting one input file produced."""
+
+    source: SourceFile
+    written: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+
+    def save(self, out_dir: Path, name: str, write: Callable[[Path], None]) -> Path | None:
+        """Write one output through ``write(path)`` under its physical (maybe hashed) name.
+
+        An OSError (disk full, permissions) becomes an error of this file, the partial output is
+        removed and None returned.
+        """
+        physical = physical_name(name)
+        path = out_dir / physical
+        try:
+            write(path)
+        except OSError as exc:
+            self.errors.append(f"cannot write {path}: {exc.strerror or exc}")
+            if path.is_file():
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+            return None
+        if physical != name:
+            self.renamed.append((physical, name))
+        self.written.append(path)
+        return path
+
+
+@dataclass
+class ConvertReport:
+    """The result of one ``vconvert`` operation.
+
+    ``failed`` maps an input path to the reasons it failed (in input order); ``notes`` are
+    warnings worth showing (skipped tensors, degraded conversions, plugin warnings...).
+    """
+
+    out_dir: Path
+    sources: int = 0
+    written: list[Path] = field(default_factory=list)
+    failed: dict[Path, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    failed_list: Path | None = None
+    mapping: Path | None = None
+
+    @property
+    def all_converted(self) -> bool:
+        return not self.failed
+
+    def fail(self, path: Path, reason: str) -> None:
+        self.failed.setdefault(path, []).append(reason)
+
+    def add(self, outcome: FileOutcome) -> None:
+        self.written.extend(outcome.written)
+        self.notes.extend(outcome.notes)
+        self.renamed.extend(outcome.renamed)
+        for reason in outcome.errors:
+            self.fail(outcome.source.path, reason)
+
+    def summary(self) -> str:
+        """One line: how many files, how many outputs, how many failed and where they are listed."""
+        text = f"{self.sources} file(s) read, {len(self.written)} file(s) written to {self.out_dir}"
+        if self.failed:
+            where = f" (listed in {self.failed_list})" if self.failed_list else ""
+            text += f"; {len(self.failed)} file(s) failed{where}"
+        if self.mapping:
+            text += f"; {len(self.renamed)} long name(s) hashed, see {self.mapping}"
+        return text
+
+
+def problem_of(exc: Exception) -> str:
+    """The diagnosis of ``exc`` without the file path when the message starts with it."""
+    if isinstance(exc, DumpFormatError):
+        return exc.problem if exc.offset is None else f"{exc.problem} (byte {exc.offset})"
+    return str(exc) or type(exc).__name__
+
+
+def split_paths(paths: Sources) -> list[Path]:
+    """``paths`` as a list: a string is split on commas (empty items dropped)."""
+    if isinstance(paths, (str, os.PathLike)):
+        items: Iterable[PathLike] = [p for p in str(paths).split(",") if p.strip()]
+    else:
+        items = paths
+    return [Path(str(p).strip()) for p in items]
+
+
+def _real_names(folder: Path) -> dict[str, str]:
+    from compare.loaders.ascend import read_mapping
+
+    mapping, _bad = read_mapping(folder)
+    return mapping
+
+
+def _lookup(name: str, mapping: dict[str, str]) -> str:
+    from compare.loaders.ascend import is_hashed_name
+
+    if not mapping or not is_hashed_name(name):
+        return name
+    if name in mapping:
+        return mapping[name]
+    stem = name[:-4] if name.endswith(".npy") else name
+    real = mapping.get(stem) or mapping.get(stem + ".npy")
+    if real is None:
+        return name
+    if name.endswith(".npy") and not real.endswith(".npy"):
+        return real + ".npy"
+    return real
+
+
+def _folder_files(folder: Path, notes: list[str]) -> list[SourceFile]:
+    try:
+        with os.scandir(folder) as scan:
+            entries = sorted((e for e in scan if e.is_file() and e.name not in NOT_INPUTS), key=lambda e: e.name)
+    except OSError as exc:
+        raise CompareError(f"{folder}: cannot list the folder ({exc.strerror or exc})") from None
+    if not entries:
+        from compare.loaders.ascend import resolve_dump_folder
+
+        leaf, how = resolve_dump_folder(folder)
+        if leaf != folder:
+            notes.extend(how)
+            return _folder_files(leaf, notes)
+        return []
+    mapping = _real_names(folder) if (folder / MAPPING_FILE).is_file() else {}
+    return [SourceFile(Path(e.path), _lookup(e.name, mapping)) for e in entries]
+
+
+def collect_sources(paths: Sources, report: ConvertReport, *, what: str = "dump") -> list[SourceFile]:
+    """Input files of ``paths`` (see the module policy); bad items are recorded in ``report``.
+
+    Raises :class:`OptionError` when no path gives any file.
+    """
+    items = split_paths(paths)
+    if not items:
+        raise OptionError(f"no input path given (expected a {what} file or folder)")
+    files: list[SourceFile] = []
+    problems: list[str] = []
+    for item in items:
+        if item.is_dir():
+            found = _folder_files(item, report.notes)
+            if not found:
+                problems.append(f"{item}: the folder holds no files")
+                if len(items) > 1:
+                    report.fail(item, "the folder holds no files")
+            files.extend(found)
+        elif item.is_file():
+            mapping = _real_names(item.parent) if (item.parent / MAPPING_FILE).is_file() else {}
+            files.append(SourceFile(item, _lookup(item.name, mapping)))
+        else:
+            why = "no such file or folder" if not item.exists() else "not a regular file or folder"
+            problems.append(f"{item}: {why}")
+            if len(items) > 1:
+                report.fail(item, why)
+    if not files:
+        raise OptionError("; ".join(problems) if problems else f"no {what} files found")
+    seen: dict[str, Path] = {}
+    unique: list[SourceFile] = []
+    for source in files:
+        first = seen.setdefault(source.name, source.path)
+        if first != source.path:
+            report.fail(source.path, f"same file name as {first}; its outputs would overwrite that file's, not converted")
+            continue
+        unique.append(source)
+    report.sources = len(unique)
+    return unique
+
+
+def run_files(sources: Sequence[SourceFile], job: Callable[[SourceFile], FileOutcome],
+              workers: int | None = None) -> list[FileOutcome]:
+    """``job`` for every source, in threads when there are several; results in input order."""
+    count = min(workers or MAX_WORKERS, os.cpu_count() or 1, len(sources))
+    if count <= 1:
+        return [job(s) for s in sources]
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(job, sources))
+
+
+def prepare_out_dir(out_dir: PathLike) -> Path:
+    """Create the output folder (with parents); an existing non-folder is an OptionError."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise OptionError(f"{out}: the output path exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OptionError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from None
+    if not os.access(out, os.W_OK):
+        raise OptionError(f"{out}: the output folder is not writable")
+    return out
+
+
+def start(paths: Sources, out_dir: PathLike, *, what: str = "dump") -> tuple[ConvertReport, list[SourceFile]]:
+    """Collect the inputs, then create the output folder (so a bad input leaves nothing behind)."""
+    report = ConvertReport(out_dir=Path(out_dir))
+    sources = collect_sources(paths, report, what=what)
+    report.out_dir = prepare_out_dir(out_dir)
+    return report, sources
+
+
+def finish(report: ConvertReport) -> ConvertReport:
+    """Write ``convert_failed_file_list.txt`` (or remove a stale one) and ``mapping.csv``."""
+    failed_path = report.out_dir / FAILED_LIST_FILE
+    if report.failed:
+        lines = [f"{path}: {'; '.join(reasons)}\n" for path, reasons in report.failed.items()]
+        failed_path.write_text("".join(lines), encoding="utf-8")
+        report.failed_list = failed_path
+    elif failed_path.is_file():
+        failed_path.unlink()
+    report.mapping = update_mapping(report.out_dir, report.renamed)
+    return report

@@ -1,0 +1,422 @@
+"""Dump files -> ``.npy`` / ``.bin`` files, optionally converted to another layout.
+
+This is the reference tool's ``convert -d`` and the manual's ``shape_conversion`` in one:
+
+* :func:`convert_dumps` -- every input and output tensor of every dump file (a file, a folder or a
+  comma-separated list, see :mod:`convert.batch`) to files named as in :mod:`convert.naming`;
+  buffers and workspaces to ``.bin`` files.
+* :func:`convert_shape` -- one dump file, the outputs (or inputs) converted to a layout.
+
+Tensor policy:
+
+* Without a target format, each tensor is written in its dump shape and dtype (what the dump
+  holds, byte for byte). bf16 is written as float32 (exact; ``.npy`` has no bf16 type, and the
+  reference does the same); UINT1 as uint8 0/1 values.
+* With a target format FMT: the source format is the dump's (ND for an NCHW/NHWC/HWCN tensor
+  that is not 4-D). A source already in FMT is only reshaped. An ND source goes through an
+  ``ND -> FMT`` converter when one exists (a plugin, or the built-in ND -> FRACTAL_NZ) and is
+  otherwise only reshaped -- ND data has no layout to undo (the reference fails such tensors).
+  Anything else goes through the converter (a ``-custom`` plugin first, then the built-in; group
+  convolution when the tensor's ``sub_format`` is 2 or more). The target shape T is the given
+  shape, else the tensor's ``original_shape`` (none: no cropping). For a plain target (NCHW,
+  NHWC, HWCN, ND, NCDHW ...) the converted result is cut to T as in the comparison (the C0 / cube
+  padding is removed); when it cannot be cut (T does not fit) the uncut array is written and a
+  note says why (e.g. an NCHW ``original_shape`` for an NHWC target: give ``-s``). A result with
+  fewer dims than T holding exactly ``prod(T)`` elements (FRACTAL_NZ gives ``(prod(T[:-2]), rows,
+  cols)``) is reshaped to T. Device targets (NC1HWC0, FRACTAL_Z, FRACTAL_NZ ...) keep
+  their padded shape.
+* A tensor that cannot be read or converted makes its file "failed" (listed with the reason) and
+  nothing is written for it -- except in ``msnpy`` mode, where it is written unconverted and
+  labelled with its own format, with a note (as the reference does).
+* Tensor selection (``kind``/``index``): only that tensor kind (and index). For a single input
+  file a selection that matches nothing is a failure; for several files such files are noted.
+  Buffers and workspaces are written only when nothing is selected.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from compare.errors import OptionError
+
+from .batch import (
+    ConvertReport,
+    FileOutcome,
+    SourceFile,
+    Sources,
+    finish,
+    problem_of,
+    run_files,
+    start,
+)
+from .naming import bin_name, buffer_name, msnpy_name, shaped_npy_name, space_name, tensor_npy_name
+
+#: ``-t`` values.
+OUTPUT_TYPES = ("npy", "bin", "msnpy")
+TENSOR_KINDS = ("input", "output")
+
+_STRICT_SHAPE = re.compile(r"([0-9]+,)+[0-9]+")
+_LENIENT_SHAPE = re.compile(r"[0-9]+(,[0-9]+)*")
+_PLAIN_4D = frozenset({"NCHW", "NHWC", "HWCN"})
+#: Targets without padding: a converted tensor is cut to the target shape only for these.
+_PLAIN_TARGETS = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "ND", "NCDHW", "NDHWC", "DHWCN", "DHWNC"})
+
+
+def parse_shape(text: str, *, strict: bool = True) -> tuple[int, ...]:
+    """``"1,3,224,224"`` -> ``(1, 3, 224, 224)``; every number must be greater than 0.
+
+    ``strict`` is the manual's ``([0-9]+,)+[0-9]+`` (two dims or more); otherwise one dim is fine.
+    Spaces are ignored. Raises :class:`OptionError`.
+    """
+    cleaned = str(text).replace(" ", "")
+    pattern = _STRICT_SHAPE if strict else _LENIENT_SHAPE
+    form = "d0,d1[,d2...]" if strict else "d0[,d1...]"
+    if not pattern.fullmatch(cleaned):
+        raise OptionError(f"shape {text!r} is not of the form {form} (numbers separated by commas)")
+    dims = tuple(int(d) for d in cleaned.split(","))
+    if any(d <= 0 for d in dims):
+        raise OptionError(f"shape {text!r}: every dimension must be greater than 0")
+    return dims
+
+
+def canonical_format(name: str) -> str:
+    """The format's name as dumps spell it (``fractal_z`` -> ``FRACTAL_Z``); OptionError if unknown."""
+    from .dtypes import format_code, format_name
+
+    try:
+        return format_name(format_code(name))
+    except ValueError:
+        raise OptionError(
+            f"unknown format {name!r} (e.g. NCHW, NHWC, ND, NC1HWC0, FRACTAL_Z, FRACTAL_NZ, HWCN, NCDHW)"
+        ) from None
+
+
+@dataclass(frozen=True)
+class DumpConvertOptions:
+    """How :func:`convert_dumps` writes tensors (see the module doc for the policies).
+
+    ``output_type``: ``npy``, ``bin`` or ``msnpy``. ``target_format``: a format name (any case) or
+    None. ``target_shape`` needs ``target_format``. ``kind``/``index`` select tensors (``index``
+    needs ``kind``). ``version``: 1 or 2 forces the dump layout, None detects it per file.
+    ``plugins``: converters from :func:`convert.layouts.load_plugins`. ``workers``: threads.
+    """
+
+    output_type: str = "npy"
+    target_format: str | None = None
+    target_shape: tuple[int, ...] | None = None
+    kind: str | None = None
+    index: int | None = None
+    version: int | None = None
+    plugins: Mapping | None = field(default=None, compare=False)
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.output_type not in OUTPUT_TYPES:
+            raise OptionError(f"output type {self.output_type!r} is not one of {', '.join(OUTPUT_TYPES)}")
+        if self.target_format is not None:
+            object.__setattr__(self, "target_format", canonical_format(self.target_format))
+        if self.target_shape is not None:
+            if self.target_format is None:
+                raise OptionError("a target shape needs a target format (-s needs -f)")
+            if any(int(d) <= 0 for d in self.target_shape):
+                raise OptionError(f"target shape {list(self.target_shape)}: every dimension must be greater than 0")
+            object.__setattr__(self, "target_shape", tuple(int(d) for d in self.target_shape))
+        if self.kind is not None and self.kind not in TENSOR_KINDS:
+            raise OptionError(f"tensor kind {self.kind!r} is not input or output")
+        if self.index is not None:
+            if self.kind is None:
+                raise OptionError("a tensor index needs a tensor kind (input or output)")
+            if self.index < 0:
+                raise OptionError(f"tensor index {self.index} is negative")
+        if self.version not in (None, 1, 2):
+            raise OptionError(f"dump version {self.version!r} is not 1 or 2")
+
+
+# ------------------------------------------------------------------------------ one tensor
+
+
+@dataclass
+class Converted:
+    """A tensor ready to be written: the array, the format it is labelled with, notes."""
+
+    array: np.ndarray
+    format: str
+    converted: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def writable(array: np.ndarray) -> np.ndarray:
+    """bf16 widened to float32 (exact); everything else unchanged."""
+    if array.dtype.name == "bfloat16":
+        return array.astype(np.float32)
+    return array
+
+
+def _nd_converter(dst: str, plugins: Mapping | None):
+    """A converter from ND to ``dst``: a plugin, else a built-in (ND -> FRACTAL_NZ), else None."""
+    from .layouts import LAYOUTS, format_key
+
+    for (src, to), converter in (plugins or {}).items():
+        if format_key(src) == "ND" and format_key(to) == dst:
+            return converter
+    return LAYOUTS.get(("ND", dst))
+
+
+def _call(converter, dst: str, shape: tuple[int, ...], target: tuple[int, ...], array: np.ndarray,
+          group: int) -> np.ndarray:
+    """Run an ND-source converter the way :func:`convert.layouts.convert_layout` runs the others."""
+    from .layouts import LayoutError, PluginConverter
+
+    if not isinstance(converter, PluginConverter):
+        return converter(shape, target or None, array, group) if group >= 2 else converter(shape, target or None, array)
+    args: tuple[object, ...] = (list(shape), list(target), array.reshape(-1)) + ((group,) if group >= 2 else ())
+    try:
+        out = converter(*args)
+    except Exception as exc:  # noqa: BLE001 - user code: every failure is reported the same way
+        raise LayoutError(f"converter plugin {converter.path} failed on ND->{dst}: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(out, np.ndarray):
+        raise LayoutError(f"converter plugin {converter.path} returned {type(out).__name__}, not a numpy array")
+    return out
+
+
+def convert_tensor(array: np.ndarray, info, target_format: str | None, target_shape: tuple[int, ...] | None = None,
+                   *, plugins: Mapping | None = None) -> Converted:
+    """Bring one dump tensor (``info``: a :class:`convert.dumpfile.TensorInfo`) to ``target_format``.
+
+    Dispatch (convert mode): an NCHW/NHWC/HWCN source that is not 4-D counts as ND; a source in
+    the target format is reshaped; an ND source goes through an ND converter when there is one
+    (a plugin, or the built-in ND -> FRACTAL_NZ) and is otherwise only reshaped (ND data has no
+    layout to change); every other source goes through :func:`convert.layouts.convert_layout`.
+    The result is cut to the target shape only for plain targets (NCHW, NHWC, HWCN, ND, ...); a
+    device target (NC1HWC0, FRACTAL_Z, FRACTAL_NZ ...) keeps its padded shape.
+
+    Raises ``LayoutError`` (or ``ValueError``) when the conversion itself fails.
+    """
+    from .layouts import convert_layout, format_key
+    from .layouts.prepare import paddable_axes, slice_to_golden
+    from .layouts.shapes import LayoutError, shape_text
+
+    if target_format is None:
+        return Converted(array, info.format_name, False)
+    label = canonical_format(target_format)
+    dst = format_key(label)
+    shape = tuple(int(d) for d in info.shape)
+    target = tuple(target_shape) if target_shape else tuple(int(d) for d in info.original_shape)
+    source = format_key(info.format)
+    if source in _PLAIN_4D and len(shape) != 4:
+        source = "ND"
+    group = int(info.sub_format) if int(info.sub_format) >= 2 else 1
+    notes: list[str] = []
+    converted = source != dst
+    if source == "ND" and dst != "ND":
+        converter = _nd_converter(dst, plugins)
+        if converter is None:
+            converted = False
+            out = convert_layout(array, "ND", dst, shape)
+        else:
+            out = _call(converter, dst, shape, target, np.asarray(array), group)
+    elif (source == "FRACTAL_NZ" and dst == "ND" and len(target) > 2 and len(shape) >= 4
+            and array.size != math.prod(target[:-2]) * math.prod(shape[-4:])):
+        notes.append(f"{info.label}: FRACTAL_NZ data {shape_text(shape)} does not hold {math.prod(target[:-2])} "
+                     f"matrices of the target {shape_text(target)}: written in its dump shape, not converted")
+        converted, label = False, info.format_name
+        out = convert_layout(array, "FRACTAL_NZ", "FRACTAL_NZ", shape)
+    else:
+        out = convert_layout(array, source, dst, shape, target or None, group=group, plugins=plugins)
+    if converted and target and dst in _PLAIN_TARGETS and tuple(out.shape) != target:
+        if out.ndim < len(target) and out.size == math.prod(target):
+            out = out.reshape(target)  # FRACTAL_NZ gives (prod(T[:-2]), rows, cols)
+        else:
+            try:
+                out = slice_to_golden(out, target, paddable=paddable_axes(source, dst, out.ndim),
+                                      context=f"{source}->{dst}")
+            except LayoutError as exc:
+                notes.append(f"{info.label}: not cut to the target shape {shape_text(target)} ({exc}); "
+                             f"written as converted, {shape_text(out.shape)}")
+    return Converted(out, label, converted, notes)
+
+
+# ------------------------------------------------------------------------------ one file
+
+
+def c_order(array: np.ndarray) -> np.ndarray:
+    """``array`` as a C-contiguous array, keeping 0-d arrays 0-d (``ascontiguousarray`` does not)."""
+    return array if array.flags.c_contiguous else np.array(array, order="C")
+
+
+def save_npy(array: np.ndarray) -> Callable[[Path], None]:
+    """A writer of ``array`` as a C-order ``.npy`` file (no pickles)."""
+
+    def write(path: Path) -> None:
+        with open(path, "wb") as handle:
+            np.lib.format.write_array(handle, c_order(array), allow_pickle=False)
+
+    return write
+
+
+def _save_raw(data: bytes | np.ndarray) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        with open(path, "wb") as handle:
+            if isinstance(data, np.ndarray):
+                c_order(data).tofile(handle)
+            else:
+                handle.write(data)
+
+    return write
+
+
+def _read_span(path: Path, offset: int, size: int) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        data = handle.read(size)
+    if len(data) != size:
+        raise OSError(f"file ends after {len(data)} of {size} bytes at byte {offset}")
+    return data
+
+
+def _selected(header, options: DumpConvertOptions) -> list:
+    tensors = list(header.inputs) + list(header.outputs)
+    if options.kind is not None:
+        tensors = [t for t in tensors if t.kind == options.kind]
+    if options.index is not None:
+        tensors = [t for t in tensors if t.index == options.index]
+    return tensors
+
+
+def _output_name(source: SourceFile, header, info, conv: Converted, options: DumpConvertOptions) -> str:
+    array = conv.array
+    if options.output_type == "bin":
+        return bin_name(source.name, info.kind, info.index, array.shape, array.dtype.name, conv.format)
+    if options.output_type == "msnpy":
+        return msnpy_name(source.name, header.op_name, info.kind, info.index, conv.format)
+    if options.target_format is not None:
+        return shaped_npy_name(source.name, info.kind, info.index, array.shape)
+    return tensor_npy_name(source.name, info.kind, info.index)
+
+
+def _write_tensor(outcome: FileOutcome, out_dir: Path, header, info, options: DumpConvertOptions) -> None:
+    from .dumpfile import read_tensor
+
+    try:
+        data = read_tensor(header, info)
+    except Exception as exc:  # noqa: BLE001 - every failure of one tensor is reported, the rest go on
+        outcome.errors.append(f"{info.label}: {problem_of(exc)}")
+        return
+    try:
+        conv = convert_tensor(data, info, options.target_format, options.target_shape, plugins=options.plugins)
+    except Exception as exc:  # noqa: BLE001
+        reason = f"{info.label} ({info.format_name} {list(info.shape)}) -> {options.target_format}: {problem_of(exc)}"
+        if options.output_type != "msnpy":
+            outcome.errors.append(reason)
+            return
+        outcome.notes.append(f"{outcome.source.path}: {reason}; written unconverted as {info.format_name}")
+        conv = Converted(data, info.format_name, False)
+    outcome.notes.extend(f"{outcome.source.path}: {note}" for note in conv.notes)
+    conv.array = writable(conv.array)
+    if options.output_type == "bin" and options.target_format is None:
+        conv.array = conv.array.reshape(-1)
+    name = _output_name(outcome.source, header, info, conv, options)
+    writer = _save_raw(conv.array) if options.output_type == "bin" else save_npy(conv.array)
+    outcome.save(out_dir, name, writer)
+
+
+def convert_dump_file(source: SourceFile, out_dir: Path, options: DumpConvertOptions, *,
+                      strict_selection: bool = True) -> FileOutcome:
+    """Write the selected tensors (and buffers) of one dump file; never raises for the file's data."""
+    from .dumpfile import read_header
+
+    outcome = FileOutcome(source)
+    try:
+        header = read_header(source.path, version=options.version)
+    except Exception as exc:  # noqa: BLE001 - an unreadable file is listed, the others go on
+        outcome.errors.append(problem_of(exc))
+        return outcome
+    tensors = _selected(header, options)
+    if not tensors and options.kind is not None:
+        wanted = options.kind if options.index is None else f"{options.kind} {options.index}"
+        have = f"{len(header.inputs)} input(s) and {len(header.outputs)} output(s)"
+        message = f"has no {wanted} (it has {have})"
+        if strict_selection:
+            outcome.errors.append(message)
+        else:
+            outcome.notes.append(f"{source.path}: skipped, {message}")
+        return outcome
+    for info in tensors:
+        _write_tensor(outcome, out_dir, header, info, options)
+    if options.kind is None:
+        for what, name_of, spans in (("buffer", buffer_name, header.buffers), ("space", space_name, header.spaces)):
+            for i, (offset, size) in enumerate(spans):
+                try:
+                    blob = _read_span(source.path, offset, size)
+                except OSError as exc:
+                    outcome.errors.append(f"{what} {i}: {exc}")
+                    continue
+                outcome.save(out_dir, name_of(source.name, i), _save_raw(blob))
+    return outcome
+
+
+# ------------------------------------------------------------------------------ batches
+
+
+def convert_dumps(paths: Sources, out_dir: str | Path, options: DumpConvertOptions | None = None) -> ConvertReport:
+    """Convert every dump file of ``paths`` into ``out_dir``; see the module doc.
+
+    Raises :class:`OptionError` when nothing can run (no input file, output folder unusable).
+    Per-file problems are in the returned report (and in ``convert_failed_file_list.txt``).
+    """
+    from .layouts import LayoutWarning
+
+    options = options or DumpConvertOptions()
+    report, sources = start(paths, out_dir)
+    out = report.out_dir
+    if options.plugins is not None:
+        report.notes.extend(getattr(options.plugins, "warnings", []))
+    strict = len(sources) == 1
+
+    def job(source: SourceFile) -> FileOutcome:
+        return convert_dump_file(source, out, options, strict_selection=strict)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LayoutWarning)  # the degraded cases are notes (see convert_tensor)
+        outcomes = run_files(sources, job, options.workers)
+    for outcome in outcomes:
+        report.add(outcome)
+    return finish(report)
+
+
+def convert_shape(dump_file: str | Path, out_dir: str | Path, target_format: str, *,
+                  shape: tuple[int, ...] | None = None, tensor: str = "output", index: int | None = None,
+                  plugins: Mapping | None = None, version: int | None = None) -> ConvertReport:
+    """The manual's ``shape_conversion``: one dump file's outputs (or inputs) to ``target_format``.
+
+    Writes ``{file}.{output|input}.{index}.{d0}x{d1}x....npy``; ``index`` None: every tensor of
+    that kind. ``dump_file`` must be a file.
+    """
+    path = Path(dump_file)
+    if not path.is_file():
+        why = "no such file" if not path.exists() else "not a file (give one dump file)"
+        raise OptionError(f"{path}: {why}")
+    options = DumpConvertOptions(target_format=target_format, target_shape=shape, kind=tensor, index=index,
+                                 plugins=plugins, version=version)
+    return convert_dumps([path], out_dir, options)
+
+
+__all__ = [
+    "OUTPUT_TYPES",
+    "Converted",
+    "DumpConvertOptions",
+    "canonical_format",
+    "convert_dump_file",
+    "convert_dumps",
+    "convert_shape",
+    "convert_tensor",
+    "parse_shape",
+]

@@ -1,0 +1,120 @@
+"""Names of the files ``vconvert`` writes, and the 255-byte file-name limit.
+
+Naming rules (``{dumpfile}`` is the dump file's name, or its real name from ``mapping.csv``):
+
+=================  ========================================================================
+what               name
+=================  ========================================================================
+npy                ``{dumpfile}.{input|output}.{i}.npy``
+npy, with ``-f``   ``{dumpfile}.{input|output}.{i}.{d0}x{d1}x....npy`` (the written shape;
+                   a 0-d array is written ``scalar``)
+bin                ``{dumpfile}.{input|output}.{i}.{shape}.{dtype}.{FORMAT}.bin``: ``shape`` is
+                   the written array's shape joined by ``_`` (without ``-f`` the array is flat,
+                   so it is the element count), ``dtype`` its numpy name, ``FORMAT`` the dump
+                   format (or the ``-f`` target)
+msnpy              ``{name}.{input|output}.{i}.{FORMAT}.npy``: ``name`` is ``{dumpfile}``, except
+                   that for a 5-field dump name whose DumpData has an ``op_name``, field 1 is
+                   replaced by the last ``/`` component of that op name (the MindSpore layout)
+buffer             ``{dumpfile}.buffer.{i}.bin``
+workspace          ``{dumpfile}.space.{i}.bin``
+text               ``{dumpfile}.{input|output}.{i}.txt`` (a ``.npy`` source: its stem + ``.txt``)
+=================  ========================================================================
+
+**Long names.** A name of 255 bytes or more (UTF-8) cannot be created on common file systems. It
+is replaced by a deterministic decimal hash of the full name -- the 128-bit integer of
+``uuid3(NAMESPACE_DNS, name)`` -- followed by the name's extension (``.npy``, ``.bin``,
+``.txt``), and the row ``hashed,real`` goes to ``mapping.csv`` in the output folder. The hash is
+all digits so that ``vcompare`` reads such ``.npy`` files back through ``mapping.csv`` like the
+dump tools' own hashed names.
+"""
+
+from __future__ import annotations
+
+import csv
+import uuid
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+#: Names of this many UTF-8 bytes or more are hashed.
+MAX_NAME_BYTES = 255
+
+MAPPING_FILE = "mapping.csv"
+FAILED_LIST_FILE = "convert_failed_file_list.txt"
+
+_EXTENSIONS = (".npy", ".bin", ".txt", ".pb", ".quant")
+
+
+def shape_x(shape: Sequence[int]) -> str:
+    """``1x3x224x224`` (``scalar`` for a 0-d shape)."""
+    return "x".join(str(int(d)) for d in shape) if len(shape) else "scalar"
+
+
+def shape_underscore(shape: Sequence[int]) -> str:
+    """``1_3_224_224`` (``scalar`` for a 0-d shape)."""
+    return "_".join(str(int(d)) for d in shape) if len(shape) else "scalar"
+
+
+def tensor_npy_name(dumpfile: str, kind: str, index: int) -> str:
+    return f"{dumpfile}.{kind}.{index}.npy"
+
+
+def shaped_npy_name(dumpfile: str, kind: str, index: int, shape: Sequence[int]) -> str:
+    return f"{dumpfile}.{kind}.{index}.{shape_x(shape)}.npy"
+
+
+def bin_name(dumpfile: str, kind: str, index: int, shape: Sequence[int], dtype: str, fmt: str) -> str:
+    return f"{dumpfile}.{kind}.{index}.{shape_underscore(shape)}.{dtype}.{fmt}.bin"
+
+
+def msnpy_base(dumpfile: str, op_name: str) -> str:
+    """The ``name`` of an msnpy file: field 1 of a 5-field name becomes the op name's last part."""
+    fields = dumpfile.split(".")
+    if len(fields) == 5 and op_name:
+        fields[1] = op_name.rsplit("/", 1)[-1]
+        return ".".join(fields)
+    return dumpfile
+
+
+def msnpy_name(dumpfile: str, op_name: str, kind: str, index: int, fmt: str) -> str:
+    return f"{msnpy_base(dumpfile, op_name)}.{kind}.{index}.{fmt}.npy"
+
+
+def buffer_name(dumpfile: str, index: int) -> str:
+    return f"{dumpfile}.buffer.{index}.bin"
+
+
+def space_name(dumpfile: str, index: int) -> str:
+    return f"{dumpfile}.space.{index}.bin"
+
+
+def text_name(dumpfile: str, kind: str, index: int) -> str:
+    return f"{dumpfile}.{kind}.{index}.txt"
+
+
+def hashed_name(name: str) -> str:
+    """The short, all-digit replacement of a too-long ``name``, keeping its extension."""
+    digits = str(uuid.uuid3(uuid.NAMESPACE_DNS, name).int)
+    suffix = next((ext for ext in _EXTENSIONS if name.endswith(ext)), "")
+    return digits + suffix
+
+
+def physical_name(name: str) -> str:
+    """``name`` itself, or :func:`hashed_name` when it has :data:`MAX_NAME_BYTES` bytes or more."""
+    return hashed_name(name) if len(name.encode("utf-8")) >= MAX_NAME_BYTES else name
+
+
+def update_mapping(out_dir: Path, rows: Iterable[tuple[str, str]]) -> Path | None:
+    """Append ``(hashed, real)`` rows not yet in ``out_dir/mapping.csv``; return its path if written."""
+    rows = list(rows)
+    if not rows:
+        return None
+    path = out_dir / MAPPING_FILE
+    known: set[tuple[str, str]] = set()
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            known = {(r[0], r[1]) for r in csv.reader(handle) if len(r) == 2}
+    new = [row for row in dict.fromkeys(rows) if row not in known]
+    if new:
+        with open(path, "a", newline="", encoding="utf-8") as handle:
+            csv.writer(handle, lineterminator="\n").writerows(new)
+    return path
