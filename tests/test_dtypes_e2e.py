@@ -104,3 +104,14 @@ def test_dump_converted_from_npy_pairs_with_its_source(tmp_path: Path) -> None:
     assert {r.tensor_id for r in rows} == {"conv1:output:0", "pool1:output:0", "fc:output:0"}
     assert all(r.status is PairStatus.COMPARED and r.metrics["MaxAbsoluteError"] == 0.0 for r in rows)
     assert all(math.isclose(r.metrics["CosineSimilarity"], 1.0) for r in rows)
+
+
+def test_bfloat16_golden_npy_is_decoded(tmp_path: Path) -> None:
+    """np.save writes bfloat16 as a bare 2-byte void; the golden loader must read it as bfloat16."""
+    values = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    for side in ("l", "r"):
+        (tmp_path / side).mkdir()
+        np.save(tmp_path / side / f"conv1.0.{TS}.npy", values.astype(ml_dtypes.bfloat16))
+    row = next(r for r in run_network(tmp_path / "l", tmp_path / "r").rows if r.tensor_id)
+    assert row.status is PairStatus.COMPARED, row.reasons
+    assert row.left_dtype == "bfloat16" and row.metrics["MaxAbsoluteError"] == 0.0

@@ -153,6 +153,18 @@ def _header_via_mmap(path: Path, version: tuple[int, int]) -> NpyHeader:
     return NpyHeader(tuple(array.shape), array.dtype, bool(np.isfortran(array)), offset)
 
 
+def _is_bfloat16_void(dtype: np.dtype) -> bool:
+    """``np.save`` of an ml_dtypes bfloat16 array records a bare 2-byte void (``|V2``)."""
+    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.names is None
+
+
+def logical_dtype_name(dtype: np.dtype) -> str:
+    """The data type a user would name: bfloat16 for a bare 2-byte void, else numpy's name."""
+    if dtype.hasobject:
+        return "object"
+    return "bfloat16" if _is_bfloat16_void(dtype) else dtype.name
+
+
 def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
     """Load a ``.npy`` lazily (memory-mapped, read-only); never unpickles.
 
@@ -178,10 +190,16 @@ def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
         )
     try:
         if count == 0:
-            return np.load(path, allow_pickle=False)
-        return np.load(path, mmap_mode="r", allow_pickle=False)
+            array = np.load(path, allow_pickle=False)
+        else:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise DumpFormatError(path, f"cannot load .npy: {exc}") from None
+    if _is_bfloat16_void(array.dtype):
+        import ml_dtypes
+
+        array = array.view(ml_dtypes.bfloat16)
+    return array
 
 
 def _npy_ref(op_name: str, index: int, path: Path) -> tuple[TensorRef | None, str | None]:
@@ -189,7 +207,7 @@ def _npy_ref(op_name: str, index: int, path: Path) -> tuple[TensorRef | None, st
         header = read_npy_header(path)
     except DumpFormatError as exc:
         return None, str(exc)
-    dtype = "object" if header.dtype.hasobject else header.dtype.name
+    dtype = logical_dtype_name(header.dtype)
     ref = TensorRef(
         op_name=op_name,
         kind=TensorKind.OUTPUT,
