@@ -7,6 +7,7 @@ Public API (imported lazily so that ``vcompare --help`` stays fast):
 - :func:`compare_pairs` -- pairs -> list of :class:`compare.records.MetricRow`
 - :func:`compare_network` -- all of the above -> pandas DataFrame
 - :func:`write_report` -- rows -> result.csv / result.txt
+- :func:`compare_operator` -- one tensor element by element -> :class:`compare.single_op.OperatorResult`
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ _API = {
     "compare_pairs": "compare.engine",
     "compare_network": "compare.api",
     "write_report": "compare.reports.network",
+    "compare_operator": "compare.single_op",
 }
 
 __all__ = sorted(_API) + ["__version__"]

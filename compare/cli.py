@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
@@ -37,6 +38,9 @@ Examples:
 
   # only three metrics, txt table as in the manual:
   vcompare -l npu -r golden -f model.json -alg 0,1,KullbackLeiblerDivergence -o result.txt
+
+  # one operator element by element (summary, per-element CSVs, top-N worst elements):
+  vcompare -l npu -r golden -f model.json -o detail/ -d pool5 -t output -i 0 -n 50
 """
 
 
@@ -68,6 +72,19 @@ def compare(
     max_cmp_size: int = typer.Option(0, "-max", "--max-cmp-size", min=0,
                                      help="Compare only the first N flattened elements of each tensor (0 = all)."),
     quiet: bool = typer.Option(False, "--quiet", help="Print only the result path and failures."),
+    op: Optional[str] = typer.Option(None, "-d", "--op", "-op", "--op_name",
+                                     help="Single-operator mode: compare this left operator element by element; "
+                                          "-o is then the output folder."),
+    tensor_type: Optional[str] = typer.Option(None, "-t", "--tensor-type",
+                                              help="Single-operator mode: input or output tensor [output]."),
+    index: Optional[int] = typer.Option(None, "-i", "--index", min=0,
+                                        help="Single-operator mode: index of the input/output tensor [0]."),
+    topn: Optional[int] = typer.Option(None, "-n", "--topn", min=1, max=10000,
+                                       help="Single-operator mode: rows of the top-N error tables, 1-10000 [20]."),
+    max_lines: Optional[int] = typer.Option(None, "--max-lines", "-ml", "--max_line", min=10000, max=1000000,
+                                            help="Single-operator mode: rows per detail CSV, 10000-1000000 [1000000]."),
+    no_details: bool = typer.Option(False, "--no-details", "--ignore_single_op_result",
+                                    help="Single-operator mode: write the summary and top-N files only."),
 ) -> None:
     from .gates import evaluate, parse_gate
     from .reports.network import Layout, resolve_output, write_report
@@ -78,6 +95,8 @@ def compare(
         except ValueError:
             raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}") from None
         gates = [parse_gate(text) for text in gate]
+        single = _SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details)
+        single.check()
         if quant_rule is not None:
             _check_readable(quant_rule, "-q")
             raise CompareError(
@@ -87,6 +106,10 @@ def compare(
             _check_readable(path, flag)
         if fusion_rule is not None:
             _check_readable(fusion_rule, "-f")
+        if single.op is not None:
+            _single_op(single, left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
+                       dump_version=dump_version, layout=report_layout, gates=gates, max_cmp_size=max_cmp_size,
+                       quiet=quiet)
         from .api import run_network
 
         result = run_network(left, right, fusion_rule, algorithms=algorithm, custom_dir=custom,
@@ -107,6 +130,95 @@ def compare(
         _err("rows: " + ", ".join(f"{count} {status}" for status, count in summary.items()))
     typer.echo(f"result: {written}")
     failures = evaluate(gates, result.rows)
+    if failures:
+        _err(f"{len(failures)} gate check(s) failed:")
+        for failure in failures:
+            _err(f"  {failure.row.tensor_id}: {failure.gate.metric} = {failure.value:.6f} violates {failure.gate.text}")
+        raise typer.Exit(EXIT_GATE_FAILED)
+    if gates and not quiet:
+        _err(f"all {len(gates)} gate(s) passed")
+    raise typer.Exit(EXIT_OK)
+
+
+@dataclass
+class _SingleOpArgs:
+    """The single-operator options as given (``None`` = not given)."""
+
+    op: Optional[str]
+    tensor_type: Optional[str]
+    index: Optional[int]
+    topn: Optional[int]
+    max_lines: Optional[int]
+    no_details: bool
+
+    def check(self) -> None:
+        from .errors import OptionError
+
+        if self.op is None:
+            given = [flag for flag, value in (("-t", self.tensor_type), ("-i", self.index), ("-n", self.topn),
+                                              ("--max-lines", self.max_lines)) if value is not None]
+            if self.no_details:
+                given.append("--no-details")
+            if given:
+                verb = "applies" if len(given) == 1 else "apply"
+                raise OptionError(f"{', '.join(given)} only {verb} to single-operator mode: add -d OP_NAME")
+            return
+        if not self.op.strip():
+            raise OptionError("-d needs an operator name")
+        kind = (self.tensor_type or "output").strip().lower()
+        if kind not in ("input", "output"):
+            raise OptionError(f"-t must be input or output, not {self.tensor_type!r}")
+        self.tensor_type = kind
+
+
+def _single_op(args: _SingleOpArgs, left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *,
+               algorithm: str, custom: Optional[Path], dump_version: Optional[int], layout, gates: list,
+               max_cmp_size: int, quiet: bool) -> None:
+    """``-d OP``: compare one tensor element by element, write the files, print the top-N tables.
+
+    Always ends with ``typer.Exit`` (0, or 1 when a gate fails); CompareErrors propagate to the
+    caller's handler (exit 2).
+    """
+    from .errors import OptionError
+    from .gates import evaluate
+    from .kernels import resolve_algorithms
+    from .reports.network import Layout
+    from .reports.single_op import (
+        MAX_LINES_DEFAULT,
+        TOPN_DEFAULT,
+        check_limits,
+        render_top_table,
+        write_operator_report,
+    )
+    from .single_op import compare_operator
+
+    topn = args.topn if args.topn is not None else TOPN_DEFAULT
+    max_lines = args.max_lines if args.max_lines is not None else MAX_LINES_DEFAULT
+    check_limits(topn, max_lines)
+    outdir = Path(output) if output else Path.cwd()
+    if outdir.exists() and not outdir.is_dir():
+        raise OptionError(f"-o {outdir}: in single-operator mode -o is an output folder, and this is a file")
+    metrics = resolve_algorithms(algorithm)
+    metrics += [g.metric for g in gates if g.metric not in metrics]
+    result = compare_operator(left, right, args.op or "", fusion_rule=fusion_rule, kind=args.tensor_type or "output",
+                              index=args.index or 0, custom_dir=custom, dump_version=dump_version,
+                              algorithms=metrics)
+    files = write_operator_report(result, outdir, layout=layout, topn=topn, max_lines=max_lines,
+                                  details=not args.no_details)
+    if not quiet:
+        if max_cmp_size:
+            _err("note: -max is ignored in single-operator mode (every element is compared)")
+        for note in result.notes:
+            _err(f"{result.tensor_id}: {note}")
+        for which in ("absolute", "relative"):
+            if layout is Layout.MSACCUCMP:
+                _err(f"{which.capitalize()} Error TopN")
+            typer.echo(render_top_table(result, which, topn, layout))
+        if files.mapping is not None:
+            _err(f"long name shortened to {files.prefix} (see {files.mapping})")
+        _err(f"{result.tensor_id}: {result.count} elements, {len(files.details)} detail file(s) in {outdir}")
+    typer.echo(f"result: {files.summary}")
+    failures = evaluate(gates, [result.to_metric_row()])
     if failures:
         _err(f"{len(failures)} gate check(s) failed:")
         for failure in failures:

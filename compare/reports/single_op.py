@@ -1,0 +1,363 @@
+"""Single-operator reports: summary txt, per-element CSV chunks, top-N CSVs and tables.
+
+Files, with ``P = {op}_{input|output}_{index}`` (``/`` in the op name becomes ``_``):
+
+- ``P_summary.txt`` -- ``Key:value`` lines (:func:`render_summary`);
+- ``P_{start}.csv`` -- one row per element, at most ``max_lines`` rows per file; ``start`` is the
+  flat index of the file's first element (``_0``, ``_1000000``, ...);
+- ``P_absolute_error_topn.csv`` / ``P_relative_error_topn.csv`` -- the worst elements, same row
+  format;
+- with ``--layout msaccucmp`` also ``P.npy``, the prepared left array (as the reference writes).
+
+Layouts:
+
+``vcompare`` (default)
+    ``Index,<axes>,Left,Right,RelativeError,AbsoluteError``; numbers ``%.6f``, non-finite values
+    ``nan`` / ``inf`` / ``-inf``, an undefined relative error ``-``. Summary: ``TotalCount``,
+    ``LeftOp``, ``RightOp``, ``Format``, Min/Max Absolute/Relative error, then the network
+    metrics as the network report prints them (minus the two Max* already given).
+``msaccucmp``
+    The reference's cells: ``Index,<format>,NPUDump,GroundTruth,AbsoluteError,RelativeError``,
+    every number followed by a TAB (``0.000008\\t``), a relative error that is NaN/inf written
+    ``-`` without TAB, an infinite absolute error written ``nan``, bool data as ``True``/``False``
+    with ``-`` errors; in the top-N files every ``nan``/``inf`` substring becomes ``-``. Summary
+    with ``NPUDump:`` / ``GroundTruth:`` (names joined by spaces) and no metric lines.
+
+Per-element rows are rendered without a per-row Python loop (:mod:`compare.reports.vectext`),
+and every file is written to a temporary file in the output folder and renamed.
+
+Long names: when ``P`` plus the longest suffix (``_relative_error_topn.csv``) exceeds 255 bytes,
+``P`` becomes the first 150 bytes of the op name, ``-``, 16 hex digits of SHA-1 of ``P``, and
+``_{kind}_{index}``; the pair is recorded in ``simple_op_mapping.csv`` in the output folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+import numpy as np
+
+from ..errors import OptionError
+from .cells import NOT_COMPUTED, metric_cell, std_cell
+from .network import Layout
+from .vectext import const_block, fixed6_block, int_block, join_rows, token_block
+
+if TYPE_CHECKING:
+    from ..single_op import OperatorResult
+
+#: Default and allowed range of rows per detail file (``--max-lines``).
+MAX_LINES_DEFAULT = 1_000_000
+MAX_LINES_RANGE = (10_000, 1_000_000)
+#: Default and allowed range of ``--topn``.
+TOPN_DEFAULT = 20
+TOPN_RANGE = (1, 10_000)
+#: Longest file name (bytes) most file systems allow.
+NAME_MAX = 255
+#: Longest suffix appended to the prefix.
+_LONGEST_SUFFIX = len("_relative_error_topn.csv")
+_HEAD_BYTES = 150
+MAPPING_FILE = "simple_op_mapping.csv"
+#: Rows rendered per block while streaming a detail file (bounds the temporary memory).
+_BLOCK_ROWS = 1 << 18
+
+ERROR_KINDS = ("absolute", "relative")
+
+
+@dataclass
+class SingleOpFiles:
+    """What :func:`write_operator_report` wrote."""
+
+    prefix: str
+    summary: Path
+    details: list[Path] = field(default_factory=list)
+    topn: dict[str, Path] = field(default_factory=dict)
+    npy: Path | None = None
+    mapping: Path | None = None
+    removed: list[Path] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------ names
+
+
+def original_prefix(op: str, kind: str, index: int) -> str:
+    return f"{op.replace('/', '_').replace(os.sep, '_')}_{kind}_{index}"
+
+
+def file_prefix(op: str, kind: str, index: int) -> tuple[str, bool]:
+    """``(prefix, shortened)``: the file-name prefix of a tensor's files (module doc)."""
+    full = original_prefix(op, kind, index)
+    if len(full.encode()) + _LONGEST_SUFFIX <= NAME_MAX:
+        return full, False
+    digest = hashlib.sha1(full.encode()).hexdigest()[:16]
+    head = op.replace("/", "_").encode()[:_HEAD_BYTES].decode("utf-8", "ignore")
+    return f"{head}-{digest}_{kind}_{index}", True
+
+
+def _record_mapping(outdir: Path, prefix: str, op: str, kind: str, index: int) -> Path:
+    path = outdir / MAPPING_FILE
+    header = ["FilePrefix", "OpName", "TensorType", "Index"]
+    rows: list[list[str]] = []
+    if path.exists():
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = [r for r in csv.reader(handle)][1:]
+    row = [prefix, op, kind, str(index)]
+    if row not in rows:
+        rows.append(row)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    _atomic_write(path, buf.getvalue().encode())
+    return path
+
+
+# ------------------------------------------------------------------------------ atomic writes
+
+
+def _temp_in(folder: Path) -> tuple[int, str]:
+    # short fixed-length names: the final name may already be close to NAME_MAX
+    return tempfile.mkstemp(prefix=".vcmp-", suffix=".tmp", dir=folder)
+
+
+def _atomic_write(path: Path, data: bytes) -> Path:
+    def writer(handle: BinaryIO) -> None:
+        handle.write(data)
+
+    return _atomic_stream(path, writer)
+
+
+def _atomic_stream(path: Path, write) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _temp_in(path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+# ------------------------------------------------------------------------------ rows
+
+
+def detail_header(result: OperatorResult, layout: Layout | str = Layout.VCOMPARE) -> str:
+    layout = Layout(layout)
+    if layout is Layout.MSACCUCMP:
+        return f"Index,{result.reference_format},NPUDump,GroundTruth,AbsoluteError,RelativeError"
+    return f"Index,{result.format},Left,Right,RelativeError,AbsoluteError"
+
+
+def render_rows(result: OperatorResult, indexes: np.ndarray, layout: Layout | str = Layout.VCOMPARE) -> bytes:
+    """The CSV rows (no header) of the elements ``indexes``, ``\\n``-terminated, vectorised."""
+    layout = Layout(layout)
+    idx = np.asarray(indexes, dtype=np.int64)
+    rows = idx.shape[0]
+    if rows == 0:
+        return b""
+    comma = const_block(rows, ",")
+    space = const_block(rows, " ")
+    blocks: list[np.ndarray] = [int_block(idx), comma]
+    coords = result.coordinates(idx)
+    for k, axis in enumerate(coords):
+        blocks.append(int_block(axis))
+        blocks.append(space if k < len(coords) - 1 else comma)
+    x = result.left_values[idx]
+    y = result.right_values[idx]
+    abs_err = result.absolute_error[idx]
+    rel = result.relative_error[idx]
+    if layout is Layout.MSACCUCMP:
+        everything = np.ones(rows, dtype=bool)
+        if result.is_bool:
+            left = token_block(rows, [(x == 0, "False\t")], default="True\t")
+            right = token_block(rows, [(y == 0, "False\t")], default="True\t")
+            blocks += [left, comma, right, comma, token_block(rows, [], "-\t"), comma,
+                       token_block(rows, [(everything, "-")])]
+        else:
+            blocks += [fixed6_block(x, suffix="\t"), comma, fixed6_block(y, suffix="\t"), comma,
+                       fixed6_block(abs_err, suffix="\t", tokens=[(np.isinf(abs_err), "nan\t")]), comma,
+                       fixed6_block(rel, suffix="\t", tokens=[(np.isnan(rel), "-")])]
+    else:
+        blocks += [fixed6_block(x), comma, fixed6_block(y), comma,
+                   fixed6_block(rel, tokens=[(np.isnan(rel), "-")]), comma, fixed6_block(abs_err)]
+    return join_rows(blocks)
+
+
+def _chunks(count: int, max_lines: int) -> Iterator[tuple[int, int]]:
+    if count == 0:
+        yield 0, 0
+        return
+    for start in range(0, count, max_lines):
+        yield start, min(start + max_lines, count)
+
+
+def write_detail_file(path: Path, result: OperatorResult, start: int, stop: int,
+                      layout: Layout | str = Layout.VCOMPARE) -> Path:
+    """Stream elements ``[start, stop)`` to ``path`` (header first), block by block."""
+    layout = Layout(layout)
+    header = (detail_header(result, layout) + "\n").encode()
+
+    def write(handle: BinaryIO) -> None:
+        handle.write(header)
+        for lo in range(start, stop, _BLOCK_ROWS):
+            hi = min(lo + _BLOCK_ROWS, stop)
+            handle.write(render_rows(result, np.arange(lo, hi, dtype=np.int64), layout))
+
+    return _atomic_stream(path, write)
+
+
+# ------------------------------------------------------------------------------ summary
+
+
+def render_summary(result: OperatorResult, layout: Layout | str = Layout.VCOMPARE) -> str:
+    """The ``P_summary.txt`` text (module doc)."""
+    layout = Layout(layout)
+    s = result.summary
+    lines = [f"TotalCount:{s['TotalCount']}"]
+    if layout is Layout.MSACCUCMP:
+        lines += [f"NPUDump:{' '.join(_names(result.left_op))}",
+                  f"GroundTruth:{' '.join(_names(result.right_op)) or '*'}",
+                  f"Format:{result.reference_format}"]
+    else:
+        lines += [f"LeftOp:{result.left_op}", f"RightOp:{result.right_op}", f"Format:{result.format}"]
+    for key in ("MinAbsoluteError", "MaxAbsoluteError", "MinRelativeError", "MaxRelativeError"):
+        value = s[key]
+        lines.append(f"{key}:{NOT_COMPUTED if value is None else f'{value:.6f}'}")
+    if layout is not Layout.MSACCUCMP:
+        for name in result.metrics:
+            if name in ("MaxAbsoluteError", "MaxRelativeError"):
+                continue
+            cell = std_cell(result.std) if name == "StandardDeviation" else metric_cell(result.metrics[name])
+            lines.append(f"{name}:{cell}")
+    return "\n".join(lines) + "\n"
+
+
+def _names(cell: str) -> list[str]:
+    return [n for n in cell.split(",") if n]
+
+
+# ------------------------------------------------------------------------------ top-N
+
+
+def top_rows(result: OperatorResult, which: str, topn: int, layout: Layout | str = Layout.VCOMPARE) -> str:
+    """The top-N CSV text (header + rows) of ``which`` (``absolute`` / ``relative``) errors."""
+    layout = Layout(layout)
+    idx = result.top(which, topn, reference=layout is Layout.MSACCUCMP)
+    text = render_rows(result, idx, layout).decode()
+    if layout is Layout.MSACCUCMP:
+        text = text.replace("nan", "-").replace("inf", "-")
+    return detail_header(result, layout) + "\n" + text
+
+
+def render_top_table(result: OperatorResult, which: str, topn: int, layout: Layout | str = Layout.VCOMPARE) -> str:
+    """The top-N table printed on stdout: cells padded to the widest of their column.
+
+    vcompare: a title line, then columns separated by two spaces. msaccucmp: the reference's
+    table (cells left-justified, separated by a TAB, no title).
+    """
+    layout = Layout(layout)
+    lines = top_rows(result, which, topn, layout).splitlines()
+    table = [line.replace("\t", "").split(",") for line in lines]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    if layout is Layout.MSACCUCMP:
+        return "\n".join("\t".join(c.ljust(w) for c, w in zip(row, widths)) for row in table) + "\n"
+    title = f"Top {len(table) - 1} {which} errors of {result.tensor_id}"
+    body = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    return "\n".join([title, *body]) + "\n"
+
+
+# ------------------------------------------------------------------------------ everything
+
+
+def check_limits(topn: int, max_lines: int) -> None:
+    """Raise :class:`OptionError` when ``topn`` / ``max_lines`` are outside their ranges."""
+    lo, hi = TOPN_RANGE
+    if not lo <= int(topn) <= hi:
+        raise OptionError(f"--topn must be in {lo}..{hi}, not {topn}")
+    lo, hi = MAX_LINES_RANGE
+    if not lo <= int(max_lines) <= hi:
+        raise OptionError(f"--max-lines must be in {lo}..{hi}, not {max_lines}")
+
+
+def _stale(outdir: Path, prefix: str, keep: set[Path]) -> list[Path]:
+    pattern = re.compile(re.escape(prefix) + r"_\d+\.csv")
+    try:
+        entries = list(outdir.iterdir())
+    except OSError:
+        return []
+    return [p for p in entries if pattern.fullmatch(p.name) and p not in keep]
+
+
+def write_operator_report(
+    result: OperatorResult,
+    outdir: str | os.PathLike[str],
+    *,
+    layout: Layout | str = Layout.VCOMPARE,
+    topn: int = TOPN_DEFAULT,
+    max_lines: int = MAX_LINES_DEFAULT,
+    details: bool = True,
+) -> SingleOpFiles:
+    """Write the summary, the detail chunks (unless ``details=False``) and the two top-N files.
+
+    Detail files of an earlier run of the same tensor that this run did not rewrite (another
+    ``max_lines``, or ``details=False``) are deleted, so the folder never mixes two runs.
+    """
+    layout = Layout(layout)
+    check_limits(topn, max_lines)
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    prefix, shortened = file_prefix(result.op, result.kind, result.index)
+    files = SingleOpFiles(prefix=prefix, summary=out / f"{prefix}_summary.txt")
+    if shortened:
+        files.mapping = _record_mapping(out, prefix, result.op, result.kind, result.index)
+    if layout is Layout.MSACCUCMP:
+        files.npy = out / f"{prefix}.npy"
+        array = np.asarray(result.left).reshape(result.shape) if result.count == int(np.prod(result.shape)) \
+            else np.asarray(result.left)
+        buf = io.BytesIO()
+        np.save(buf, array)
+        _atomic_write(files.npy, buf.getvalue())
+    if details:
+        for start, stop in _chunks(result.count, max_lines):
+            files.details.append(write_detail_file(out / f"{prefix}_{start}.csv", result, start, stop, layout))
+    for which in ERROR_KINDS:
+        path = out / f"{prefix}_{which}_error_topn.csv"
+        files.topn[which] = _atomic_write(path, top_rows(result, which, topn, layout).encode())
+    _atomic_write(files.summary, render_summary(result, layout).encode())
+    for path in _stale(out, prefix, set(files.details)):
+        try:
+            path.unlink()
+            files.removed.append(path)
+        except OSError:
+            pass
+    return files
+
+
+__all__ = [
+    "MAX_LINES_DEFAULT",
+    "MAX_LINES_RANGE",
+    "TOPN_DEFAULT",
+    "TOPN_RANGE",
+    "SingleOpFiles",
+    "check_limits",
+    "detail_header",
+    "file_prefix",
+    "render_rows",
+    "render_summary",
+    "render_top_table",
+    "top_rows",
+    "write_operator_report",
+]
