@@ -14,14 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .engine import EngineOptions, compare_pairs
+from .pairing.fusion_rule import FusionRule
+from .pairing.scenarios import Scenario
 from .records import MetricRow, Pairing, PairStatus, Run, RunKind
 
 PathLike = str | os.PathLike[str]
+#: A rule option: a path to the JSON file, or a rule already loaded with ``load_fusion_rule``.
+RuleArg = PathLike | FusionRule
 
 
 @dataclass
 class NetworkResult:
-    """Everything a network comparison produced (rows in report order)."""
+    """Everything a network comparison produced (rows in report order).
+
+    ``scenario`` is the row of the manual's comparison table the run was (see
+    :mod:`compare.pairing.scenarios`); ``scenario.row`` is None for vcompare's by-name extension.
+    """
 
     rows: list[MetricRow]
     metrics: list[str]
@@ -29,6 +37,7 @@ class NetworkResult:
     right: Run
     pairing: Pairing
     notes: list[str] = field(default_factory=list)
+    scenario: Scenario | None = None
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
@@ -44,40 +53,45 @@ class NetworkResult:
 def run_network(
     left: PathLike,
     right: PathLike,
-    fusion_rule: PathLike | None = None,
+    fusion_rule: RuleArg | None = None,
     *,
+    quant_rule: RuleArg | None = None,
+    close_fusion_rule: RuleArg | None = None,
     algorithms: Sequence[str | int] | str | None = None,
     custom_dir: PathLike | None = None,
     dump_version: int | None = None,
     max_elements: int = 0,
     extra_metrics: Sequence[str] = (),
 ) -> NetworkResult:
-    """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments."""
+    """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
+
+    The scenario (row of the manual's comparison table) is checked after both folders are read
+    and before any rule file is: an unsupported combination raises
+    :class:`~compare.errors.PairingError` naming the row and options needed.
+    """
     from convert.layouts import load_plugins
 
     from .kernels import resolve_algorithms
     from .loaders import load_run
     from .pairing.match import pair_runs
+    from .pairing.scenarios import check_scenario
 
     metrics = resolve_algorithms(algorithms)
     for name in extra_metrics:
         if name not in metrics:
             metrics.append(name)
-    rule = None
-    if fusion_rule is not None:
-        from .pairing.fusion_rule import load_fusion_rule
-
-        rule = load_fusion_rule(fusion_rule)
     plugins = load_plugins(custom_dir) if custom_dir else None
     left_run = load_run(left, version=dump_version)
     right_run = load_run(right, version=dump_version)
-    pairing = pair_runs(left_run, right_run, fusion_rule=rule)
+    scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
+                              close=close_fusion_rule is not None)
+    pairing = pair_runs(left_run, right_run, fusion_rule=fusion_rule, quant_rule=quant_rule,
+                        close_fusion_rule=close_fusion_rule, scenario=scenario)
     rows = compare_pairs(pairing.pairs, EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements))
     explain_missing(rows, left_run, right_run)
     notes = [f"left: {n}" for n in left_run.notes] + [f"right: {n}" for n in right_run.notes] + list(pairing.notes)
-    if rule is not None:
-        notes += [f"fusion rule: {w}" for w in getattr(rule, "warnings", [])]
-    return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes)
+    return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
+                         scenario=scenario)
 
 
 def _skipped_for(run: Run, names: Sequence[str]) -> list[str]:
@@ -147,8 +161,10 @@ def to_dataframe(result: NetworkResult):
 def compare_network(
     left: PathLike,
     right: PathLike,
-    fusion_rule: PathLike | None = None,
+    fusion_rule: RuleArg | None = None,
     *,
+    quant_rule: RuleArg | None = None,
+    close_fusion_rule: RuleArg | None = None,
     algorithms: Sequence[str | int] | str | None = None,
     custom_dir: PathLike | None = None,
     dump_version: int | None = None,
@@ -157,15 +173,190 @@ def compare_network(
     """Compare two dump folders operator by operator and return a pandas DataFrame.
 
     ``left`` is "my output" (e.g. an Ascend dump folder or any parent of its
-    ``time/device/model/model_id/data_index`` tree), ``right`` the ground truth (golden ``.npy``
-    folder, or another Ascend dump). ``fusion_rule`` is the ATC om->json file (``-f``).
-    ``algorithms``: metric names/indices (default all ten). ``custom_dir``: plugin root holding
-    ``format_convert/convert_X_to_Y.py``. ``dump_version``: force 1 (protobuf) or 2 (binary).
+    ``time/device/model/model_id/data_index`` tree, or a quantized Caffe dump), ``right`` the
+    ground truth (golden ``.npy`` / ``.pb`` / ``.quant`` folder, or another Ascend dump).
+    ``fusion_rule`` is the ATC om->json file (``-f``), ``quant_rule`` the AMCT quantization fusion
+    rule (``-q``), ``close_fusion_rule`` the ATC json of the model built with fusion switched off
+    (``-cf``); docs/quant.md says which scenario needs which. ``algorithms``: metric names/indices
+    (default all ten). ``custom_dir``: plugin root holding ``format_convert/convert_X_to_Y.py``.
+    ``dump_version``: force 1 (protobuf) or 2 (binary).
 
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
-    (unreadable rule, no valid dump); per-operator problems are rows with a FailReason.
+    (unreadable rule, no valid dump, a folder/option combination the comparison table does not
+    support); per-operator problems are rows with a FailReason.
     """
-    result = run_network(left, right, fusion_rule, algorithms=algorithms, custom_dir=custom_dir,
-                         dump_version=dump_version, max_elements=max_elements)
+    result = run_network(left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
+                         algorithms=algorithms, custom_dir=custom_dir, dump_version=dump_version,
+                         max_elements=max_elements)
     return to_dataframe(result)
 
+
+
+# --------------------------------------------------------------------------------------------
+# Batch mode (-f names a folder of rule files, spec §3.9).
+
+
+@dataclass
+class BatchItem:
+    """One model of a batch run. Unpacks as ``(model_name, result)``.
+
+    ``device``, ``model_id`` and ``step`` come from the dump path
+    ``<time>/<device>/<model_name>/<model_id>/<step>``; ``rule`` is the rule file used.
+    """
+
+    model_name: str
+    result: NetworkResult
+    device: str
+    model_id: str
+    step: str
+    rule: Path
+    leaf: Path
+
+    def __iter__(self):
+        return iter((self.model_name, self.result))
+
+    def output_name(self, timestamp: str) -> str:
+        """``{device}_{model_name}_{step}_result_{timestamp}.csv`` (the reference's file name)."""
+        return f"{self.device}_{self.model_name}_{self.step}_result_{timestamp}.csv"
+
+
+class BatchResult(list):
+    """The compared models (a list of :class:`BatchItem`), plus what was not compared and why.
+
+    ``notes``: fallback pairings and models without a rule; ``errors``: ``(model folder,
+    message)`` of models whose comparison could not run (the others are still compared).
+    """
+
+    def __init__(self, items: Sequence[BatchItem] = (), notes: Sequence[str] = (),
+                 errors: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(items)
+        self.notes = list(notes)
+        self.errors = list(errors)
+
+
+def _digit_runs(name: str) -> list[str]:
+    import re
+
+    return re.findall(r"\d+", name)
+
+
+def _dump_model_name(name: str) -> str:
+    """A model name as dump folders spell it: ``.``, ``/``, ``\\`` and spaces become ``_``."""
+    for char in "./\\ ":
+        name = name.replace(char, "_")
+    return name
+
+
+def _step_key(name: str) -> tuple[int, int, str]:
+    return (1, int(name), name) if name.isdigit() else (0, 0, name)
+
+
+def batch_models(left_root: PathLike) -> list[tuple[str, str, str, str, Path]]:
+    """``(device, model_name, model_id, step, leaf)`` of every model under a dump time folder.
+
+    Layout: ``<left_root>/<device>/<model_name>/<model_id>/<step>/files``; per model_id the
+    largest step is used (numerically; the reference compares the names as strings, so ``9``
+    beats ``10`` there). Raises :class:`~compare.errors.OptionError` when there is none.
+    """
+    from .errors import OptionError
+
+    root = Path(left_root)
+    if not root.is_dir():
+        raise OptionError(f"batch mode: {root} is not a folder (give the dump time folder, "
+                          "<time>/<device>/<model_name>/<model_id>/<step>/files)")
+    found = []
+    for device in sorted(p for p in root.iterdir() if p.is_dir()):
+        for model in sorted(p for p in device.iterdir() if p.is_dir()):
+            for model_id in sorted(p for p in model.iterdir() if p.is_dir()):
+                steps = [p for p in model_id.iterdir() if p.is_dir()]
+                if steps:
+                    step = max(steps, key=lambda p: _step_key(p.name))
+                    found.append((device.name, model.name, model_id.name, step.name, step))
+    if not found:
+        raise OptionError(f"batch mode: no <device>/<model_name>/<model_id>/<step> dump folder under {root} "
+                          "(-l must be the dump time folder when -f names a folder of rule files)")
+    return found
+
+
+def _batch_rules(rules_dir: Path) -> dict[str, Path]:
+    """Graph name -> rule file, for every ``*.json`` of ``rules_dir`` (first file wins)."""
+    from .errors import OptionError
+    from .pairing.fusion_rule import load_fusion_rule
+
+    files = sorted(rules_dir.glob("*.json"))
+    if not files:
+        raise OptionError(f"batch mode: {rules_dir} holds no *.json rule file")
+    by_name: dict[str, Path] = {}
+    for path in files:
+        for name in load_fusion_rule(path).graph_names or [path.stem]:
+            by_name.setdefault(name or path.stem, path)
+    return by_name
+
+
+def _match_rule(model: str, rules: dict[str, Path]) -> tuple[str, Path, str | None] | None:
+    """(graph name, rule file, fallback note) for a model folder name, or None."""
+    for name, path in rules.items():
+        if name == model or _dump_model_name(name) == model:
+            return name, path, None
+    runs = _digit_runs(model)
+    if len(runs) == 2:
+        for name, path in rules.items():
+            other = _digit_runs(name)
+            if len(other) == 2 and int(other[1]) == int(runs[1]):
+                return name, path, (f"model folder {model!r} paired with graph {name!r} of {path.name} by its id "
+                                    f"{runs[1]} (no graph has its exact name)")
+    return None
+
+
+def run_batch(
+    left_root: PathLike,
+    right: PathLike,
+    rules_dir: PathLike,
+    *,
+    quant_rule: RuleArg | None = None,
+    algorithms: Sequence[str | int] | str | None = None,
+    custom_dir: PathLike | None = None,
+    dump_version: int | None = None,
+    max_elements: int = 0,
+    extra_metrics: Sequence[str] = (),
+) -> BatchResult:
+    """Compare every model of a dump time folder with its rule from ``rules_dir`` (spec §3.9).
+
+    ``left_root`` is ``<time>`` of ``<time>/<device>/<model_name>/<model_id>/<step>/files``
+    (:func:`batch_models`); ``right`` the golden folder every model is compared with;
+    ``rules_dir`` the folder of ATC json files. A model folder takes the rule whose
+    ``graph[].name`` equals its name (with ``.``, ``/``, ``\\``, space as ``_``), else -- when
+    both names hold exactly two digit runs (a timestamp and an id) -- the one with the same second
+    run (a note says so). Models without a rule are listed in ``notes``; a model whose comparison
+    cannot run is listed in ``errors`` and the others go on. Each item is a :class:`BatchItem`
+    (``for model_name, result in run_batch(...)`` works; ``item.output_name(ts)`` is the
+    reference's result file name).
+
+    Raises :class:`~compare.errors.OptionError` for a bad layout or an empty rule folder and
+    :class:`~compare.errors.PairingError` when no model could be compared at all.
+    """
+    from .errors import CompareError, PairingError
+
+    rules = _batch_rules(Path(rules_dir))
+    batch = BatchResult()
+    for device, model, model_id, step, leaf in batch_models(left_root):
+        match = _match_rule(model, rules)
+        if match is None:
+            batch.notes.append(f"model folder {model!r} ({leaf}) has no rule in {rules_dir} (graph names: "
+                               f"{', '.join(repr(n) for n in sorted(rules))}): not compared")
+            continue
+        graph, rule_path, note = match
+        if note:
+            batch.notes.append(note)
+        try:
+            result = run_network(leaf, right, rule_path, quant_rule=quant_rule, algorithms=algorithms,
+                                 custom_dir=custom_dir, dump_version=dump_version, max_elements=max_elements,
+                                 extra_metrics=extra_metrics)
+        except CompareError as exc:
+            batch.errors.append((str(leaf), str(exc)))
+            continue
+        batch.append(BatchItem(model, result, device, model_id, step, rule_path, leaf))
+    if not batch:
+        problems = [f"{leaf}: {message}" for leaf, message in batch.errors] + batch.notes
+        raise PairingError("batch mode compared no model: " + "; ".join(problems))
+    return batch

@@ -132,13 +132,18 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
         return _not_compared(row, algorithms, f"golden tensor unreadable: {exc}", PairStatus.NOT_COMPARABLE)
 
     if pair.convert:
+        golden_format = pair.golden_format
+        if not golden_format and pair.right.format == "RESERVED" != pair.left.format:  # dump vs .npy by name
+            from convert.layouts import assumed_golden_format
+
+            golden_format = assumed_golden_format(pair.left.format, np.ndim(right))
         try:
             x, y, shape = prepare_pair(
                 left,
                 pair.left.format,
                 tuple(pair.left.shape),
                 right,
-                pair.golden_format or "",
+                golden_format or "",
                 target_shape=pair.target_shape,
                 golden_shape=tuple(right.shape),
                 sub_format=pair.left.sub_format,

@@ -394,9 +394,9 @@ def _golden_format_guess(pair: Pair, right: Run, left_format: str, golden_rank: 
     """Golden layout for by-name pairs against a golden folder (no rule says it)."""
     if pair.golden_format or right.kind is RunKind.OFFLINE:
         return pair.golden_format
-    if left_format in _PLAIN:
-        return left_format
-    return {4: "NCHW", 5: "NCDHW"}.get(golden_rank, "ND")
+    from convert.layouts import assumed_golden_format
+
+    return assumed_golden_format(left_format, golden_rank)
 
 
 def _detail_destination(left_format: str, golden_format: str) -> str:

@@ -565,13 +565,16 @@ def test_fusion_quant_dequant_skips_and_quant_filter() -> None:
     left = run(RunKind.OFFLINE, dump("q", "AscendQuant", 1, 1), dump("conv_dequant", "Conv2D", 1, 1),
                dump("dq", "AscendDequant", 1, 1), dump("filtered", "Relu", 1, 1), dump("dq2", "AscendDequant", 1, 0))
     right = run(RunKind.NUMPY, golden("q", 0), golden("conv_dequant", 0), golden("dq", 0))
-    got = [(p.tensor_id, p.status) for p in pair_runs(left, right, fusion_rule=rule).pairs]
+    pairs = pair_runs(left, right, fusion_rule=rule).pairs
+    got = [(p.left_op, p.tensor_id, p.status) for p in pairs]
     assert got == [
-        ("q:input:0", S.MISSING_RIGHT),  # AscendQuant: inputs only (its input is not in the rule)
-        ("conv_dequant:output:0", S.COMPARED),  # name ends in _dequant: outputs only
-        ("dq:output:0", S.COMPARED),
-        (None, S.NOT_COMPARABLE),  # dq2: nothing left to compare
+        ("q", "q:input:0", S.MISSING_RIGHT),  # AscendQuant: inputs only (its input is not in the rule)
+        ("conv_dequant", "conv_dequant:output:0", S.COMPARED),  # name ends in _dequant: outputs only
+        ("dq", "dq:output:0", S.COMPARED),
+        ("filtered", None, S.NOT_COMPARABLE),  # quant-filtered: one row with the reason, never dropped
+        ("dq2", None, S.NOT_COMPARABLE),  # dq2: nothing left to compare
     ]
+    assert "between a quant and a dequant op" in (pairs[3].reason or "")
 
 
 def test_fusion_one_to_multi_and_multi_to_multi() -> None:

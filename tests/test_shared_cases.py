@@ -20,9 +20,9 @@ import pytest
 from conftest import shared_path
 
 from compare.api import run_network
-from compare.records import MetricRow
+from compare.records import MetricRow, PairStatus
 
-NETWORK_CASES = ["ascend_vs_caffe_npy", "ascend_vs_ascend", "ascend_v1_protobuf"]
+NETWORK_CASES = ["ascend_vs_caffe_npy", "ascend_vs_ascend", "ascend_v1_protobuf", "quant_vs_caffe"]
 ABS_TOL, REL_TOL, STD_TOL = 1e-6, 1e-5, 1e-3
 _STD_RE = re.compile(r"\(([^;]+);([^)]+)\),\(([^;]+);([^)]+)\)")
 
@@ -70,7 +70,8 @@ def _run_case(name: str) -> tuple[Path, object]:
     case = shared_path("cases", name)
     spec = json.loads((case / "case.json").read_text())
     rule = case / spec["fusion_json"] if spec.get("fusion_json") else None
-    result = run_network(case / spec["left_dir"], case / spec["right_dir"], rule)
+    quant = case / spec["quant_json"] if spec.get("quant_json") else None
+    result = run_network(case / spec["left_dir"], case / spec["right_dir"], rule, quant_rule=quant)
     return case, result
 
 
@@ -144,3 +145,34 @@ def test_same_tensor_rows_as_oracle(case_result) -> None:
     oracle_ids = {cells[col] for cells in rows if cells[col] != "NaN"}
     ours = {r.tensor_id for r in result.rows if r.tensor_id}
     assert oracle_ids <= ours, sorted(oracle_ids - ours)
+
+
+# --------------------------------------------------------------------------------------------
+# quant_vs_caffe: the ops between a quant and a dequant op.
+
+
+def test_quant_case_rows_and_skipped_middle_ops() -> None:
+    """Row for row the oracle, plus one NOT_COMPARABLE row per op the quant filter skips.
+
+    The reference writes no row at all for the int8/int32 Conv2D ops between AscendQuant and
+    AscendDequant (case.json ``features.skipped_middle_ops``); we write one whose reason says why
+    and where the comparison resumes.
+    """
+    case, result = _run_case("quant_vs_caffe")
+    spec = json.loads((case / "case.json").read_text())
+    skipped = spec["features"]["skipped_middle_ops"]
+    header, rows = _oracle(case)
+    cols = [header.index(c) for c in ("Index", "OpType", "NPUDump", "GroundTruth", "TensorIndex")]
+    expected = [tuple(cells[c] for c in cols) for cells in rows]
+    ours = [(str(r.index), r.op_type or "NaN", r.left_op, r.right_op, r.tensor_id or "NaN")
+            for r in result.rows if r.left_op not in skipped]
+    assert ours == expected
+    middle = {r.left_op: r for r in result.rows if r.left_op in skipped}
+    assert sorted(middle) == sorted(skipped)
+    for name, row in middle.items():
+        assert row.status is PairStatus.NOT_COMPARABLE and row.tensor_id is None and row.op_type == "Conv2D"
+        reason = " ".join(row.reasons)
+        assert "between a quant and a dequant op: int8/int32 data has no float golden" in reason
+        assert f"compared after AscendDequant {name}_dequant_layer" in reason
+    assert result.scenario is not None and result.scenario.row == 2
+    assert result.pairing.mode == "fusion+quant"

@@ -103,8 +103,10 @@ class OutputDesc:
 class RuleOp:
     """One operator of the compiled model as the fusion rule describes it.
 
-    ``quant_filtered`` is set by the quantisation filter (spec §3.7, not applied yet): such ops
-    produce no report row.
+    ``quant_filtered`` is set by the quantisation filter
+    (:func:`compare.pairing.quant_rule.apply_quant_filter`, spec §3.7): the op lies between a
+    quant and a dequant op, its data has no float golden, and pairing reports it as one
+    NOT_COMPARABLE row (the reason is in :attr:`FusionRule.skip_reasons`).
     """
 
     name: str
@@ -141,7 +143,12 @@ class FusionGroup:
 
 @dataclass
 class FusionRule:
-    """A parsed fusion rule. ``ops`` is keyed by op name, in ``id`` order (stable)."""
+    """A parsed fusion rule. ``ops`` is keyed by op name, in ``id`` order (stable).
+
+    ``skip_reasons`` maps the name of an op that pairing must not compare (quant-filtered ops)
+    to the plain-English reason written in its row. ``quant_filter_applied`` records that
+    :func:`compare.pairing.quant_rule.apply_quant_filter` has already run on this rule.
+    """
 
     path: Path
     ops: dict[str, RuleOp]
@@ -150,6 +157,8 @@ class FusionRule:
     graph_names: list[str]
     input_nodes: list[str]
     warnings: list[str] = field(default_factory=list)
+    skip_reasons: dict[str, str] = field(default_factory=dict)
+    quant_filter_applied: bool = False
 
 
 @dataclass(frozen=True)
@@ -504,6 +513,32 @@ def load_fusion_rule(path: str | Path) -> FusionRule:
         input_nodes=[op.name for op in ops if op.type == "Data"],
         warnings=warnings,
     )
+
+
+def rule_from_ops(template: FusionRule, ops: list[RuleOp], *, warnings: list[str] | None = None,
+                  skip_reasons: dict[str, str] | None = None) -> FusionRule:
+    """A rule made of ``ops`` (in group order), otherwise like ``template``: used by rule merges.
+
+    Groups are recomputed with :func:`group_ops` (indexes renumbered in the order given); the
+    ``ops`` map is in ``id`` order (stable); path, graph names and input nodes are kept.
+    """
+    groups = group_ops(ops)
+    return FusionRule(
+        path=template.path,
+        ops={op.name: op for op in sorted(ops, key=lambda op: op.id)},
+        groups=groups,
+        group_of={op.name: group for group in groups for op in group.ops},
+        graph_names=list(template.graph_names),
+        input_nodes=list(template.input_nodes),
+        warnings=list(template.warnings if warnings is None else warnings),
+        skip_reasons=dict(template.skip_reasons if skip_reasons is None else skip_reasons),
+        quant_filter_applied=template.quant_filter_applied,
+    )
+
+
+def ops_in_group_order(rule: FusionRule) -> list[RuleOp]:
+    """Every op of ``rule``, group by group (the order of first appearance in the JSON)."""
+    return [op for group in rule.groups for op in group.ops]
 
 
 def _producer_of(rule: FusionRule, op: RuleOp, k: int) -> tuple[str, int] | None:

@@ -1,9 +1,17 @@
 """Pairing: two runs (+ a fusion rule) -> :class:`~compare.records.Pairing`.
 
-Three strategies, chosen by :func:`pair_runs`:
+:func:`pair_runs` first finds the row of the manual's comparison table the two runs and the rule
+options make (:func:`compare.pairing.scenarios.check_scenario`, which refuses unsupported
+combinations), builds the rule (:func:`compare.pairing.quant_rule.build_rule`: the ATC rule,
+merge(offline, quant), merge(open, close) or the quant rule alone, quant filter applied) and
+pairs with one of these strategies:
 
 - **fusion** (a fusion rule is given; spec §3.4-3.6): rows per fusion group, golden tensors found
-  through the rule (:func:`compare.pairing.fusion_rule.golden_origin`).
+  through the rule (:func:`compare.pairing.fusion_rule.golden_origin`). Ops the quant filter
+  flagged (between a quant and a dequant op) give one NOT_COMPARABLE row each, with the reason.
+- **quant** (scenario 3, quantized Caffe vs Caffe, ``-q`` only): the fusion strategy over the
+  quant rule, but only output 0 of each left op is compared, as it is (no layout conversion): the
+  left and golden shapes must be identical, rank included, else the row says why.
 - **npu-vs-npu** (both runs are Ascend dumps, no rule; spec §3.2): pairs by cleaned op name and
   compares the raw flat arrays, which must have equal counts, formats and shapes.
 - **by-name** (any other pair of runs, no rule: two golden folders, or an Ascend dump against the
@@ -36,9 +44,14 @@ from ..records import (
     TensorRef,
     normalize_golden_name,
 )
-from .fusion_rule import FusionGroup, FusionRule, Relation, RuleOp, golden_origin, load_fusion_rule
+from .fusion_rule import FusionGroup, FusionRule, Relation, RuleOp, golden_origin
+from .quant_rule import RuleLike, build_rule
+from .scenarios import Scenario, Strategy, check_scenario
 
 MODE_FUSION = "fusion"
+MODE_FUSION_QUANT = "fusion+quant"
+MODE_QUANT = "quant"
+MODE_CLOSE_FUSION = "close-fusion"
 MODE_NPU_VS_NPU = "npu-vs-npu"
 MODE_BY_NAME = "by-name"
 
@@ -50,22 +63,43 @@ _DEQUANT_SUFFIXES = ("_dequant_layer", "AscendDequant", "_dequant")
 _KINDS = (TensorKind.INPUT, TensorKind.OUTPUT)
 
 
-def pair_runs(left: Run, right: Run, *, fusion_rule: FusionRule | str | Path | None = None) -> Pairing:
+def pair_runs(left: Run, right: Run, *, fusion_rule: RuleLike | None = None, quant_rule: RuleLike | None = None,
+              close_fusion_rule: RuleLike | None = None, scenario: Scenario | None = None) -> Pairing:
     """Pair the tensors of ``left`` (the run under test) with those of ``right`` (the golden side).
 
-    With a fusion rule: the fusion strategy. Without one: npu-vs-npu when both runs are Ascend
-    (OFFLINE) dumps, else by-name. A rule given as a path is loaded with
-    :func:`~compare.pairing.fusion_rule.load_fusion_rule`.
+    ``fusion_rule`` (``-f``, the ATC om->json of the left model), ``quant_rule`` (``-q``, the AMCT
+    quantization fusion rule) and ``close_fusion_rule`` (``-cf``, the ATC json of the model built
+    without fusion) are paths or loaded :class:`FusionRule` objects. The scenario is checked first
+    (``scenario`` may pass the result of an earlier :func:`check_scenario` call); its notes come
+    first in ``Pairing.notes``. Without any rule: npu-vs-npu when both runs are Ascend (OFFLINE)
+    dumps, else by-name.
 
-    Raises :class:`PairingError` when no tensor at all can be paired.
+    Raises :class:`PairingError` for an unsupported scenario and when no tensor at all can be
+    paired, :class:`~compare.errors.RuleError` for an unreadable rule file.
     """
-    if fusion_rule is not None:
-        rule = fusion_rule if isinstance(fusion_rule, FusionRule) else load_fusion_rule(fusion_rule)
-        pairing = pair_fusion(left, right, rule)
-    elif left.kind is RunKind.OFFLINE and right.kind is RunKind.OFFLINE:
+    if scenario is None:
+        scenario = check_scenario(left, right, fusion=fusion_rule is not None, quant=quant_rule is not None,
+                                  close=close_fusion_rule is not None)
+    strategy = scenario.strategy
+    if strategy is Strategy.NPU_VS_NPU:
         pairing = pair_npu_vs_npu(left, right)
-    else:
+    elif strategy is Strategy.BY_NAME:
         pairing = pair_by_name(left, right)
+    else:
+        rule = build_rule(fusion_rule if scenario.use_fusion else None,
+                          quant_rule if scenario.use_quant else None,
+                          close_fusion_rule if scenario.use_close else None)
+        assert rule is not None
+        try:
+            pairing = pair_fusion(left, right, rule, direct=strategy is Strategy.QUANT)
+        except PairingError as exc:
+            if strategy is Strategy.FUSION and scenario.row == 6:
+                raise PairingError(f"{exc}. For two dumps of the same model leave -f out (scenario 6); for the "
+                                   "model built without fusion add -cf CLOSE_MODEL.json") from exc
+            raise
+        pairing.mode = {Strategy.FUSION_QUANT: MODE_FUSION_QUANT, Strategy.QUANT: MODE_QUANT,
+                        Strategy.CLOSE_FUSION: MODE_CLOSE_FUSION}.get(strategy, MODE_FUSION)
+    pairing.notes[:0] = scenario.notes
     pairing.pairs.sort(key=lambda pair: pair.index)
     return pairing
 
@@ -125,6 +159,7 @@ class _FusionState:
     left: Run
     right: Run
     rule: FusionRule
+    direct: bool = False
     used_left: set[str] = field(default_factory=set)
     used_right: set[str] = field(default_factory=set)
     paired: int = 0
@@ -210,6 +245,8 @@ def _golden_pair(
             status=PairStatus.MISSING_RIGHT,
             reason=f"no golden tensor for {tensor_id} (looked for {wanted} in the right folder)",
         )
+    if state.direct:
+        return _direct_pair(state, common, ref, golden)
     state.paired += 1
     if state.right.kind is RunKind.OFFLINE:
         golden_format: str | None = golden.format
@@ -225,14 +262,54 @@ def _golden_pair(
     )
 
 
+def _direct_pair(state: _FusionState, common: dict, ref: TensorRef, golden: TensorRef) -> Pair:
+    """Scenario 3: the arrays are compared as they are, so the shapes must be identical."""
+    if tuple(ref.shape) != tuple(golden.shape):
+        return Pair(
+            **common,
+            right=golden,
+            status=PairStatus.NOT_COMPARABLE,
+            reason=(
+                f"shapes differ: left {_shape_text(ref.shape)} ({ref.path.name}) vs golden "
+                f"{_shape_text(golden.shape)} ({golden.path.name}); a quantized Caffe dump is compared "
+                "with its golden as it is (no layout conversion), so the shapes must be identical, rank included"
+            ),
+            convert=False,
+        )
+    state.paired += 1
+    return Pair(**common, right=golden, convert=False, target_shape=tuple(golden.shape))
+
+
+def _quant_filtered_row(
+    state: _FusionState, group: FusionGroup, op: RuleOp, left_str: str, right_str: str
+) -> Pair:
+    """The NOT_COMPARABLE row of an op the quant filter flagged (the reference drops it silently)."""
+    dump = find_op(state.left, op.name)
+    if dump is not None:
+        state.used_left.add(dump.name)
+    reason = state.rule.skip_reasons.get(op.name) or (
+        "between a quant and a dequant op: int8/int32 data has no float golden")
+    return _op_row(group, op, left_str, right_str, PairStatus.NOT_COMPARABLE, reason)
+
+
 def _tensor_rows(
     state: _FusionState, group: FusionGroup, op: RuleOp, left_str: str, right_str: str
 ) -> list[Pair]:
-    """Rows of one compared op: inputs (unless dequant), then outputs (unless AscendQuant)."""
+    """Rows of one compared op: inputs (unless dequant), then outputs (unless AscendQuant).
+
+    In direct mode (scenario 3) only output 0 is compared.
+    """
     dump, problem = _left_dump(state, op)
     if problem is not None or dump is None:
         status, reason = problem or (PairStatus.MISSING_LEFT, f"no dump of {op.name!r}")
         return [_op_row(group, op, left_str, right_str, status, reason)]
+    if state.direct:
+        first = dump.tensor(TensorKind.OUTPUT, 0)
+        if first is None:
+            reason = (f"the left dump of {op.name!r} has no output 0 (only output 0 of a quantized Caffe "
+                      "dump is compared)")
+            return [_op_row(group, op, left_str, right_str, PairStatus.NOT_COMPARABLE, reason)]
+        return [_golden_pair(state, group, op, first, left_str, right_str)]
     refs: list[TensorRef] = []
     if not _is_dequant(op):
         refs.extend(sorted(dump.inputs, key=lambda t: t.index))
@@ -259,8 +336,11 @@ def _rows_one_to_one(state: _FusionState, group: FusionGroup) -> list[Pair]:
     """1:1 and N:1 groups: every op is compared; a missing dump gives an op-level row."""
     rows: list[Pair] = []
     for op in group.ops:
-        if not op.quant_filtered:
-            rows.extend(_tensor_rows(state, group, op, op.name, op.ground_truth or NO_COUNTERPART))
+        right_str = op.ground_truth or NO_COUNTERPART
+        if op.quant_filtered:
+            rows.append(_quant_filtered_row(state, group, op, op.name, right_str))
+        else:
+            rows.extend(_tensor_rows(state, group, op, op.name, right_str))
     return rows
 
 
@@ -275,6 +355,7 @@ def _rows_multi(state: _FusionState, group: FusionGroup) -> list[Pair]:
     any_dump = False
     for op in group.ops:
         if op.quant_filtered:
+            rows.append(_quant_filtered_row(state, group, op, left_str, right_str))
             continue
         if op.is_inner_node:
             reasons.append(f"{op.name!r} is an inner node of a multi-op fusion (no origin output)")
@@ -300,10 +381,16 @@ def _rows_l1(state: _FusionState, group: FusionGroup) -> list[Pair]:
     """
     left_str, right_str = _group_strings(group)
     dumped: list[tuple[int, int, RuleOp]] = []
+    filtered: list[Pair] = []
     for position, op in enumerate(group.ops):
+        if op.quant_filtered:
+            filtered.append(_quant_filtered_row(state, group, op, left_str, right_str))
+            continue
         dump = find_op(state.left, op.name)
-        if dump is not None and not op.quant_filtered:
+        if dump is not None:
             dumped.append((dump.timestamp, position, op))
+    if filtered and not dumped:
+        return filtered
     if not dumped:
         reason = (
             f"none of the {len(group.ops)} operators of L1 fusion group {group.key!r} "
@@ -315,7 +402,7 @@ def _rows_l1(state: _FusionState, group: FusionGroup) -> list[Pair]:
     chosen = [latest]
     if earliest is not latest and earliest.ground_truth != latest.ground_truth:
         chosen = [earliest, latest]
-    rows: list[Pair] = []
+    rows: list[Pair] = list(filtered)
     for op in chosen:
         rows.extend(_tensor_rows(state, group, op, left_str, right_str))
     return rows
@@ -330,8 +417,13 @@ _GROUP_ROWS = {
 }
 
 
-def pair_fusion(left: Run, right: Run, rule: FusionRule) -> Pairing:
+def pair_fusion(left: Run, right: Run, rule: FusionRule, *, direct: bool = False) -> Pairing:
     """Fusion strategy (spec §3.4-3.6): rows per group, in group order.
+
+    ``direct`` (scenario 3, quantized Caffe vs Caffe): only output 0 of each left op, compared as
+    it is (``convert=False``); a left/golden shape difference gives a NOT_COMPARABLE row.
+    Quant-filtered ops give one NOT_COMPARABLE row each, whose reason is
+    ``rule.skip_reasons[name]``.
 
     Per compared op: one row per left input (skipped for dequant ops), then one per left output
     (skipped for AscendQuant). The golden tensor is ``right.find(origin_name)``'s output
@@ -343,7 +435,7 @@ def pair_fusion(left: Run, right: Run, rule: FusionRule) -> Pairing:
     Left dump ops not in the rule are returned in ``unmatched_left``; golden ops never looked up,
     in ``unmatched_right``.
     """
-    state = _FusionState(left, right, rule)
+    state = _FusionState(left, right, rule, direct)
     pairs: list[Pair] = []
     for group in rule.groups:
         pairs.extend(_GROUP_ROWS[group.relation](state, group))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from .dispatch import convert_layout
 from .fractal import check_nz_target, group_geometry, nz_padded_shape
 from .plugins import MAX_PLUGIN_BYTES, PluginConverter, PluginSet, check_plugin_file, load_plugins
-from .prepare import prepare_pair, resolve_golden_format, slice_to_golden
+from .prepare import assumed_golden_format, prepare_pair, resolve_golden_format, slice_to_golden
 from .registry import LAYOUTS, Converter
 from .shapes import LayoutError, LayoutWarning, format_key, is_scalar_like
 
@@ -37,6 +37,7 @@ __all__ = [
     "is_scalar_like",
     "load_plugins",
     "nz_padded_shape",
+    "assumed_golden_format",
     "prepare_pair",
     "resolve_golden_format",
     "slice_to_golden",

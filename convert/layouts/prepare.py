@@ -65,6 +65,22 @@ _AXIS_FORMATS = {"NCHW", "NHWC", "HWCN", "NCDHW", "NDHWC", "DHWCN"}
 _TRANSPOSES = _AXIS_FORMATS | {"ND"}
 
 
+_PLAIN_AXES = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "ND"})
+
+
+def assumed_golden_format(left_format: object, golden_rank: int) -> str:
+    """The golden layout to assume when no rule says it (by-name pairs against a .npy folder).
+
+    Framework goldens are in the framework's plain layout: the left format itself when it is a
+    plain axis format (NCHW, NHWC, ND, ...), otherwise NCHW for 4-D goldens, NCDHW for 5-D ones
+    and ND for any other rank. (vcompare policy; the reference refuses such folder pairs.)
+    """
+    fmt = format_key(left_format)
+    if fmt in _PLAIN_AXES:
+        return fmt
+    return {4: "NCHW", 5: "NCDHW"}.get(int(golden_rank), "ND")
+
+
 def paddable_axes(src_fmt: str, dst_fmt: str, ndim: int) -> frozenset[int] | None:
     """Axes of the converted array that may hold layout padding, or None if unknown.
 
