@@ -18,7 +18,7 @@ from typing import List, Optional
 
 import typer
 
-from .errors import EXIT_CANNOT_RUN, EXIT_GATE_FAILED, EXIT_OK, CompareError
+from .errors import EXIT_CANNOT_RUN, EXIT_GATE_FAILED, EXIT_OK, CompareError, OptionError
 
 app = typer.Typer(
     add_completion=False,
@@ -57,7 +57,10 @@ def compare(
     fusion_rule: Optional[Path] = typer.Option(None, "-f", "--fusion-rule", "--fusion_rule_file",
                                                help="ATC om->json network file (atc --mode=1)."),
     quant_rule: Optional[Path] = typer.Option(None, "-q", "--quant-rule", "--quant_fusion_rule_file",
-                                              help="AMCT quantization fusion rule JSON."),
+                                              help="AMCT quantization fusion rule JSON (see docs/quant.md)."),
+    close_fusion_rule: Optional[Path] = typer.Option(None, "-cf", "--close-fusion-rule", "--close_fusion_rule_file",
+                                                     help="om->json of the same model built with fusion off "
+                                                          "(NPU fused vs NPU un-fused)."),
     output: Optional[str] = typer.Option(None, "-o", "-out", "--output",
                                          help="Result file (.csv or .txt) or directory (-> result_{YYYYmmddHHMMSS}.csv)."),
     csv_flag: bool = typer.Option(False, "-csv", "--csv", help="Write CSV even when -o ends in .txt."),
@@ -86,7 +89,7 @@ def compare(
     no_details: bool = typer.Option(False, "--no-details", "--ignore_single_op_result",
                                     help="Single-operator mode: write the summary and top-N files only."),
 ) -> None:
-    from .gates import evaluate, parse_gate
+    from .gates import parse_gate
     from .reports.network import Layout, resolve_output, write_report
 
     try:
@@ -97,24 +100,26 @@ def compare(
         gates = [parse_gate(text) for text in gate]
         single = _SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details)
         single.check()
-        if quant_rule is not None:
-            _check_readable(quant_rule, "-q")
-            raise CompareError(
-                f"-q {quant_rule}: quantized comparisons (quant fusion rule) are not supported in this version; "
-                "compare the dequantized outputs with -f only, or see README 'Limits'")
-        for path, flag in ((left, "-l"), (right, "-r")):
-            _check_readable(path, flag)
-        if fusion_rule is not None:
-            _check_readable(fusion_rule, "-f")
+        for path, flag in ((left, "-l"), (right, "-r"), (fusion_rule, "-f"), (quant_rule, "-q"),
+                           (close_fusion_rule, "-cf")):
+            if path is not None:
+                _check_readable(path, flag)
+        rules = {"quant_rule": quant_rule, "close_fusion_rule": close_fusion_rule}
         if single.op is not None:
+            if fusion_rule is not None and fusion_rule.is_dir():
+                raise OptionError("-d compares one operator of one model: -f must be a rule file, not a folder")
             _single_op(single, left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
                        dump_version=dump_version, layout=report_layout, gates=gates, max_cmp_size=max_cmp_size,
-                       quiet=quiet)
+                       quiet=quiet, **rules)
+        if fusion_rule is not None and fusion_rule.is_dir():
+            _batch(left, right, fusion_rule, output, algorithm=algorithm, custom=custom, dump_version=dump_version,
+                   layout=report_layout, gates=gates, max_cmp_size=max_cmp_size, quiet=quiet, csv_flag=csv_flag,
+                   quant_rule=quant_rule)
         from .api import run_network
 
         result = run_network(left, right, fusion_rule, algorithms=algorithm, custom_dir=custom,
                              dump_version=dump_version, max_elements=max_cmp_size,
-                             extra_metrics=[g.metric for g in gates])
+                             extra_metrics=[g.metric for g in gates], **rules)
         path, table_format = resolve_output(output, csv_flag=csv_flag)
         left_npy, right_npy = result.has_npy
         written = write_report(result.rows, path, result.metrics, table_format=table_format, layout=report_layout,
@@ -129,15 +134,7 @@ def compare(
         summary = result.summary()
         _err("rows: " + ", ".join(f"{count} {status}" for status, count in summary.items()))
     typer.echo(f"result: {written}")
-    failures = evaluate(gates, result.rows)
-    if failures:
-        _err(f"{len(failures)} gate check(s) failed:")
-        for failure in failures:
-            _err(f"  {failure.row.tensor_id}: {failure.gate.metric} = {failure.value:.6f} violates {failure.gate.text}")
-        raise typer.Exit(EXIT_GATE_FAILED)
-    if gates and not quiet:
-        _err(f"all {len(gates)} gate(s) passed")
-    raise typer.Exit(EXIT_OK)
+    _report_gates(gates, result.rows, quiet)
 
 
 @dataclass
@@ -171,9 +168,57 @@ class _SingleOpArgs:
         self.tensor_type = kind
 
 
+def _report_gates(gates: list, rows: list, quiet: bool) -> None:
+    """Print gate failures and end the run: exit 1 when any gate failed, else exit 0."""
+    from .gates import evaluate
+
+    failures = evaluate(gates, rows)
+    if failures:
+        _err(f"{len(failures)} gate check(s) failed:")
+        for failure in failures:
+            _err(f"  {failure.row.tensor_id}: {failure.gate.metric} = {failure.value:.6f} violates {failure.gate.text}")
+        raise typer.Exit(EXIT_GATE_FAILED)
+    if gates and not quiet:
+        _err(f"all {len(gates)} gate(s) passed")
+    raise typer.Exit(EXIT_OK)
+
+
+def _batch(left: Path, right: Path, rules_dir: Path, output: Optional[str], *, algorithm: str,
+           custom: Optional[Path], dump_version: Optional[int], layout, gates: list, max_cmp_size: int,
+           quiet: bool, csv_flag: bool, quant_rule: Optional[Path]) -> None:
+    """``-f DIR``: compare every model of the dump tree with its rule file; one result file per model."""
+    import time
+
+    from .api import run_batch
+    from .reports.network import write_report
+
+    batch = run_batch(left, right, rules_dir, quant_rule=quant_rule, algorithms=algorithm, custom_dir=custom,
+                      dump_version=dump_version, max_elements=max_cmp_size, extra_metrics=[g.metric for g in gates])
+    outdir = Path(output) if output else Path.cwd()
+    if outdir.exists() and not outdir.is_dir():
+        raise OptionError(f"-o {outdir}: with a folder of rules (-f DIR) -o must be an output folder")
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    rows = []
+    for item in batch:
+        model, result = item
+        left_npy, right_npy = result.has_npy
+        written = write_report(result.rows, outdir / item.output_name(stamp), result.metrics, layout=layout,
+                               left_address=not left_npy, right_address=not right_npy)
+        typer.echo(f"result: {written}")
+        if not quiet:
+            _err(f"{model}: " + ", ".join(f"{count} {status}" for status, count in result.summary().items()))
+        rows.extend(result.rows)
+    for note in batch.notes if not quiet else ():
+        _err(note)
+    for leaf, message in batch.errors:
+        _err(f"not compared: {leaf}: {message}")
+    _report_gates(gates, rows, quiet)
+
+
 def _single_op(args: _SingleOpArgs, left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *,
                algorithm: str, custom: Optional[Path], dump_version: Optional[int], layout, gates: list,
-               max_cmp_size: int, quiet: bool) -> None:
+               max_cmp_size: int, quiet: bool, quant_rule: Optional[Path] = None,
+               close_fusion_rule: Optional[Path] = None) -> None:
     """``-d OP``: compare one tensor element by element, write the files, print the top-N tables.
 
     Always ends with ``typer.Exit`` (0, or 1 when a gate fails); CompareErrors propagate to the
@@ -200,7 +245,8 @@ def _single_op(args: _SingleOpArgs, left: Path, right: Path, fusion_rule: Option
         raise OptionError(f"-o {outdir}: in single-operator mode -o is an output folder, and this is a file")
     metrics = resolve_algorithms(algorithm)
     metrics += [g.metric for g in gates if g.metric not in metrics]
-    result = compare_operator(left, right, args.op or "", fusion_rule=fusion_rule, kind=args.tensor_type or "output",
+    result = compare_operator(left, right, args.op or "", fusion_rule=fusion_rule, quant_rule=quant_rule,
+                              close_fusion_rule=close_fusion_rule, kind=args.tensor_type or "output",
                               index=args.index or 0, custom_dir=custom, dump_version=dump_version,
                               algorithms=metrics)
     files = write_operator_report(result, outdir, layout=layout, topn=topn, max_lines=max_lines,

@@ -460,6 +460,8 @@ def compare_operator(
     op: str,
     *,
     fusion_rule: PathLike | None = None,
+    quant_rule: PathLike | None = None,
+    close_fusion_rule: PathLike | None = None,
     kind: str | TensorKind = "output",
     index: int = 0,
     custom_dir: PathLike | None = None,
@@ -491,6 +493,8 @@ def compare_operator(
     if not op:
         raise OptionError("an operator name is required")
     metrics = resolve_algorithms(algorithms)
+    from .pairing.scenarios import check_scenario
+
     rule = None
     if fusion_rule is not None:
         from .pairing.fusion_rule import load_fusion_rule
@@ -499,7 +503,10 @@ def compare_operator(
     plugins = load_plugins(custom_dir) if custom_dir else None
     left_run = load_run(left, version=dump_version)
     right_run = load_run(right, version=dump_version)
-    pairing = pair_runs(left_run, right_run, fusion_rule=rule)
+    scenario = check_scenario(left_run, right_run, fusion=rule is not None, quant=quant_rule is not None,
+                              close=close_fusion_rule is not None)
+    pairing = pair_runs(left_run, right_run, fusion_rule=rule, quant_rule=quant_rule,
+                        close_fusion_rule=close_fusion_rule, scenario=scenario)
     pair = select_pair(pairing, left_run, op, tensor_kind, index, rule)
     prepared = prepare_operator(pair, right_run, plugins=plugins)
     x, y, shape = prepared["x"], prepared["y"], prepared["shape"]

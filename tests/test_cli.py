@@ -135,7 +135,7 @@ def test_forced_dump_version_mismatch_is_rows_not_crash(tmp_path: Path) -> None:
 def test_help_is_fast_and_documented() -> None:
     result = _run("--help")
     assert result.exit_code == 0
-    for option in ("-l", "-r", "-f", "-q", "-o", "-csv", "-alg", "-custom", "--gate", "--layout", "Examples"):
+    for option in ("-l", "-r", "-f", "-q", "-cf", "-o", "-csv", "-alg", "-custom", "-d", "--gate", "--layout", "Examples"):
         assert option in result.stdout
     probe = "import sys, compare.cli; assert 'numba' not in sys.modules and 'pandas' not in sys.modules"
     subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)
@@ -148,3 +148,32 @@ def test_python_api_dataframe() -> None:
     assert df["CosineSimilarity"].dtype == float
     assert {"LeftMean", "LeftStd", "RightMean", "RightStd", "Status"} <= set(df.columns)
     assert set(df.Status) >= {"compared", "missing on left"}
+
+
+def test_batch_mode_with_a_folder_of_rules(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "model.json").write_bytes((DEMO / "model.json").read_bytes())
+    out = tmp_path / "out"
+    result = _run("-l", DEMO / "npu" / "20240101120000", "-r", DEMO / "golden", "-f", rules, "-o", out)
+    assert result.exit_code == 0, result.output
+    (written,) = out.glob("0_demo_net_0_result_*.csv")
+    df = pd.read_csv(written)
+    assert "conv1:output:0" in set(df.TensorIndex)
+
+
+def test_quant_and_scenario_options_via_cli(tmp_path: Path) -> None:
+    from conftest import shared_path
+
+    case = shared_path("cases", "quant_vs_caffe")
+    base = ["-l", case / "left", "-r", case / "right", "-f", case / "fusion.json"]
+    ok = _run(*base, "-q", case / "quant.json", "-o", tmp_path / "q.csv")
+    assert ok.exit_code == 0, ok.output
+    df = pd.read_csv(tmp_path / "q.csv")
+    skipped = df[df.LeftOp.isin(["conv1", "conv2", "conv3"])]
+    assert len(skipped) == 3 and skipped.FailReason.str.contains("between a quant and a dequant").all()
+    refused = _run(*base, "-o", tmp_path / "r.csv")  # quantized left without -q: scenario 2 needs it
+    assert refused.exit_code == 2 and "scenario 2" in refused.stderr and "-q" in refused.stderr
+    single = _run(*base, "-q", case / "quant.json", "-o", tmp_path / "single", "-d", "conv2_dequant_layer")
+    assert single.exit_code == 0, single.output
+    assert (tmp_path / "single" / "conv2_dequant_layer_output_0_summary.txt").exists()
