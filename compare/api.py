@@ -50,6 +50,33 @@ class NetworkResult:
         return self.left.kind is RunKind.NUMPY, self.right.kind is RunKind.NUMPY
 
 
+def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None = None, *,
+                  quant_rule: RuleArg | None = None, close_fusion_rule: RuleArg | None = None,
+                  dump_version: int | None = None):
+    """Load both runs, check the scenario, read the rules, pair: ``(left, right, scenario, rule, pairing)``.
+
+    The scenario (row of the manual's comparison table) is checked after both folders are read
+    and before any rule file is: an unsupported combination raises
+    :class:`~compare.errors.PairingError` naming the row and the options needed. ``rule`` is the
+    loaded ATC fusion rule (or ``None``).
+    """
+    from .loaders import load_run
+    from .pairing.fusion_rule import FusionRule, load_fusion_rule
+    from .pairing.match import pair_runs
+    from .pairing.scenarios import check_scenario
+
+    left_run = load_run(left, version=dump_version)
+    right_run = load_run(right, version=dump_version)
+    scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
+                              close=close_fusion_rule is not None)
+    rule = fusion_rule
+    if rule is not None and not isinstance(rule, FusionRule):
+        rule = load_fusion_rule(rule)
+    pairing = pair_runs(left_run, right_run, fusion_rule=rule, quant_rule=quant_rule,
+                        close_fusion_rule=close_fusion_rule, scenario=scenario)
+    return left_run, right_run, scenario, rule, pairing
+
+
 def run_network(
     left: PathLike,
     right: PathLike,
@@ -72,21 +99,15 @@ def run_network(
     from convert.layouts import load_plugins
 
     from .kernels import resolve_algorithms
-    from .loaders import load_run
-    from .pairing.match import pair_runs
-    from .pairing.scenarios import check_scenario
 
     metrics = resolve_algorithms(algorithms)
     for name in extra_metrics:
         if name not in metrics:
             metrics.append(name)
     plugins = load_plugins(custom_dir) if custom_dir else None
-    left_run = load_run(left, version=dump_version)
-    right_run = load_run(right, version=dump_version)
-    scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
-                              close=close_fusion_rule is not None)
-    pairing = pair_runs(left_run, right_run, fusion_rule=fusion_rule, quant_rule=quant_rule,
-                        close_fusion_rule=close_fusion_rule, scenario=scenario)
+    left_run, right_run, scenario, _, pairing = load_and_pair(
+        left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
+        dump_version=dump_version)
     rows = compare_pairs(pairing.pairs, EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements))
     explain_missing(rows, left_run, right_run)
     notes = [f"left: {n}" for n in left_run.notes] + [f"right: {n}" for n in right_run.notes] + list(pairing.notes)

@@ -225,7 +225,6 @@ def _single_op(args: _SingleOpArgs, left: Path, right: Path, fusion_rule: Option
     caller's handler (exit 2).
     """
     from .errors import OptionError
-    from .gates import evaluate
     from .kernels import resolve_algorithms
     from .reports.network import Layout
     from .reports.single_op import (
@@ -264,15 +263,7 @@ def _single_op(args: _SingleOpArgs, left: Path, right: Path, fusion_rule: Option
             _err(f"long name shortened to {files.prefix} (see {files.mapping})")
         _err(f"{result.tensor_id}: {result.count} elements, {len(files.details)} detail file(s) in {outdir}")
     typer.echo(f"result: {files.summary}")
-    failures = evaluate(gates, [result.to_metric_row()])
-    if failures:
-        _err(f"{len(failures)} gate check(s) failed:")
-        for failure in failures:
-            _err(f"  {failure.row.tensor_id}: {failure.gate.metric} = {failure.value:.6f} violates {failure.gate.text}")
-        raise typer.Exit(EXIT_GATE_FAILED)
-    if gates and not quiet:
-        _err(f"all {len(gates)} gate(s) passed")
-    raise typer.Exit(EXIT_OK)
+    _report_gates(gates, [result.to_metric_row()], quiet)
 
 
 def _check_readable(path: Path, flag: str) -> None:

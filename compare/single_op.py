@@ -483,8 +483,6 @@ def compare_operator(
 
     from .engine import note_text
     from .kernels import compare_arrays, is_scalar_like, resolve_algorithms
-    from .loaders import load_run
-    from .pairing.match import pair_runs
 
     tensor_kind = _kind(kind)
     if isinstance(index, bool) or int(index) != index or index < 0:
@@ -493,20 +491,12 @@ def compare_operator(
     if not op:
         raise OptionError("an operator name is required")
     metrics = resolve_algorithms(algorithms)
-    from .pairing.scenarios import check_scenario
+    from .api import load_and_pair
 
-    rule = None
-    if fusion_rule is not None:
-        from .pairing.fusion_rule import load_fusion_rule
-
-        rule = load_fusion_rule(fusion_rule)
     plugins = load_plugins(custom_dir) if custom_dir else None
-    left_run = load_run(left, version=dump_version)
-    right_run = load_run(right, version=dump_version)
-    scenario = check_scenario(left_run, right_run, fusion=rule is not None, quant=quant_rule is not None,
-                              close=close_fusion_rule is not None)
-    pairing = pair_runs(left_run, right_run, fusion_rule=rule, quant_rule=quant_rule,
-                        close_fusion_rule=close_fusion_rule, scenario=scenario)
+    left_run, right_run, _, rule, pairing = load_and_pair(
+        left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
+        dump_version=dump_version)
     pair = select_pair(pairing, left_run, op, tensor_kind, index, rule)
     prepared = prepare_operator(pair, right_run, plugins=plugins)
     x, y, shape = prepared["x"], prepared["y"], prepared["shape"]

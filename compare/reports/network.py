@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from enum import Enum
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from ..records import MetricRow
 from .cells import metric_cell, neutralise, shape_cell, std_cell, text_cell
+from .files import atomic_write_text
 
 STD_NAME = "StandardDeviation"
 
@@ -135,23 +135,6 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
     if path.suffix.lower() == ".txt" and not csv_flag:
         return path, TableFormat.TXT
     return path, TableFormat.CSV
-
-
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
 
 
 def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metrics: Sequence[str], *,

@@ -38,7 +38,6 @@ import hashlib
 import io
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +47,7 @@ import numpy as np
 
 from ..errors import OptionError
 from .cells import NOT_COMPUTED, metric_cell, std_cell
+from .files import atomic_write, atomic_write_bytes
 from .network import Layout
 from .vectext import const_block, fixed6_block, int_block, join_rows, token_block
 
@@ -116,42 +116,12 @@ def _record_mapping(outdir: Path, prefix: str, op: str, kind: str, index: int) -
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
-    _atomic_write(path, buf.getvalue().encode())
+    atomic_write_bytes(path, buf.getvalue().encode())
     return path
 
 
 # ------------------------------------------------------------------------------ atomic writes
 
-
-def _temp_in(folder: Path) -> tuple[int, str]:
-    # short fixed-length names: the final name may already be close to NAME_MAX
-    return tempfile.mkstemp(prefix=".vcmp-", suffix=".tmp", dir=folder)
-
-
-def _atomic_write(path: Path, data: bytes) -> Path:
-    def writer(handle: BinaryIO) -> None:
-        handle.write(data)
-
-    return _atomic_stream(path, writer)
-
-
-def _atomic_stream(path: Path, write) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _temp_in(path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
-
-
-# ------------------------------------------------------------------------------ rows
 
 
 def detail_header(result: OperatorResult, layout: Layout | str = Layout.VCOMPARE) -> str:
@@ -216,7 +186,7 @@ def write_detail_file(path: Path, result: OperatorResult, start: int, stop: int,
             hi = min(lo + _BLOCK_ROWS, stop)
             handle.write(render_rows(result, np.arange(lo, hi, dtype=np.int64), layout))
 
-    return _atomic_stream(path, write)
+    return atomic_write(path, write)
 
 
 # ------------------------------------------------------------------------------ summary
@@ -329,14 +299,14 @@ def write_operator_report(
             else np.asarray(result.left)
         buf = io.BytesIO()
         np.save(buf, array)
-        _atomic_write(files.npy, buf.getvalue())
+        atomic_write_bytes(files.npy, buf.getvalue())
     if details:
         for start, stop in _chunks(result.count, max_lines):
             files.details.append(write_detail_file(out / f"{prefix}_{start}.csv", result, start, stop, layout))
     for which in ERROR_KINDS:
         path = out / f"{prefix}_{which}_error_topn.csv"
-        files.topn[which] = _atomic_write(path, top_rows(result, which, topn, layout).encode())
-    _atomic_write(files.summary, render_summary(result, layout).encode())
+        files.topn[which] = atomic_write_bytes(path, top_rows(result, which, topn, layout).encode())
+    atomic_write_bytes(files.summary, render_summary(result, layout).encode())
     for path in _stale(out, prefix, set(files.details)):
         try:
             path.unlink()
