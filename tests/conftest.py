@@ -11,6 +11,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline anywhere (a first call may JIT-compile a kernel); in CI the examples are
+# derandomized so that a landing never depends on luck -- run locally for fresh random examples.
+settings.register_profile("default", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
