@@ -404,13 +404,14 @@ def test_top_table_rendering(net: dict[str, Path]) -> None:
 
 # ------------------------------------------------------------------------------ agreement with the reference
 
-_ORACLE_CASES = ["ascend_vs_caffe_npy", "ascend_v1_protobuf", "ascend_vs_ascend"]
+_ORACLE_CASES = ["ascend_vs_caffe_npy", "ascend_v1_protobuf", "ascend_vs_ascend", "quant_vs_caffe"]
+_CASE_RUNS = {"ascend_vs_ascend": ["single_conv1_o0", "single_res2a_o0"],
+              "quant_vs_caffe": ["single_conv2_dequant_o0", "single_conv1_quant_i0"]}
 
 
 def _oracle_runs() -> list[tuple[str, str]]:
     return [(case, name) for case in _ORACLE_CASES
-            for name in {"ascend_vs_ascend": ["single_conv1_o0", "single_res2a_o0"]}.get(
-                case, ["single_res2a_branch2a_o0", "single_slice5_o1"])]
+            for name in _CASE_RUNS.get(case, ["single_res2a_branch2a_o0", "single_slice5_o1"])]
 
 
 def _summary(path: Path) -> dict[str, str]:
@@ -426,6 +427,7 @@ def test_agrees_with_reference(case: str, run_name: str, tmp_path: Path) -> None
     kind, index = ("output", run["o"]) if "o" in run else ("input", run["i"])
     res = compare_operator(root / run["m"], root / run["g"], run["op"], kind=kind, index=index,
                            fusion_rule=root / run["f"] if run.get("f") else None,
+                           quant_rule=root / run["q"] if run.get("q") else None,
                            dump_version=spec.get("dump_version"))
     oracle = root / "oracle" / run_name
     prefix = f"{run['op']}_{kind}_{index}"
