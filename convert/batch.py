@@ -1,5 +1,5 @@
-"""What every ``vconvert`` operation shares: finding the input files, running them (in threads),
-writing outputs under the 255-byte name rule, and the per-run report.
+"""What every ``vconvert`` operation shares: finding the input files, running them (in worker
+processes), writing outputs under the 255-byte name rule, and the per-run report.
 
 Input policy (:func:`collect_sources`):
 
@@ -18,16 +18,34 @@ Report policy: a file "fails" when it cannot be read or when any of its tensors 
 its other tensors are still written. Failed files are listed, one line each
 (``{path}: {reason}``), in ``OUT/convert_failed_file_list.txt``; a stale list from an earlier run
 is removed when nothing failed. Renamed long names are appended to ``OUT/mapping.csv``.
+
+Parallel policy (:func:`run_files`): the files of a run are converted by
+``min(usable CPUs, number of files, workers)`` workers (``workers`` None or 0: as many as there
+are usable CPUs); one worker, or one file, runs serially in the calling process. Workers are
+processes of a :class:`~concurrent.futures.ProcessPoolExecutor` started with ``fork`` (the
+per-file job, plugins included, is inherited, never pickled; the items go out in about
+:data:`CHUNKS_PER_WORKER` chunks per worker and only the outcomes travel back). Where
+``fork`` is not the platform's safe default (anything but Linux) a thread pool is used instead.
+Results come back in input order. A job that raises unexpectedly fails its own file (with the
+exception as the reason); a worker process that dies fails the files it had not reported (its
+chunk, and those of chunks not yet finished), with a message saying so, and the run goes on to
+its report. The measurements behind the choice of
+processes over threads are in ``docs/convert.md``.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import TypeVar, Union
 
 from compare.errors import CompareError, DumpFormatError, OptionError
 
@@ -39,8 +57,10 @@ Sources = Union[PathLike, Sequence[PathLike]]
 #: Files that are never conversion inputs.
 NOT_INPUTS = frozenset({MAPPING_FILE, FAILED_LIST_FILE})
 
-#: Threads used for a folder (I/O and numpy release the GIL).
-MAX_WORKERS = 8
+#: Pool used for several files: ``"process"`` (fork; Linux only, else threads) or ``"thread"``.
+DEFAULT_POOL = "process"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -224,14 +244,113 @@ def collect_sources(paths: Sources, report: ConvertReport, *, what: str = "dump"
     return unique
 
 
-def run_files(sources: Sequence[SourceFile], job: Callable[[SourceFile], FileOutcome],
-              workers: int | None = None) -> list[FileOutcome]:
-    """``job`` for every source, in threads when there are several; results in input order."""
-    count = min(workers or MAX_WORKERS, os.cpu_count() or 1, len(sources))
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_count(requested: int | None, jobs: int) -> int:
+    """``min(usable CPUs, jobs, requested)``; ``requested`` None or 0 means "as many as CPUs".
+
+    Raises :class:`OptionError` for a negative ``requested``.
+    """
+    if requested is not None and requested < 0:
+        raise OptionError(f"--workers {requested}: give 0 (one per CPU) or a positive number")
+    cpus = usable_cpus()
+    return max(1, min(cpus, jobs, requested or cpus))
+
+
+#: Process mode: the items are sent to the workers in about this many chunks per worker (fewer
+#: round trips for folders of many small files, still balanced when a few files are large).
+CHUNKS_PER_WORKER = 4
+
+#: Jobs of the running process pools, by token: forked workers find theirs here (inherited).
+_FORKED: dict[int, tuple[Callable[[object], FileOutcome], Sequence[object], Callable[[object], SourceFile]]] = {}
+_TOKENS = itertools.count()
+
+
+def _failed(source: SourceFile, exc: BaseException) -> FileOutcome:
+    outcome = FileOutcome(source)
+    if isinstance(exc, BrokenProcessPool):
+        outcome.errors.append("not converted: a worker process died while converting this file or another one "
+                              "(out of memory?); run again with --workers 1 to find the file")
+    else:
+        outcome.errors.append(f"unexpected error: {type(exc).__name__}: {exc}")
+    return outcome
+
+
+def _guarded(job: Callable[[T], FileOutcome], source_of: Callable[[T], SourceFile], item: T) -> FileOutcome:
+    """``job(item)``; an exception fails that item's file instead of the run."""
+    try:
+        return job(item)
+    except Exception as exc:  # noqa: BLE001 - a bug on one file fails that file only
+        return _failed(source_of(item), exc)
+
+
+def _run_forked(token: int, start: int, stop: int) -> list[FileOutcome]:
+    """In a forked worker: items ``start:stop`` of the job registered under ``token``."""
+    job, items, source_of = _FORKED[token]
+    return [_guarded(job, source_of, items[i]) for i in range(start, stop)]
+
+
+def _fork_available() -> bool:
+    import multiprocessing
+
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _as_source(item: object) -> SourceFile:
+    if isinstance(item, SourceFile):
+        return item
+    raise TypeError(f"run_files: give source_of for items of type {type(item).__name__}")
+
+
+def run_files(items: Sequence[T], job: Callable[[T], FileOutcome], workers: int | None = None, *,
+              pool: str | None = None, source_of: Callable[[T], SourceFile] = _as_source) -> list[FileOutcome]:
+    """``job(item)`` for every item, in parallel when there are several; outcomes in input order.
+
+    ``workers``: see :func:`worker_count`. ``pool``: ``"process"`` or ``"thread"`` (default
+    :data:`DEFAULT_POOL`; ``"process"`` falls back to threads where fork is not used). An item
+    whose job raises gets an outcome (for ``source_of(item)``) failed with the exception; see the
+    module's parallel policy.
+    """
+    items = list(items)
+    count = worker_count(workers, len(items))
+    kind = pool or DEFAULT_POOL
+    if kind not in ("process", "thread"):
+        raise ValueError(f"pool {kind!r} is not 'process' or 'thread'")
     if count <= 1:
-        return [job(s) for s in sources]
-    with ThreadPoolExecutor(max_workers=count) as pool:
-        return list(pool.map(job, sources))
+        return [_guarded(job, source_of, item) for item in items]
+    if kind == "thread" or not _fork_available():
+        with ThreadPoolExecutor(max_workers=count) as threads:
+            return list(threads.map(lambda item: _guarded(job, source_of, item), items))
+    import multiprocessing
+
+    size = max(1, math.ceil(len(items) / (count * CHUNKS_PER_WORKER)))
+    spans = [(start, min(start + size, len(items))) for start in range(0, len(items), size)]
+    token = next(_TOKENS)
+    _FORKED[token] = (job, items, source_of)  # type: ignore[assignment]
+    executor = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*fork\(\) may lead to deadlocks", category=DeprecationWarning)
+            futures: list[Future[list[FileOutcome]]] = [executor.submit(_run_forked, token, a, b) for a, b in spans]
+        outcomes: list[FileOutcome] = []
+        for (start, stop), future in zip(spans, futures):
+            try:
+                outcomes.extend(future.result())
+            except Exception as exc:  # noqa: BLE001 - a dead worker: its files are reported
+                outcomes.extend(_failed(source_of(items[i]), exc) for i in range(start, stop))
+        return outcomes
+    except BaseException:
+        executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        executor.shutdown(wait=True)
+        _FORKED.pop(token, None)
 
 
 def prepare_out_dir(out_dir: PathLike) -> Path:

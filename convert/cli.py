@@ -5,12 +5,15 @@ Subcommands (the manual's option spellings are kept; see ``docs/convert.md``):
 - ``dump``  -- the reference's ``convert``: dump files -> ``.npy`` / ``.bin`` (optionally in another layout);
 - ``data``  -- ``dump_data_conversion``: golden ``.npy`` <-> dump files;
 - ``shape`` -- ``shape_conversion``: one dump file's tensors to a layout;
-- ``txt``   -- "view a dump file": tensors as text, one value per line.
+- ``txt``   -- "view a dump file": tensors as text, one value per line;
+- ``inplace`` -- ``inplace_layer_process``: a Caffe prototxt without in-place layers;
+- ``rename-npy`` -- golden ``.npy`` files (tfdbg, by hand) renamed to ``{op}.{index}.{timestamp}.npy``.
 
 Exit codes: **0** every file converted; **1** some files failed (listed in
-``OUT/convert_failed_file_list.txt`` with the reason, the others were converted); **2** nothing
-could run (bad option, missing path, refused plugin), with a one-line message naming the file
-and the problem. Errors become exit codes only here, in :func:`_run_safely` / :func:`run`.
+``OUT/convert_failed_file_list.txt`` with the reason, the others were converted; for
+``rename-npy``: some files refused, the others renamed); **2** nothing could run (bad option,
+missing path, refused plugin, unreadable prototxt), with a one-line message naming the file and
+the problem. Errors become exit codes only here, in :func:`_run_safely` / :func:`run`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
-    help="Convert Ascend operator dumps: to .npy/.bin (any layout), npy <-> dump, and to text.",
+    help="Convert Ascend operator dumps: to .npy/.bin (any layout), npy <-> dump, and to text; "
+         "prepare goldens (Caffe prototxt without in-place layers, .npy names).",
 )
 
 
@@ -86,6 +90,7 @@ def _plugins(custom: Optional[Path]):
 
 
 _VERSION_HELP = "Dump layout: 1 = pure protobuf, 2 = binary (default: detected per file)."
+_WORKERS_HELP = "Parallel worker processes for a folder: 0 = one per CPU (default), 1 = serial."
 _CUSTOM_HELP = "Plugin root holding format_convert/convert_{FROM}_to_{TO}.py (overrides built-ins)."
 
 
@@ -107,6 +112,7 @@ def dump_command(
     version: Optional[int] = typer.Option(None, "-v", "--version", min=1, max=2, help=_VERSION_HELP),
     custom: Optional[Path] = typer.Option(None, "-custom", "--custom", "-c", "--custom_script_path",
                                           help=_CUSTOM_HELP),
+    workers: int = typer.Option(0, "--workers", min=0, help=_WORKERS_HELP),
 ) -> None:
     from compare.errors import OptionError
 
@@ -122,7 +128,7 @@ def dump_command(
         options = DumpConvertOptions(
             output_type=out_type, target_format=fmt,
             target_shape=parse_shape(shape, strict=False) if shape is not None else None,
-            kind=kind, index=index, version=version, plugins=_plugins(custom))
+            kind=kind, index=index, version=version, plugins=_plugins(custom), workers=workers)
         return convert_dumps(dump_path, out, options)
 
     _finish(_run_safely(action))
@@ -138,11 +144,12 @@ def data_command(
     out: Path = typer.Option(..., "-o", "-out", "--output", help="Output folder (created if needed)."),
     version: Optional[int] = typer.Option(None, "-v", "--version", min=1, max=2,
                                           help="Dump layout to write (default 2, binary) or to read (default: detect)."),
+    workers: int = typer.Option(0, "--workers", min=0, help=_WORKERS_HELP),
 ) -> None:
     def action():
         from .data_conversion import convert_data
 
-        return convert_data(input_path, out, data_type, target, version=version)
+        return convert_data(input_path, out, data_type, target, version=version, workers=workers)
 
     _finish(_run_safely(action))
 
@@ -180,13 +187,63 @@ def txt_command(
     out: Path = typer.Option(..., "-o", "-out", "--output", help="Output folder (created if needed)."),
     no_header: bool = typer.Option(False, "--no-header", help="Omit the '# shape=... dtype=...' first line."),
     version: Optional[int] = typer.Option(None, "-v", "--version", min=1, max=2, help=_VERSION_HELP),
+    workers: int = typer.Option(0, "--workers", min=0, help=_WORKERS_HELP),
 ) -> None:
     def action():
         from .to_text import to_text
 
-        return to_text(input_path, out, header=not no_header, version=version)
+        return to_text(input_path, out, header=not no_header, version=version, workers=workers)
 
     _finish(_run_safely(action))
+
+
+@app.command("inplace", help="The manual's inplace_layer_process: rewrite a Caffe prototxt so that no layer "
+                             "works in place (an in-place top gets a blob named after its layer; later "
+                             "consumers are rewired), written as new_{name} beside it.\n\n"
+                             "Example: vconvert inplace -i /home/user/resnet50.prototxt")
+def inplace_command(
+    model: Path = typer.Option(..., "-i", "--input", help="The .prototxt file."),
+    out: Optional[Path] = typer.Option(None, "-o", "--output",
+                                       help="Where to write it (default: new_{name} beside the input)."),
+) -> None:
+    def action():
+        from .prototxt import remove_inplace_file
+
+        return remove_inplace_file(model, out)
+
+    result = _run_safely(action)
+    for rename in result.renames:
+        users = f"; read by {', '.join(rename.consumers)}" if rename.consumers else ""
+        typer.echo(f"layer {rename.layer or '#' + str(rename.layer_index)}: top {rename.old} -> {rename.new}{users}")
+    for note in result.notes:
+        _err(f"note: {note}")
+    typer.echo(result.summary())
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command("rename-npy", help="Rename golden .npy files saved by tfdbg or by hand (also in subfolders) to "
+                                "{op_name}.{output_index}.{timestamp}.npy in the folder: / -> _, : -> ., a "
+                                "16-digit timestamp added or replaced. Valid names are left alone; "
+                                "collisions are refused.\n\n"
+                                "Example: vconvert rename-npy -i tf_npy --dry-run")
+def rename_npy_command(
+    folder: Path = typer.Option(..., "-i", "--input", help="Folder of .npy files."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only print what would be renamed."),
+) -> None:
+    def action():
+        from .rename_npy import rename_npy
+
+        return rename_npy(folder, dry_run=dry_run)
+
+    report = _run_safely(action)
+    arrow = "would rename" if report.dry_run else "renamed"
+    for move in report.renamed:
+        note = f" ({move.note})" if move.note else ""
+        typer.echo(f"{arrow}: {move.old} -> {move.new.name}{note}")
+    for path, reason in report.refused:
+        _err(f"refused: {path}: {reason}")
+    typer.echo(report.summary())
+    raise typer.Exit(EXIT_OK if report.all_renamed else EXIT_SOME_FAILED)
 
 
 #: click's UsageError, found through typer's public BadParameter (typer may vendor its own click).

@@ -106,7 +106,8 @@ class DumpConvertOptions:
     ``output_type``: ``npy``, ``bin`` or ``msnpy``. ``target_format``: a format name (any case) or
     None. ``target_shape`` needs ``target_format``. ``kind``/``index`` select tensors (``index``
     needs ``kind``). ``version``: 1 or 2 forces the dump layout, None detects it per file.
-    ``plugins``: converters from :func:`convert.layouts.load_plugins`. ``workers``: threads.
+    ``plugins``: converters from :func:`convert.layouts.load_plugins`. ``workers``: parallel
+    workers (None or 0: one per CPU; see :func:`convert.batch.run_files`).
     """
 
     output_type: str = "npy"

@@ -32,7 +32,6 @@ matters for the direction ``dump``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -179,11 +178,9 @@ def numpy_to_dump(paths: Sources, out_dir: str | Path, data_type: str, *, versio
         suffix = GOLDEN_SUFFIX[data_type]
         outcomes = run_files(sources, lambda s: _npy_to_golden_dump(s, out, suffix, version), workers)
     else:
-        groups = _tensor_groups(sources, report)
-        jobs: list[Callable[[], FileOutcome]] = [
-            (lambda b=base, m=members: _group_to_dump(b, m, out, version)) for base, members in groups.items()
-        ]
-        outcomes = [job() for job in jobs]
+        groups = list(_tensor_groups(sources, report).items())
+        outcomes = run_files(groups, lambda group: _group_to_dump(group[0], group[1], out, version), workers,
+                             source_of=lambda group: group[1][0][0])
     for outcome in outcomes:
         report.add(outcome)
     return finish(report)
@@ -235,12 +232,12 @@ def dump_to_numpy(paths: Sources, out_dir: str | Path, data_type: str = "offline
 
 
 def convert_data(paths: Sources, out_dir: str | Path, data_type: str, target: str, *,
-                 version: int | None = None) -> ConvertReport:
+                 version: int | None = None, workers: int | None = None) -> ConvertReport:
     """Dispatch ``-type``/``-target`` to :func:`numpy_to_dump` or :func:`dump_to_numpy`."""
     _check_args(data_type, target, version)
     if target == "dump":
-        return numpy_to_dump(paths, out_dir, data_type, version=version or 2)
-    return dump_to_numpy(paths, out_dir, data_type, version=version)
+        return numpy_to_dump(paths, out_dir, data_type, version=version or 2, workers=workers)
+    return dump_to_numpy(paths, out_dir, data_type, version=version, workers=workers)
 
 
 __all__ = ["DATA_TYPES", "TARGETS", "convert_data", "dump_to_numpy", "load_npy", "numpy_to_dump"]
