@@ -12,11 +12,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .engine import EngineOptions, compare_pairs
 from .pairing.fusion_rule import FusionRule
 from .pairing.scenarios import Scenario
 from .records import MetricRow, Pairing, PairStatus, Run, RunKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .stats import StatsResult
 
 PathLike = str | os.PathLike[str]
 #: A rule option: a path to the JSON file, or a rule already loaded with ``load_fusion_rule``.
@@ -28,7 +32,11 @@ class NetworkResult:
     """Everything a network comparison produced (rows in report order).
 
     ``scenario`` is the row of the manual's comparison table the run was (see
-    :mod:`compare.pairing.scenarios`); ``scenario.row`` is None for vcompare's by-name extension.
+    :mod:`compare.pairing.scenarios`); ``scenario.row`` is None for vcompare's by-name extension
+    and for MindSpore / TF-NPU / mapping-file pairings. ``stats`` is set (and ``rows`` empty)
+    for a statistics-only comparison (a side holds statistics and no tensor data; see
+    :mod:`compare.stats`). ``parts`` lists the ``(rank, iteration)`` compared in turn
+    (``--rank all`` / ``--iteration all``); ``left`` / ``right`` are then the runs of the last one.
     """
 
     rows: list[MetricRow]
@@ -38,9 +46,13 @@ class NetworkResult:
     pairing: Pairing
     notes: list[str] = field(default_factory=list)
     scenario: Scenario | None = None
+    stats: "StatsResult | None" = None
+    parts: list[tuple[int | None, int | None]] = field(default_factory=list)
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
+        if self.stats is not None and not self.rows:
+            return self.stats.summary()
         counts = Counter(row.status for row in self.rows)
         return {status.value: counts.get(status, 0) for status in PairStatus}
 
@@ -50,23 +62,37 @@ class NetworkResult:
         return self.left.kind is RunKind.NUMPY, self.right.kind is RunKind.NUMPY
 
 
-def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None = None, *,
-                  quant_rule: RuleArg | None = None, close_fusion_rule: RuleArg | None = None,
-                  dump_version: int | None = None):
-    """Load both runs, check the scenario, read the rules, pair: ``(left, right, scenario, rule, pairing)``.
+def is_family_run(run: Run) -> bool:
+    """A MindSpore run, or a statistics-only run: paired by scope name, not by the Ascend table."""
+    family = getattr(run, "family", "")
+    return bool(family.startswith("mindspore") or getattr(run, "stats_only", False))
 
-    The scenario (row of the manual's comparison table) is checked after both folders are read
-    and before any rule file is: an unsupported combination raises
-    :class:`~compare.errors.PairingError` naming the row and the options needed. ``rule`` is the
-    loaded ATC fusion rule (or ``None``).
+
+def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | None = None, *,
+                quant_rule: RuleArg | None = None, close_fusion_rule: RuleArg | None = None,
+                mapping: PathLike | list | None = None):
+    """Pair two loaded runs: ``(scenario, rule, pairing)``.
+
+    ``mapping`` (a mapping file or its entries) pairs through the user's names
+    (:mod:`compare.pairing.user_mapping`); without rule options a MindSpore or statistics-only
+    run is paired by scope name; everything else goes through the comparison table
+    (:func:`compare.pairing.match.pair_runs`). Raises :class:`~compare.errors.OptionError` for a
+    mapping together with a rule option.
     """
-    from .loaders import load_run
+    from .errors import OptionError
     from .pairing.fusion_rule import FusionRule, load_fusion_rule
     from .pairing.match import pair_runs
     from .pairing.scenarios import check_scenario
+    from .pairing.user_mapping import pair_families
 
-    left_run = load_run(left, version=dump_version)
-    right_run = load_run(right, version=dump_version)
+    rules = fusion_rule is not None or quant_rule is not None or close_fusion_rule is not None
+    if mapping is not None:
+        if rules:
+            raise OptionError("--mapping pairs operators by the names it lists; it cannot be combined with "
+                              "-f / -q / -cf (give one or the other)")
+        return None, None, pair_families(left_run, right_run, mapping=mapping)
+    if not rules and (is_family_run(left_run) or is_family_run(right_run)):
+        return None, None, pair_families(left_run, right_run)
     scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
                               close=close_fusion_rule is not None)
     rule = fusion_rule
@@ -74,7 +100,66 @@ def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None =
         rule = load_fusion_rule(rule)
     pairing = pair_runs(left_run, right_run, fusion_rule=rule, quant_rule=quant_rule,
                         close_fusion_rule=close_fusion_rule, scenario=scenario)
+    from .pairing.user_mapping import overflow_rows
+
+    start = max((p.index for p in pairing.pairs), default=-1) + 1
+    extra = overflow_rows(start, left_run, right_run)
+    if extra:
+        pairing.pairs.extend(extra)
+        pairing.notes.append(f"{len(extra)} overflow record(s) (Opdebug) listed, not compared")
+    return scenario, rule, pairing
+
+
+def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None = None, *,
+                  quant_rule: RuleArg | None = None, close_fusion_rule: RuleArg | None = None,
+                  dump_version: int | None = None, rank: object = None, iteration: object = None,
+                  graph: object = None, model_name: str | None = None, ge_graph: PathLike | None = None,
+                  mapping: PathLike | list | None = None):
+    """Load both runs, check the scenario, read the rules, pair: ``(left, right, scenario, rule, pairing)``.
+
+    The scenario (row of the manual's comparison table) is checked after both folders are read
+    and before any rule file is: an unsupported combination raises
+    :class:`~compare.errors.PairingError` naming the row and the options needed. ``rule`` is the
+    loaded ATC fusion rule (or ``None``). The selection options (``rank`` ... ``ge_graph``) apply
+    to both sides (see :func:`compare.loaders.load_run`); ``mapping`` see :func:`pair_loaded`.
+    """
+    from .loaders import load_run
+
+    select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
+    left_run = load_run(left, version=dump_version, **select)
+    right_select, aligned = _align_right(right, select, left_run)
+    right_run = load_run(right, version=dump_version, **right_select)
+    if aligned:
+        right_run.notes.append(f"{aligned} chosen to match the left side")
+    scenario, rule, pairing = pair_loaded(left_run, right_run, fusion_rule, quant_rule=quant_rule,
+                                          close_fusion_rule=close_fusion_rule, mapping=mapping)
     return left_run, right_run, scenario, rule, pairing
+
+
+def _align_right(right: PathLike, select: dict, left_run: Run) -> tuple[dict, str]:
+    """Selection for the right side: a rank / iteration the user left to the default follows the
+    left run's, when the right tree has that value (else the right side's own default applies).
+
+    Returns the selection and a text naming what was aligned (empty when nothing was).
+    """
+    coords = getattr(left_run, "coords", None)
+    if not coords or all(select[k] is not None for k in ("rank", "iteration")):
+        return select, ""
+    from .loaders.selection import Selection, values_of
+    from .loaders.trees import claim
+
+    ge_graph = select.get("ge_graph")
+    candidates = claim(right, Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None}))
+    if candidates is None:
+        return select, ""
+    out = dict(select)
+    aligned = []
+    for key in ("rank", "iteration"):
+        value = coords.get(key)
+        if select[key] is None and value is not None and str(value) in {str(v) for v in values_of(candidates, key)}:
+            out[key] = value
+            aligned.append(f"{key} {value}")
+    return out, " and ".join(aligned)
 
 
 def run_network(
@@ -89,12 +174,29 @@ def run_network(
     dump_version: int | None = None,
     max_elements: int = 0,
     extra_metrics: Sequence[str] = (),
+    rank: object = None,
+    iteration: object = None,
+    graph: object = None,
+    model_name: str | None = None,
+    ge_graph: PathLike | None = None,
+    mapping: PathLike | list | None = None,
 ) -> NetworkResult:
     """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
 
     The scenario (row of the manual's comparison table) is checked after both folders are read
     and before any rule file is: an unsupported combination raises
     :class:`~compare.errors.PairingError` naming the row and options needed.
+
+    Selection (MindSpore / TF-NPU dump trees): ``rank`` / ``iteration`` take a number, a list, a
+    range (``"0|5-8"``) or ``"all"``; several selected values are compared **each in turn** --
+    one (rank, iteration) after the other, every row carrying ``rank`` / ``iteration``, notes
+    prefixed ``[rank R iteration I]``. The right side is read at the same rank and iteration when
+    it has those levels (a golden folder without them is read once and used for all). ``graph``,
+    ``model_name``, ``ge_graph``: see :func:`compare.loaders.load_run`. ``mapping``: a
+    ``left,right`` names file (see :mod:`compare.pairing.user_mapping`).
+
+    When a side holds statistics and no tensor data the comparison is statistics-only: the result
+    has ``stats`` (a :class:`compare.stats.StatsResult`) and no metric rows.
     """
     from convert.layouts import load_plugins
 
@@ -105,14 +207,171 @@ def run_network(
         if name not in metrics:
             metrics.append(name)
     plugins = load_plugins(custom_dir) if custom_dir else None
-    left_run, right_run, scenario, _, pairing = load_and_pair(
-        left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
-        dump_version=dump_version)
-    rows = compare_pairs(pairing.pairs, EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements))
+    options = EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements)
+    rules = dict(quant_rule=quant_rule, close_fusion_rule=close_fusion_rule)
+    if mapping is not None and not isinstance(mapping, list):
+        from .pairing.user_mapping import load_mapping
+
+        mapping = load_mapping(mapping)  # read once (and refused early when malformed)
+    select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
+    plan = _plan_each(left, right, select, dump_version)
+    if plan is None:
+        left_run, right_run, scenario, _, pairing = load_and_pair(
+            left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
+        return _compare_one(left_run, right_run, scenario, pairing, metrics, options)
+    return _compare_each(plan, fusion_rule, rules, mapping, metrics, options)
+
+
+def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, metrics: list[str],
+                 options: EngineOptions, prefix: str = "") -> NetworkResult:
+    """Compare one pairing (metrics, or statistics when a side is statistics-only)."""
+    from .stats import compare_stats, needs_stats_mode
+
+    notes = ([f"{prefix}left: {n}" for n in left_run.notes] + [f"{prefix}right: {n}" for n in right_run.notes]
+             + [f"{prefix}{n}" for n in pairing.notes])
+    if needs_stats_mode(left_run, right_run):
+        stats = compare_stats(pairing.pairs)
+        which = " and ".join(side for side, run in (("left", left_run), ("right", right_run))
+                             if getattr(run, "stats_only", False))
+        notes.append(f"{prefix}statistics-only comparison: the {which} side holds statistics and no tensor data")
+        return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
+                             scenario=scenario, stats=stats)
+    rows = compare_pairs(pairing.pairs, options)
     explain_missing(rows, left_run, right_run)
-    notes = [f"left: {n}" for n in left_run.notes] + [f"right: {n}" for n in right_run.notes] + list(pairing.notes)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario)
+
+
+@dataclass
+class _EachPlan:
+    """Compare-each-in-turn: the left leaves, and how to read the right side for each."""
+
+    left: Path
+    right: Path
+    left_leaves: list
+    right_candidates: list | None
+    select: dict
+    version: int | None
+    notes: list[str]
+
+
+def _is_multi(spec: object) -> bool:
+    return spec is not None and (spec.every or spec.single is None)  # type: ignore[attr-defined]
+
+
+def _plan_each(left: PathLike, right: PathLike, select: dict, version: int | None) -> _EachPlan | None:
+    """The compare-each-in-turn plan when ``rank`` / ``iteration`` select several values, else None."""
+    from .errors import OptionError
+    from .loaders.selection import Selection, parse_spec
+    from .loaders.trees import claim
+    from .loaders.trees import select as select_leaves
+
+    rank_spec = parse_spec(select["rank"], "--rank")
+    iter_spec = parse_spec(select["iteration"], "--iteration")
+    if not (_is_multi(rank_spec) or _is_multi(iter_spec)):
+        return None
+    ge_graph = select.get("ge_graph")
+    selection = Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None})
+    left_leaves = claim(left, selection)
+    if left_leaves is None:
+        raise OptionError(f"--rank / --iteration with several values: {left} is not a dump tree with ranks or "
+                          "iterations (MindSpore rank_N / device_N / iteration folders, or a TF-NPU / GE tree)")
+    notes: list[str] = []
+    chosen = select_leaves(left_leaves, selection, where=str(left), keep_all=True, notes=notes)
+    return _EachPlan(Path(left), Path(right), chosen, claim(right, selection), select, version, notes)
+
+
+def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, mapping: object, metrics: list[str],
+                  options: EngineOptions) -> NetworkResult:
+    """Run the plan: one comparison per (rank, iteration), rows tagged, results concatenated."""
+    from .errors import CompareError
+    from .loaders import load_run
+    from .loaders.selection import Selection
+    from .loaders.trees import load_selected, scan_candidate
+    from .stats import StatsResult
+
+    rows: list[MetricRow] = []
+    stats_rows: list = []
+    stat_names: list[str] = []
+    notes = list(plan.notes)
+    parts: list[tuple[int | None, int | None]] = []
+    last: NetworkResult | None = None
+    fixed_right: Run | None = None
+    for leaf in plan.left_leaves:
+        rank, iteration = leaf.get("rank"), leaf.get("iteration")
+        prefix = f"[rank {rank} iteration {iteration}] "
+        try:
+            left_run = scan_candidate(leaf, root=plan.left, version=plan.version)
+            if plan.right_candidates is None:
+                if fixed_right is None:
+                    fixed_right = load_run(plan.right, version=plan.version)
+                right_run = fixed_right
+            else:
+                ge_graph = plan.select.get("ge_graph")
+                selection = Selection(rank=rank, iteration=iteration, graph=plan.select.get("graph"),
+                                      model_name=plan.select.get("model_name"),
+                                      ge_graph=Path(ge_graph) if ge_graph is not None else None)
+                right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version)
+            scenario, _, pairing = pair_loaded(left_run, right_run, fusion_rule, mapping=mapping, **rules)
+            part = _compare_one(left_run, right_run, scenario, pairing, metrics, options, prefix)
+        except CompareError as exc:
+            notes.append(f"{prefix}not compared: {exc}")
+            continue
+        for row in part.rows:
+            row.rank, row.iteration = _as_int(rank), _as_int(iteration)
+        rows.extend(part.rows)
+        if part.stats is not None:
+            for srow in part.stats.rows:
+                srow.rank, srow.iteration = _as_int(rank), _as_int(iteration)
+            stats_rows.extend(part.stats.rows)
+            stat_names.extend(n for n in part.stats.stats if n not in stat_names)
+        notes.extend(part.notes)
+        parts.append((_as_int(rank), _as_int(iteration)))
+        last = part
+    if last is None:
+        from .errors import PairingError
+
+        raise PairingError("no rank / iteration could be compared: " + "; ".join(notes[-10:]))
+    stats = None
+    if stats_rows:
+        from .stats import ordered_stats
+
+        stats = StatsResult(stats_rows, ordered_stats(stat_names))
+    notes.insert(0, f"compared {len(parts)} (rank, iteration) part(s) in turn: "
+                    + ", ".join(f"rank {r} iteration {i}" for r, i in parts))
+    return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
+                         notes=notes, scenario=last.scenario, stats=stats, parts=parts)
+
+
+def selected_folder(path: PathLike, *, rank: object = None, iteration: object = None, graph: object = None,
+                    model_name: str | None = None, ge_graph: PathLike | None = None) -> Path:
+    """The leaf folder the selection picks in a MindSpore / TF-NPU tree (``path`` itself otherwise).
+
+    Used where a single folder is needed (single-operator mode). Raises
+    :class:`~compare.errors.OptionError` when the selection matches nothing or several
+    (rank, iteration) pairs.
+    """
+    from .errors import OptionError
+    from .loaders.selection import Selection
+    from .loaders.trees import claim, select
+
+    selection = Selection(rank=rank, iteration=iteration, graph=graph, model_name=model_name,
+                          ge_graph=Path(ge_graph) if ge_graph is not None else None)
+    for spec, flag in zip(selection.specs()[:2], ("--rank", "--iteration")):
+        if _is_multi(spec):
+            raise OptionError(f"{flag} {spec.text}: single-operator mode compares one tensor; give one value")  # type: ignore[union-attr]
+    leaves = claim(path, selection)
+    if leaves is None:
+        return Path(path)
+    chosen = select(leaves, selection, where=str(path))
+    return chosen[0].path if chosen else Path(path)
+
+
+def _as_int(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
 
 
 def _skipped_for(run: Run, names: Sequence[str]) -> list[str]:
@@ -146,6 +405,7 @@ def to_dataframe(result: NetworkResult):
     Not-computed metrics are NaN; ``StandardDeviation`` keeps its ``(mean;std),(mean;std)`` text
     and the four numbers are also given as float columns ``LeftMean, LeftStd, RightMean,
     RightStd``; ``Status`` says whether the row was compared (and if not, why in FailReason).
+    ``Rank`` and ``Iteration`` follow ``Index`` when ranks / iterations were compared in turn.
     """
     import pandas as pd
 
@@ -154,9 +414,12 @@ def to_dataframe(result: NetworkResult):
 
     nan = float("nan")
     records = []
+    with_selection = any(row.rank is not None or row.iteration is not None for row in result.rows)
     for row in result.rows:
         rec: dict[str, object] = {
             "Index": row.index,
+            "Rank": row.rank,
+            "Iteration": row.iteration,
             "OpType": row.op_type,
             "LeftOp": row.left_op,
             "LeftDataType": row.left_dtype,
@@ -176,6 +439,8 @@ def to_dataframe(result: NetworkResult):
         rec.update(LeftMean=std[0], LeftStd=std[1], RightMean=std[2], RightStd=std[3], Status=row.status.value)
         records.append(rec)
     columns = header(result.metrics) + ["LeftMean", "LeftStd", "RightMean", "RightStd", "Status"]
+    if with_selection:
+        columns[1:1] = ["Rank", "Iteration"]
     return pd.DataFrame.from_records(records, columns=columns)
 
 

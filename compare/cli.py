@@ -41,6 +41,15 @@ Examples:
 
   # one operator element by element (summary, per-element CSVs, top-N worst elements):
   vcompare -l npu -r golden -f model.json -o detail/ -d pool5 -t output -i 0 -n 50
+
+  # MindSpore GPU run vs Ascend run (npy / .bin dump trees), every iteration in turn:
+  vcompare -l gpu_dump -r ascend_dump --rank 0 --iteration all -o out/
+
+  # MindSpore vs a Caffe/TF golden folder through a names file (left,right per line):
+  vcompare -l ms_dump -r caffe_npy --mapping map.csv
+
+  # TF NPU dump: the model_name folder of the graph in a GE build file:
+  vcompare -l npu_dump -r tf_golden --ge-graph ge_proto_00292_Build.txt
 """
 
 
@@ -88,6 +97,22 @@ def compare(
                                             help="Single-operator mode: rows per detail CSV, 10000-1000000 [1000000]."),
     no_details: bool = typer.Option(False, "--no-details", "--ignore_single_op_result",
                                     help="Single-operator mode: write the summary and top-N files only."),
+    rank: Optional[str] = typer.Option(None, "--rank",
+                                       help="Dump trees: rank/device to compare: N, list 0,1, range 0-3, or all "
+                                            "(each in turn) [only one, else the first]."),
+    iteration: Optional[str] = typer.Option(None, "--iteration",
+                                            help="Dump trees: iteration to compare: N, list, range 0|5-8, or all "
+                                                 "(each in turn) [only one, else the newest]."),
+    graph: Optional[str] = typer.Option(None, "--graph",
+                                        help="MindSpore dump trees: graph id [the graph with most dump files]."),
+    model_name: Optional[str] = typer.Option(None, "--model-name",
+                                             help="TF-NPU / GE trees: the model_name folder to read."),
+    ge_graph: Optional[Path] = typer.Option(None, "--ge-graph",
+                                            help="TF-NPU / GE trees: ge_proto_*_Build.txt whose first graph names "
+                                                 "the model_name folder."),
+    mapping: Optional[Path] = typer.Option(None, "--mapping",
+                                           help="Pair operators through a names file (CSV left,right[:index]; "
+                                                "YAML if PyYAML is installed) instead of by name."),
 ) -> None:
     from .gates import parse_gate
     from .reports.network import Layout, resolve_output, write_report
@@ -101,11 +126,20 @@ def compare(
         single = _SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details)
         single.check()
         for path, flag in ((left, "-l"), (right, "-r"), (fusion_rule, "-f"), (quant_rule, "-q"),
-                           (close_fusion_rule, "-cf")):
+                           (close_fusion_rule, "-cf"), (ge_graph, "--ge-graph"), (mapping, "--mapping")):
             if path is not None:
                 _check_readable(path, flag)
         rules = {"quant_rule": quant_rule, "close_fusion_rule": close_fusion_rule}
+        select = {"rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
+                  "ge_graph": ge_graph}
         if single.op is not None:
+            if mapping is not None:
+                raise OptionError("--mapping is for whole-network comparisons; in single-operator mode (-d) name "
+                                  "the left operator and give folders whose names match")
+            if any(v is not None for v in select.values()):
+                from .api import selected_folder
+
+                left, right = selected_folder(left, **select), selected_folder(right, **select)
             if fusion_rule is not None and fusion_rule.is_dir():
                 raise OptionError("-d compares one operator of one model: -f must be a rule file, not a folder")
             _single_op(single, left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
@@ -119,13 +153,29 @@ def compare(
 
         result = run_network(left, right, fusion_rule, algorithms=algorithm, custom_dir=custom,
                              dump_version=dump_version, max_elements=max_cmp_size,
-                             extra_metrics=[g.metric for g in gates], **rules)
-        path, table_format = resolve_output(output, csv_flag=csv_flag)
-        left_npy, right_npy = result.has_npy
-        written = write_report(result.rows, path, result.metrics, table_format=table_format, layout=report_layout,
-                               left_address=not left_npy, right_address=not right_npy)
+                             extra_metrics=[g.metric for g in gates], mapping=mapping, **rules, **select)
+        if result.stats is not None and not result.rows:
+            from .reports.stats import write_stats_report
+
+            if gates:
+                raise OptionError("--gate checks tensor metrics, and this comparison is statistics-only (a side "
+                                  "holds statistics and no tensor data); compare tensor dumps to use gates")
+            written = write_stats_report(result.stats, output)
+        else:
+            path, table_format = resolve_output(output, csv_flag=csv_flag)
+            left_npy, right_npy = result.has_npy
+            written = write_report(result.rows, path, result.metrics, table_format=table_format,
+                                   layout=report_layout, left_address=not left_npy, right_address=not right_npy)
     except CompareError as exc:
         _err(f"error: {exc}")
+        raise typer.Exit(EXIT_CANNOT_RUN) from None
+    except ValueError as exc:
+        # a refused -custom plugin folder (convert.layouts.LayoutError) cannot run either: exit 2
+        from convert.layouts import LayoutError
+
+        if not isinstance(exc, LayoutError):
+            raise
+        _err(f"error: -custom {custom}: {exc}" if custom is not None else f"error: {exc}")
         raise typer.Exit(EXIT_CANNOT_RUN) from None
 
     if not quiet:

@@ -191,6 +191,8 @@ class MetricRow:
     float NaN means "computed, and the data made it NaN" (printed ``nan``). ``std`` is
     ``(left_mean, left_std, right_mean, right_std)`` or ``None``. ``reasons`` are plain-English
     messages joined into the FailReason cell. ``bool(row)`` is True when the row was compared.
+    ``rank`` / ``iteration`` are set when several ranks or iterations of a dump tree are compared
+    in one report (``--rank all`` / ``--iteration all``); ``None`` otherwise.
     """
 
     index: int
@@ -208,6 +210,8 @@ class MetricRow:
     right_address: int | None = None
     status: PairStatus = PairStatus.COMPARED
     op_sequence: int | None = None
+    rank: int | None = None
+    iteration: int | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED

@@ -8,6 +8,11 @@ A reader is any object with ``name``, ``kinds`` (the :class:`RunKind` values it 
 ``sniff(folder) -> bool`` (declines quietly: never raises for "not mine"), ``explain(folder) ->
 str`` (why it declined, for the "no reader found" message) and
 ``scan(folder, *, version=None, root=None) -> Run``.
+
+MindSpore and TensorFlow-NPU dump trees (:mod:`compare.loaders.trees`) are claimed before the
+Ascend folder resolution, because their selection options (``rank``, ``iteration``, ``graph``,
+``model_name``, ``ge_graph``) choose among the leaves of the whole tree; the ``mindspore``
+reader in :data:`READERS` (tried first) makes :func:`detect` and ``kind=`` know them too.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ class FunctionReader:
     sniff: Callable[[Path], bool]
     explain: Callable[[Path], str]
     scan: Callable[..., Run]
+    #: Used for a forced ``kind`` only when it also sniffs the folder (readers of specific trees).
+    claims_only: bool = False
 
 
 def _majority(folder: Path) -> str | None:
@@ -52,6 +59,27 @@ def _majority(folder: Path) -> str | None:
         return cached_listing(folder).majority()
     except CompareError:
         return None
+
+
+def _sniff_family(folder: Path) -> bool:
+    from .trees import claim
+
+    return claim(folder) is not None
+
+
+def _explain_family(folder: Path) -> str:
+    return ("no MindSpore dump (.bin / {op_type}.{op_name}...{input|output}.{slot}.{format}.npy / "
+            "statistic.csv) and no rank_N, device_N, iteration_N or stats-CSV tree")
+
+
+def _scan_family(folder: Path, *, version: int | None = None, root: Path | None = None) -> Run:
+    from .selection import Selection
+    from .trees import claim, load_selected
+
+    candidates = claim(folder)
+    if candidates is None:
+        raise CompareError(f"{folder}: {_explain_family(folder)}")
+    return load_selected(root or folder, candidates, Selection(), version=version)
 
 
 def _sniff_offline(folder: Path) -> bool:
@@ -72,6 +100,14 @@ def _explain_golden(folder: Path) -> str:
 
 #: The readers tried, in order, by :func:`detect` and :func:`load_run`.
 READERS: list[Reader] = [
+    FunctionReader(
+        name="mindspore",
+        kinds=(RunKind.NUMPY, RunKind.OFFLINE),
+        sniff=_sniff_family,
+        explain=_explain_family,
+        scan=_scan_family,
+        claims_only=True,
+    ),
     FunctionReader(
         name="ascend-offline",
         kinds=(RunKind.OFFLINE,),
@@ -119,6 +155,12 @@ def _choose_reader(folder: Path, kind: RunKind | None) -> Reader:
     if kind is not None:
         for reader in READERS:
             if kind in reader.kinds:
+                if getattr(reader, "claims_only", False):
+                    try:
+                        if not reader.sniff(folder):
+                            continue
+                    except Exception:  # a sniff must not raise; treat it as a decline
+                        continue
                 return reader
         raise CompareError(f"no reader produces runs of kind {kind.value!r}")
     tried = []
@@ -139,6 +181,15 @@ def detect(path: str | os.PathLike) -> RunKind:
     Only file names are looked at (npy folders whose op names are quantized give QUANT).
     Raises :class:`CompareError` / :class:`DumpFormatError` when no reader claims the folder.
     """
+    from .trees import claim
+
+    candidates = claim(path)
+    if candidates is not None:
+        from .selection import Selection
+        from .trees import select
+
+        chosen = select(candidates, Selection(), where=str(path))
+        return RunKind.OFFLINE if chosen and chosen[0].kind == "offline" else RunKind.NUMPY
     folder, _ = resolve_dump_folder(path)
     reader = _choose_reader(folder, None)
     if reader.name == "golden-npy":
@@ -160,6 +211,11 @@ def load_run(
     kind: RunKind | None = None,
     fusion_rule: bool = False,
     keep_raw_names: bool = False,
+    rank: object = None,
+    iteration: object = None,
+    graph: object = None,
+    model_name: str | None = None,
+    ge_graph: str | os.PathLike | None = None,
 ) -> Run:
     """Load a dump folder as a :class:`Run` (metadata only; tensors are read on ``load()``).
 
@@ -170,10 +226,38 @@ def load_run(
     run keeps the requested kind and a note says what was detected. ``fusion_rule`` /
     ``keep_raw_names`` steer the offline op-name clean-up.
 
+    Selection (MindSpore / TensorFlow-NPU trees, see :mod:`compare.loaders.selection`):
+    ``rank`` and ``iteration`` take a number, a list, a range (``0|5-8``) or ``all`` -- one run
+    is returned, so a spec selecting several uses the largest with a note (compare each in turn
+    with :func:`compare.api.run_network`); ``graph`` a graph id; ``model_name`` the model_name
+    folder, ``ge_graph`` a ``ge_proto_*_Build.txt`` whose first graph names it. ``None`` = the
+    only candidate or the newest, with a note. On a folder without these levels the options are
+    ignored with a note.
+
     Raises :class:`CompareError` for a missing or empty folder and for a folder without any
-    usable dump file (the message names the folder and lists the files and why).
+    usable dump file (the message names the folder and lists the files and why);
+    :class:`~compare.errors.OptionError` when a selection matches nothing (listing what there is).
     """
+    from .selection import Selection
+
+    selection = Selection(rank=rank, iteration=iteration, graph=graph, model_name=model_name,
+                          ge_graph=Path(ge_graph) if ge_graph is not None else None)
+    selection.specs()  # validate the option syntax before touching the disk
+    if kind is None or kind in (RunKind.NUMPY, RunKind.OFFLINE):
+        from .trees import claim, load_selected
+
+        candidates = claim(path, selection)
+        if candidates is not None:
+            run = load_selected(path, candidates, selection, version=version, fusion_rule=fusion_rule,
+                                keep_raw_names=keep_raw_names)
+            if kind is not None and run.kind is not kind:
+                run.notes.append(f"run kind forced to {kind.value!r} (the files say {run.kind.value!r})")
+                run.kind = kind
+            return run
     folder, notes = resolve_dump_folder(path)
+    if selection.given:
+        given = ", ".join(f"--{k.replace('_', '-')}" for k, v in vars(selection).items() if v is not None)
+        notes.append(f"{given} ignored: {path} has no rank/iteration/graph/model levels")
     reader = _choose_reader(folder, kind)
     if reader.name == "ascend-offline":
         run = scan_offline(
@@ -184,6 +268,8 @@ def load_run(
             keep_raw_names=keep_raw_names,
             listing=cached_listing(folder),
         )
+    elif reader.name == "mindspore":
+        run = _scan_family(folder, version=version, root=Path(path))
     elif reader.name == "golden-npy":
         run = scan_golden(folder, version=version, root=path, listing=cached_listing(folder))
     else:

@@ -1,0 +1,800 @@
+"""MindSpore dump folders: file naming, leaf-folder scanning, run records.
+
+Layouts (the tree walk and the selection of a leaf are in :mod:`compare.loaders.trees`):
+
+* **Synchronous dump, r1.x** -- ``{path}/{net}/device_{id}/iteration_{n}/`` (CPU: no
+  ``device_{id}``) holding raw little-endian ``.bin`` files named
+  ``{op_name}_{input|output}_{index}_shape_{d0}_{d1}..._{data_type}_{format}.bin`` (the
+  ``shape_`` word is optional; a scalar has no dimension). ``/`` in scope names is written
+  ``--``. ``data_type`` is a MindSpore type name (``Float32``, ``kNumberTypeFloat32``,
+  ``UInt32``, ``Bool`` ...), ``format`` a layout (``DefaultFormat``, ``NCHW``, ``NC1HWC0``,
+  ``FracZ`` ...). The bytes are the tensor, nothing else: ``prod(shape) * itemsize`` must be the
+  file size.
+* **Asynchronous dump, r1.x** -- ``{path}/{device_id}/{net}_graph_{graph_id}/{graph_id}/
+  {iteration}/`` holding Ascend dump files ``{op_type}.{op_name}.{task_id}.{timestamp}`` (read
+  as Ascend offline dumps).
+* **O0/O1 and CPU/GPU dumps** -- ``{path}/rank_{rank}/{net}/{graph_id}/{iteration}/`` holding
+  ``{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}.{input|output}.{slot}.{format}
+  [.{dtype}].npy``, ``statistic.csv``, ``mapping.csv`` (rows ``random_digits,real_name`` for
+  names too long for the file system), kernel-argument ``{op_type}.{op_name}.json`` files
+  (ignored); ``{graph_id}/constants/Parameter.data-{id}.0.0.{ts}.output.0.DefaultFormat[.dtype].npy``
+  (constants, read as operators of type ``Parameter``); ``rank_{rank}/execution_order/
+  ms_execution_order_graph_{id}.csv`` (kernel order: used to order the rows) and
+  ``ms_global_execution_order_graph_{id}.csv`` (the iterations in which the graph ran);
+  ``.dump_metadata/`` and ``graphs/`` are ignored.
+* **O2 / GE dumps** -- ``{path}/[{step_id}/]{time}/{device_id}/{model_name}/{model_id}/
+  {iteration_id}/`` holding Ascend dump files or ``.npy`` files named as above,
+  ``Opdebug.Node_OpDebug.{task_id}.{stream_id}.{timestamp}[.output.0.json]`` overflow records
+  (reported as rows, never compared), ``statistic.csv``, ``mapping.csv``; ``acl_dump_{id}.json``
+  is ignored.
+
+Naming policy (the op name a run is keyed by): the **full scope name as MindSpore writes it in
+its graphs** -- ``--`` in a ``.bin``/``.npy`` file name is turned back into ``/``
+(``Default--network-conv1-op104`` -> ``Default/network-conv1-op104``). Ascend-format files
+(async, O2 ``bin``) have ``/`` and ``.`` already replaced by ``_`` and keep that name; pairing
+matches the two forms through the normalised key (see :mod:`compare.pairing.user_mapping`).
+
+Data types: a ``.npy`` name's ``{dtype}`` field is the original type. MindSpore saves bfloat16
+as float32, int4 as int8 and uint1 as uint8; when the name says ``bfloat16`` / ``int4`` /
+``uint1`` and the array has that carrier type, the DataType column shows the original type
+(the values are compared as saved). Any other disagreement keeps the array's type and adds a
+note.
+
+Edge-case policy: a file whose name matches no rule is listed in ``Run.skipped`` with the
+reason; a ``.bin`` whose size disagrees with its name, or whose type cannot be decoded, keeps
+its tensor row and that row's reason is the :class:`DumpFormatError` naming the file; of several
+files for one tensor the one with the latest timestamp is used (all are in ``OpDump.files``).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CompareError, DumpFormatError
+from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatsTensorRef(TensorRef):
+    """A tensor with recorded statistics (``statistic.csv`` / GE stats CSV).
+
+    ``stats`` maps canonical statistic names (:data:`compare.loaders.stats_csv.STAT_COLUMNS`)
+    to values; ``reader`` is ``None`` for a statistics-only dump (no tensor data was saved).
+    ``stats_source`` names the CSV and row.
+    """
+
+    stats: dict = field(default_factory=dict, compare=False, hash=False)
+    stats_source: str = ""
+
+
+@dataclass(frozen=True)
+class OverflowRecord:
+    """An ``Opdebug.Node_OpDebug.*`` overflow record (dumped when overflow detection fired)."""
+
+    path: Path
+    task_id: int | None
+    stream_id: int | None
+    timestamp: int
+    summary: str
+
+    def reason(self) -> str:
+        where = f"task {self.task_id}, stream {self.stream_id}" if self.task_id is not None else "unknown task"
+        return (f"overflow/underflow record ({where}, file {self.path.name}): {self.summary}; "
+                "an overflow record is reported, not compared")
+
+
+@dataclass
+class FamilyRun(Run):
+    """A :class:`Run` read from a MindSpore or TensorFlow-NPU dump tree.
+
+    ``family`` is the layout (``mindspore-sync``, ``mindspore-npy``, ``mindspore-async``,
+    ``mindspore-o2``, ``ge`` (TF NPU / GE), ``stats``); ``coords`` where the leaf sits (``rank``,
+    ``iteration``, ``graph``, ``model_name``, ...). ``order`` maps op names to their position in
+    the execution order (when an execution-order file exists). ``overflow`` lists overflow
+    records. ``stats_only`` is True when the run holds statistics and no tensor data.
+    ``ran_iterations`` are the iterations the graph ran in (global execution order file).
+    """
+
+    family: str = ""
+    coords: dict = field(default_factory=dict)
+    order: dict = field(default_factory=dict)
+    overflow: list = field(default_factory=list)
+    stats_only: bool = False
+    ran_iterations: tuple = ()
+
+    @property
+    def rank(self) -> int | None:
+        value = self.coords.get("rank")
+        return int(value) if value is not None and str(value).isdigit() else None
+
+    @property
+    def iteration(self) -> int | None:
+        value = self.coords.get("iteration")
+        return int(value) if value is not None and str(value).isdigit() else None
+
+    @classmethod
+    def from_run(cls, run: Run, **extra: object) -> "FamilyRun":
+        """A FamilyRun with every field of ``run`` plus ``extra``."""
+        base = {f.name: getattr(run, f.name) for f in fields(Run)}
+        return cls(**base, **extra)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# Type and format names
+# --------------------------------------------------------------------------------------------
+
+#: MindSpore type names (lower case, ``knumbertype`` prefix dropped) -> numpy-style names.
+_MS_TYPES = {
+    "bool": "bool",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "int": "int32",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "uint": "uint32",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    "float": "float32",
+    "double": "float64",
+    "bfloat16": "bfloat16",
+    "complex64": "complex64",
+    "complex128": "complex128",
+    "int4": "int4",
+    "uint1": "uint1",
+}
+
+#: Original types MindSpore stores in a wider carrier type in ``.npy`` files.
+NPY_CARRIERS = {"bfloat16": "float32", "int4": "int8", "uint1": "uint8"}
+
+#: MindSpore format names -> vcompare layout names (others: upper-cased as written).
+_MS_FORMATS = {
+    "defaultformat": "ND",
+    "default": "ND",
+    "fracz": "FRACTAL_Z",
+    "fractal_z": "FRACTAL_Z",
+    "frac_nz": "FRACTAL_NZ",
+    "fractal_nz": "FRACTAL_NZ",
+    "fracnz": "FRACTAL_NZ",
+    "fractal_z_3d": "FRACTAL_Z_3D",
+    "nc1hwc0": "NC1HWC0",
+    "ndc1hwc0": "NDC1HWC0",
+    "c1hwncoc0": "C1HWNCoC0",
+    "nc1hwc0_c04": "NC1HWC0_C04",
+    "fractal_z_c04": "FRACTAL_Z_C04",
+}
+
+
+def ms_dtype(text: str) -> str | None:
+    """numpy-style name of a MindSpore type name (``Float32``, ``kNumberTypeUInt32``), or None."""
+    key = text.strip().lower()
+    for prefix in ("knumbertype", "kobjecttype"):
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+    return _MS_TYPES.get(key)
+
+
+def ms_format(text: str) -> str:
+    """vcompare layout name of a MindSpore format name (``DefaultFormat`` -> ``ND``)."""
+    key = text.strip()
+    return _MS_FORMATS.get(key.lower(), key.upper())
+
+
+def scope_name(file_op_name: str) -> str:
+    """The op name of a file name: ``--`` back to ``/`` (see the module doc)."""
+    return file_op_name.replace("--", "/")
+
+
+_KERNEL_RE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)-op\d+")
+
+
+def kernel_type(op_name: str) -> str | None:
+    """The op type a kernel name carries (``.../conv3-Conv2d/Conv2D-op12`` -> ``Conv2D``), or None."""
+    match = _KERNEL_RE.fullmatch(op_name.rsplit("/", 1)[-1])
+    return match.group(1) if match else None
+
+
+def _numpy_storage(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    if name in ("int4", "uint1"):
+        raise ValueError(name)
+    return np.dtype(name).newbyteorder("<")
+
+
+# --------------------------------------------------------------------------------------------
+# Synchronous .bin names
+# --------------------------------------------------------------------------------------------
+
+SYNC_FORM = "{op_name}_{input|output}_{index}_shape_{d0}_..._{data_type}_{format}.bin"
+
+_SYNC_RE = re.compile(
+    r"(?P<op>.+)_(?P<kind>input|output)_(?P<index>\d+)_(?:shape_?)?(?P<dims>(?:\d+_)*)"
+    r"(?P<dtype>[A-Za-z][A-Za-z0-9]*)_(?P<fmt>[A-Za-z][A-Za-z0-9_]*)\.bin"
+)
+
+
+@dataclass(frozen=True)
+class SyncName:
+    """Fields of a synchronous ``.bin`` name; ``op_file_name`` keeps the ``--`` form."""
+
+    op_file_name: str
+    kind: TensorKind
+    index: int
+    shape: tuple[int, ...]
+    dtype_text: str
+    format_text: str
+
+    @property
+    def op_name(self) -> str:
+        return scope_name(self.op_file_name)
+
+    @property
+    def dtype(self) -> str | None:
+        return ms_dtype(self.dtype_text)
+
+    @property
+    def format(self) -> str:
+        return ms_format(self.format_text)
+
+
+def parse_sync_name(name: str) -> SyncName | None:
+    """Parse a synchronous-dump ``.bin`` name, or ``None`` when it is not one."""
+    match = _SYNC_RE.fullmatch(name)
+    if match is None:
+        return None
+    dims = tuple(int(d) for d in match.group("dims").split("_") if d)
+    return SyncName(
+        op_file_name=match.group("op"),
+        kind=TensorKind(match.group("kind")),
+        index=int(match.group("index")),
+        shape=dims,
+        dtype_text=match.group("dtype"),
+        format_text=match.group("fmt"),
+    )
+
+
+def check_sync_file(path: Path, parsed: SyncName) -> np.dtype:
+    """The storage dtype of a ``.bin``; :class:`DumpFormatError` if type or size is wrong."""
+    dtype = parsed.dtype
+    if dtype is None or dtype in ("int4", "uint1"):
+        raise DumpFormatError(path, f"data type {parsed.dtype_text!r} of the file name cannot be decoded "
+                                    "(known: Bool, Int8-64, UInt8-64, Float16/32/64, BFloat16, Complex64/128)")
+    storage = _numpy_storage(dtype)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    expected = math.prod(parsed.shape) * storage.itemsize
+    if size != expected:
+        dims = "x".join(str(d) for d in parsed.shape) or "scalar"
+        raise DumpFormatError(path, f"file size {size} bytes does not match the name: shape {dims} of "
+                                    f"{parsed.dtype_text} needs {expected} bytes")
+    return storage
+
+
+def read_sync_bin(path: Path, parsed: SyncName) -> np.ndarray:
+    """Read a synchronous ``.bin`` (memory-mapped, read-only) with the type and shape of its name."""
+    storage = check_sync_file(path, parsed)
+    if math.prod(parsed.shape) == 0:
+        return np.empty(parsed.shape, dtype=storage)
+    array = np.memmap(path, dtype=storage, mode="r", shape=parsed.shape or (1,))
+    return array.reshape(parsed.shape)
+
+
+# --------------------------------------------------------------------------------------------
+# O0/O1, CPU/GPU and O2 .npy names
+# --------------------------------------------------------------------------------------------
+
+NPY_FORM = "{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}.{input|output}.{slot}.{format}[.{dtype}].npy"
+
+_NPY_RE = re.compile(
+    r"(?P<type>[^.]+)\.(?P<op>.+)\.(?P<task>\d+)\.(?P<stream>\d+)\.(?P<ts>\d+)\."
+    r"(?P<kind>input|output)\.(?P<slot>\d+)\.(?P<fmt>[A-Za-z][A-Za-z0-9_]*)(?:\.(?P<dtype>[A-Za-z][A-Za-z0-9_]*))?\.npy"
+)
+
+
+@dataclass(frozen=True)
+class NpyName:
+    """Fields of a MindSpore ``.npy`` dump name; ``op_file_name`` keeps the ``--`` form."""
+
+    op_type: str
+    op_file_name: str
+    task_id: int
+    stream_id: int
+    timestamp: int
+    kind: TensorKind
+    slot: int
+    format_text: str
+    dtype_text: str | None
+
+    @property
+    def op_name(self) -> str:
+        return scope_name(self.op_file_name)
+
+    @property
+    def format(self) -> str:
+        return ms_format(self.format_text)
+
+
+def parse_npy_name(name: str) -> NpyName | None:
+    """Parse a MindSpore ``.npy`` dump name, or ``None`` when it is not one."""
+    match = _NPY_RE.fullmatch(name)
+    if match is None:
+        return None
+    return NpyName(
+        op_type=match.group("type"),
+        op_file_name=match.group("op"),
+        task_id=int(match.group("task")),
+        stream_id=int(match.group("stream")),
+        timestamp=int(match.group("ts")),
+        kind=TensorKind(match.group("kind")),
+        slot=int(match.group("slot")),
+        format_text=match.group("fmt"),
+        dtype_text=match.group("dtype"),
+    )
+
+
+_OVERFLOW_RE = re.compile(r"Opdebug\.Node_OpDebug\.(\d+)\.(\d+)\.(\d+)(?:\..*)?")
+_HASHED_RE = re.compile(r"[0-9]+(?:\.npy)?")
+_ACL_JSON_RE = re.compile(r"acl_dump_\d+\.json")
+
+#: Files of a leaf folder that are never tensors.
+IGNORED_NAMES = frozenset({"mapping.csv", "convert_failed_file_list.txt"})
+
+
+def is_overflow_name(name: str) -> bool:
+    return _OVERFLOW_RE.fullmatch(name) is not None
+
+
+def is_ignored_name(name: str) -> bool:
+    """Files that are part of a dump folder but hold no tensor (configuration, kernel args)."""
+    if name in IGNORED_NAMES or _ACL_JSON_RE.fullmatch(name):
+        return True
+    # {op_type}.{op_name}.json kernel-argument files (save_kernel_args)
+    return name.endswith(".json") and not is_overflow_name(name)
+
+
+# --------------------------------------------------------------------------------------------
+# Execution order files
+# --------------------------------------------------------------------------------------------
+
+
+def read_execution_order(path: Path) -> list[str]:
+    """Kernel names of ``ms_execution_order_graph_{id}.csv`` in execution order.
+
+    The first cell of every non-empty row is a name; a header row (a cell without ``/`` or
+    ``-op`` whose text is ``op_name`` / ``name`` / ``kernel``) is skipped. Unreadable -> ``[]``.
+    """
+    names: list[str] = []
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            for row in csv.reader(handle):
+                cells = [c.strip() for c in row if c.strip()]
+                if not cells:
+                    continue
+                cell = cells[-1] if len(cells) > 1 and cells[0].isdigit() else cells[0]
+                if not names and cell.lower().replace(" ", "_") in ("op_name", "name", "kernel", "kernel_name",
+                                                                      "node_name", "op"):
+                    continue
+                names.append(scope_name(cell))
+    except OSError:
+        return []
+    return names
+
+
+def read_global_order(path: Path) -> tuple[int, ...]:
+    """The iterations listed in ``ms_global_execution_order_graph_{id}.csv`` (sorted, unique)."""
+    found: set[int] = set()
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            for row in csv.reader(handle):
+                for cell in row:
+                    text = cell.strip()
+                    if text.isdigit():
+                        found.add(int(text))
+                        break
+    except OSError:
+        return ()
+    return tuple(sorted(found))
+
+
+def order_files(leaf: Path, graph: object, depth: int) -> tuple[Path | None, Path | None]:
+    """``(execution order csv, global execution order csv)`` for a leaf, or ``None`` each.
+
+    Looked up in ``execution_order/`` of the ancestors up to ``depth`` levels above the leaf
+    (``rank_N/execution_order`` for npy dumps, ``device_N/execution_order`` for sync dumps).
+    For an unknown graph id the only ``ms_execution_order_graph_*.csv`` is used.
+    """
+    folder = leaf
+    for _ in range(depth + 1):
+        order_dir = folder / "execution_order"
+        if order_dir.is_dir():
+            if graph is not None:
+                local = order_dir / f"ms_execution_order_graph_{graph}.csv"
+                glob = order_dir / f"ms_global_execution_order_graph_{graph}.csv"
+                return (local if local.is_file() else None, glob if glob.is_file() else None)
+            locals_ = sorted(order_dir.glob("ms_execution_order_graph_*.csv"))
+            globals_ = sorted(order_dir.glob("ms_global_execution_order_graph_*.csv"))
+            return (locals_[0] if len(locals_) == 1 else None, globals_[0] if len(globals_) == 1 else None)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return None, None
+
+
+def apply_order(run: FamilyRun, names: list[str]) -> None:
+    """Fill ``run.order`` from an execution order (names matched exactly or normalised)."""
+    if not names:
+        return
+    from ..pairing.user_mapping import name_key
+
+    by_key = {name_key(n): i for i, n in reversed(list(enumerate(names)))}
+    for op in run.ops:
+        position = by_key.get(name_key(op))
+        if position is not None:
+            run.order[op] = position
+    run.notes.append(f"operators ordered by the execution order file ({len(run.order)} of {len(run.ops)} found in it)")
+
+
+# --------------------------------------------------------------------------------------------
+# Leaf scanning: synchronous .bin
+# --------------------------------------------------------------------------------------------
+
+
+def _files(folder: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as it:
+            return sorted((e for e in it if _is_file(e)), key=lambda e: e.name)
+    except OSError as exc:
+        raise CompareError(f"cannot list dump folder {folder}: {exc.strerror or exc}") from exc
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = None) -> FamilyRun:
+    """Scan a synchronous-dump ``iteration_{n}`` folder of ``.bin`` files.
+
+    One :class:`OpDump` per op name (``--`` -> ``/``); inputs and outputs by index; the op type
+    is the kernel name's ``{Type}-op{N}`` part (None for parameters). Sizes and
+    types are checked when a tensor is read (its row then carries the DumpFormatError); a file
+    whose size disagrees with its name is also noted in ``run.notes`` now.
+    Raises :class:`CompareError` when the folder holds no ``.bin`` dump file.
+    """
+    folder = Path(folder)
+    run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY,
+                    family="mindspore-sync", coords=dict(coords or {}))
+    tensors: dict[str, dict[tuple[TensorKind, int], TensorRef]] = {}
+    files: dict[str, list[Path]] = {}
+    bad_sizes: list[str] = []
+    for entry in _files(folder):
+        path = Path(entry.path)
+        parsed = parse_sync_name(entry.name)
+        if parsed is None:
+            if not is_ignored_name(entry.name):
+                run.skipped.append((path, f"name matches no synchronous-dump rule, expected {SYNC_FORM}"))
+            continue
+        dtype = parsed.dtype or parsed.dtype_text
+        try:
+            storage = check_sync_file(path, parsed)
+            nbytes = math.prod(parsed.shape) * storage.itemsize
+        except DumpFormatError as exc:
+            bad_sizes.append(str(exc))
+            nbytes = 0
+        ref = TensorRef(op_name=parsed.op_name, kind=parsed.kind, index=parsed.index, dtype=dtype,
+                        format=parsed.format, shape=parsed.shape, path=path, nbytes=nbytes,
+                        reader=functools.partial(read_sync_bin, path, parsed))
+        tensors.setdefault(parsed.op_name, {})[(parsed.kind, parsed.index)] = ref
+        files.setdefault(parsed.op_name, []).append(path)
+    if not tensors:
+        from .ascend import no_valid_files_error
+
+        raise no_valid_files_error(folder, run.skipped)
+    for name in sorted(tensors):
+        refs = tensors[name]
+        run.ops[name] = OpDump(
+            name=name, op_type=kernel_type(name), path=files[name][0], files=tuple(files[name]),
+            inputs=tuple(sorted((r for (k, _), r in refs.items() if k is TensorKind.INPUT), key=lambda r: r.index)),
+            outputs=tuple(sorted((r for (k, _), r in refs.items() if k is TensorKind.OUTPUT), key=lambda r: r.index)),
+        )
+    if bad_sizes:
+        shown = "; ".join(bad_sizes[:5]) + (f"; and {len(bad_sizes) - 5} more" if len(bad_sizes) > 5 else "")
+        run.notes.append(f"{len(bad_sizes)} .bin file(s) do not match their names (their rows say why): {shown}")
+    return run
+
+
+# --------------------------------------------------------------------------------------------
+# Leaf scanning: .npy (O0/O1, CPU/GPU, O2 npy)
+# --------------------------------------------------------------------------------------------
+
+
+def _lookup_hashed(name: str, mapping: dict[str, str]) -> str | None:
+    if name in mapping:
+        return mapping[name]
+    if name.endswith(".npy"):
+        return mapping.get(name[:-4])
+    return mapping.get(name + ".npy")
+
+
+def _npy_ref(op_name: str, parsed: NpyName, path: Path, notes: list[str]) -> tuple[TensorRef | None, str | None]:
+    from .golden_npy import load_npy, logical_dtype_name, read_npy_header
+
+    try:
+        header = read_npy_header(path)
+    except DumpFormatError as exc:
+        return None, str(exc)
+    saved = logical_dtype_name(header.dtype)
+    dtype = saved
+    named = ms_dtype(parsed.dtype_text) if parsed.dtype_text else None
+    if named is not None and named != saved:
+        if NPY_CARRIERS.get(named) == saved:
+            dtype = named
+        else:
+            notes.append(f"{path.name}: the name says {parsed.dtype_text} but the array holds {saved}; "
+                         f"{saved} is reported")
+    ref = TensorRef(op_name=op_name, kind=parsed.kind, index=parsed.slot, dtype=dtype, format=parsed.format,
+                    shape=header.shape, path=path, nbytes=math.prod(header.shape) * header.dtype.itemsize,
+                    reader=functools.partial(load_npy, path, header))
+    return ref, None
+
+
+@dataclass
+class _NpyGroup:
+    """All files of one op in one folder (several executions: latest timestamp wins)."""
+
+    op_type: str
+    by_tensor: dict[tuple[TensorKind, int], list[tuple[NpyName, Path]]] = field(default_factory=dict)
+
+
+def _group_npy(entries: list[tuple[str, Path]], run: FamilyRun) -> dict[str, _NpyGroup]:
+    groups: dict[str, _NpyGroup] = {}
+    for name, path in entries:
+        parsed = parse_npy_name(name)
+        if parsed is None:
+            run.skipped.append((path, f"name matches no MindSpore .npy dump rule, expected {NPY_FORM}"))
+            continue
+        group = groups.setdefault(parsed.op_name, _NpyGroup(parsed.op_type))
+        group.by_tensor.setdefault((parsed.kind, parsed.slot), []).append((parsed, path))
+    return groups
+
+
+def _build_npy_op(name: str, group: _NpyGroup, run: FamilyRun) -> OpDump:
+    inputs: list[TensorRef] = []
+    outputs: list[TensorRef] = []
+    errors: list[str] = []
+    all_files: list[Path] = []
+    latest = 0
+    for key in sorted(group.by_tensor, key=lambda k: (k[0] is TensorKind.OUTPUT, k[1])):
+        files = sorted(group.by_tensor[key], key=lambda f: (f[0].timestamp, f[1].name))
+        all_files.extend(p for _, p in files)
+        parsed, path = files[-1]
+        latest = max(latest, parsed.timestamp)
+        ref, error = _npy_ref(name, parsed, path, run.notes)
+        if ref is not None:
+            (inputs if parsed.kind is TensorKind.INPUT else outputs).append(ref)
+        if error:
+            errors.append(error)
+    return OpDump(name=name, op_type=group.op_type, path=all_files[-1] if all_files else run.path,
+                  files=tuple(all_files), inputs=tuple(inputs), outputs=tuple(outputs),
+                  error="; ".join(errors) if errors and not inputs and not outputs else None, timestamp=latest)
+
+
+def attach_stats(run: FamilyRun, records: list, key=scope_name) -> int:
+    """Give the run's tensors their statistics (a StatsTensorRef each); return how many matched."""
+    by_tensor = {}
+    for record in records:
+        by_tensor[(key(record.op_name), record.kind, record.index)] = record
+    matched = 0
+    for name, op in list(run.ops.items()):
+        changed = False
+        new: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
+        for kind in (TensorKind.INPUT, TensorKind.OUTPUT):
+            for ref in op.tensors(kind):
+                record = by_tensor.get((name, kind, ref.index))
+                if record is None:
+                    new[kind].append(ref)
+                    continue
+                matched += 1
+                changed = True
+                new[kind].append(StatsTensorRef(**{f.name: getattr(ref, f.name) for f in fields(TensorRef)},
+                                                stats=dict(record.stats),
+                                                stats_source=f"{record.path.name} row {record.line}"))
+        if changed:
+            run.ops[name] = OpDump(name=op.name, op_type=op.op_type, path=op.path, files=op.files,
+                                   inputs=tuple(new[TensorKind.INPUT]), outputs=tuple(new[TensorKind.OUTPUT]),
+                                   error=op.error, timestamp=op.timestamp)
+    return matched
+
+
+def stats_only_ops(records: list, *, key=scope_name, format_default: str = "ND") -> dict[str, OpDump]:
+    """Operators made of statistics records only (no tensor data; ``reader`` None)."""
+    grouped: dict[str, dict[tuple[TensorKind, int], object]] = {}
+    meta: dict[str, tuple[str | None, int, Path]] = {}
+    for record in records:
+        name = key(record.op_name)
+        slot = grouped.setdefault(name, {})
+        previous = slot.get((record.kind, record.index))
+        if previous is None or record.timestamp >= previous.timestamp:  # type: ignore[attr-defined]
+            slot[(record.kind, record.index)] = record
+        old = meta.get(name)
+        meta[name] = (record.op_type, max(record.timestamp, old[1] if old else 0), record.path)
+    ops: dict[str, OpDump] = {}
+    for name in sorted(grouped):
+        refs: dict[TensorKind, list[StatsTensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
+        for (kind, index), record in sorted(grouped[name].items(), key=lambda kv: (kv[0][0].value, kv[0][1])):
+            refs[kind].append(StatsTensorRef(
+                op_name=name, kind=kind, index=index, dtype=record.dtype or "unknown",
+                format=ms_format(record.format) if record.format else format_default, shape=record.shape,
+                path=record.path, nbytes=record.data_size or 0, reader=None, stats=dict(record.stats),
+                stats_source=f"{record.path.name} row {record.line}"))
+        op_type, ts, path = meta[name]
+        ops[name] = OpDump(name=name, op_type=op_type, path=path, files=(path,),
+                           inputs=tuple(refs[TensorKind.INPUT]), outputs=tuple(refs[TensorKind.OUTPUT]),
+                           timestamp=ts)
+    return ops
+
+
+def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = None,
+             constants: Path | None = None, family: str = "mindspore-npy") -> FamilyRun:
+    """Scan a MindSpore ``.npy`` iteration folder (O0/O1, CPU/GPU, or O2 with ``file_format`` npy).
+
+    Tensors come from the ``.npy`` files (hashed names renamed through ``mapping.csv``); the
+    ``constants/`` folder, when given, adds its Parameter files. ``statistic.csv`` gives each
+    tensor its statistics; without any ``.npy`` the run is statistics-only (``stats_only``).
+    Overflow records (``Opdebug...json``) go to ``run.overflow``. Raises :class:`CompareError`
+    when the folder holds neither tensors nor statistics.
+    """
+    from .ascend import no_valid_files_error, read_mapping
+    from .stats_csv import read_stats_csv
+
+    folder = Path(folder)
+    run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY, family=family,
+                    coords=dict(coords or {}))
+    entries: list[tuple[str, Path]] = []
+    stats_files: list[Path] = []
+    mapping: dict[str, str] | None = None
+    for entry in _files(folder):
+        path, name = Path(entry.path), entry.name
+        if name == "statistic.csv":
+            stats_files.append(path)
+            continue
+        if is_overflow_name(name):
+            run.overflow.append(read_overflow(path))
+            continue
+        if is_ignored_name(name):
+            continue
+        if _HASHED_RE.fullmatch(name):
+            if mapping is None:
+                mapping, bad = read_mapping(folder)
+                run.skipped.extend(bad)
+            real = _lookup_hashed(name, mapping)
+            if real is None:
+                run.skipped.append((path, "random-digit file name not listed in mapping.csv: cannot tell which "
+                                          "tensor it is"))
+                continue
+            name = real
+        entries.append((name, path))
+    if constants is not None and constants.is_dir():
+        const_entries = [(e.name, Path(e.path)) for e in _files(constants) if e.name.endswith(".npy")]
+        entries.extend(const_entries)
+        if const_entries:
+            run.notes.append(f"{len(const_entries)} constant(s) read from {constants}")
+    groups = _group_npy(entries, run)
+    for name in sorted(groups):
+        run.ops[name] = _build_npy_op(name, groups[name], run)
+    records = []
+    for path in stats_files:
+        parsed = read_stats_csv(path)
+        run.skipped.extend(parsed.skipped)
+        records.extend(parsed.records)
+    if records:
+        if run.ops:
+            matched = attach_stats(run, records)
+            run.notes.append(f"statistic.csv: {len(records)} row(s), {matched} matched a tensor file")
+        else:
+            run.ops = stats_only_ops(records)
+            run.stats_only = True
+            run.notes.append(f"statistics only: {len(records)} tensor(s) from {stats_files[0]} (no .npy data)")
+    if not run.ops:
+        if run.overflow:
+            run.notes.append(f"the folder holds only {len(run.overflow)} overflow record(s)")
+            return run
+        raise no_valid_files_error(folder, run.skipped)
+    return run
+
+
+def constants_folder(leaf: Path) -> Path | None:
+    """The ``constants/`` folder of an O0/O1 iteration folder: beside it, else one level up."""
+    for folder in (leaf.parent / "constants", leaf.parent.parent / "constants"):
+        if folder.is_dir():
+            return folder
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Overflow records
+# --------------------------------------------------------------------------------------------
+
+
+def read_overflow(path: Path) -> OverflowRecord:
+    """Decode an ``Opdebug.Node_OpDebug.*`` file enough to report it (never raises).
+
+    ``.json`` (O2 npy format): its top-level keys and values, shortened. Binary (Ascend dump
+    format): the number and sizes of its tensors and buffers, read with the dump reader.
+    """
+    match = _OVERFLOW_RE.fullmatch(path.name)
+    task, stream, ts = (int(match.group(i)) for i in (1, 2, 3)) if match else (None, None, 0)
+    if path.name.endswith(".json"):
+        try:
+            content = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+            text = json.dumps(content, separators=(",", ":"), sort_keys=True)
+            summary = text if len(text) <= 300 else text[:297] + "..."
+        except (OSError, ValueError) as exc:
+            summary = f"unreadable JSON ({exc})"
+    else:
+        try:
+            from convert.dumpfile import read_header
+
+            header = read_header(path)
+            parts = [f"{len(header.outputs)} output(s) of {', '.join(str(int(o.size)) for o in header.outputs) or 0} "
+                     f"bytes", f"{len(header.inputs)} input(s)"]
+            buffers = getattr(header, "buffers", ())
+            if buffers:
+                parts.append(f"{len(buffers)} buffer(s)")
+            summary = "; ".join(parts)
+        except CompareError as exc:
+            summary = f"undecodable ({exc})"
+        except OSError as exc:
+            summary = f"unreadable ({exc.strerror or exc})"
+    return OverflowRecord(path=path, task_id=task, stream_id=stream, timestamp=ts or 0, summary=summary)
+
+
+__all__ = [
+    "FamilyRun",
+    "NPY_FORM",
+    "NpyName",
+    "OverflowRecord",
+    "StatsTensorRef",
+    "SYNC_FORM",
+    "attach_stats",
+    "constants_folder",
+    "kernel_type",
+    "stats_only_ops",
+    "SyncName",
+    "check_sync_file",
+    "ms_dtype",
+    "ms_format",
+    "parse_npy_name",
+    "parse_sync_name",
+    "read_execution_order",
+    "read_global_order",
+    "read_overflow",
+    "read_sync_bin",
+    "scan_npy",
+    "scan_sync",
+    "scope_name",
+]

@@ -1,0 +1,217 @@
+"""Choosing what to read in a dump tree: rank/device, iteration, graph, model name.
+
+Dump trees hold one leaf folder per (rank or device, graph or model, iteration); the options
+``--rank``, ``--iteration``, ``--graph``, ``--model-name`` and ``--ge-graph`` say which ones to
+compare. This module parses those options and applies them to the candidate leaves a loader
+found (:class:`Candidate`); the layouts themselves are in :mod:`compare.loaders.mindspore` and
+:mod:`compare.loaders.tf_npu`.
+
+Spec syntax (``--rank`` / ``--iteration`` / ``--graph``):
+
+* ``N`` -- one value; ``N,M`` or ``N|M`` -- a list; ``A-B`` -- a range, both ends included;
+  combinations such as ``0|5-8|100-120`` (the MindSpore ``iteration`` syntax) work;
+* ``all`` -- every candidate, compared each in turn (only ``--rank`` and ``--iteration``);
+* not given -- the only candidate, or else the newest (largest iteration / data index, latest
+  ``time`` folder) and, for ranks, devices and graphs, the smallest id; a note says what was used
+  and what else was there.
+
+Edge-case policy: a spec that matches no candidate is an :class:`OptionError` listing the
+candidates; a spec that names several values while a single comparison is asked for (a list
+without ``all`` in :func:`pick_one`) uses the largest and says so in a note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import OptionError
+
+_TOKEN_RE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A parsed ``--rank`` / ``--iteration`` / ``--graph`` value.
+
+    ``every`` is True for ``all``; otherwise ``ranges`` holds inclusive ``(low, high)`` pairs.
+    ``text`` is the value as given (for messages).
+    """
+
+    text: str
+    every: bool = False
+    ranges: tuple[tuple[int, int], ...] = ()
+
+    def matches(self, value: int) -> bool:
+        return self.every or any(low <= value <= high for low, high in self.ranges)
+
+    @property
+    def single(self) -> int | None:
+        """The value when the spec names exactly one number, else ``None``."""
+        if not self.every and len(self.ranges) == 1 and self.ranges[0][0] == self.ranges[0][1]:
+            return self.ranges[0][0]
+        return None
+
+
+def parse_spec(value: object, what: str) -> Spec | None:
+    """Parse ``value`` (int, str, list of ints, ``"all"`` or ``None``) as a selection spec.
+
+    ``what`` names the option in error messages (``--iteration``). Raises :class:`OptionError`
+    for text that is neither ``all`` nor numbers, lists and ranges.
+    """
+    if value is None:
+        return None
+    if isinstance(value, Spec):
+        return value
+    if isinstance(value, bool):
+        raise OptionError(f"{what} must be a number, a list, a range or 'all', not {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise OptionError(f"{what} must not be negative, got {value}")
+        return Spec(str(value), ranges=((value, value),))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return parse_spec(",".join(str(v) for v in value), what)
+    text = str(value).strip()
+    if text.lower() == "all":
+        return Spec(text, every=True)
+    if not text:
+        raise OptionError(f"{what} is empty: give a number, a list (0,3), a range (5-8) or 'all'")
+    ranges: list[tuple[int, int]] = []
+    for token in re.split(r"[|,]", text):
+        match = _TOKEN_RE.fullmatch(token)
+        if match is None:
+            raise OptionError(
+                f"{what} {text!r}: {token.strip()!r} is not a number or a range A-B "
+                "(examples: 3, 0,3, 0|5-8, all)"
+            )
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) is not None else low
+        if high < low:
+            raise OptionError(f"{what} {text!r}: range {low}-{high} runs backwards")
+        ranges.append((low, high))
+    return Spec(text, ranges=tuple(ranges))
+
+
+@dataclass
+class Candidate:
+    """One leaf folder of a dump tree and where it sits.
+
+    ``coords`` holds what the folder names say: ``rank`` (``rank_N`` / ``device_N`` / the
+    device-id folder), ``iteration`` (``iteration_N``, the iteration or ``data_index`` folder),
+    ``graph`` (MindSpore graph id), ``model_name``, ``model_id``, ``time``, ``step`` -- only the
+    keys the layout has. ``layout`` names the layout (see :mod:`compare.loaders.trees`),
+    ``kind`` what the leaf holds (``sync``, ``npy``, ``offline``, ``stats``) and ``files`` how
+    many dump files it holds (counted up to a limit); ``special`` whether it holds statistics or
+    overflow records.
+    """
+
+    path: Path
+    layout: str
+    coords: dict[str, object] = field(default_factory=dict)
+    kind: str = ""
+    files: int = 0
+    special: bool = False
+
+    def get(self, key: str) -> object | None:
+        return self.coords.get(key)
+
+    def describe(self) -> str:
+        parts = [f"{k} {v}" for k, v in self.coords.items() if v is not None and k != "net"]
+        return ", ".join(parts) or str(self.path)
+
+
+@dataclass
+class Selection:
+    """The selection options of one comparison (``None`` = default choice).
+
+    ``rank`` / ``iteration`` / ``graph``: spec text, int or :class:`Spec`. ``model_name``: the
+    model_name folder to read (TF NPU / GE / O2 layouts). ``ge_graph``: a ``ge_proto_*_Build.txt``
+    file whose first graph name is the model_name folder to read.
+    """
+
+    rank: object = None
+    iteration: object = None
+    graph: object = None
+    model_name: str | None = None
+    ge_graph: Path | None = None
+
+    def specs(self) -> tuple[Spec | None, Spec | None, Spec | None]:
+        return (parse_spec(self.rank, "--rank"), parse_spec(self.iteration, "--iteration"),
+                parse_spec(self.graph, "--graph"))
+
+    @property
+    def given(self) -> bool:
+        return any(v is not None for v in (self.rank, self.iteration, self.graph, self.model_name, self.ge_graph))
+
+
+def _int_or_none(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def values_of(candidates: Iterable[Candidate], key: str) -> list[object]:
+    """Distinct values of ``key`` among the candidates, sorted (numbers numerically)."""
+    seen = {c.get(key) for c in candidates if c.get(key) is not None}
+    return sorted(seen, key=lambda v: (0, _int_or_none(v), "") if _int_or_none(v) is not None else (1, 0, str(v)))
+
+
+def _listing(values: Sequence[object]) -> str:
+    shown = ", ".join(str(v) for v in values[:20])
+    return shown + (f" (+{len(values) - 20} more)" if len(values) > 20 else "")
+
+
+def filter_by(candidates: list[Candidate], key: str, spec: Spec | None, *, option: str, where: str,
+              default: str, notes: list[str], keep_all: bool = False) -> list[Candidate]:
+    """Keep the candidates whose ``key`` the spec selects (see the module doc for defaults).
+
+    ``default`` is ``"max"`` (newest: iterations, data indexes, times) or ``"min"`` (ranks,
+    devices). ``keep_all`` keeps every value the spec selects (``all`` or a list, for the
+    compare-each-in-turn mode); otherwise one value is kept. Candidates without ``key`` are kept
+    as they are. Raises :class:`OptionError` when the spec matches nothing.
+    """
+    with_key = [c for c in candidates if c.get(key) is not None]
+    if not with_key:
+        if spec is not None and not spec.every:
+            notes.append(f"{option} {spec.text} ignored: {where} has no {key} level")
+        return candidates
+    values = values_of(with_key, key)
+    numeric = all(_int_or_none(v) is not None for v in values)
+    if spec is None:
+        if len(values) == 1:
+            chosen = [values[0]]
+        else:
+            pick = values[-1] if default == "max" else values[0]
+            chosen = [pick]
+            notes.append(f"{where}: {len(values)} {key}s ({_listing(values)}); using {key} {pick} "
+                         f"({'the newest' if default == 'max' else 'the first'}; choose with {option})")
+    else:
+        if not numeric:
+            raise OptionError(f"{option} {spec.text}: the {key} folders of {where} are not numbered "
+                              f"({_listing(values)})")
+        chosen = [v for v in values if spec.matches(int(v))]  # type: ignore[arg-type]
+        if not chosen:
+            raise OptionError(f"{option} {spec.text} selects nothing in {where}: it has {key} "
+                              f"{_listing(values)}")
+        if len(chosen) > 1 and not keep_all:
+            notes.append(f"{option} {spec.text} selects {len(chosen)} {key}s ({_listing(chosen)}); "
+                         f"using {chosen[-1]} (add 'all' to compare each in turn)")
+            chosen = [chosen[-1]]
+    keep = {str(v) for v in chosen}
+    return [c for c in candidates if c.get(key) is None or str(c.get(key)) in keep]
+
+
+def newest(candidates: list[Candidate], key: str, *, where: str, notes: list[str], why: str = "") -> list[Candidate]:
+    """Keep the candidates with the largest ``key`` (a ``time`` or ``step`` folder), with a note."""
+    values = values_of([c for c in candidates if c.get(key) is not None], key)
+    if len(values) <= 1:
+        return candidates
+    pick = values[-1]
+    notes.append(f"{where}: {len(values)} {key} folders ({_listing(values)}); using the newest, {pick}{why}")
+    return [c for c in candidates if c.get(key) is None or c.get(key) == pick]
+
+
+__all__ = ["Candidate", "Selection", "Spec", "filter_by", "newest", "parse_spec", "values_of"]

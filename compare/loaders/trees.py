@@ -1,0 +1,416 @@
+"""Dump trees of the MindSpore and TensorFlow-NPU families: finding leaves, selecting, scanning.
+
+:func:`claim` walks a user-given path (up to :data:`MAX_DEPTH` levels down, hidden folders,
+``graphs/``, ``execution_order/`` and ``constants/`` skipped) for *leaf folders* -- folders that
+directly hold dump files -- and says whether the tree is one this module reads. Each leaf is
+classified by what it holds (:func:`classify_leaf`) and placed by the names of its ancestors
+(:func:`locate`); the given path may itself be a leaf, whose ancestors still name it.
+
+Layouts (leaf folder, named from its ancestors -> coordinates):
+
+* ``mindspore-sync``: ``{net}/device_{d}/iteration_{n}`` (CPU: ``{net}/iteration_{n}``) ->
+  rank d, iteration n;
+* ``mindspore-npy``: ``rank_{r}/{net}/{graph}/{iteration}`` -> rank, graph, iteration;
+* ``mindspore-async``: ``{device}/{net}_graph_{g}/{g}/{iteration}`` -> rank (the device),
+  graph, iteration;
+* ``mindspore-o2``: ``{step}/{time}/{device}/{model_name}/{model_id}/{iteration}`` -> step,
+  time, rank, model_name, model_id, iteration;
+* ``ge`` (TF NPU, GE dumps): ``{time}/{device}/{model_name}/{model_id}/{data_index}`` -> time,
+  rank, model_name, model_id, iteration;
+* ``plain``: any other leaf (no coordinates).
+
+The tree is claimed when a leaf is a MindSpore layout, holds ``.bin`` / MindSpore ``.npy`` /
+statistics / overflow files, or when a selection option is given for a ``ge`` tree. Plain Ascend
+trees without selection options, and golden folders, are left to the other readers (so their
+behaviour does not change).
+
+Selection order (:func:`select`): rank, model name (``--ge-graph`` / ``--model-name``), the
+newest ``step`` and ``time`` folders, graph, iteration; then, should several leaves remain for
+one (rank, iteration), the largest ``model_id`` and then the newest folder. Every default choice
+adds a note.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CompareError, OptionError
+from .selection import Candidate, Selection, filter_by, newest, parse_spec, values_of
+
+#: How deep the walk goes below the given path.
+MAX_DEPTH = 8
+#: Entries of a folder classified to decide what it holds.
+MAX_SNIFF = 512
+
+_SKIP_DIRS = frozenset({"graphs", "execution_order", "constants"})
+_ITER_RE = re.compile(r"iteration_(\d+)")
+_DEVICE_RE = re.compile(r"device_(\d+)")
+_RANK_RE = re.compile(r"rank_(\d+)")
+_TIME_RE = re.compile(r"\d{14}")
+
+MINDSPORE_LAYOUTS = frozenset({"mindspore-sync", "mindspore-npy", "mindspore-async", "mindspore-o2"})
+
+
+@dataclass
+class LeafInfo:
+    """What a folder holds: counts per file kind (``sync``, ``npy``, ``offline``, ``stats_csv``,
+    ``statistic``, ``overflow``, ``golden``, ``hashed``) and the resulting ``kind``."""
+
+    counts: Counter = field(default_factory=Counter)
+
+    @property
+    def kind(self) -> str | None:
+        c = self.counts
+        if c["sync"]:
+            return "sync"
+        if c["npy"]:
+            return "npy"
+        if c["offline"] or c["stats_csv"]:
+            return "offline"
+        if c["statistic"]:
+            return "stats"
+        if c["overflow"]:
+            return "offline"
+        if c["golden"]:
+            return "golden"
+        return None
+
+    @property
+    def total(self) -> int:
+        return sum(v for k, v in self.counts.items() if k != "golden")
+
+    @property
+    def special(self) -> bool:
+        """Holds something only this module reads (statistics, overflow records)."""
+        c = self.counts
+        return bool(c["stats_csv"] or c["statistic"] or c["overflow"])
+
+
+def _classify_name(name: str) -> str | None:
+    from .ascend import classify_name
+    from .mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
+    from .tf_npu import stats_csv_name
+
+    if name == "statistic.csv":
+        return "statistic"
+    if is_overflow_name(name):
+        return "overflow"
+    if is_ignored_name(name):
+        return None
+    if name.endswith(".bin") and parse_sync_name(name) is not None:
+        return "sync"
+    if name.endswith(".npy") and parse_npy_name(name) is not None:
+        return "npy"
+    if stats_csv_name(name) is not None:
+        return "stats_csv"
+    kind, parsed, _ = classify_name(name)
+    if parsed is None:
+        return None
+    return "offline" if kind == "offline" else "golden"
+
+
+def classify_leaf(folder: Path) -> LeafInfo:
+    """Classify (up to :data:`MAX_SNIFF`) files of ``folder``; hashed names via ``mapping.csv``."""
+    info = LeafInfo()
+    hashed: list[str] = []
+    try:
+        with os.scandir(folder) as it:
+            for number, entry in enumerate(it):
+                if number >= MAX_SNIFF:
+                    break
+                try:
+                    if not entry.is_file():
+                        continue
+                except OSError:
+                    continue
+                if re.fullmatch(r"[0-9]+(?:\.npy)?", entry.name):
+                    hashed.append(entry.name)
+                    continue
+                kind = _classify_name(entry.name)
+                if kind:
+                    info.counts[kind] += 1
+    except OSError:
+        return info
+    if hashed:
+        from .ascend import read_mapping
+
+        mapping, _ = read_mapping(folder)
+        for name in hashed[:64]:
+            real = mapping.get(name) or mapping.get(name[:-4] if name.endswith(".npy") else name + ".npy")
+            kind = _classify_name(real) if real else None
+            if kind:
+                info.counts[kind] += 1
+    return info
+
+
+def find_leaves(root: Path, max_depth: int = MAX_DEPTH) -> list[tuple[Path, LeafInfo]]:
+    """Folders at most ``max_depth`` levels below ``root`` (``root`` included) holding dump files.
+
+    A folder holding dump files is not searched further; symlink loops are cut.
+    """
+    found: list[tuple[Path, LeafInfo]] = []
+    seen: set[tuple[int, int]] = set()
+
+    def walk(folder: Path, depth: int) -> None:
+        try:
+            stat = folder.stat()
+        except OSError:
+            return
+        key = (stat.st_dev, stat.st_ino)
+        if key in seen:
+            return
+        seen.add(key)
+        info = classify_leaf(folder)
+        if info.kind is not None:
+            found.append((folder, info))
+            return
+        if depth >= max_depth:
+            return
+        try:
+            with os.scandir(folder) as it:
+                subs = sorted(Path(e.path) for e in it if e.is_dir(follow_symlinks=True)
+                              and not e.name.startswith(".") and e.name not in _SKIP_DIRS)
+        except OSError:
+            return
+        for sub in subs:
+            walk(sub, depth + 1)
+
+    walk(Path(root), 0)
+    return found
+
+
+def locate(leaf: Path, kind: str) -> tuple[str, dict[str, object]]:
+    """The layout of a leaf and its coordinates, from the names of the leaf and its ancestors."""
+    parts = Path(os.path.abspath(leaf)).parts
+    name = parts[-1]
+
+    def part(i: int) -> str:
+        return parts[-i] if len(parts) >= i else ""
+
+    if kind == "sync":
+        match = _ITER_RE.fullmatch(name)
+        coords: dict[str, object] = {"iteration": int(match.group(1))} if match else {}
+        device = _DEVICE_RE.fullmatch(part(2))
+        if device:
+            coords = {"rank": int(device.group(1)), **coords, "net": part(3)}
+        elif match:
+            coords["net"] = part(2)
+        return "mindspore-sync", coords
+    digit = str.isdigit
+    if digit(name) and digit(part(2)) and _RANK_RE.fullmatch(part(4)):
+        rank = int(_RANK_RE.fullmatch(part(4)).group(1))  # type: ignore[union-attr]
+        return "mindspore-npy", {"rank": rank, "net": part(3), "graph": int(part(2)), "iteration": int(name)}
+    if digit(name) and digit(part(2)) and part(3).endswith(f"_graph_{part(2)}") and digit(part(4)):
+        return "mindspore-async", {"rank": int(part(4)), "net": part(3)[: -len(f"_graph_{part(2)}")],
+                                   "graph": int(part(2)), "iteration": int(name)}
+    if digit(name) and digit(part(2)) and digit(part(4)) and _TIME_RE.fullmatch(part(5)):
+        coords = {"time": part(5), "rank": int(part(4)), "model_name": part(3), "model_id": int(part(2)),
+                  "iteration": int(name)}
+        if digit(part(6)) and not _TIME_RE.fullmatch(part(6)):
+            return "mindspore-o2", {"step": int(part(6)), **coords}
+        return "ge", coords
+    return "plain", {}
+
+
+def _candidates(root: Path) -> list[Candidate]:
+    out = []
+    for leaf, info in find_leaves(root):
+        kind = info.kind
+        if kind is None or kind == "golden":
+            continue
+        layout, coords = locate(leaf, kind)
+        out.append(Candidate(path=leaf, layout=layout, coords=coords, kind=kind, files=info.total,
+                             special=info.special))
+    return out
+
+
+def claim(path: str | os.PathLike, selection: Selection | None = None) -> list[Candidate] | None:
+    """The leaves of ``path`` when this module should read it (see the module doc), else None."""
+    root = Path(path)
+    if not root.is_dir():
+        return None
+    candidates = _candidates(root)
+    if not candidates:
+        return None
+    for c in candidates:
+        if c.layout in MINDSPORE_LAYOUTS or c.kind in ("sync", "npy", "stats") or c.special:
+            return candidates
+    if selection is not None and selection.given and any(c.layout == "ge" for c in candidates):
+        return candidates
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Selection
+# --------------------------------------------------------------------------------------------
+
+
+def _where(root: Path) -> str:
+    return str(root)
+
+
+def _pick_model(candidates: list[Candidate], selection: Selection, where: str, notes: list[str]) -> list[Candidate]:
+    from .tf_npu import check_model_folder, first_graph_name
+
+    names = [str(v) for v in values_of(candidates, "model_name")]
+    if selection.ge_graph is not None:
+        graph = first_graph_name(selection.ge_graph)
+        if not names:
+            notes.append(f"--ge-graph ignored: {where} has no model_name level")
+            return candidates
+        chosen = check_model_folder(names, graph, f"--ge-graph {selection.ge_graph} (first graph {graph!r})")
+        notes.append(f"model_name {chosen} (first graph of {Path(selection.ge_graph).name})")
+    elif selection.model_name is not None:
+        if not names:
+            notes.append(f"--model-name ignored: {where} has no model_name level")
+            return candidates
+        chosen = check_model_folder(names, selection.model_name, f"--model-name {selection.model_name}")
+    elif len(names) > 1:
+        sizes = Counter()
+        for c in candidates:
+            sizes[str(c.get("model_name"))] += c.files
+        chosen = max(names, key=lambda n: (sizes[n], n))
+        notes.append(f"{where}: {len(names)} model_name folders ({', '.join(names)}); using {chosen}, the one "
+                     "with the most dump files -- name the graph with --ge-graph ge_proto_*_Build.txt or "
+                     "--model-name")
+    else:
+        return candidates
+    return [c for c in candidates if c.get("model_name") is None or str(c.get("model_name")) == chosen]
+
+
+def _pick_graph(candidates: list[Candidate], selection: Selection, where: str, notes: list[str]) -> list[Candidate]:
+    spec = parse_spec(selection.graph, "--graph")
+    if spec is not None:
+        if spec.every:
+            raise OptionError("--graph all is not supported: compare one graph at a time (--graph N)")
+        return filter_by(candidates, "graph", spec, option="--graph", where=where, default="min", notes=notes)
+    graphs = values_of(candidates, "graph")
+    if len(graphs) <= 1:
+        return candidates
+    sizes = Counter()
+    for c in candidates:
+        sizes[c.get("graph")] += c.files
+    chosen = max(graphs, key=lambda g: (sizes[g], -int(g)))  # type: ignore[arg-type]
+    notes.append(f"{where}: {len(graphs)} graphs ({', '.join(str(g) for g in graphs)}); using graph {chosen}, the "
+                 "one with the most dump files (choose with --graph)")
+    return [c for c in candidates if c.get("graph") is None or c.get("graph") == chosen]
+
+
+def select(candidates: list[Candidate], selection: Selection, *, where: str, keep_all: bool = False,
+           notes: list[str] | None = None) -> list[Candidate]:
+    """Apply the selection to the leaves (order in the module doc); one leaf per (rank, iteration).
+
+    ``keep_all``: keep every rank / iteration the specs select (compare-each-in-turn mode);
+    otherwise one rank and one iteration remain. Raises :class:`OptionError` when a spec selects
+    nothing (the message lists what there is).
+    """
+    notes = notes if notes is not None else []
+    rank_spec, iter_spec, _ = selection.specs()
+    chosen = list(candidates)
+    chosen = filter_by(chosen, "rank", rank_spec, option="--rank", where=where, default="min", notes=notes,
+                       keep_all=keep_all)
+    chosen = _pick_model(chosen, selection, where, notes)
+    chosen = newest(chosen, "step", where=where, notes=notes)
+    chosen = newest(chosen, "time", where=where, notes=notes)
+    chosen = _pick_graph(chosen, selection, where, notes)
+    chosen = filter_by(chosen, "iteration", iter_spec, option="--iteration", where=where, default="max",
+                       notes=notes, keep_all=keep_all)
+    groups: dict[tuple[object, object], list[Candidate]] = {}
+    for c in chosen:
+        groups.setdefault((c.get("rank"), c.get("iteration")), []).append(c)
+    out = []
+    for key, group in groups.items():
+        if len(group) > 1:
+            group.sort(key=lambda c: (int(c.get("model_id") or 0), _mtime(c.path), str(c.path)))
+            pick = group[-1]
+            notes.append(f"{where}: {len(group)} dump folders for {pick.describe()}; using {pick.path} "
+                         f"(largest model_id, then newest)")
+            group = [pick]
+        out.extend(group)
+    out.sort(key=lambda c: (_num(c.get("rank")), _num(c.get("iteration")), str(c.path)))
+    return out
+
+
+def _num(value: object) -> int:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return -1
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Scanning a chosen leaf
+# --------------------------------------------------------------------------------------------
+
+
+def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = None, fusion_rule: bool = False,
+                   keep_raw_names: bool = False):
+    """Read one leaf as a :class:`~compare.loaders.mindspore.FamilyRun` (its notes say which)."""
+    from .mindspore import (
+        apply_order,
+        constants_folder,
+        order_files,
+        read_execution_order,
+        read_global_order,
+        scan_npy,
+        scan_sync,
+    )
+    from .tf_npu import scan_binary
+
+    c = candidate
+    coords = dict(c.coords)
+    if c.kind == "sync":
+        run = scan_sync(c.path, root=root, coords=coords)
+    elif c.kind == "npy" or (c.kind == "stats" and c.layout in ("mindspore-npy", "mindspore-o2", "plain")):
+        constants = constants_folder(c.path) if c.layout == "mindspore-npy" else None
+        family = "mindspore-o2" if c.layout == "mindspore-o2" else ("ge" if c.layout == "ge" else "mindspore-npy")
+        run = scan_npy(c.path, root=root, coords=coords, constants=constants, family=family)
+    else:
+        family = {"mindspore-async": "mindspore-async", "mindspore-o2": "mindspore-o2"}.get(c.layout, "ge")
+        run = scan_binary(c.path, version=version, root=root, coords=coords, family=family,
+                          fusion_rule=fusion_rule, keep_raw_names=keep_raw_names)
+        if run.stats_only and c.layout == "plain":
+            run.family = "stats"
+    described = c.describe()
+    run.notes.insert(0, f"using {c.layout} dump folder {c.path}" + (f" ({described})" if described != str(c.path) else ""))
+    depth = {"mindspore-npy": 3, "mindspore-sync": 1}.get(c.layout)
+    if depth is not None:
+        local, global_ = order_files(c.path, coords.get("graph"), depth)
+        if local is not None:
+            apply_order(run, read_execution_order(local))
+        if global_ is not None:
+            run.ran_iterations = read_global_order(global_)
+            iteration = coords.get("iteration")
+            if iteration is not None and run.ran_iterations and int(iteration) not in run.ran_iterations:  # type: ignore[arg-type]
+                run.notes.append(f"{global_.name} does not list iteration {iteration} (the graph ran in "
+                                 f"{', '.join(str(i) for i in run.ran_iterations[:20])})")
+    return run
+
+
+def load_selected(path: str | os.PathLike, candidates: list[Candidate], selection: Selection, *,
+                  version: int | None = None, fusion_rule: bool = False, keep_raw_names: bool = False):
+    """One run: :func:`select` (single mode) then :func:`scan_candidate`; notes say what was used."""
+    root = Path(path)
+    notes: list[str] = []
+    chosen = select(candidates, selection, where=_where(root), notes=notes)
+    if not chosen:
+        raise CompareError(f"{root}: no dump folder left after the selection")
+    run = scan_candidate(chosen[0], root=root, version=version, fusion_rule=fusion_rule,
+                         keep_raw_names=keep_raw_names)
+    run.notes[1:1] = notes
+    return run
+
+
+__all__ = ["LeafInfo", "MINDSPORE_LAYOUTS", "claim", "classify_leaf", "find_leaves", "load_selected", "locate",
+           "scan_candidate", "select"]

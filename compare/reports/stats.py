@@ -1,0 +1,124 @@
+"""The statistics report: ``stats_result_{YYYYmmddHHMMSS}.csv``.
+
+Columns: ``Index, OpType, LeftOp, RightOp, TensorIndex`` (then ``Rank, Iteration`` when any row
+has them), ``LeftDataType, RightDataType, Shape``, then per compared statistic ``S`` (in
+:data:`compare.stats.STAT_ORDER` order, e.g. ``Max``): ``LeftS, RightS, SDiff, SRelDiff``, then
+``LeftSource, RightSource, FailReason``. Numbers print at full precision (integral values
+without decimals, others as Python's shortest round-trip ``repr``), ``nan`` / ``inf`` as such;
+``NaN`` means "not available on that side"; text statistics (md5) print as they are and their
+Diff cell says ``same`` / ``different``. Cells that could be read as spreadsheet formulas are
+neutralised as in the network report. Written atomically (temporary file, then rename).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..stats import StatsResult, StatsRow
+from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
+from .files import atomic_write_text
+
+#: Report names of the canonical statistics.
+STAT_LABELS = {
+    "max": "Max",
+    "min": "Min",
+    "avg": "Avg",
+    "l2norm": "L2Norm",
+    "count": "Count",
+    "nan_count": "NanCount",
+    "neg_inf_count": "NegativeInfCount",
+    "pos_inf_count": "PositiveInfCount",
+    "zero_count": "ZeroCount",
+    "negative_count": "NegativeCount",
+    "positive_count": "PositiveCount",
+    "md5": "MD5",
+    "sha1": "SHA1",
+}
+
+
+def stat_label(name: str) -> str:
+    return STAT_LABELS.get(name, "".join(part.capitalize() for part in name.replace("-", "_").split("_")))
+
+
+def value_cell(value: object) -> str:
+    """A statistic cell: full-precision number, ``nan``/``inf``, text as is, ``NaN`` if absent."""
+    if value is None:
+        return NOT_COMPUTED
+    if isinstance(value, str):
+        return value
+    number = float(value)  # type: ignore[arg-type]
+    if math.isnan(number):
+        return "nan"
+    if math.isinf(number):
+        return "inf" if number > 0 else "-inf"
+    if number.is_integer() and abs(number) < 1e15:
+        return str(int(number))
+    return repr(number)
+
+
+def header(stats: Sequence[str], *, with_selection: bool = False) -> list[str]:
+    cols = ["Index", "OpType", "LeftOp", "RightOp", "TensorIndex"]
+    if with_selection:
+        cols += ["Rank", "Iteration"]
+    cols += ["LeftDataType", "RightDataType", "Shape"]
+    for name in stats:
+        label = stat_label(name)
+        cols += [f"Left{label}", f"Right{label}", f"{label}Diff", f"{label}RelDiff"]
+    return cols + ["LeftSource", "RightSource", "FailReason"]
+
+
+def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = False) -> list[str]:
+    cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.right_op),
+             text_cell(row.tensor_id)]
+    if with_selection:
+        cells += [text_cell(row.rank), text_cell(row.iteration)]
+    cells += [text_cell(row.left_dtype), text_cell(row.right_dtype),
+              shape_cell(row.shape) if row.tensor_id else NOT_COMPUTED]
+    for name in stats:
+        value = row.values.get(name)
+        if value is None:
+            cells += [NOT_COMPUTED] * 4
+        else:
+            cells += [value_cell(value.left), value_cell(value.right), value_cell(value.diff), value_cell(value.rel)]
+    cells += [text_cell(row.left_source), text_cell(row.right_source), "; ".join(row.reasons)]
+    return [neutralise(c) for c in cells]
+
+
+def render_stats_csv(result: StatsResult) -> str:
+    with_selection = any(r.rank is not None or r.iteration is not None for r in result.rows)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header(result.stats, with_selection=with_selection))
+    for row in result.rows:
+        writer.writerow(row_cells(row, result.stats, with_selection=with_selection))
+    return buf.getvalue()
+
+
+def stats_output_path(output: str | os.PathLike[str] | None, *, now: time.struct_time | None = None) -> Path:
+    """Where the statistics report goes: a file path as given (``.csv``), else
+    ``{output or cwd}/stats_result_{YYYYmmddHHMMSS}.csv``."""
+    stamp = time.strftime("%Y%m%d%H%M%S", now or time.localtime())
+    if output is None or str(output) == "":
+        return Path.cwd() / f"stats_result_{stamp}.csv"
+    text = os.fspath(output)
+    path = Path(text)
+    if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
+        return path / f"stats_result_{stamp}.csv"
+    if path.suffix.lower() != ".csv":
+        return path.with_name(f"{path.stem}_stats.csv")
+    return path
+
+
+def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | None = None) -> Path:
+    """Write the statistics report (see the module doc) and return its path."""
+    return atomic_write_text(stats_output_path(output), render_stats_csv(result))
+
+
+__all__ = ["header", "render_stats_csv", "row_cells", "stat_label", "stats_output_path", "value_cell",
+           "write_stats_report"]
