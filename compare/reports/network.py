@@ -45,17 +45,21 @@ class TableFormat(str, Enum):
 
 
 def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_address: bool = True,
-           right_address: bool = True) -> list[str]:
-    """Column names of a network report, metrics in selection order."""
+           right_address: bool = True, selection: bool = False) -> list[str]:
+    """Column names of a network report, metrics in selection order.
+
+    ``selection``: add ``Rank, Iteration`` after ``Index`` (rows of several ranks / iterations).
+    """
+    sel = ["Rank", "Iteration"] if selection else []
     if layout is Layout.MSACCUCMP:
-        cols = ["Index", "OpType", "NPUDump", "DataType"]
+        cols = ["Index", *sel, "OpType", "NPUDump", "DataType"]
         if left_address:
             cols.append("Address")
         cols += ["GroundTruth", "DataType"]
         if right_address:
             cols.append("Address")
         return cols + ["TensorIndex", "Shape", *metrics, "CompareFailReason"]
-    return ["Index", "OpType", "LeftOp", "LeftDataType", "RightOp", "RightDataType", "TensorIndex", "Shape",
+    return ["Index", *sel, "OpType", "LeftOp", "LeftDataType", "RightOp", "RightDataType", "TensorIndex", "Shape",
             *metrics, "FailReason"]
 
 
@@ -74,10 +78,11 @@ def _address(value: int | None) -> str:
 
 
 def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
-              left_address: bool = True, right_address: bool = True) -> list[str]:
+              left_address: bool = True, right_address: bool = True, selection: bool = False) -> list[str]:
     """The text cells of one row, in :func:`header` order."""
+    sel = [text_cell(row.rank), text_cell(row.iteration)] if selection else []
     if layout is Layout.MSACCUCMP:
-        cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype)]
+        cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype)]
         if left_address:
             cells.append(_address(row.left_address))
         cells += [text_cell(row.right_op), text_cell(row.right_dtype)]
@@ -87,7 +92,7 @@ def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VC
         cells += _metric_cells(row, metrics)
         cells.append(",".join(row.reasons))
     else:
-        cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype),
+        cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype),
                  text_cell(row.right_op), text_cell(row.right_dtype), text_cell(row.tensor_id),
                  shape_cell(row.shape) if row.tensor_id else "NaN"]
         cells += _metric_cells(row, metrics)
@@ -95,7 +100,13 @@ def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VC
     return [neutralise(c) for c in cells]
 
 
+def _has_selection(rows: Sequence[MetricRow]) -> bool:
+    return any(getattr(r, "rank", None) is not None or getattr(r, "iteration", None) is not None for r in rows)
+
+
 def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, **address) -> str:
+    rows = list(rows)
+    address = {**address, "selection": _has_selection(rows)}
     buf = io.StringIO()
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
     writer = csv.writer(buf, lineterminator=terminator)
@@ -107,6 +118,8 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
 
 def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, **address) -> str:
     """Whitespace-aligned table: every column padded to its widest cell, reasons last."""
+    rows = list(rows)
+    address = {**address, "selection": _has_selection(rows)}
     table = [header(metrics, layout, **address)] + [row_cells(r, metrics, layout, **address) for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
     lines = []
