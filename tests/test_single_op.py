@@ -439,7 +439,7 @@ def test_agrees_with_reference(case: str, run_name: str, tmp_path: Path) -> None
     assert expected["Format"] == res.reference_format
     # the reference computes the errors in the arrays' own dtype (float16 - float16 -> float16 relative
     # errors in NPU vs NPU): allow that rounding on top of 1e-6
-    native = np.finfo(np.float16).eps if res.left.dtype == np.float16 and res.right.dtype == np.float16 else 0.0
+    native = float(np.finfo(np.float16).eps) if res.left.dtype == np.float16 and res.right.dtype == np.float16 else 0.0
     for key in ("MinAbsoluteError", "MaxAbsoluteError", "MinRelativeError", "MaxRelativeError"):
         value = float(expected[key])
         assert ours[key] == pytest.approx(value, abs=1e-6 + native * abs(value)), key
