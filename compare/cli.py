@@ -344,12 +344,15 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    from .signals import Interrupted, interruptible
+
     args = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
     try:
-        app(args=args, prog_name="vcompare")
-    except KeyboardInterrupt:
-        _err("interrupted: no result file was written")
-        sys.exit(130)
+        with interruptible():
+            app(args=args, prog_name="vcompare")
+    except Interrupted as stop:
+        _err(f"{stop}: no result file was written or changed")
+        sys.exit(stop.exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

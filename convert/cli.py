@@ -268,7 +268,15 @@ def run(argv: list[str] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    sys.exit(run(argv))
+    from compare.signals import Interrupted, interruptible
+
+    try:
+        with interruptible():
+            code = run(argv)
+    except Interrupted as stop:
+        sys.stderr.write(f"vconvert: {stop}: files already written are complete; the one in progress was not kept\n")
+        sys.exit(stop.exit_code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
