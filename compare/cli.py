@@ -344,14 +344,14 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    from .signals import Interrupted, interruptible
+    from .signals import Interrupted, interruptible, stop_message
 
     args = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
     try:
         with interruptible():
             app(args=args, prog_name="vcompare")
     except Interrupted as stop:
-        _err(f"{stop}: no result file was written or changed")
+        _err(stop_message(stop))
         sys.exit(stop.exit_code)
 
 

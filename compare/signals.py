@@ -27,6 +27,20 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
+#: Result files completed (renamed into place) during this run, for an accurate stop message.
+written: list[str] = []
+
+
+def note_written(path: object) -> None:
+    written.append(str(path))
+
+
+def stop_message(stop: Interrupted) -> str:
+    if written:
+        return f"{stop} after writing {', '.join(written)} (complete)"
+    return f"{stop}: no result file was written or changed"
+
+
 def _raise(signum: int, _frame: object) -> None:
     raise Interrupted(signum)
 

@@ -78,6 +78,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
 
 HEADER_LENGTH_BYTES = 8
+#: Dimensions at or above this are negative int64 values written into the uint64 ``Shape.dim``.
+_INT64_SIGN = 1 << 63
 NANO_MAGIC = 0x5A5A5A5A
 NANO_MAGIC_OFFSET = 8
 
@@ -584,8 +586,20 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
     """Decode one tensor of ``header`` into an array of ``info.shape`` (native dtype).
 
     Only the bytes the shape needs are read, at ``info.offset``. bf16 comes back as
-    ``ml_dtypes.bfloat16``, UINT1 as uint8 0/1 values. Raises :class:`DumpFormatError` when the
-    data type cannot be decoded or the tensor's bytes are fewer than shape x itemsize.
+    ``ml_dtypes.bfloat16``, UINT1 as uint8 0/1 values.
+
+    Checks, all made from the metadata *before* anything is allocated or read, each raising
+    :class:`DumpFormatError` (file, byte offset of the tensor's data, the problem):
+
+    * the data type must be decodable (``DT_STRING``, ``DT_QINT8``, unknown codes are refused);
+    * no dimension may be negative, nor ``>= 2**63`` (a negative int64 stored in the uint64 shape
+      field: ``-1`` reads as ``18446744073709551615``);
+    * ``prod(shape) x itemsize`` (Python integers: no overflow) must not exceed the bytes the
+      dump holds for the tensor -- so a shape of ``[2**40, 2**40]`` is refused by arithmetic,
+      never by a failed allocation. *Extra* bytes are accepted and ignored, as the reference
+      tool does (device buffers may be padded);
+    * a shape with a 0 dimension is an empty tensor only when the dump also holds 0 bytes for it;
+      a 0 dimension next to a non-empty data block means the shape and the size disagree.
     """
     code = info.data_type
     try:
@@ -593,15 +607,38 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
     except UnsupportedDataType:
         problem = f"data type {data_type_label(code)} of {info.label} cannot be decoded"
         raise DumpFormatError(header.path, problem, offset=info.offset) from None
-    try:
-        needed = 0 if 0 in info.shape else nbytes_for(code, element_count(info.shape))
-    except ValueError as exc:
-        problem = f"{info.label}: bad shape {info.shape} ({exc})"
-        raise DumpFormatError(header.path, problem, offset=info.offset) from None
+    shape = tuple(int(d) for d in info.shape)
+    if any(d < 0 for d in shape):
+        problem = f"{info.label} has a negative dimension in its shape {shape}"
+        raise DumpFormatError(header.path, problem, offset=info.offset)
+    wrapped = [d for d in shape if d >= _INT64_SIGN]
+    if wrapped:
+        signed = wrapped[0] - (1 << 64)
+        problem = (
+            f"{info.label} has shape {shape}: dimension {wrapped[0]} is {signed} as a signed 64-bit "
+            "integer (a negative dimension written into the unsigned shape field)"
+        )
+        raise DumpFormatError(header.path, problem, offset=info.offset)
+    if 0 in shape:
+        if info.size > 0:
+            problem = (
+                f"{info.label} has shape {shape} (0 elements) but the dump holds "
+                f"{info.size} bytes for it: the shape and the size disagree"
+            )
+            raise DumpFormatError(header.path, problem, offset=info.offset)
+        return decode(b"", code, shape)
+    needed = nbytes_for(code, element_count(shape))
     if needed > info.size:
         problem = (
-            f"{info.label} has shape {info.shape} of {dtype_name(code)}, which needs {needed} "
+            f"{info.label} has shape {shape} of {dtype_name(code)}, which needs {needed} "
             f"bytes, but the dump holds {info.size} bytes for it"
+        )
+        raise DumpFormatError(header.path, problem, offset=info.offset)
+    end = info.offset + needed
+    if info.offset < 0 or end > header.file_size:
+        problem = (
+            f"{info.label}: its {needed} data bytes at byte {info.offset} run past the end of "
+            f"the {header.file_size}-byte file"
         )
         raise DumpFormatError(header.path, problem, offset=info.offset)
     raw = _read_bytes(header.path, info.offset, needed)
@@ -609,7 +646,7 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
         problem = f"{info.label}: file ends after {len(raw)} of the {needed} data bytes"
         raise DumpFormatError(header.path, problem, offset=info.offset + len(raw))
     try:
-        return decode(raw, code, info.shape)
+        return decode(raw, code, shape)
     except (ValueError, OverflowError, MemoryError) as exc:
         raise DumpFormatError(header.path, f"{info.label}: {exc}", offset=info.offset) from None
 

@@ -339,6 +339,8 @@ def test_dispatch_passes_group() -> None:
 def _plugin(folder: Path, name: str, body: str, mode: int = 0o644) -> Path:
     target = folder / "format_convert"
     target.mkdir(exist_ok=True)
+    for trusted in (folder, target):  # plugin folders must not be group/world-writable (any umask)
+        os.chmod(trusted, 0o755)
     path = target / name
     path.write_text(body)
     os.chmod(path, mode)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from compare.loaders.ascend import (
     resolve_dump_folder,
     scan_offline,
 )
-from compare.loaders.golden_npy import parse_golden_name, read_npy_header, scan_golden
+from compare.loaders.golden_npy import NpyHeader, load_npy, parse_golden_name, read_npy_header, scan_golden
 from compare.records import Run, RunKind, TensorKind
 from conftest import shared_path
 from convert.dumpfile import TensorSpec, write_dump
@@ -417,10 +418,12 @@ def test_pickled_npy_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "obj.0.1700000005000001.npy"
     with open(path, "wb") as handle:
         np.save(handle, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
-    ref = load_run(tmp_path).ops["obj"].outputs[0]
-    assert ref.dtype == "object"
-    with pytest.raises(DumpFormatError, match=r"obj\.0\.1700000005000001\.npy.*(pickle|object)"):
-        ref.load()
+    # refused from the header alone (issue 7: before, the TensorRef was made and load() refused)
+    op = load_run(tmp_path).ops["obj"]
+    assert op.outputs == () and op.error is not None
+    assert re.search(r"obj\.0\.1700000005000001\.npy.*(pickle|object)", op.error)
+    with pytest.raises(DumpFormatError, match="never unpickles"):
+        load_npy(path, NpyHeader((2,), np.dtype(object), False, 128))
 
 
 def test_truncated_and_garbage_npy(tmp_path: Path) -> None:

@@ -162,11 +162,22 @@ def test_l1_number_multiop_flag_graphs_merged_and_sorted_by_id(tmp_path: Path) -
 
 
 def test_duplicate_op_name_keeps_first_and_warns(tmp_path: Path) -> None:
-    ops = [op("x", "Relu", names=("a",), descs=[desc("a", 0)]), op("x", "Conv2D", names=("b",), descs=[desc("b", 0)])]
+    # an exact repeat of one operator, and L1 slices equal after _lxslice removal: first kept, warned
+    same = op("x", "Relu", names=("a",), descs=[desc("a", 0)])
+    ops = [same, dict(same), op("y_lxslice0", "Relu", names=("b",)), op("y_lxslice1", "Relu", names=("b",))]
     rule = load_ops(tmp_path, ops)
     assert rule.ops["x"].type == "Relu"
-    assert len(rule.ops) == 1
-    assert len(rule.warnings) == 1 and "graph[0].op[1]" in rule.warnings[0] and "'x'" in rule.warnings[0]
+    assert set(rule.ops) == {"x", "y"}
+    assert len(rule.warnings) == 2 and "graph[0].op[1]" in rule.warnings[0] and "'x'" in rule.warnings[0]
+    assert "_lxslice" in rule.warnings[1]
+
+
+def test_duplicate_op_name_of_two_different_ops_is_a_rule_error(tmp_path: Path) -> None:
+    # behaviour changed deliberately (issue 7): the reference keeps the first one silently
+    ops = [op("x", "Relu", names=("a",), descs=[desc("a", 0)]), op("x", "Conv2D", names=("b",), descs=[desc("b", 0)])]
+    with pytest.raises(RuleError, match=r"graph\[0\]\.op\[0\] and graph\[0\]\.op\[1\]") as info:
+        load_ops(tmp_path, ops)
+    assert info.value.json_path == "graph[0].op[1]" and "'x'" in str(info.value)
 
 
 def test_rename_node_adjustment(tmp_path: Path) -> None:

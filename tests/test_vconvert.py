@@ -375,6 +375,8 @@ def test_forced_version_mismatch_is_listed(tmp_path: Path, capsys) -> None:
 def _plugin(root: Path, body: str, name: str = "convert_NC1HWC0_to_NCHW.py") -> Path:
     folder = root / "format_convert"
     folder.mkdir(parents=True, exist_ok=True)
+    for trusted in (root, folder):  # plugin folders must not be group/world-writable (any umask)
+        trusted.chmod(0o755)
     path = folder / name
     path.write_text(body)
     path.chmod(0o644)

@@ -355,39 +355,65 @@ def read_mapping(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]]]:
     """Read ``folder/mapping.csv``: ``({hashed: real}, bad rows)``.
 
     Rows must have exactly two columns; the real name must be a plain file name (no ``/`` or
-    ``\\``, not ``.``/``..``). Bad rows are returned as ``(mapping.csv path, "row N: ...")``;
-    blank lines are ignored. A missing file gives an empty map.
+    ``\\``, not ``.``/``..``, no control characters: :func:`_mapping_problem`). A hashed name
+    listed twice keeps its first row. Bad rows are returned as ``(mapping.csv path, "row N:
+    ...")``; blank lines are ignored. A missing file gives an empty map.
     """
+    mapping, bad, _ = _read_mapping_rows(folder)
+    return mapping, bad
+
+
+def _read_mapping_rows(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]], dict[str, str]]:
+    """:func:`read_mapping` plus ``{hashed name: why its row was refused}``."""
     path = folder / "mapping.csv"
     mapping: dict[str, str] = {}
     bad: list[tuple[Path, str]] = []
+    refused: dict[str, str] = {}
     if not path.is_file():
-        return mapping, bad
+        return mapping, bad, refused
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
             rows = list(csv.reader(handle))
     except (OSError, csv.Error) as exc:
-        return mapping, [(path, f"mapping.csv could not be read: {exc}")]
+        return mapping, [(path, f"mapping.csv could not be read: {exc}")], refused
+    first_row: dict[str, int] = {}
     for number, row in enumerate(rows, start=1):
         if not row or all(not cell.strip() for cell in row):
             continue
         if len(row) != 2:
-            bad.append((path, f"row {number}: {len(row)} columns, expected 2 (hashed_name,real_file_name)"))
+            problem = f"{len(row)} columns, expected 2 (hashed_name,real_file_name)"
+            bad.append((path, f"row {number}: {problem}"))
+            if row[0].strip():
+                refused.setdefault(row[0].strip(), f"mapping.csv row {number} was refused: {problem}")
             continue
         hashed, real = row[0].strip(), row[1].strip()
         problem = _mapping_problem(hashed, real)
+        if problem is None and hashed in first_row:
+            problem = f"hashed name {hashed!r} is already mapped by row {first_row[hashed]}; the first row is kept"
         if problem:
             bad.append((path, f"row {number}: {problem}"))
+            refused.setdefault(hashed, f"mapping.csv row {number} was refused: {problem}")
             continue
+        first_row[hashed] = number
         mapping[hashed] = real
-    return mapping, bad
+    return mapping, bad, refused
 
 
 def _mapping_problem(hashed: str, real: str) -> str | None:
+    """Why a ``hashed,real`` row of mapping.csv is refused, or None.
+
+    Policy: the real name only *names* a file of this folder (the data is always read from the
+    hashed file itself), so it must be a plain file name: no ``/`` or ``\\`` (which would point
+    into another folder, e.g. ``../../etc/x`` or ``/abs/path``), not ``.`` / ``..``, and no NUL
+    or other control characters.
+    """
     if not hashed or not real:
         return "empty hashed or real file name"
     if "/" in real or "\\" in real or real in (".", ".."):
-        return f"real file name {real!r} is not a plain file name in this folder"
+        return f"real file name {real!r} points outside this folder (it must be a plain file name)"
+    for name in (real, hashed):
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+            return f"file name {name!r} holds a control character"
     return None
 
 
@@ -417,6 +443,7 @@ def list_folder(folder: Path) -> FolderListing:
     except OSError as exc:
         raise CompareError(f"cannot list dump folder {folder}: {exc.strerror or exc}") from exc
     mapping: dict[str, str] | None = None
+    refused: dict[str, str] = {}
     trailing: list[str] = []
     for entry in entries:
         if entry.name in IGNORED_FILES:
@@ -425,11 +452,13 @@ def list_folder(folder: Path) -> FolderListing:
         name = entry.name
         if is_hashed_name(name):
             if mapping is None:
-                mapping, bad_rows = read_mapping(folder)
+                mapping, bad_rows, refused = _read_mapping_rows(folder)
                 listing.skipped.extend(bad_rows)
             real = _lookup_hashed(name, mapping)
             if real is None:
                 why = "no mapping.csv in the folder" if not (folder / "mapping.csv").is_file() else "not listed in mapping.csv"
+                stem = name[:-4] if name.endswith(".npy") else name
+                why = refused.get(name) or refused.get(stem) or refused.get(stem + ".npy") or why
                 listing.skipped.append((path, f"hashed file name ({why}), cannot tell which op it is"))
                 continue
             name = real
@@ -600,11 +629,30 @@ def _dumpfile():
     return dumpfile
 
 
+def read_dump_tensor(header, info):
+    """``convert.dumpfile.read_tensor`` for comparisons: a tensor whose format code is not an Ascend
+    ``OutputFormat`` value is refused too.
+
+    Policy: the layout of such data is unknown, so comparing it -- even element by element
+    against a golden of the same size -- could compare unrelated positions. The reference tool
+    fails on it as well (no format name). The conversion tools still read such files.
+    """
+    from convert.dtypes import Format
+
+    try:
+        Format(int(info.format))
+    except ValueError:
+        known = f"0-{max(int(f) for f in Format if int(f) < 255)} and 255"
+        problem = f"{info.label} has format code {info.format}, which is not an Ascend dump format (known: {known})"
+        raise DumpFormatError(header.path, problem, offset=info.offset) from None
+    return _dumpfile().read_tensor(header, info)
+
+
 def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
     """TensorRefs (metadata + lazy reader) for the inputs and outputs of a parsed dump header."""
     from convert.dtypes import dtype_name, format_name
 
-    read_tensor = _dumpfile().read_tensor
+    read_tensor = read_dump_tensor
 
     def refs(infos: Iterable, kind: TensorKind) -> tuple[TensorRef, ...]:
         out = []

@@ -28,6 +28,7 @@ import functools
 import math
 import os
 import re
+from struct import error as struct_error
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,45 +118,108 @@ class NpyHeader:
     data_offset: int
 
 
+#: What numpy's header parser raises on a malformed header. It tokenizes and evaluates a Python
+#: literal, builds a dtype from it and reads the file, so the list is open-ended (ValueError,
+#: SyntaxError, tokenize.TokenError, TypeError, RecursionError ...): on this untrusted input any
+#: ``Exception`` except an I/O error (reported as such) means "bad header".
+_HEADER_FAILURES = (Exception,)
+
+
 def read_npy_header(path: str | os.PathLike) -> NpyHeader:
-    """Parse only the header of a ``.npy`` file; :class:`DumpFormatError` if it is not one."""
+    """Parse only the header of a ``.npy`` file; :class:`DumpFormatError` if it is not a usable one.
+
+    Policy: the header is untrusted input. Whatever numpy's parser raises on it becomes a
+    DumpFormatError naming the file; then the header must describe an array vcompare can compare
+    (:func:`check_npy_header`: no negative dimension, a numeric / bool / complex / bfloat16 data
+    type). The data is not touched here; :func:`load_npy` checks that the file holds all of it.
+    """
     path = Path(path)
     fmt = np.lib.format
     try:
         with open(path, "rb") as handle:
             try:
                 version = fmt.read_magic(handle)
-            except ValueError as exc:
+            except (ValueError, EOFError, struct_error) as exc:
                 raise DumpFormatError(path, f"not a .npy file (bad magic string: {exc})", offset=0) from None
             if version == (1, 0):
                 shape, fortran, dtype = fmt.read_array_header_1_0(handle)
             elif version == (2, 0):
                 shape, fortran, dtype = fmt.read_array_header_2_0(handle)
             else:
-                return _header_via_mmap(path, version)
+                return check_npy_header(path, _header_via_mmap(path, version))
             offset = handle.tell()
-    except (ValueError, EOFError) as exc:
-        raise DumpFormatError(path, f"bad .npy header: {exc}", offset=8) from None
+    except DumpFormatError:
+        raise
     except OSError as exc:
         raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
-    return NpyHeader(tuple(int(d) for d in shape), np.dtype(dtype), bool(fortran), offset)
+    except _HEADER_FAILURES as exc:
+        detail = str(exc) or type(exc).__name__
+        raise DumpFormatError(path, f"bad .npy header: {detail}", offset=8) from None
+    return check_npy_header(path, NpyHeader(tuple(int(d) for d in shape), np.dtype(dtype), bool(fortran), offset))
+
+
+def check_npy_header(path: Path, header: NpyHeader) -> NpyHeader:
+    """Refuse (DumpFormatError) a header whose array vcompare cannot compare; return it otherwise.
+
+    Refused: a negative dimension; Python objects (a pickled array: vcompare never unpickles);
+    structured, sub-array, string, datetime and other non-numeric data types; float128 /
+    complex256. Accepted: bool, signed / unsigned integers, float16/32/64, complex64/128 and
+    bfloat16 saved as a bare 2-byte void. A 0 dimension is accepted (an empty tensor).
+    """
+    if any(d < 0 for d in header.shape):
+        raise DumpFormatError(path, f"the .npy header has a negative dimension in its shape {list(header.shape)}",
+                              offset=8)
+    dtype = header.dtype
+    if dtype.hasobject:
+        raise DumpFormatError(
+            path, "holds Python objects (a pickled object array); vcompare never unpickles .npy files", offset=8
+        )
+    if not _comparable_dtype(dtype):
+        raise DumpFormatError(
+            path,
+            f"data type {dtype.str if dtype.names is None else 'structured ' + str(dtype.descr)} cannot be "
+            "compared (expected bool, integers, float16/32/64, complex64/128 or bfloat16)",
+            offset=8,
+        )
+    return header
+
+
+def _comparable_dtype(dtype: np.dtype) -> bool:
+    if dtype.subdtype is not None or dtype.names is not None:
+        return False
+    if _is_bfloat16_void(dtype):
+        return True
+    return (dtype.kind, dtype.itemsize) in _COMPARABLE_KINDS
+
+
+_COMPARABLE_KINDS = {("b", 1)} | {(k, n) for k in "iu" for n in (1, 2, 4, 8)} | {
+    ("f", 2), ("f", 4), ("f", 8), ("c", 8), ("c", 16)}
 
 
 def _header_via_mmap(path: Path, version: tuple[int, int]) -> NpyHeader:
-    """Header of a .npy format version without a public header reader (3.0): via a memmap."""
+    """Header of a .npy format version without a public header reader (3.0): via a memmap.
+
+    ``np.load`` with ``mmap_mode`` maps the file and never reads (or allocates) the data, and it
+    refuses a file shorter than its header says.
+    """
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
         if "object" in str(exc).lower():
             return NpyHeader((), np.dtype(object), False, 0)
         raise DumpFormatError(path, f"bad .npy (format version {version[0]}.{version[1]}): {exc}") from None
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    except _HEADER_FAILURES as exc:
+        detail = str(exc) or type(exc).__name__
+        raise DumpFormatError(path, f"bad .npy (format version {version[0]}.{version[1]}): {detail}") from None
     offset = int(getattr(array, "offset", 0))
     return NpyHeader(tuple(array.shape), array.dtype, bool(np.isfortran(array)), offset)
 
 
 def _is_bfloat16_void(dtype: np.dtype) -> bool:
     """``np.save`` of an ml_dtypes bfloat16 array records a bare 2-byte void (``|V2``)."""
-    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.names is None
+    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.names is None and dtype.subdtype is None
 
 
 def logical_dtype_name(dtype: np.dtype) -> str:
@@ -168,13 +232,15 @@ def logical_dtype_name(dtype: np.dtype) -> str:
 def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
     """Load a ``.npy`` lazily (memory-mapped, read-only); never unpickles.
 
+    The header is checked again (:func:`check_npy_header`) and the file size is compared with
+    ``data_offset + prod(shape) x itemsize`` -- Python integers, before anything is mapped or
+    allocated -- so a header that promises 10**12 elements in a 200-byte file is refused by
+    arithmetic. Non-native byte order is converted to native (a copy).
+
     Raises :class:`DumpFormatError` naming the file for object/pickled arrays, truncated data and
     any other unreadable file.
     """
-    if header.dtype.hasobject:
-        raise DumpFormatError(
-            path, "holds Python objects (a pickled object array); vcompare never unpickles .npy files"
-        )
+    check_npy_header(path, header)
     count = math.prod(header.shape)
     expected = header.data_offset + count * header.dtype.itemsize
     try:
@@ -184,7 +250,7 @@ def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
     if size < expected:
         raise DumpFormatError(
             path,
-            f"truncated .npy: the header promises {count} x {header.dtype} "
+            f"truncated .npy: the header promises {count} x {logical_dtype_name(header.dtype)} "
             f"({expected} bytes in all) but the file has {size} bytes",
             offset=size,
         )
@@ -193,12 +259,16 @@ def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
             array = np.load(path, allow_pickle=False)
         else:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, TypeError, OverflowError, MemoryError) as exc:
         raise DumpFormatError(path, f"cannot load .npy: {exc}") from None
+    if tuple(array.shape) != header.shape or array.dtype != header.dtype:
+        raise DumpFormatError(path, f"the .npy file changed while it was read (now {array.dtype} {array.shape})")
     if _is_bfloat16_void(array.dtype):
         import ml_dtypes
 
         array = array.view(ml_dtypes.bfloat16)
+    elif not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
     return array
 
 
@@ -227,6 +297,8 @@ def _dumpdata_ref(op_name: str, index: int, path: Path, version: int | None) -> 
     from convert import dumpfile
     from convert.dtypes import dtype_name, format_name
 
+    from .ascend import read_dump_tensor
+
     try:
         header = dumpfile.read_header(path, version=version)
     except CompareError as exc:
@@ -248,7 +320,7 @@ def _dumpdata_ref(op_name: str, index: int, path: Path, version: int | None) -> 
         address=0,
         sub_format=int(info.sub_format),
         nbytes=int(info.size),
-        reader=functools.partial(dumpfile.read_tensor, header, info),
+        reader=functools.partial(read_dump_tensor, header, info),
     )
     return ref, None
 
@@ -262,14 +334,18 @@ def _build_op(
     op_name: str,
     by_index: dict[int, list[tuple[Path, GoldenName]]],
     version: int | None,
-) -> OpDump:
-    """One golden OpDump: for each output index the latest file; all files in ``files``.
+) -> tuple[OpDump, list[tuple[Path, str]]]:
+    """One golden OpDump (for each output index the latest file; all files in ``files``), and the
+    ``(file, diagnosis)`` of every output file that cannot be used.
 
-    A file that cannot be read leaves that output out and adds its diagnosis to ``error`` (the
-    other outputs of the op are kept).
+    Policy for an unreadable file: when *no* output of the op can be used, ``error`` is the
+    diagnosis (joined for several files) and every row of the op says it. When only some
+    outputs are broken, the op keeps the good ones (their rows are compared as usual) and the
+    broken files are returned for ``Run.skipped``, where the row of the missing output finds
+    its diagnosis.
     """
     outputs: list[TensorRef] = []
-    errors: list[str] = []
+    problems: list[tuple[Path, str]] = []
     all_files: list[tuple[Path, GoldenName]] = []
     chosen: list[tuple[Path, GoldenName]] = []
     for index in sorted(by_index):
@@ -284,18 +360,20 @@ def _build_op(
         if ref is not None:
             outputs.append(ref)
         if error is not None:
-            errors.append(error)
+            problems.append((path, error))
     all_files.sort(key=lambda f: (f[1].sort_key, f[0].name))
     path, parsed = chosen[0]
-    return OpDump(
+    error = "; ".join(message for _, message in problems) if problems and not outputs else None
+    op = OpDump(
         name=op_name,
         op_type=None,
         path=path,
         files=tuple(p for p, _ in all_files),
         outputs=tuple(outputs),
-        error="; ".join(errors) if errors else None,
+        error=error,
         timestamp=parsed.timestamp,
     )
+    return op, (problems if outputs else [])
 
 
 def scan_golden(
@@ -340,7 +418,8 @@ def scan_golden(
         notes=list(listing.notes),
     )
     for name in sorted(groups):
-        run.ops[name] = _build_op(name, groups[name], version)
+        run.ops[name], unusable = _build_op(name, groups[name], version)
+        run.skipped.extend(unusable)
     if kind == "npy":
         run.quantized = any(is_quantized_name(name) for name in run.ops)
         run.kind = RunKind.QUANT if run.quantized else RunKind.NUMPY

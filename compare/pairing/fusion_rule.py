@@ -36,7 +36,11 @@ Edge-case policy (deliberate, documented):
   treated as absent too (default = desc position).
 - An input entry is split on its **last** ``:`` so producer names containing ``:`` still work;
   the part after it must be an integer.
-- A repeated op name keeps the first op; the repeat is reported in ``FusionRule.warnings``.
+- A repeated op name: two *different* operators with one name raise :class:`RuleError` naming
+  both JSON paths (the reference keeps the first silently); an exact repeat, or names equal only
+  after ``_lxslice<digits>`` removal, keeps the first op with a note in ``FusionRule.warnings``.
+- JSON that is nested too deeply, holds integers of more than 4300 digits, or strings with unpaired
+  surrogates (not encodable text) raises :class:`RuleError` too.
 - Anything structurally wrong raises :class:`~compare.errors.RuleError` with the JSON path of the
   bad node (e.g. ``graph[0].op[12].output_desc[0].attr[3].value.i``); a file that is not JSON
   raises it with the decoder's line and column.
@@ -202,6 +206,11 @@ class _Reader:
     def string(self, node: Any, json_path: str) -> str:
         if not isinstance(node, str):
             raise self.fail(json_path, f"expected a string, found {_kind(node)}")
+        try:
+            node.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise self.fail(json_path, f"string holds an unpaired UTF-16 surrogate ({exc.object[exc.start]!a} "
+                                       f"at character {exc.start}): not text") from None
         return node
 
     def integer(self, node: Any, json_path: str) -> int:
@@ -467,6 +476,34 @@ def _read_json(path: Path) -> Any:
         raise RuleError(
             path, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
+    except RecursionError:
+        raise RuleError(path, "JSON nested too deeply to read (thousands of levels): not a fusion rule") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise RuleError(path, f"not usable JSON: {exc}") from None
+
+
+def _duplicate(r: _Reader, op: RuleOp, node: Any, op_path: str, first_path: str, first_node: Any) -> str:
+    """The warning for a repeated op name, or RuleError when the repeat is a different operator.
+
+    Policy (the reference tool keeps the first op silently):
+
+    * names that became equal only when ``_lxslice<digits>`` was removed (the slices of one L1
+      fusion op) and exact repeats of the same JSON object: the first op is kept, with a warning;
+    * two *different* operators with the same name: RuleError naming both JSON paths -- a dump
+      file is found by op name, so which of the two it belongs to cannot be told, and keeping
+      either one silently could compare against the wrong golden tensor.
+    """
+    raw = node.get("name") if isinstance(node, dict) else None
+    first_raw = first_node.get("name") if isinstance(first_node, dict) else None
+    if raw == first_raw and node != first_node:
+        raise r.fail(
+            op_path,
+            f"operator name {op.name!r} is used by two different operators ({first_path} and {op_path}): "
+            "a dump file is matched by operator name, so the rule is ambiguous (give every operator a "
+            "unique name)",
+        )
+    why = "the same operator repeated" if raw == first_raw else f"{raw!r} and {first_raw!r} differ only by _lxslice"
+    return f"{op_path}: operator name {op.name!r} appears again ({why}; first at {first_path}); the first one is kept"
 
 
 def load_fusion_rule(path: str | Path) -> FusionRule:
@@ -481,7 +518,7 @@ def load_fusion_rule(path: str | Path) -> FusionRule:
         raise r.fail("", "no 'graph' array: not an ATC om->json fusion rule")
     graphs = r.array(root["graph"], "graph")
     ops: list[RuleOp] = []
-    seen: set[str] = set()
+    seen: dict[str, tuple[str, Any]] = {}  # op name -> (JSON path, JSON node) of its first op
     warnings: list[str] = []
     graph_names: list[str] = []
     for g, graph in enumerate(graphs):
@@ -492,13 +529,12 @@ def load_fusion_rule(path: str | Path) -> FusionRule:
         if "op" not in graph:
             raise r.fail(graph_path, "graph without an 'op' array")
         for i, node in enumerate(r.array(graph["op"], f"{graph_path}.op")):
-            op = _parse_op(r, node, graph_name, f"{graph_path}.op[{i}]")
+            op_path = f"{graph_path}.op[{i}]"
+            op = _parse_op(r, node, graph_name, op_path)
             if op.name in seen:
-                warnings.append(
-                    f"{graph_path}.op[{i}]: operator name {op.name!r} appears again; the first one is kept"
-                )
+                warnings.append(_duplicate(r, op, node, op_path, *seen[op.name]))
                 continue
-            seen.add(op.name)
+            seen[op.name] = (op_path, node)
             ops.append(op)
         _rename_adjust(ops)
     groups = group_ops(ops)

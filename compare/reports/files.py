@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from ..signals import note_written
+
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
     """Create ``path`` by calling ``write(handle)`` on a temporary file, then renaming it."""
@@ -23,6 +25,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
         os.replace(tmp, path)
+        note_written(path)
     except BaseException:
         try:
             os.unlink(tmp)

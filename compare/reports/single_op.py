@@ -23,6 +23,11 @@ Layouts:
     with ``-`` errors; in the top-N files every ``nan``/``inf`` substring becomes ``-``. Summary
     with ``NPUDump:`` / ``GroundTruth:`` (names joined by spaces) and no metric lines.
 
+Spreadsheet safety: the per-element rows hold only numbers (and ``-`` / ``nan`` tokens) that the
+report rendered; the header cells and the op names in ``simple_op_mapping.csv`` come from the
+inputs and are neutralised (:func:`compare.reports.cells.neutralise_text`: a leading
+``= + - @ %`` gets a ``'``).
+
 Per-element rows are rendered without a per-row Python loop (:mod:`compare.reports.vectext`),
 and every file is written to a temporary file in the output folder and renamed.
 
@@ -46,7 +51,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import numpy as np
 
 from ..errors import OptionError
-from .cells import NOT_COMPUTED, metric_cell, std_cell
+from .cells import NOT_COMPUTED, metric_cell, neutralise_csv_line, neutralise_text, std_cell
 from .files import atomic_write, atomic_write_bytes
 from .network import Layout
 from .vectext import const_block, fixed6_block, int_block, join_rows, token_block
@@ -109,7 +114,7 @@ def _record_mapping(outdir: Path, prefix: str, op: str, kind: str, index: int) -
     if path.exists():
         with path.open(newline="", encoding="utf-8") as handle:
             rows = [r for r in csv.reader(handle)][1:]
-    row = [prefix, op, kind, str(index)]
+    row = [neutralise_text(prefix), neutralise_text(op), kind, str(index)]
     if row not in rows:
         rows.append(row)
     buf = io.StringIO()
@@ -125,10 +130,17 @@ def _record_mapping(outdir: Path, prefix: str, op: str, kind: str, index: int) -
 
 
 def detail_header(result: OperatorResult, layout: Layout | str = Layout.VCOMPARE) -> str:
+    """The header line of the detail and top-N CSVs.
+
+    The format cell may come from the rule JSON (a golden layout name), so every cell is
+    neutralised against spreadsheet formulas; the rows below it are numbers the report rendered.
+    """
     layout = Layout(layout)
     if layout is Layout.MSACCUCMP:
-        return f"Index,{result.reference_format},NPUDump,GroundTruth,AbsoluteError,RelativeError"
-    return f"Index,{result.format},Left,Right,RelativeError,AbsoluteError"
+        line = f"Index,{result.reference_format},NPUDump,GroundTruth,AbsoluteError,RelativeError"
+    else:
+        line = f"Index,{result.format},Left,Right,RelativeError,AbsoluteError"
+    return neutralise_csv_line(line)
 
 
 def render_rows(result: OperatorResult, indexes: np.ndarray, layout: Layout | str = Layout.VCOMPARE) -> bytes:

@@ -9,19 +9,31 @@ Contract (as the reference tool's manual describes it):
   wrong count (or without ``convert``) is skipped and a warning is recorded.
 - A plugin overrides the built-in converter for the same pair.
 
-Security policy (checked before anything is imported): the file must be owned by the current
-user or by root, must not be group- or world-writable, and must be at most 1 MiB. A file that
-fails is refused with a LayoutError -- nothing of it is executed. Modules are imported from
-their file path with importlib; ``sys.path`` and ``sys.modules`` are left untouched.
+Security policy (checked before anything is executed; a failure is a LayoutError whose message
+says what to fix, and nothing of the plugin runs):
+
+- the plugin folder ``custom_dir`` and its ``format_convert`` folder must be owned by the
+  current user or by root and must not be group- or world-writable (whoever can write a folder
+  can swap the files in it);
+- each plugin file must be a regular file (a symbolic link is refused: its target may live in a
+  folder nobody checked), owned by the current user or root, not group- or world-writable, and
+  at most 1 MiB.
+
+The file is opened once (``O_NOFOLLOW``), the checks are made on that open file (``fstat``) and
+the bytes executed are the bytes read from it: the file cannot be swapped between the check and
+the import. The module is compiled from those bytes and executed as ``format_convert.<stem>``;
+``sys.path`` and ``sys.modules`` are left untouched. The reference tool's whole-tree walk (every
+file under ``-c`` checked, at most 1000 files, 50 levels) is not needed: vcompare reads nothing
+under ``custom_dir`` but the ``format_convert/convert_*.py`` files.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
 import re
 import stat
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,31 +74,91 @@ class PluginSet(dict):
         self.warnings: list[str] = []
 
 
-def check_plugin_file(path: Path) -> None:
-    """Refuse (LayoutError) a plugin file that others could have written, or that is too large."""
-    info = os.stat(path)
+def _owner_problem(info: os.stat_result) -> str | None:
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and info.st_uid not in (getuid(), 0):
+        return f"owned by uid {info.st_uid}, not by the current user (uid {getuid()}) or root"
+    return None
+
+
+def _writable_problem(info: os.stat_result) -> str | None:
+    if info.st_mode & stat.S_IWOTH:
+        return "it is world-writable"
+    if info.st_mode & stat.S_IWGRP:
+        return "it is group-writable"
+    return None
+
+
+def check_plugin_folder(folder: Path) -> None:
+    """Refuse (LayoutError) a plugin folder that someone else owns or could write into."""
+    try:
+        info = os.stat(folder)
+    except OSError as exc:
+        raise LayoutError(f"refusing converter plugins in {folder}: cannot stat it ({exc.strerror or exc})") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise LayoutError(f"refusing converter plugins in {folder}: not a folder")
+    writable = _writable_problem(info)
+    if writable:
+        fix = "chmod go-w" if writable.startswith("it is world") else "chmod g-w"
+        raise LayoutError(
+            f"refusing converter plugins in {folder}: {writable}, so others could replace the plugins "
+            f"({fix} {folder} to use it)"
+        )
+    owner = _owner_problem(info)
+    if owner:
+        raise LayoutError(f"refusing converter plugins in {folder}: the folder is {owner}")
+
+
+def _check_info(path: Path, info: os.stat_result) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise LayoutError(f"refusing converter plugin {path}: not a regular file")
     if info.st_mode & stat.S_IWOTH:
         raise LayoutError(f"refusing converter plugin {path}: it is world-writable (chmod o-w to use it)")
     if info.st_mode & stat.S_IWGRP:
         raise LayoutError(f"refusing converter plugin {path}: it is group-writable (chmod g-w to use it)")
-    getuid = getattr(os, "getuid", None)
-    if getuid is not None and info.st_uid not in (getuid(), 0):
-        raise LayoutError(
-            f"refusing converter plugin {path}: owned by uid {info.st_uid}, not by the current user or root"
-        )
+    owner = _owner_problem(info)
+    if owner:
+        raise LayoutError(f"refusing converter plugin {path}: {owner}")
     if info.st_size > MAX_PLUGIN_BYTES:
         raise LayoutError(f"refusing converter plugin {path}: {info.st_size} bytes, more than {MAX_PLUGIN_BYTES}")
 
 
-def _import_file(path: Path) -> object:
-    spec = importlib.util.spec_from_file_location(f"{PLUGIN_FOLDER}.{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise LayoutError(f"cannot import converter plugin {path}")
-    module = importlib.util.module_from_spec(spec)
+def check_plugin_file(path: Path) -> None:
+    """Refuse (LayoutError) a plugin file that others could have written, a link, or one too large."""
     try:
-        spec.loader.exec_module(module)
+        info = os.lstat(path)
+    except OSError as exc:
+        raise LayoutError(f"refusing converter plugin {path}: cannot stat it ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise LayoutError(f"refusing converter plugin {path}: it is a symbolic link (copy the file itself there)")
+    _check_info(path, info)
+
+
+def _read_checked(path: Path) -> bytes:
+    """The bytes of a plugin file, read from the very file descriptor the checks were made on."""
+    check_plugin_file(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise LayoutError(f"refusing converter plugin {path}: cannot open it ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as handle:
+        _check_info(path, os.fstat(handle.fileno()))
+        data = handle.read(MAX_PLUGIN_BYTES + 1)
+    if len(data) > MAX_PLUGIN_BYTES:
+        raise LayoutError(f"refusing converter plugin {path}: more than {MAX_PLUGIN_BYTES} bytes")
+    return data
+
+
+def _import_file(path: Path) -> object:
+    """Check, read, compile and execute one plugin file as module ``format_convert.<stem>``."""
+    source = _read_checked(path)
+    name = f"{PLUGIN_FOLDER}.{path.stem}"
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    try:
+        code = compile(source, str(path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)  # noqa: S102 - the user's own plugin, checked above
     except Exception as exc:  # noqa: BLE001 - any failure of user code is reported the same way
         raise LayoutError(f"converter plugin {path} failed to import: {type(exc).__name__}: {exc}") from exc
     return module
@@ -104,13 +176,17 @@ def load_plugins(custom_dir: str | os.PathLike[str]) -> PluginSet:
 
     Returns a :class:`PluginSet` (a dict keyed by upper-case ``(FROM, TO)``); files skipped for
     their name or signature are explained in its ``warnings``. A missing ``format_convert``
-    folder gives an empty set with a warning. Raises LayoutError for a refused or broken file.
+    folder gives an empty set with a warning. Raises LayoutError for a refused folder (see the
+    module policy) or a refused or broken file.
     """
-    folder = Path(custom_dir) / PLUGIN_FOLDER
+    root = Path(custom_dir)
+    folder = root / PLUGIN_FOLDER
     plugins = PluginSet(folder)
+    check_plugin_folder(root)
     if not folder.is_dir():
         plugins.warnings.append(f"no {PLUGIN_FOLDER} folder in {custom_dir}: no converter plugins loaded")
         return plugins
+    check_plugin_folder(folder)
     for path in sorted(folder.iterdir()):
         if path.suffix != ".py":
             continue
@@ -121,7 +197,6 @@ def load_plugins(custom_dir: str | os.PathLike[str]) -> PluginSet:
             )
             continue
         src, dst = match.group(1), match.group(2)
-        check_plugin_file(path)
         module = _import_file(path)
         function = getattr(module, "convert", None)
         if not callable(function):
