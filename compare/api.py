@@ -237,6 +237,7 @@ def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairi
         return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                              scenario=scenario, stats=stats)
     rows = compare_pairs(pairing.pairs, options)
+    rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario)
@@ -374,11 +375,38 @@ def _as_int(value: object) -> int | None:
         return None
 
 
+def unpaired_rows(rows: Sequence[MetricRow], pairing: Pairing, metrics: Sequence[str]) -> list[MetricRow]:
+    """Rows for operators that no row names yet, so that every operator of both sides appears.
+
+    In fusion mode, a left operator that is not in the rule and a golden operator that the rule
+    never refers to (neither compared nor listed in a GroundTruth cell) would otherwise be
+    mentioned nowhere; each gets one row saying so, after the rule's rows.
+    """
+    named_left = {name for row in rows for name in row.left_op.split(",")}
+    named_right = {name for row in rows for name in row.right_op.split(",")}
+    index = max((row.index for row in rows), default=-1) + 1
+    extra = []
+    for name in pairing.unmatched_left:
+        if name not in named_left:
+            extra.append(MetricRow(index, None, name, "*", None, metrics={m: None for m in metrics},
+                                   reasons=[f"operator '{name}' of the left dump is not in the fusion rule, so it "
+                                            "has no known golden counterpart"], status=PairStatus.MISSING_RIGHT))
+            index += 1
+    for name in pairing.unmatched_right:
+        if name not in named_right:
+            extra.append(MetricRow(index, None, "*", name, None, metrics={m: None for m in metrics},
+                                   reasons=[f"golden operator '{name}' is not referred to by the fusion rule "
+                                            "(no NPU operator maps to it)"], status=PairStatus.MISSING_LEFT))
+            index += 1
+    return extra if pairing.mode == "fusion" else []
+
+
 def _skipped_for(run: Run, names: Sequence[str]) -> list[str]:
+    """Skipped files whose name -- or whose reason (e.g. a refused mapping.csv row) -- mentions an op."""
     hints = []
     for path, why in run.skipped:
         file_name = Path(path).name
-        if any(len(name) >= 3 and name in file_name for name in names):
+        if any(len(name) >= 3 and (name in file_name or f"'{name}'" in why or f" {name}." in why) for name in names):
             hints.append(f"file {file_name} was not used: {why}")
     return hints
 
