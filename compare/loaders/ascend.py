@@ -536,41 +536,14 @@ def _holds_any_file(folder: Path) -> bool:
         return False
 
 
-def _subfolders(folder: Path) -> list[Path]:
-    try:
-        with os.scandir(folder) as it:
-            return sorted(Path(e.path) for e in it if e.is_dir(follow_symlinks=True))
-    except OSError:
-        return []
-
-
 def find_dump_folders(root: Path, max_depth: int = MAX_SEARCH_DEPTH) -> list[Path]:
     """Folders at most ``max_depth`` levels below ``root`` that directly hold dump files.
 
     A folder that holds dump files is not searched further.
     """
-    found: list[Path] = []
-    seen: set[tuple[int, int]] = set()
+    from .walk import walk_leaves
 
-    def walk(folder: Path, depth: int) -> None:
-        try:
-            stat = folder.stat()
-        except OSError:
-            return
-        key = (stat.st_dev, stat.st_ino)
-        if key in seen:
-            return
-        seen.add(key)
-        if _holds_dump_files(folder):
-            found.append(folder)
-            return
-        if depth >= max_depth:
-            return
-        for sub in _subfolders(folder):
-            walk(sub, depth + 1)
-
-    walk(root, 0)
-    return found
+    return [folder for folder, _ in walk_leaves(root, max_depth, lambda f: True if _holds_dump_files(f) else None)]
 
 
 def _newness(folder: Path, root: Path) -> tuple:

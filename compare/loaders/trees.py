@@ -152,35 +152,13 @@ def find_leaves(root: Path, max_depth: int = MAX_DEPTH) -> list[tuple[Path, Leaf
 
     A folder holding dump files is not searched further; symlink loops are cut.
     """
-    found: list[tuple[Path, LeafInfo]] = []
-    seen: set[tuple[int, int]] = set()
+    from .walk import walk_leaves
 
-    def walk(folder: Path, depth: int) -> None:
-        try:
-            stat = folder.stat()
-        except OSError:
-            return
-        key = (stat.st_dev, stat.st_ino)
-        if key in seen:
-            return
-        seen.add(key)
+    def classify(folder: Path) -> LeafInfo | None:
         info = classify_leaf(folder)
-        if info.kind is not None:
-            found.append((folder, info))
-            return
-        if depth >= max_depth:
-            return
-        try:
-            with os.scandir(folder) as it:
-                subs = sorted(Path(e.path) for e in it if e.is_dir(follow_symlinks=True)
-                              and not e.name.startswith(".") and e.name not in _SKIP_DIRS)
-        except OSError:
-            return
-        for sub in subs:
-            walk(sub, depth + 1)
+        return info if info.kind is not None else None
 
-    walk(Path(root), 0)
-    return found
+    return walk_leaves(root, max_depth, classify, skip_dir=lambda name: name.startswith(".") or name in _SKIP_DIRS)
 
 
 def locate(leaf: Path, kind: str) -> tuple[str, dict[str, object]]:
