@@ -5,12 +5,28 @@ reconciled) becomes that pair's row with the diagnosis as its reason; the engine
 one pair and never drops one. Tensors are loaded one pair at a time and released afterwards; a
 golden tensor used by several left tensors (a producer's output feeding several consumers) is
 loaded once and kept while it is still needed.
+
+Performance (docs/performance.md):
+
+- **Zero copies.** Large float dump tensors are memory-mapped (:mod:`convert.fastread`), golden
+  ``.npy`` files are mapped by their loader, and a layout conversion is not materialised: the
+  pair becomes an iteration plan (:func:`convert.layouts.lazy.plan_pair`) that the kernels walk
+  with the device layout's strides (:func:`compare.kernels.compare_planned`). Pairs the plan
+  cannot express go through :func:`convert.layouts.prepare_pair` and :func:`compare_arrays`, with
+  the same numbers up to float64 summation order.
+- **Two threads.** The kernels release the GIL; :func:`iter_compare` runs pairs on a small thread
+  pool (``EngineOptions.workers``), a bounded window ahead of the consumer, and yields rows in
+  pair order. Memory stays bounded by the window, whatever the number of operators.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import functools
+import os
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +36,8 @@ from .records import MetricRow, Pair, PairStatus, TensorRef
 
 #: Golden arrays kept in memory at most (they are reused by consecutive pairs most of the time).
 GOLDEN_CACHE_ENTRIES = 4
+#: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
+MAX_WORKERS = 4
 
 
 @dataclass
@@ -35,26 +53,77 @@ class EngineOptions:
     plugins: dict | None = None
     max_elements: int = 0
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
+    #: Threads comparing pairs (0: the number of cores, at most MAX_WORKERS; 1: no threads).
+    workers: int = 0
+    #: Use the zero-copy path (lazy layouts, in-kernel decoding) where it applies.
+    fast: bool = True
+
+
+def load_tensor(ref: TensorRef) -> np.ndarray:
+    """``ref.load()``, with a large float dump tensor memory-mapped instead of read.
+
+    Interim: a TensorRef of an Ascend dump reads through ``compare.loaders.ascend.
+    read_dump_tensor(header, info)``; for those the same checks are made here and the data goes
+    through :func:`convert.fastread.read_tensor_mapped` (which falls back to ``read_tensor`` for
+    anything but the plain case). Once ``read_dump_tensor`` calls ``read_tensor_mapped`` itself,
+    this is just ``ref.load()``.
+    """
+    reader = ref.reader
+    if (
+        isinstance(reader, functools.partial)
+        and getattr(reader.func, "__name__", "") == "read_dump_tensor"
+        and getattr(reader.func, "__module__", "") == "compare.loaders.ascend"
+        and len(reader.args) == 2
+        and not reader.keywords
+    ):
+        from convert.dtypes import Format
+        from convert.fastread import read_tensor_mapped
+
+        header, info = reader.args
+        try:
+            Format(int(info.format))  # read_dump_tensor's own refusal, left to it
+        except (ValueError, TypeError):
+            return ref.load()
+        return read_tensor_mapped(header, info)
+    return ref.load()
 
 
 class _GoldenCache:
-    """A small LRU of loaded golden arrays keyed by (file, tensor)."""
+    """A small, thread-safe LRU of loaded golden arrays keyed by (file, tensor)."""
 
     def __init__(self, size: int = GOLDEN_CACHE_ENTRIES) -> None:
         self._size = size
         self._items: OrderedDict[tuple[str, str, int], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        #: One-side statistics of cached goldens (see compare.kernels.compare_planned); entries
+        #: are dropped with their golden.
+        self.stats: dict = {}
 
     def load(self, ref: TensorRef) -> np.ndarray:
-        key = (str(ref.path), ref.kind.value, ref.index)
-        hit = self._items.get(key)
-        if hit is not None:
+        key = self.key(ref)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return hit
+            self.misses += 1
+        array = load_tensor(ref)  # outside the lock: two threads may both load it (harmless)
+        with self._lock:
+            self._items[key] = array
             self._items.move_to_end(key)
-            return hit
-        array = ref.load()
-        self._items[key] = array
-        if len(self._items) > self._size:
-            self._items.popitem(last=False)
+            while len(self._items) > self._size:
+                gone, _ = self._items.popitem(last=False)
+                for k in list(self.stats):  # list(): a snapshot, other threads may insert
+                    if k[0] == gone:
+                        self.stats.pop(k, None)
         return array
+
+    @staticmethod
+    def key(ref: TensorRef) -> tuple[str, str, int]:
+        return (str(ref.path), ref.kind.value, ref.index)
 
 
 def _base_row(pair: Pair) -> MetricRow:
@@ -123,7 +192,8 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
 
     goldens = goldens or _GoldenCache()
     try:
-        left = pair.left.load()
+        # A custom converter gets the left data as it always did: a writable array, not a mapping.
+        left = pair.left.load() if options.plugins else load_tensor(pair.left)
     except CompareError as exc:
         return _not_compared(row, algorithms, f"left tensor unreadable: {exc}", PairStatus.NOT_COMPARABLE)
     try:
@@ -137,6 +207,17 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
             from convert.layouts import assumed_golden_format
 
             golden_format = assumed_golden_format(pair.left.format, np.ndim(right))
+        if options.fast and options.max_elements <= 0:
+            try:
+                fast = _compare_planned(pair, left, right, golden_format or "", options, algorithms, goldens)
+            except (LayoutError, ValueError) as exc:
+                return _not_compared(
+                    row, algorithms, f"cannot bring {pair.tensor_id} to the golden layout of {pair.right.path.name}: {exc}", PairStatus.NOT_COMPARABLE
+                )
+            if fast is not None:
+                shape, result = fast
+                row.shape = tuple(int(d) for d in shape)
+                return _finish(row, result, pair)
         try:
             x, y, shape = prepare_pair(
                 left,
@@ -170,6 +251,51 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
         result = compare_arrays(x, y, metrics=algorithms, scalar=scalar)
     except CompareError as exc:
         return _not_compared(row, algorithms, str(exc), PairStatus.NOT_COMPARABLE)
+    return _finish(row, result, pair)
+
+
+def _fast_dtype(dtype: np.dtype) -> bool:
+    """Dtypes the fast path reads (bool and complex data keep their special rules on the
+    ordinary path; ml_dtypes other than bfloat16 are converted there too)."""
+    return dtype.kind in "fiu" or (dtype.kind == "V" and dtype.name == "bfloat16")
+
+
+def _compare_planned(pair: Pair, left: np.ndarray, right: np.ndarray, golden_format: str,
+                     options: EngineOptions, algorithms: list[str], goldens: _GoldenCache | None = None):
+    """The zero-copy comparison of a converted pair: ``(shape, KernelResult)``, or None when the
+    lazy plan does not apply (then the caller takes the ordinary path). Raises what
+    :func:`prepare_pair` would raise for the pair (LayoutError, ValueError)."""
+    from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
+
+    from .kernels import compare_planned, is_scalar_like, storage
+
+    if not (_fast_dtype(np.asarray(left).dtype) and _fast_dtype(np.asarray(right).dtype)):
+        return None
+    try:
+        lx, ly, shape = plan_pair(
+            left,
+            pair.left.format,
+            tuple(pair.left.shape),
+            right,
+            golden_format,
+            target_shape=pair.target_shape,
+            golden_shape=tuple(right.shape),
+            sub_format=pair.left.sub_format,
+            plugins=options.plugins,
+        )
+        plan = kernel_plan(lx, ly)
+    except Unsupported:
+        return None
+    xbuf, _ = storage(lx.base, "left")
+    ybuf, _ = storage(ly.base, "right")
+    scalar = is_scalar_like(tuple(int(d) for d in shape))
+    cache = goldens.stats if goldens is not None else None
+    key = _GoldenCache.key(pair.right) if goldens is not None else None
+    return shape, compare_planned(xbuf, ybuf, plan, lx.size, metrics=algorithms, scalar=scalar,
+                                  right_cache=cache, right_key=key)
+
+
+def _finish(row: MetricRow, result, pair: Pair) -> MetricRow:
     row.metrics = dict(result.values)
     row.std = result.std
     for note in sorted(result.notes, key=lambda n: n.name):
@@ -180,22 +306,59 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
     return row
 
 
+def _safe_compare(pair: Pair, options: EngineOptions, goldens: _GoldenCache) -> MetricRow:
+    try:
+        return compare_pair(pair, options, goldens)
+    except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
+        algorithms = list(options.algorithms or ())
+        return _not_compared(_base_row(pair), algorithms,
+                             f"internal error while comparing {pair.tensor_id or pair.left_op}: "
+                             f"{type(exc).__name__}: {exc} (please report)", PairStatus.NOT_COMPARABLE)
+
+
+def _workers(options: EngineOptions, count: int) -> int:
+    wanted = options.workers if options.workers > 0 else min(os.cpu_count() or 1, MAX_WORKERS)
+    return max(1, min(wanted, count))
+
+
 def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) -> Iterator[MetricRow]:
-    """Compare pairs one at a time, yielding rows in the same order (streaming-friendly)."""
+    """Compare pairs, yielding rows in pair order as they are ready (streaming-friendly).
+
+    With ``workers > 1`` pairs run on a thread pool, at most ``2 * workers`` ahead of the row
+    being yielded, so memory does not grow with the number of pairs.
+    """
     options = options or EngineOptions()
     goldens = _GoldenCache()
     pairs = list(pairs)
-    for done, pair in enumerate(pairs, start=1):
+    total = len(pairs)
+    workers = _workers(options, total)
+    if workers == 1:
+        for done, pair in enumerate(pairs, start=1):
+            yield _safe_compare(pair, options, goldens)
+            if options.progress is not None:
+                options.progress(done, total)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vcompare") as pool:
+        pending = iter(pairs)
+        window: deque = deque()
+        for pair in pending:
+            window.append(pool.submit(_safe_compare, pair, options, goldens))
+            if len(window) >= 2 * workers:
+                break
+        done = 0
         try:
-            row = compare_pair(pair, options, goldens)
-        except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
-            algorithms = list(options.algorithms or ())
-            row = _not_compared(_base_row(pair), algorithms,
-                                f"internal error while comparing {pair.tensor_id or pair.left_op}: "
-                                f"{type(exc).__name__}: {exc} (please report)", PairStatus.NOT_COMPARABLE)
-        yield row
-        if options.progress is not None:
-            options.progress(done, len(pairs))
+            while window:
+                row = window.popleft().result()
+                nxt = next(pending, None)
+                if nxt is not None:
+                    window.append(pool.submit(_safe_compare, nxt, options, goldens))
+                done += 1
+                yield row
+                if options.progress is not None:
+                    options.progress(done, total)
+        finally:
+            for future in window:
+                future.cancel()
 
 
 def compare_pairs(pairs: Iterable[Pair], options: EngineOptions | None = None) -> list[MetricRow]:

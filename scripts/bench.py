@@ -2,8 +2,8 @@
 """End-to-end benchmark: vcompare on a large seeded network vs a plain-numpy float64 baseline.
 
     python scripts/bench.py --size-gb 1.8            # the issue's case (~300 ops, fp16 dumps)
-    python scripts/bench.py --size-gb 0.05 --runs 2  # smoke test (CI)
-    python scripts/bench.py --size-gb 1.8 --write-doc docs/performance.md
+    python scripts/bench.py --size-gb 0.02 --ops 10 --runs 1 --no-baseline   # CI smoke test
+    python scripts/bench.py --size-gb 1.8 --write-doc docs/performance.md --label after
 
 It generates the case once (cached in --workdir, keyed by its parameters) with
 ``convert.synthetic_large.make_large_network``, then runs ``vcompare`` as a subprocess: once with
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vcompare_bench")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--write-doc", type=Path, help="append the results to this Markdown file")
+    parser.add_argument("--label", default="", help="a title for the results written with --write-doc")
     parser.add_argument("--_baseline", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args._baseline:
@@ -176,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if args.write_doc:
         with args.write_doc.open("a") as handle:
-            handle.write(f"\n### {time.strftime('%Y-%m-%d')}: `scripts/bench.py --size-gb {args.size_gb:g} "
+            title = f"{args.label}, " if args.label else ""
+            handle.write(f"\n### {title}{time.strftime('%Y-%m-%d')}: `scripts/bench.py --size-gb {args.size_gb:g} "
                          f"--ops {args.ops} --runs {args.runs}`\n\n")
             handle.write("".join(f"- {line}\n" for line in lines))
     return 0

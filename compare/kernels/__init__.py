@@ -6,7 +6,10 @@ The public, checked API of the comparison metrics:
   the reports and the gates);
 - :func:`resolve_algorithms`: an ``-alg`` style selection -> canonical metric names;
 - :func:`compare_arrays`: two arrays -> :class:`KernelResult` (values, std tuple, notes);
-- :func:`is_scalar_like`: the reference tool's "Scalar" shape test.
+- :func:`compare_planned`: the same over storage buffers and a :class:`KernelPlan` (the engine's
+  zero-copy path: layouts walked in place, see :mod:`convert.layouts.lazy`);
+- :func:`is_scalar_like`: the reference tool's "Scalar" shape test;
+- :func:`preload`: initialise numba ahead of the first comparison (command line).
 
 Numerics (our design decision): every element is widened to float64 and every sum is a float64
 accumulation, so results are float64 truth (the reference tool computes in float32; the two
@@ -23,8 +26,9 @@ from __future__ import annotations
 import enum
 import math
 import re
+from collections.abc import Hashable, MutableMapping
 from dataclasses import dataclass
-from typing import Iterable, Sequence, Union
+from typing import Iterable, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -263,12 +267,43 @@ def is_scalar_like(shape: Sequence[int]) -> bool:
     return sum(dims) == len(dims)
 
 
-def _prepare(a: np.ndarray, side: str) -> tuple[np.ndarray, bool]:
-    """Flatten and cast one side to a native-endian, C-contiguous float32/float64 1-D array.
+def preload(*, blas: bool = True) -> None:
+    """Import numba and initialise its CPU target now (what the first comparison would do).
 
-    float16, bfloat16 (and other ml_dtypes), bool and ints up to 16 bits -> float32 (exact);
-    wider ints -> float64; float32/float64 kept; longdouble -> float64; complex -> real part
-    (returns True as the second item). Other dtypes raise CompareError.
+    ``blas=False`` skips numba's optional SciPy BLAS probe (importing ``scipy.linalg`` costs
+    about 0.18 s of a command-line run): numba then cannot compile ``np.dot``/``np.linalg`` for
+    the rest of the process, which vcompare's kernels never use. Only for processes that use
+    numba through vcompare alone (the command line); a library user keeps the default. Has no
+    effect when numba's CPU target is already initialised or ``scipy.linalg`` already imported.
+    """
+    import sys
+
+    stub = not blas and "scipy.linalg" not in sys.modules and "numba.np.arraymath" not in sys.modules
+    if stub:
+        sys.modules["scipy.linalg"] = None  # type: ignore[assignment]  # "import scipy.linalg" fails
+    try:
+        from numba.core.registry import cpu_target
+
+        from . import fused  # noqa: F401
+
+        cpu_target.target_context.refresh()
+    finally:
+        if stub and "scipy.linalg" in sys.modules and sys.modules["scipy.linalg"] is None:
+            del sys.modules["scipy.linalg"]
+
+
+def _is_bfloat16(dtype: np.dtype) -> bool:
+    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.name == "bfloat16"
+
+
+def storage(a: np.ndarray, side: str = "left") -> tuple[np.ndarray, bool]:
+    """Flatten one side to a native-endian, C-contiguous 1-D **storage buffer** the kernels read.
+
+    float16 -> its bits as uint16 and bfloat16 -> its bits as int16 (both decoded to float64 in
+    the kernel, no widened copy); float32/float64 kept; bool and ints up to 16 bits -> float32
+    (exact); wider ints -> float64; longdouble -> float64; other ml_dtypes (float8_*, int4 ...)
+    -> float32; complex -> real part (returns True as the second item). A contiguous input is not
+    copied. Other dtypes raise CompareError.
     """
     kind = a.dtype.kind
     is_complex = False
@@ -276,9 +311,11 @@ def _prepare(a: np.ndarray, side: str) -> tuple[np.ndarray, bool]:
         a = a.real
         is_complex = True
         kind = "f"
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
     if kind == "f":
         if a.dtype.itemsize == 2:
-            a = a.astype(np.float32)
+            a = np.ascontiguousarray(a.reshape(-1)).view(np.uint16)
         elif a.dtype.itemsize > 8:
             a = a.astype(np.float64)
     elif kind == "b":
@@ -286,20 +323,48 @@ def _prepare(a: np.ndarray, side: str) -> tuple[np.ndarray, bool]:
     elif kind in "iu":
         a = a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64)
     elif kind == "V":  # ml_dtypes: bfloat16, float8_*, int4 ...
-        try:
-            a = a.astype(np.float32)
-        except (TypeError, ValueError) as exc:
-            raise CompareError(f"cannot compare {side} data of dtype {a.dtype}: {exc}") from exc
+        if _is_bfloat16(a.dtype):
+            a = np.ascontiguousarray(a.reshape(-1)).view(np.int16)
+        else:
+            try:
+                a = a.astype(np.float32)
+            except (TypeError, ValueError) as exc:
+                raise CompareError(f"cannot compare {side} data of dtype {a.dtype}: {exc}") from exc
     else:
         raise CompareError(f"cannot compare {side} data of dtype {a.dtype}")
-    if not a.dtype.isnative:
-        a = a.astype(a.dtype.newbyteorder("="))
     return np.ascontiguousarray(a.reshape(-1)), is_complex
+
+
+#: Storage dtypes the kernels read directly (see :func:`storage`).
+STORAGE_DTYPES = (np.dtype(np.uint16), np.dtype(np.int16), np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _div(a: float, n: int) -> float:
     """``a / n`` with numpy's empty-mean result (nan) for n == 0."""
     return a / n if n else math.nan
+
+
+class KernelPlan(NamedTuple):
+    """How the kernels walk a pair (int64 arrays; see :mod:`compare.kernels.fused`).
+
+    ``pair = (dims, sx, sy, ox, oy)`` pairs the elements of the two storage buffers;
+    ``left = (dims, strides, offsets)`` and ``right`` visit the same elements of one side each, in
+    that side's own memory order (for the per-side extrema and sums).
+    """
+
+    pair: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    left: tuple[np.ndarray, np.ndarray, np.ndarray]
+    right: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def flat_kernel_plan(n: int) -> KernelPlan:
+    """The plan of two contiguous 1-D buffers of ``n`` elements."""
+    dims = np.ones((1, 6), dtype=np.int64)
+    dims[0, -1] = n
+    strides = np.zeros((1, 6), dtype=np.int64)
+    strides[0, -1] = 1
+    zero = np.zeros(1, dtype=np.int64)
+    return KernelPlan((dims, strides, strides, zero, zero), (dims, strides, zero), (dims, strides, zero))
 
 
 def compare_arrays(
@@ -335,13 +400,75 @@ def compare_arrays(
     if scalar is None:
         scalar = is_scalar_like(xa.shape)
     bool_data = xa.dtype.kind == "b" and ya.dtype.kind == "b"
-    notes: set[Note] = set()
-
-    xf, xc = _prepare(xa, "left")
-    yf, yc = _prepare(ya, "right")
-    if xc or yc:
-        notes.add(Note.COMPLEX_REAL_PART)
+    xf, xc = storage(xa, "left")
+    yf, yc = storage(ya, "right")
     n = int(xf.shape[0])
+    return _compute(xf, yf, flat_kernel_plan(n), n, names, scalar, bool_data, xc or yc)
+
+
+def compare_planned(
+    xbuf: np.ndarray,
+    ybuf: np.ndarray,
+    plan: KernelPlan,
+    count: int,
+    *,
+    metrics: AlgorithmSpec = None,
+    scalar: bool = False,
+    right_cache: MutableMapping | None = None,
+    right_key: Hashable = None,
+) -> KernelResult:
+    """:func:`compare_arrays` over an iteration plan instead of two flat arrays (the fast path).
+
+    ``xbuf``/``ybuf`` are 1-D storage buffers (one of :data:`STORAGE_DTYPES`, see
+    :func:`storage`); ``plan`` pairs their elements (:class:`KernelPlan`), ``count`` elements in
+    all. The numbers equal those of ``compare_arrays`` on the materialised arrays
+    up to float64 rounding (the summation order follows the plan). Built by
+    :func:`convert.layouts.lazy.plan_pair`.
+
+    ``right_cache``/``right_key``: when the same golden tensor (``right_key`` names it, e.g. its
+    file and index) is compared again with the same right-side plan, its one-side statistics are
+    taken from ``right_cache`` instead of being computed again (a producer's output is compared
+    as its own output and as the next operator's input).
+    """
+    for buf in (xbuf, ybuf):
+        if buf.ndim != 1 or buf.dtype not in STORAGE_DTYPES or not buf.dtype.isnative:
+            raise CompareError(f"not a kernel storage buffer: {buf.dtype} {buf.shape}")
+    names = _canonical(metrics)
+    cache = None
+    if right_cache is not None and right_key is not None:
+        right = plan[2]
+        cache = (right_cache, (right_key, str(ybuf.dtype)) + tuple(a.tobytes() for a in right))
+    return _compute(xbuf, ybuf, KernelPlan(*plan), int(count), names, bool(scalar), False, False, cache)
+
+
+def _canonical(metrics: AlgorithmSpec) -> list[str]:
+    """resolve_algorithms, skipped for a list that is already canonical (the engine's)."""
+    if isinstance(metrics, (list, tuple)) and metrics and all(isinstance(m, str) and m in METRICS for m in metrics):
+        if len(set(metrics)) == len(metrics):
+            return list(metrics)
+    return resolve_algorithms(metrics)
+
+
+def _compute(
+    xf: np.ndarray,
+    yf: np.ndarray,
+    plan: KernelPlan,
+    n: int,
+    names: list[str],
+    scalar: bool,
+    bool_data: bool,
+    complex_data: bool,
+    right_cache: tuple | None = None,
+) -> KernelResult:
+    """The metric values of a prepared pair (storage buffers + plan); see compare_arrays.
+
+    Three kernel calls: each side alone in its own memory order (extrema, sum, sum of squares:
+    cheap, no gather), then the paired pass (cross terms, KL with the extrema known, centred sums
+    for std with the means known).
+    """
+    notes: set[Note] = set()
+    if complex_data:
+        notes.add(Note.COMPLEX_REAL_PART)
     if n == 0:
         notes.add(Note.EMPTY)
 
@@ -353,97 +480,95 @@ def compare_arrays(
     std: tuple[float, float, float, float] | None = None
 
     if selected:
-        from .fused import (  # numba is imported here, on the first comparison only
-            P1_FINITEX,
-            P1_FINITEY,
-            P1_MAXABS,
-            P1_MAXREL,
-            P1_MAXX,
-            P1_MAXY,
-            P1_MINX,
-            P1_MINY,
-            P1_SABS,
-            P1_SREL,
-            P1_SSQ,
-            P1_SUMX,
-            P1_SUMY,
-            P1_SXX,
-            P1_SXY,
-            P1_SYY,
-            _pass1,
-            _pass2,
-        )
+        from . import fused as F  # numba is imported here, on the first comparison only
 
-        do_rel = bool(selected & {ACC_REL, MAX_REL, MEAN_REL})
         # errstate only matters without JIT (NUMBA_DISABLE_JIT=1), where the kernels run on numpy
         # scalars: IEEE NaN/inf results are intended, not worth a RuntimeWarning.
         with np.errstate(all="ignore"):
-            s = [float(v) for v in _pass1(xf, yf, do_rel)]
+            # + 0.0: the kernels may ignore the sign of zero (nsz); sequential sums never gave -0.0
+            minx, maxx, sumx, sxx = (float(v) + 0.0 for v in F._side_boxes(xf, *plan.left))
+            right = right_cache[0].get(right_cache[1]) if right_cache is not None else None
+            if right is None:
+                right = tuple(float(v) + 0.0 for v in F._side_boxes(yf, *plan.right))
+                if right_cache is not None:
+                    right_cache[0][right_cache[1]] = right
+            miny, maxy, sumy, syy = right
+        # min/max are NaN-propagating: a NaN or an inf on a side shows in its extrema.
+        finx = n == 0 or (-math.inf < minx and maxx < math.inf)
+        finy = n == 0 or (-math.inf < miny and maxy < math.inf)
+        meanx = _div(sumx, n)
+        meany = _div(sumy, n)
+        do_rel = bool(selected & {ACC_REL, MAX_REL, MEAN_REL})
+        do_kl = KL in selected and n > 0 and finx and finy
+        cx, ix, spe = _kl_side(minx, maxx, sumx, n)
+        cy, iy, sqe = _kl_side(miny, maxy, sumy, n)
+        # Condition the KL sum: accumulate p*log(p/q * k) with k ~ Sq/Sp estimated from the sums,
+        # so the terms do not carry the large common log(Sq/Sp) that cancels at the end.
+        k = sqe / spe if spe > 0.0 else 1.0
+        if not (0.0 < k < math.inf) or abs(k - 1.0) < 1e-6:
+            k = 1.0
+        prm = (cx, ix, cy, iy, k, meanx if finx else 0.0, meany if finy else 0.0)
+        with np.errstate(all="ignore"):
+            s = [float(v) + 0.0 for v in F._pair_boxes(xf, yf, *plan.pair, prm, do_rel, do_kl)]
 
         if COSINE in selected:
-            values[COSINE] = _cosine(s[P1_SXY], s[P1_SXX], s[P1_SYY], scalar, notes)
+            values[COSINE] = _cosine(s[F.PR_SXY], sxx, syy, scalar, notes)
         if MAX_ABS in selected:
-            values[MAX_ABS] = s[P1_MAXABS] if n else None
+            values[MAX_ABS] = s[F.PR_MAXABS] if n else None
         if ACC_REL in selected:
-            values[ACC_REL] = s[P1_SREL]
+            values[ACC_REL] = s[F.PR_SREL]
         if RED in selected:
-            syy = s[P1_SYY]
-            values[RED] = 0.0 if math.sqrt(syy) <= EPS64 else math.sqrt(s[P1_SSQ] / syy)
+            values[RED] = 0.0 if math.sqrt(syy) <= EPS64 else math.sqrt(s[F.PR_SSQ] / syy)
         if MEAN_ABS in selected:
-            values[MEAN_ABS] = _div(s[P1_SABS], n)
+            values[MEAN_ABS] = _div(s[F.PR_SABS], n)
         if RMSE in selected:
-            values[RMSE] = math.sqrt(_div(s[P1_SSQ], n))
+            values[RMSE] = math.sqrt(_div(s[F.PR_SSQ], n))
         if MAX_REL in selected:
-            values[MAX_REL] = s[P1_MAXREL] if n else None
+            values[MAX_REL] = s[F.PR_MAXREL] if n else None
         if MEAN_REL in selected:
-            values[MEAN_REL] = _div(s[P1_SREL], n)
-
-        finx = s[P1_FINITEX] == 1.0
-        finy = s[P1_FINITEY] == 1.0
-        do_kl = KL in selected and n > 0 and finx and finy
-        do_std = STD in selected and n > 0
-        meanx = _div(s[P1_SUMX], n)
-        meany = _div(s[P1_SUMY], n)
-        if do_kl or (do_std and (finx or finy)):
-            with np.errstate(all="ignore"):
-                p2 = _pass2(
-                    xf,
-                    yf,
-                    s[P1_MINX],
-                    s[P1_MAXX],
-                    s[P1_MINY],
-                    s[P1_MAXY],
-                    meanx,
-                    meany,
-                    do_kl,
-                    do_std and finx,
-                    do_std and finy,
-                )
-            a, sp, sq, sdx, sdx2, sdy, sdy2 = (float(v) for v in p2)
-        else:
-            a = sp = sq = sdx = sdx2 = sdy = sdy2 = math.nan
+            values[MEAN_REL] = _div(s[F.PR_SREL], n)
         if KL in selected:
             if n == 0:
                 values[KL] = None
             elif not do_kl:
                 values[KL] = math.nan
             else:
-                kl = a / sp + math.log(sq / sp)
+                a, sp, sq = s[F.PR_A], s[F.PR_SP], s[F.PR_SQ]
+                kl = a / sp + math.log(sq / (sp * k))
                 if abs(kl) < EPS64:
                     kl = 0.0
                 if kl == math.inf:
                     notes.add(Note.KL_GOLDEN_ZERO)
                 values[KL] = kl
-        if STD in selected:
+        if STD in selected and n > 0:
             # The centred sums also refine the means (mean + sum(v - mean)/N).
+            sdx, sdx2, sdy, sdy2 = s[F.PR_SDX], s[F.PR_SDX2], s[F.PR_SDY], s[F.PR_SDY2]
             std = (
-                meanx + sdx / n if finx and n else meanx,
+                meanx + sdx / n if finx else meanx,
                 _std(sdx, sdx2, n) if finx else math.nan,
-                meany + sdy / n if finy and n else meany,
+                meany + sdy / n if finy else meany,
                 _std(sdy, sdy2, n) if finy else math.nan,
             )
+        elif STD in selected:
+            std = (math.nan, math.nan, math.nan, math.nan)
 
     return KernelResult(values=values, std=std, notes=frozenset(notes), count=n)
+
+
+def _kl_side(lo: float, hi: float, total: float, n: int) -> tuple[float, float, float]:
+    """KL normalisation of one side: ``(c, inv, S_est)`` with ``p = max((v - c) * inv, EPS32)``.
+
+    The range ``hi - lo`` normalises unless it is 0. Then the metric's ``p = max(v, EPS32)`` is
+    one constant, and KL only sees ``P = p / sum p = 1/N``: any constant gives the same KL, so
+    ``inv = 0`` makes ``p = EPS32``. Either way ``p`` stays in ``[EPS32, 1]``, which keeps the
+    kernel's log argument a normal number. ``S_est`` estimates ``sum p`` from the pass-1 sum.
+    """
+    rng = hi - lo
+    if rng != 0.0 and rng == rng:
+        inv = 1.0 / rng
+        est = (total - n * lo) * inv
+        return lo, inv, max(est, n * EPS32) if est == est else n * EPS32
+    return 0.0, 0.0, n * EPS32
 
 
 def _cosine(sxy: float, sxx: float, syy: float, scalar: bool, notes: set[Note]) -> float | None:
@@ -483,10 +608,16 @@ __all__ = [
     "EPS64",
     "METRICS",
     "METRIC_NAMES",
+    "KernelPlan",
     "KernelResult",
     "Metric",
     "Note",
+    "STORAGE_DTYPES",
     "compare_arrays",
+    "compare_planned",
+    "flat_kernel_plan",
     "is_scalar_like",
+    "preload",
     "resolve_algorithms",
+    "storage",
 ]

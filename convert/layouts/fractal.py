@@ -47,7 +47,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .nc1hwc0 import default_c0
+from .nc1hwc0 import as_source, default_c0
 from .shapes import LayoutError, Shape, as_shape, crop_length, shape_text, shaped
 
 #: Edge of the cube unit used when writing FRACTAL_Z (C0 = N0 = 16) and FRACTAL_NZ rows.
@@ -66,7 +66,7 @@ def _fractal_z_blocks(shape_from: Sequence[int], array: np.ndarray, h: int, w: i
         raise LayoutError(
             f"{fmt}: the source's first dim {src[0]} is not C1*H*W for the target's H={h}, W={w}"
         )
-    x = shaped(array, src, "FRACTAL_Z")
+    x = as_source(array, src, "FRACTAL_Z")
     return x.reshape(src[0] // (h * w), h, w, src[1], src[2], src[3])
 
 
@@ -284,7 +284,7 @@ def fractal_nz_to_nd(
         batch, (rows, cols), two_d = 1, target, True
     else:
         batch, (rows, cols), two_d = math.prod(target[:-2]), target[-2:], False
-    data = np.asarray(array)
+    data = array if getattr(array, "is_lazy_view", False) else np.asarray(array)
     if data.size != batch * c1 * no * ni * c0:
         raise LayoutError(
             f"FRACTAL_NZ: target {shape_text(target)} means {batch} matrices of {shape_text(src[-4:])}, "

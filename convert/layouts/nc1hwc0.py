@@ -27,6 +27,15 @@ import numpy as np
 from .shapes import as_shape, crop_length, shaped
 
 
+def as_source(array, shape, fmt: str, rank: int | None = None):
+    """:func:`shapes.shaped` for the reading converters, which also accept a lazy view
+    (:class:`convert.layouts.lazy.LazyView`): the same checks and messages, then a view reshape."""
+    if getattr(array, "is_lazy_view", False):
+        shaped(array.dummy(), shape, fmt, rank)
+        return array.reshape(shape)
+    return shaped(array, shape, fmt, rank)
+
+
 def default_c0(dtype: np.dtype) -> int:
     """C0 of the cube unit for ``dtype``: 32 for int8/uint8, 16 for everything else."""
     dtype = np.dtype(dtype)
@@ -37,7 +46,7 @@ def nc1hwc0_to_nchw(
     shape_from: Sequence[int], shape_to: Sequence[int] | None, array: np.ndarray, group: int = 1
 ) -> np.ndarray:
     """NC1HWC0 -> NCHW: ``(n,c1,h,w,c0) -> (n, c1*C0+c0, h, w)``; uncropped ``(N, C1*C0, H, W)``."""
-    x = shaped(array, as_shape(shape_from), "NC1HWC0", 5)
+    x = as_source(array, as_shape(shape_from), "NC1HWC0", 5)
     n, c1, h, w, c0 = x.shape
     return x.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)
 
@@ -46,7 +55,7 @@ def nc1hwc0_to_nhwc(
     shape_from: Sequence[int], shape_to: Sequence[int] | None, array: np.ndarray, group: int = 1
 ) -> np.ndarray:
     """NC1HWC0 -> NHWC: ``(n,c1,h,w,c0) -> (n, h, w, c1*C0+c0)``; uncropped ``(N, H, W, C1*C0)``."""
-    x = shaped(array, as_shape(shape_from), "NC1HWC0", 5)
+    x = as_source(array, as_shape(shape_from), "NC1HWC0", 5)
     n, c1, h, w, c0 = x.shape
     return x.transpose(0, 2, 3, 1, 4).reshape(n, h, w, c1 * c0)
 
@@ -55,13 +64,13 @@ def nc1hwc0_to_hwcn(
     shape_from: Sequence[int], shape_to: Sequence[int] | None, array: np.ndarray, group: int = 1
 ) -> np.ndarray:
     """NC1HWC0 -> HWCN: ``(n,c1,h,w,c0) -> (h, w, c1*C0+c0, n)``; uncropped ``(H, W, C1*C0, N)``."""
-    x = shaped(array, as_shape(shape_from), "NC1HWC0", 5)
+    x = as_source(array, as_shape(shape_from), "NC1HWC0", 5)
     n, c1, h, w, c0 = x.shape
     return x.transpose(2, 3, 1, 4, 0).reshape(h, w, c1 * c0, n)
 
 
 def _ndc1hwc0_to_ncdhw_uncropped(shape_from: Sequence[int], array: np.ndarray) -> np.ndarray:
-    x = shaped(array, as_shape(shape_from), "NDC1HWC0", 6)
+    x = as_source(array, as_shape(shape_from), "NDC1HWC0", 6)
     n, d, c1, h, w, c0 = x.shape
     return x.transpose(0, 2, 5, 1, 3, 4).reshape(n, c1 * c0, d, h, w)
 

@@ -173,11 +173,26 @@ def prepare_pair(
     ``original_shape``); ``golden_shape`` defaults to ``golden.shape``. ``detail=True`` is
     single-op mode (both sides converted). The third item is the final left shape (the report's
     Shape column): the converted-and-sliced shape, or ``(n,)`` when nothing was converted.
+
+    :func:`convert.layouts.lazy.plan_pair` is the zero-copy twin (same code, lazy views).
+    """
+    a, g, shape = _prepare(
+        np.asarray(left), left_format, left_shape, np.asarray(golden), golden_format,
+        target_shape=target_shape, golden_shape=golden_shape, sub_format=sub_format,
+        plugins=plugins, detail=detail, convert=convert_layout,
+    )
+    return a.reshape(-1), g.reshape(-1), shape
+
+
+def _prepare(x, left_format, left_shape, y, golden_format, *, target_shape, golden_shape, sub_format,
+             plugins, detail, convert):
+    """The body of :func:`prepare_pair` on arrays or lazy views: ``(left, golden, shape)`` unflattened.
+
+    ``x``/``y`` support ``shape``, ``size``, ``ndim``, ``reshape``, ``transpose`` and
+    leading-block slicing; ``convert`` is :func:`convert_layout` or its lazy twin.
     """
     left_fmt = format_key(left_format)
     s_left = as_shape(left_shape)
-    x = np.asarray(left)
-    y = np.asarray(golden)
     s_gold = as_shape(golden_shape) if golden_shape is not None else tuple(y.shape)
     target = as_shape(target_shape) or s_gold
     gold_fmt = resolve_golden_format(golden_format, left_fmt, target, s_gold)
@@ -201,11 +216,11 @@ def prepare_pair(
     else:
         how = f"after {left_fmt}->{left_dst}"
         group = int(sub_format) if sub_format and int(sub_format) >= 2 else 1
-        a = convert_layout(x, left_fmt, left_dst, s_left, target, group=group, plugins=plugins)
-        g = convert_layout(y, gold_fmt, gold_dst, s_gold, s_gold, plugins=plugins)
+        a = convert(x, left_fmt, left_dst, s_left, target, group=group, plugins=plugins)
+        g = convert(y, gold_fmt, gold_dst, s_gold, s_gold, plugins=plugins)
         slice_shape = tuple(g.shape)
 
-    def context(arr: np.ndarray) -> str:
+    def context(arr) -> str:
         return (
             f"left has {arr.size} elements {shape_text(arr.shape)} {how}, "
             f"golden has {g.size} {shape_text(slice_shape)}"
@@ -216,5 +231,4 @@ def prepare_pair(
         a = slice_to_golden(a, slice_shape, context=context(a), paddable=paddable)
     if a.size != g.size:
         raise LayoutError(context(a))
-    return a.reshape(-1), g.reshape(-1), tuple(int(d) for d in a.shape)
-
+    return a, g, tuple(int(d) for d in a.shape)

@@ -1,0 +1,84 @@
+"""Zero-copy reads of large tensors: memory-map the bytes instead of reading them into a buffer.
+
+:func:`convert.dumpfile.read_tensor` reads a tensor's bytes into a fresh ``bytearray`` (a copy
+from the page cache, plus page faults on the new memory) and decodes them as a view. For a
+comparison that reads every byte once or twice, mapping the file is cheaper: the pages already in
+the page cache are mapped, not copied, and they are released (``munmap``) when the array is
+garbage collected.
+
+- :func:`map_bytes` maps ``count`` bytes of a file at ``offset`` as a read-only uint8 array.
+- :func:`read_tensor_mapped` is :func:`convert.dumpfile.read_tensor` through :func:`map_bytes`
+  for the plain case -- a float16/bfloat16/float32/float64 tensor with a non-empty shape whose
+  bytes are all in the file. It returns the same values (a read-only view). Anything else, and
+  any tensor smaller than :data:`MIN_MAP_BYTES`, goes to ``read_tensor`` itself, which makes the
+  checks and reports the errors. So this is never *less* strict than ``read_tensor``: its
+  conditions are a subset of ``read_tensor``'s success conditions.
+
+A file truncated by another process while it is mapped makes the next access to a vanished page
+fail with SIGBUS; ``np.load(mmap_mode="r")`` (the golden ``.npy`` reader) has the same property.
+The file's size is checked when it is mapped.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+
+#: Tensors smaller than this are read, not mapped (a mapping costs a few system calls).
+MIN_MAP_BYTES = 1 << 20
+
+#: Data-type codes mapped (DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_BF16): the kernels read them in place.
+_MAPPED_CODES = frozenset({1, 2, 12, 27})
+
+_PAGE = mmap.ALLOCATIONGRANULARITY
+
+
+def map_bytes(path: str | os.PathLike[str], offset: int, count: int) -> np.ndarray | None:
+    """``count`` bytes of ``path`` at ``offset`` as a read-only uint8 array backed by a mapping.
+
+    Returns None when the file does not hold them all (or cannot be mapped): the caller then
+    reads the file the ordinary way, which reports the problem.
+    """
+    if offset < 0 or count <= 0:
+        return None
+    start = offset - offset % _PAGE
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size < offset + count:
+                return None
+            mapped = mmap.mmap(f.fileno(), offset + count - start, access=mmap.ACCESS_READ, offset=start)
+    except (OSError, ValueError, OverflowError):
+        return None
+    return np.frombuffer(mapped, dtype=np.uint8, count=count, offset=offset - start)
+
+
+def read_tensor_mapped(header, info) -> np.ndarray:
+    """:func:`convert.dumpfile.read_tensor` with the data memory-mapped (see the module docstring)."""
+    from . import dumpfile
+    from .dtypes import decode, nbytes_for
+
+    code = int(info.data_type)
+    shape = tuple(int(d) for d in info.shape)
+    if code in _MAPPED_CODES and shape and all(0 < d < (1 << 63) for d in shape):
+        needed = nbytes_for(code, int(np.prod(shape, dtype=object)))
+        if MIN_MAP_BYTES <= needed <= int(info.size) and info.offset >= 0 and info.offset + needed <= header.file_size:
+            raw = map_bytes(header.path, int(info.offset), needed)
+            if raw is not None:
+                return decode(raw, code, shape)
+    return dumpfile.read_tensor(header, info)
+
+
+def is_mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` views a memory mapping (tests)."""
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return isinstance(base, mmap.mmap)
+
+
+__all__ = ["MIN_MAP_BYTES", "is_mapped", "map_bytes", "read_tensor_mapped"]
+
