@@ -21,7 +21,6 @@ Performance (docs/performance.md):
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from collections import OrderedDict, deque
@@ -60,31 +59,7 @@ class EngineOptions:
 
 
 def load_tensor(ref: TensorRef) -> np.ndarray:
-    """``ref.load()``, with a large float dump tensor memory-mapped instead of read.
-
-    Interim: a TensorRef of an Ascend dump reads through ``compare.loaders.ascend.
-    read_dump_tensor(header, info)``; for those the same checks are made here and the data goes
-    through :func:`convert.fastread.read_tensor_mapped` (which falls back to ``read_tensor`` for
-    anything but the plain case). Once ``read_dump_tensor`` calls ``read_tensor_mapped`` itself,
-    this is just ``ref.load()``.
-    """
-    reader = ref.reader
-    if (
-        isinstance(reader, functools.partial)
-        and getattr(reader.func, "__name__", "") == "read_dump_tensor"
-        and getattr(reader.func, "__module__", "") == "compare.loaders.ascend"
-        and len(reader.args) == 2
-        and not reader.keywords
-    ):
-        from convert.dtypes import Format
-        from convert.fastread import read_tensor_mapped
-
-        header, info = reader.args
-        try:
-            Format(int(info.format))  # read_dump_tensor's own refusal, left to it
-        except (ValueError, TypeError):
-            return ref.load()
-        return read_tensor_mapped(header, info)
+    """``ref.load()`` (Ascend dump readers memory-map large float tensors themselves)."""
     return ref.load()
 
 
@@ -193,7 +168,9 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
     goldens = goldens or _GoldenCache()
     try:
         # A custom converter gets the left data as it always did: a writable array, not a mapping.
-        left = pair.left.load() if options.plugins else load_tensor(pair.left)
+        left = load_tensor(pair.left)
+        if options.plugins and not left.flags.writeable:  # a plugin may work in place on its input
+            left = np.array(left)
     except CompareError as exc:
         return _not_compared(row, algorithms, f"left tensor unreadable: {exc}", PairStatus.NOT_COMPARABLE)
     try:

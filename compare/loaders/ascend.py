@@ -604,7 +604,8 @@ def _dumpfile():
 
 def read_dump_tensor(header, info):
     """``convert.dumpfile.read_tensor`` for comparisons: a tensor whose format code is not an Ascend
-    ``OutputFormat`` value is refused too.
+    ``OutputFormat`` value is refused too, and a large float tensor is memory-mapped (read-only)
+    instead of copied (:func:`convert.fastread.read_tensor_mapped`).
 
     Policy: the layout of such data is unknown, so comparing it -- even element by element
     against a golden of the same size -- could compare unrelated positions. The reference tool
@@ -618,7 +619,9 @@ def read_dump_tensor(header, info):
         known = f"0-{max(int(f) for f in Format if int(f) < 255)} and 255"
         problem = f"{info.label} has format code {info.format}, which is not an Ascend dump format (known: {known})"
         raise DumpFormatError(header.path, problem, offset=info.offset) from None
-    return _dumpfile().read_tensor(header, info)
+    from convert.fastread import read_tensor_mapped
+
+    return read_tensor_mapped(header, info)  # large float tensors memory-mapped (read-only), others read
 
 
 def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
