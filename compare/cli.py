@@ -30,24 +30,31 @@ app = typer.Typer(
 EXAMPLES = """
 Examples:
 
+
   # Ascend dump vs Caffe/TF .npy goldens, through the ATC fusion rule (om -> json):
   vcompare -l dump/20240315101530 -r caffe_npy -f resnet50.json -o result.csv
 
+
   # NPU vs NPU (same model, two runs), as a CI accuracy gate:
   vcompare -l run1 -r run2 -o out/ --gate "CosineSimilarity>=0.99" --gate "MaxAbsoluteError<=0.001"
 
+
   # only three metrics, txt table as in the manual:
   vcompare -l npu -r golden -f model.json -alg 0,1,KullbackLeiblerDivergence -o result.txt
 
+
   # one operator element by element (summary, per-element CSVs, top-N worst elements):
   vcompare -l npu -r golden -f model.json -o detail/ -d pool5 -t output -i 0 -n 50
 
+
   # MindSpore GPU run vs Ascend run (npy / .bin dump trees), every iteration in turn:
   vcompare -l gpu_dump -r ascend_dump --rank 0 --iteration all -o out/
 
+
   # MindSpore vs a Caffe/TF golden folder through a names file (left,right per line):
   vcompare -l ms_dump -r caffe_npy --mapping map.csv
 
+
   # TF NPU dump: the model_name folder of the graph in a GE build file:
   vcompare -l npu_dump -r tf_golden --ge-graph ge_proto_00292_Build.txt
 """
