@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..errors import PairingError
 from ..records import (
@@ -596,27 +596,44 @@ def _match_names(left: Run, right: Run) -> tuple[dict[str, str], int]:
     return matched, normalised
 
 
-def _one_sided_reason(missing_side: str, ref: TensorRef, other: OpDump | None) -> str:
+def _one_sided_reason(missing_side: str, kind: TensorKind, index: int, name: str, other: OpDump | None) -> str:
     """Why a tensor has no counterpart: the whole op or just this tensor is absent there."""
     if other is None:
-        return f"no operator {ref.op_name!r} in the {missing_side} folder"
-    return f"the {missing_side} folder has no {ref.kind.value} {ref.index} of {other.name!r}"
+        return f"no operator {name!r} in the {missing_side} folder"
+    return f"the {missing_side} folder has no {kind.value} {index} of {other.name!r}"
 
 
-def _by_name_rows(
-    index: int, kinds: tuple[TensorKind, ...], left: OpDump | None, right: OpDump | None, right_kind: RunKind
-) -> list[Pair]:
-    """Rows of one op (either side may be absent): one per tensor index of the compared kinds."""
+#: Builds the Pair of two matched tensors from the op's common fields (see :func:`op_tensor_rows`).
+PairBuilder = Callable[[dict, TensorRef, TensorRef], Pair]
+
+
+def one_sided_pair(base: dict, ref: TensorRef, missing: str, why: str) -> Pair:
+    """The row of a tensor whose counterpart is missing on side ``missing``."""
+    status = PairStatus.MISSING_RIGHT if missing == "right" else PairStatus.MISSING_LEFT
+    fields = {k: v for k, v in base.items() if k not in ("left_op", "right_op")}
+    return Pair(**fields, left_op=base["left_op"] if missing == "right" else NO_COUNTERPART,
+                right_op=base["right_op"] if missing == "left" else NO_COUNTERPART, tensor_id=ref.tensor_id,
+                left=ref if missing == "right" else None, right=ref if missing == "left" else None,
+                status=status, reason=why)
+
+
+def op_tensor_rows(index: int, kinds: tuple[TensorKind, ...], left: OpDump | None, right: OpDump | None,
+                   pair_tensors: PairBuilder, why_missing: str = "") -> list[Pair]:
+    """Rows of one op paired by name (either side may be absent): one per tensor index of ``kinds``.
+
+    Matched tensors become ``pair_tensors(base, left_tensor, right_tensor)`` where ``base`` holds
+    index, op_type, left_op, right_op and op_sequence; a tensor without counterpart gets a
+    MISSING_* row; an unusable dump one NOT_COMPARABLE row; an op with no tensor of ``kinds``
+    one row saying so. ``why_missing``, when given, replaces the reasons of the one-sided rows.
+    """
     left_name = left.name if left else NO_COUNTERPART
     right_name = right.name if right else NO_COUNTERPART
     op_type = (left.op_type if left else None) or (right.op_type if right else None)
-    base = dict(index=index, op_type=op_type, golden_format=None, op_sequence=index)
+    base = dict(index=index, op_type=op_type, left_op=left_name, right_op=right_name, op_sequence=index)
     errors = _dump_errors(left, right)
     if errors:
-        return [
-            Pair(**base, left_op=left_name, right_op=right_name, tensor_id=None, left=None, right=None,
-                 status=PairStatus.NOT_COMPARABLE, reason="; ".join(errors))
-        ]
+        return [Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.NOT_COMPARABLE,
+                     reason="; ".join(errors))]
     rows: list[Pair] = []
     for kind in kinds:
         lefts = {t.index: t for t in left.tensors(kind)} if left else {}
@@ -624,17 +641,13 @@ def _by_name_rows(
         for i in sorted(lefts.keys() | rights.keys()):
             a, b = lefts.get(i), rights.get(i)
             if a is not None and b is not None:
-                target = a.original_shape or (b.shape if right_kind is not RunKind.OFFLINE else None) or None
-                rows.append(Pair(**base, left_op=left_name, right_op=right_name, tensor_id=a.tensor_id,
-                                 left=a, right=b, target_shape=target))
+                rows.append(pair_tensors(base, a, b))
             elif a is not None:
-                rows.append(Pair(**base, left_op=left_name, right_op=NO_COUNTERPART, tensor_id=a.tensor_id,
-                                 left=a, right=None, status=PairStatus.MISSING_RIGHT,
-                                 reason=_one_sided_reason("right", a, right)))
+                why = why_missing or _one_sided_reason("right", kind, i, left_name, right)
+                rows.append(one_sided_pair(base, a, "right", why))
             elif b is not None:
-                rows.append(Pair(**base, left_op=NO_COUNTERPART, right_op=right_name, tensor_id=b.tensor_id,
-                                 left=None, right=b, status=PairStatus.MISSING_LEFT,
-                                 reason=_one_sided_reason("left", b, left)))
+                why = why_missing or _one_sided_reason("left", kind, i, right_name, left)
+                rows.append(one_sided_pair(base, b, "left", why))
     if not rows:
         only = left or right
         assert only is not None
@@ -643,9 +656,21 @@ def _by_name_rows(
             else PairStatus.MISSING_RIGHT if left else PairStatus.MISSING_LEFT
         )
         what = "/".join(k.value for k in kinds)
-        rows.append(Pair(**base, left_op=left_name, right_op=right_name, tensor_id=None, left=None, right=None,
-                         status=status, reason=f"no {what} tensor of {only.name!r} to compare"))
+        rows.append(Pair(**base, tensor_id=None, left=None, right=None, status=status,
+                         reason=why_missing or f"no {what} tensor of {only.name!r} to compare"))
     return rows
+
+
+def _by_name_rows(
+    index: int, kinds: tuple[TensorKind, ...], left: OpDump | None, right: OpDump | None, right_kind: RunKind
+) -> list[Pair]:
+    """:func:`op_tensor_rows` with the golden target shape rule of by-name pairing."""
+
+    def golden_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
+        target = a.original_shape or (b.shape if right_kind is not RunKind.OFFLINE else None) or None
+        return Pair(**base, tensor_id=a.tensor_id, left=a, right=b, target_shape=target)
+
+    return op_tensor_rows(index, kinds, left, right, golden_pair)
 
 
 def pair_by_name(left: Run, right: Run) -> Pairing:

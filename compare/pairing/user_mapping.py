@@ -46,6 +46,7 @@ import numpy as np
 
 from ..errors import OptionError, PairingError
 from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef
+from .match import one_sided_pair, op_tensor_rows
 
 MODE_FAMILY = "by-name (scope)"
 MODE_MAPPING = "mapping"
@@ -290,52 +291,6 @@ def tensor_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
     return Pair(**base, tensor_id=a.tensor_id, left=a, right=b, convert=False)
 
 
-def _one_sided(base: dict, ref: TensorRef, missing: str, why: str) -> Pair:
-    status = PairStatus.MISSING_RIGHT if missing == "right" else PairStatus.MISSING_LEFT
-    left_op = base["left_op"] if missing == "right" else NO_COUNTERPART
-    right_op = base["right_op"] if missing == "left" else NO_COUNTERPART
-    fields = {k: v for k, v in base.items() if k not in ("left_op", "right_op")}
-    return Pair(**fields, left_op=left_op, right_op=right_op, tensor_id=ref.tensor_id,
-                left=ref if missing == "right" else None, right=ref if missing == "left" else None,
-                status=status, reason=why)
-
-
-def _op_rows(index: int, left: OpDump | None, right: OpDump | None, kinds: tuple[TensorKind, ...],
-             why_missing: str = "") -> list[Pair]:
-    left_name = left.name if left else NO_COUNTERPART
-    right_name = right.name if right else NO_COUNTERPART
-    op_type = (left.op_type if left else None) or (right.op_type if right else None)
-    base = dict(index=index, op_type=op_type, left_op=left_name, right_op=right_name, op_sequence=index)
-    errors = [f"{side} dump cannot be used: {d.error}" for side, d in (("left", left), ("right", right))
-              if d is not None and d.error]
-    if errors:
-        return [Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.NOT_COMPARABLE,
-                     reason="; ".join(errors))]
-    rows: list[Pair] = []
-    for kind in kinds:
-        lefts = {t.index: t for t in left.tensors(kind)} if left else {}
-        rights = {t.index: t for t in right.tensors(kind)} if right else {}
-        for i in sorted(lefts.keys() | rights.keys()):
-            a, b = lefts.get(i), rights.get(i)
-            if a is not None and b is not None:
-                rows.append(tensor_pair(base, a, b))
-            elif a is not None:
-                why = why_missing or (f"no operator {left_name!r} in the right folder" if right is None
-                                      else f"the right folder has no {kind.value} {i} of {right_name!r}")
-                rows.append(_one_sided(base, a, "right", why))
-            elif b is not None:
-                why = why_missing or (f"no operator {right_name!r} in the left folder" if left is None
-                                      else f"the left folder has no {kind.value} {i} of {left_name!r}")
-                rows.append(_one_sided(base, b, "left", why))
-    if not rows:
-        status = (PairStatus.NOT_COMPARABLE if left and right
-                  else PairStatus.MISSING_RIGHT if left else PairStatus.MISSING_LEFT)
-        what = "/".join(k.value for k in kinds)
-        rows.append(Pair(**base, tensor_id=None, left=None, right=None, status=status,
-                         reason=why_missing or f"no {what} tensor of {(left or right).name!r} to compare"))  # type: ignore[union-attr]
-    return rows
-
-
 def _order(run: Run) -> list[OpDump]:
     order = getattr(run, "order", {}) or {}
     far = len(order) + 1
@@ -412,10 +367,10 @@ def _pair_by_name(left: Run, right: Run) -> Pairing:
     pairs: list[Pair] = []
     for index, dump in enumerate(left_order):
         other = right.ops.get(matched[dump.name]) if dump.name in matched else None
-        pairs.extend(_op_rows(index, dump, other, kinds))
+        pairs.extend(op_tensor_rows(index, kinds, dump, other, tensor_pair))
     right_only = [d for d in _order(right) if d.name not in used_right]
     for index, dump in enumerate(right_only, start=len(left_order)):
-        pairs.extend(_op_rows(index, None, dump, kinds))
+        pairs.extend(op_tensor_rows(index, kinds, None, dump, tensor_pair))
     unmatched_left = [d.name for d in left_order if d.name not in matched]
     return Pairing(pairs, unmatched_left, [d.name for d in right_only], MODE_FAMILY, notes)
 
@@ -442,7 +397,7 @@ def _pair_mapped(left: Run, right: Run, entries: list[MapEntry]) -> Pairing:
         mapped = by_left.get(dump.name)
         if not mapped:
             unmatched_left.append(dump.name)
-            pairs.extend(_op_rows(index, dump, None, kinds, why_missing=f"{dump.name!r} is not in the mapping file"))
+            pairs.extend(op_tensor_rows(index, kinds, dump, None, tensor_pair, why_missing=f"{dump.name!r} is not in the mapping file"))
             continue
         for entry in mapped:
             other = _lookup(right, entry.right.name)
@@ -455,7 +410,7 @@ def _pair_mapped(left: Run, right: Run, entries: list[MapEntry]) -> Pairing:
                 continue
             used_right.add(other.name)
             if entry.left.index is None and entry.right.index is None:
-                pairs.extend(_op_rows(index, dump, other, kinds))
+                pairs.extend(op_tensor_rows(index, kinds, dump, other, tensor_pair))
             else:
                 pairs.append(_mapped_tensor(index, dump, other, entry))
     start = len(order)
@@ -468,7 +423,7 @@ def _pair_mapped(left: Run, right: Run, entries: list[MapEntry]) -> Pairing:
     start += len(unknown_left)
     right_only = [d for d in _order(right) if d.name not in used_right]
     for index, dump in enumerate(right_only, start=start):
-        pairs.extend(_op_rows(index, None, dump, kinds, why_missing=f"{dump.name!r} is not in the mapping file"))
+        pairs.extend(op_tensor_rows(index, kinds, None, dump, tensor_pair, why_missing=f"{dump.name!r} is not in the mapping file"))
     return Pairing(pairs, unmatched_left, [d.name for d in right_only], MODE_MAPPING, notes)
 
 
@@ -489,9 +444,9 @@ def _mapped_tensor(index: int, left: OpDump, right: OpDump, entry: MapEntry) -> 
         missing.append(f"right {right.name!r} has no {rkind.value} {rindex}")
     reason = f"mapping {entry.source}: " + " and ".join(missing)
     if a is not None:
-        return _one_sided(base, a, "right", reason)
+        return one_sided_pair(base, a, "right", reason)
     if b is not None:
-        return _one_sided(base, b, "left", reason)
+        return one_sided_pair(base, b, "left", reason)
     return Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.NOT_COMPARABLE, reason=reason)
 
 
