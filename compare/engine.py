@@ -58,10 +58,6 @@ class EngineOptions:
     fast: bool = True
 
 
-def load_tensor(ref: TensorRef) -> np.ndarray:
-    """``ref.load()`` (Ascend dump readers memory-map large float tensors themselves)."""
-    return ref.load()
-
 
 class _GoldenCache:
     """A small, thread-safe LRU of loaded golden arrays keyed by (file, tensor)."""
@@ -85,7 +81,7 @@ class _GoldenCache:
                 self.hits += 1
                 return hit
             self.misses += 1
-        array = load_tensor(ref)  # outside the lock: two threads may both load it (harmless)
+        array = ref.load()  # outside the lock: two threads may both load it (harmless)
         with self._lock:
             self._items[key] = array
             self._items.move_to_end(key)
@@ -168,7 +164,7 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
     goldens = goldens or _GoldenCache()
     try:
         # A custom converter gets the left data as it always did: a writable array, not a mapping.
-        left = load_tensor(pair.left)
+        left = pair.left.load()  # Ascend readers memory-map large float tensors (read-only)
         if options.plugins and not left.flags.writeable:  # a plugin may work in place on its input
             left = np.array(left)
     except CompareError as exc:
@@ -184,33 +180,23 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
             from convert.layouts import assumed_golden_format
 
             golden_format = assumed_golden_format(pair.left.format, np.ndim(right))
-        if options.fast and options.max_elements <= 0:
-            try:
-                fast = _compare_planned(pair, left, right, golden_format or "", options, algorithms, goldens)
-            except (LayoutError, ValueError) as exc:
-                return _not_compared(
-                    row, algorithms, f"cannot bring {pair.tensor_id} to the golden layout of {pair.right.path.name}: {exc}", PairStatus.NOT_COMPARABLE
-                )
-            if fast is not None:
-                shape, result = fast
-                row.shape = tuple(int(d) for d in shape)
-                return _finish(row, result, pair)
+        layout_args = (left, pair.left.format, tuple(pair.left.shape), right, golden_format or "")
+        layout_kwargs = dict(target_shape=pair.target_shape, golden_shape=tuple(right.shape),
+                             sub_format=pair.left.sub_format, plugins=options.plugins)
         try:
-            x, y, shape = prepare_pair(
-                left,
-                pair.left.format,
-                tuple(pair.left.shape),
-                right,
-                golden_format or "",
-                target_shape=pair.target_shape,
-                golden_shape=tuple(right.shape),
-                sub_format=pair.left.sub_format,
-                plugins=options.plugins,
-            )
+            fast = None
+            if options.fast and options.max_elements <= 0:
+                fast = _compare_planned(pair, layout_args, layout_kwargs, algorithms, goldens)
+            if fast is None:
+                x, y, shape = prepare_pair(*layout_args, **layout_kwargs)
         except (LayoutError, ValueError) as exc:
             return _not_compared(
                 row, algorithms, f"cannot bring {pair.tensor_id} to the golden layout of {pair.right.path.name}: {exc}", PairStatus.NOT_COMPARABLE
             )
+        if fast is not None:
+            shape, result = fast
+            row.shape = tuple(int(d) for d in shape)
+            return _finish(row, result, pair)
         row.shape = tuple(int(d) for d in shape)
     else:
         x, y = np.ravel(left), np.ravel(right)
@@ -237,29 +223,21 @@ def _fast_dtype(dtype: np.dtype) -> bool:
     return dtype.kind in "fiu" or (dtype.kind == "V" and dtype.name == "bfloat16")
 
 
-def _compare_planned(pair: Pair, left: np.ndarray, right: np.ndarray, golden_format: str,
-                     options: EngineOptions, algorithms: list[str], goldens: _GoldenCache | None = None):
+def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algorithms: list[str],
+                     goldens: _GoldenCache | None = None):
     """The zero-copy comparison of a converted pair: ``(shape, KernelResult)``, or None when the
-    lazy plan does not apply (then the caller takes the ordinary path). Raises what
-    :func:`prepare_pair` would raise for the pair (LayoutError, ValueError)."""
+    lazy plan does not apply (then the caller takes the ordinary path). ``layout_args`` /
+    ``layout_kwargs`` are :func:`prepare_pair`'s arguments, and it raises what that would raise
+    for the pair (LayoutError, ValueError)."""
     from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
 
     from .kernels import compare_planned, is_scalar_like, storage
 
+    left, right = layout_args[0], layout_args[3]
     if not (_fast_dtype(np.asarray(left).dtype) and _fast_dtype(np.asarray(right).dtype)):
         return None
     try:
-        lx, ly, shape = plan_pair(
-            left,
-            pair.left.format,
-            tuple(pair.left.shape),
-            right,
-            golden_format,
-            target_shape=pair.target_shape,
-            golden_shape=tuple(right.shape),
-            sub_format=pair.left.sub_format,
-            plugins=options.plugins,
-        )
+        lx, ly, shape = plan_pair(*layout_args, **layout_kwargs)
         plan = kernel_plan(lx, ly)
     except Unsupported:
         return None

@@ -289,18 +289,19 @@ def test_engine_progress_in_order_with_threads(small_network):
     assert [r.index for r in rows] == [p.index for p in small_network]
 
 
-def test_engine_maps_large_dump_tensors(small_network, monkeypatch):
-    from compare.engine import load_tensor
+def test_ascend_reader_maps_large_dump_tensors(small_network, monkeypatch):
     from convert import fastread
+    from convert.dumpfile import read_tensor
     from convert.fastread import is_mapped
 
     monkeypatch.setattr(fastread, "MIN_MAP_BYTES", 4096)  # the test network's tensors are small
     refs = [p.left for p in small_network if p.left is not None and p.left.nbytes >= 4096]
     assert refs
     for ref in refs[:3]:
-        mapped = load_tensor(ref)
+        mapped = ref.load()
         assert is_mapped(mapped) and not mapped.flags.writeable
-        np.testing.assert_array_equal(mapped.view(np.uint8), ref.load().view(np.uint8))
+        header, info = ref.reader.args  # functools.partial(read_dump_tensor, header, info)
+        np.testing.assert_array_equal(mapped.view(np.uint8), read_tensor(header, info).view(np.uint8))
 
 
 # --------------------------------------------------------------------------- fastread
