@@ -81,17 +81,20 @@ def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | None = Non
     """
     from .errors import OptionError
     from .pairing.fusion_rule import FusionRule, load_fusion_rule
-    from .pairing.match import pair_runs
+    from .pairing.match import overflow_rows, pair_runs
     from .pairing.scenarios import check_scenario
-    from .pairing.user_mapping import pair_families
 
     rules = fusion_rule is not None or quant_rule is not None or close_fusion_rule is not None
     if mapping is not None:
         if rules:
             raise OptionError("--mapping pairs operators by the names it lists; it cannot be combined with "
                               "-f / -q / -cf (give one or the other)")
+        from .pairing.user_mapping import pair_families
+
         return None, None, pair_families(left_run, right_run, mapping=mapping)
     if not rules and (is_family_run(left_run) or is_family_run(right_run)):
+        from .pairing.user_mapping import pair_families
+
         return None, None, pair_families(left_run, right_run)
     scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
                               close=close_fusion_rule is not None)
@@ -100,8 +103,6 @@ def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | None = Non
         rule = load_fusion_rule(rule)
     pairing = pair_runs(left_run, right_run, fusion_rule=rule, quant_rule=quant_rule,
                         close_fusion_rule=close_fusion_rule, scenario=scenario)
-    from .pairing.user_mapping import overflow_rows
-
     start = max((p.index for p in pairing.pairs), default=-1) + 1
     extra = overflow_rows(start, left_run, right_run)
     if extra:
@@ -225,14 +226,16 @@ def run_network(
 def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, metrics: list[str],
                  options: EngineOptions, prefix: str = "") -> NetworkResult:
     """Compare one pairing (metrics, or statistics when a side is statistics-only)."""
-    from .stats import compare_stats, needs_stats_mode
-
     notes = ([f"{prefix}left: {n}" for n in left_run.notes] + [f"{prefix}right: {n}" for n in right_run.notes]
              + [f"{prefix}{n}" for n in pairing.notes])
-    if needs_stats_mode(left_run, right_run):
+    # compare.stats.needs_stats_mode, spelled out so that tensor comparisons never import compare.stats
+    stats_sides = [side for side, run in (("left", left_run), ("right", right_run))
+                   if getattr(run, "stats_only", False)]
+    if stats_sides:
+        from .stats import compare_stats
+
         stats = compare_stats(pairing.pairs)
-        which = " and ".join(side for side, run in (("left", left_run), ("right", right_run))
-                             if getattr(run, "stats_only", False))
+        which = " and ".join(stats_sides)
         notes.append(f"{prefix}statistics-only comparison: the {which} side holds statistics and no tensor data")
         return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                              scenario=scenario, stats=stats)

@@ -29,11 +29,11 @@ All multi-byte values are little-endian (the byte order of every Ascend host).
 
 from __future__ import annotations
 
+import functools
 import math
 from enum import IntEnum
 from typing import Union
 
-import ml_dtypes
 import numpy as np
 
 Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
@@ -152,9 +152,16 @@ _PROTO_SPELLING = {
     24: "HASHTABLE_LOOKUP_HITS",
 }
 
-_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
-#: Storage dtype of every decodable data type.
+@functools.cache
+def _bfloat16() -> np.dtype:
+    """``ml_dtypes.bfloat16``, imported on first use (most dumps hold no bf16 tensor)."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+#: Storage dtype of every decodable data type but DT_BF16 (:func:`_bfloat16`).
 _STORAGE: dict[int, np.dtype] = {
     DataType.DT_UNDEFINED: np.dtype(np.int8),
     DataType.DT_FLOAT: np.dtype("<f4"),
@@ -172,9 +179,10 @@ _STORAGE: dict[int, np.dtype] = {
     DataType.DT_COMPLEX64: np.dtype("<c8"),
     DataType.DT_COMPLEX128: np.dtype("<c16"),
     DataType.DT_RESOURCE: np.dtype("<i8"),
-    DataType.DT_BF16: _BFLOAT16,
     DataType.DT_UINT1: np.dtype(np.uint8),
 }
+#: Every decodable data-type code.
+_DECODABLE = frozenset(_STORAGE) | {int(DataType.DT_BF16)}
 
 #: numpy-style names where they differ from ``str(storage dtype)``.
 _SPECIAL_NAMES = {DataType.DT_BF16: "bfloat16", DataType.DT_UINT1: "uint1"}
@@ -245,9 +253,11 @@ def numpy_dtype(code: int) -> np.dtype:
     try:
         return _STORAGE[int(code)]
     except KeyError:
+        if int(code) == DataType.DT_BF16:
+            return _bfloat16()
         raise UnsupportedDataType(
             f"data type {data_type_label(code)} cannot be decoded (supported: "
-            + ", ".join(sorted({dtype_name(c) for c in _STORAGE}))
+            + ", ".join(sorted({dtype_name(c) for c in _DECODABLE}))
             + ")"
         ) from None
 
@@ -258,8 +268,9 @@ def code_for_numpy(dtype: object) -> int:
     Byte order is ignored (writers store little-endian). Raises :class:`UnsupportedDataType`
     for dtypes with no dump code (strings, objects, float128, datetime ...).
     """
+    bfloat16 = _bfloat16()  # first, so that np.dtype("bfloat16") is known
     dt = np.dtype(dtype)
-    if dt == _BFLOAT16:
+    if dt == bfloat16:
         return int(DataType.DT_BF16)
     code = _CODE_FOR_KIND.get((dt.kind, dt.itemsize))
     if code is None:

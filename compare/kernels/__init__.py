@@ -33,6 +33,8 @@ from typing import Iterable, NamedTuple, Sequence, Union
 import numpy as np
 
 from ..errors import CompareError, OptionError, ShapeError
+from . import _abi
+from ._abi import CODES, TILE
 
 #: float64 machine epsilon: the reference's zero threshold (cosine norms, relative-error mask, RED,
 #: KL snap-to-zero).
@@ -268,7 +270,9 @@ def is_scalar_like(shape: Sequence[int]) -> bool:
 
 
 def preload(*, blas: bool = True) -> None:
-    """Import numba and initialise its CPU target now (what the first comparison would do).
+    """Get the kernels ready now (what the first comparison would do): the cached native objects
+    (:mod:`compare.kernels.native`, built on first use), else numba, imported and its CPU target
+    initialised.
 
     ``blas=False`` skips numba's optional SciPy BLAS probe (importing ``scipy.linalg`` costs
     about 0.18 s of a command-line run): numba then cannot compile ``np.dot``/``np.linalg`` for
@@ -278,6 +282,10 @@ def preload(*, blas: bool = True) -> None:
     """
     import sys
 
+    from . import native
+
+    if native.kernels() is not None:
+        return
     stub = not blas and "scipy.linalg" not in sys.modules and "numba.np.arraymath" not in sys.modules
     if stub:
         sys.modules["scipy.linalg"] = None  # type: ignore[assignment]  # "import scipy.linalg" fails
@@ -462,9 +470,9 @@ def _compute(
 ) -> KernelResult:
     """The metric values of a prepared pair (storage buffers + plan); see compare_arrays.
 
-    Three kernel calls: each side alone in its own memory order (extrema, sum, sum of squares:
-    cheap, no gather), then the paired pass (cross terms, KL with the extrema known, centred sums
-    for std with the means known).
+    Three kernel calls: each side alone in its own memory order (extrema, sum, sum of squares, the
+    squared deviations for std: cheap, no gather), then the paired pass (cross terms, KL with the
+    extrema known).
     """
     notes: set[Note] = set()
     if complex_data:
@@ -480,79 +488,103 @@ def _compute(
     std: tuple[float, float, float, float] | None = None
 
     if selected:
-        from . import fused as F  # numba is imported here, on the first comparison only
+        F = _passes()
 
         # errstate only matters without JIT (NUMBA_DISABLE_JIT=1), where the kernels run on numpy
         # scalars: IEEE NaN/inf results are intended, not worth a RuntimeWarning.
         with np.errstate(all="ignore"):
             # + 0.0: the kernels may ignore the sign of zero (nsz); sequential sums never gave -0.0
-            minx, maxx, sumx, sxx = (float(v) + 0.0 for v in F._side_boxes(xf, *plan.left))
+            minx, maxx, sumx, sxx, m2x = (float(v) + 0.0 for v in F.side(*_raw(xf), *plan.left, _tile()))
             right = right_cache[0].get(right_cache[1]) if right_cache is not None else None
             if right is None:
-                right = tuple(float(v) + 0.0 for v in F._side_boxes(yf, *plan.right))
+                right = tuple(float(v) + 0.0 for v in F.side(*_raw(yf), *plan.right, _tile()))
                 if right_cache is not None:
                     right_cache[0][right_cache[1]] = right
-            miny, maxy, sumy, syy = right
+            miny, maxy, sumy, syy, m2y = right
         # min/max are NaN-propagating: a NaN or an inf on a side shows in its extrema.
         finx = n == 0 or (-math.inf < minx and maxx < math.inf)
         finy = n == 0 or (-math.inf < miny and maxy < math.inf)
-        meanx = _div(sumx, n)
-        meany = _div(sumy, n)
         do_rel = bool(selected & {ACC_REL, MAX_REL, MEAN_REL})
         do_kl = KL in selected and n > 0 and finx and finy
         cx, ix, spe = _kl_side(minx, maxx, sumx, n)
         cy, iy, sqe = _kl_side(miny, maxy, sumy, n)
-        # Condition the KL sum: accumulate p*log(p/q * k) with k ~ Sq/Sp estimated from the sums,
-        # so the terms do not carry the large common log(Sq/Sp) that cancels at the end.
+        # Condition the KL sum: accumulate u*log(u/q), u = p*k, with k ~ Sq/Sp estimated from the
+        # sums, so the terms do not carry the large common log(Sq/Sp) that cancels at the end.
         k = sqe / spe if spe > 0.0 else 1.0
         if not (0.0 < k < math.inf) or abs(k - 1.0) < 1e-6:
             k = 1.0
-        prm = (cx, ix, cy, iy, k, meanx if finx else 0.0, meany if finy else 0.0)
+        prm = (cx, ix * k, EPS32 * k, cy, iy)
         with np.errstate(all="ignore"):
-            s = [float(v) + 0.0 for v in F._pair_boxes(xf, yf, *plan.pair, prm, do_rel, do_kl)]
+            s = [float(v) + 0.0 for v in F.pair(*_raw(xf), *_raw(yf), *plan.pair, prm, do_rel, do_kl,
+                                                         _tile(), _tile())]
 
         if COSINE in selected:
-            values[COSINE] = _cosine(s[F.PR_SXY], sxx, syy, scalar, notes)
+            values[COSINE] = _cosine(s[_abi.PR_SXY], sxx, syy, scalar, notes)
         if MAX_ABS in selected:
-            values[MAX_ABS] = s[F.PR_MAXABS] if n else None
+            values[MAX_ABS] = s[_abi.PR_MAXABS] if n else None
         if ACC_REL in selected:
-            values[ACC_REL] = s[F.PR_SREL]
+            values[ACC_REL] = s[_abi.PR_SREL]
         if RED in selected:
-            values[RED] = 0.0 if math.sqrt(syy) <= EPS64 else math.sqrt(s[F.PR_SSQ] / syy)
+            values[RED] = 0.0 if math.sqrt(syy) <= EPS64 else math.sqrt(s[_abi.PR_SSQ] / syy)
         if MEAN_ABS in selected:
-            values[MEAN_ABS] = _div(s[F.PR_SABS], n)
+            values[MEAN_ABS] = _div(s[_abi.PR_SABS], n)
         if RMSE in selected:
-            values[RMSE] = math.sqrt(_div(s[F.PR_SSQ], n))
+            values[RMSE] = math.sqrt(_div(s[_abi.PR_SSQ], n))
         if MAX_REL in selected:
-            values[MAX_REL] = s[F.PR_MAXREL] if n else None
+            values[MAX_REL] = s[_abi.PR_MAXREL] if n else None
         if MEAN_REL in selected:
-            values[MEAN_REL] = _div(s[F.PR_SREL], n)
+            values[MEAN_REL] = _div(s[_abi.PR_SREL], n)
         if KL in selected:
             if n == 0:
                 values[KL] = None
             elif not do_kl:
                 values[KL] = math.nan
             else:
-                a, sp, sq = s[F.PR_A], s[F.PR_SP], s[F.PR_SQ]
-                kl = a / sp + math.log(sq / (sp * k))
+                # sum P log(P/Q), P = u/Su, Q = w/Sw, A = sum(u log(u/w) - u + w) >= 0:
+                # = A/Su + (Sw - Su)/Su ... = A/Su + log1p(d) - d with d = (Sw - Su)/Su, whose
+                # error is second order in d (small: k made Su ~ Sw)
+                a, su, sw = s[_abi.PR_A], s[_abi.PR_SU], s[_abi.PR_SW]
+                d = (sw - su) / su
+                kl = a / su + (math.log1p(d) - d)
                 if abs(kl) < EPS64:
                     kl = 0.0
                 if kl == math.inf:
                     notes.add(Note.KL_GOLDEN_ZERO)
                 values[KL] = kl
         if STD in selected and n > 0:
-            # The centred sums also refine the means (mean + sum(v - mean)/N).
-            sdx, sdx2, sdy, sdy2 = s[F.PR_SDX], s[F.PR_SDX2], s[F.PR_SDY], s[F.PR_SDY2]
             std = (
-                meanx + sdx / n if finx else meanx,
-                _std(sdx, sdx2, n) if finx else math.nan,
-                meany + sdy / n if finy else meany,
-                _std(sdy, sdy2, n) if finy else math.nan,
+                sumx / n,
+                _std(m2x, n) if finx else math.nan,
+                sumy / n,
+                _std(m2y, n) if finy else math.nan,
             )
         elif STD in selected:
             std = (math.nan, math.nan, math.nan, math.nan)
 
     return KernelResult(values=values, std=std, notes=frozenset(notes), count=n)
+
+
+def _passes():
+    """The two kernel passes: the cached native objects (:mod:`compare.kernels.native`, no numba
+    start-up), else numba's functions (numba is imported here, on the first comparison only)."""
+    from . import native
+
+    loaded = native.kernels()
+    if loaded is not None:
+        return loaded
+    from . import fused
+
+    return native.Kernels(side=fused._side_boxes, pair=fused._pair_boxes)
+
+
+def _raw(buf: np.ndarray) -> tuple[np.ndarray, int]:
+    """A storage buffer as the kernels take it: its bytes and its type code."""
+    return buf.view(np.uint8), CODES[buf.dtype]
+
+
+def _tile() -> np.ndarray:
+    """A kernel scratch tile (the kernels allocate nothing themselves)."""
+    return np.empty(TILE, dtype=np.float64)
 
 
 def _kl_side(lo: float, hi: float, total: float, n: int) -> tuple[float, float, float]:
@@ -591,14 +623,11 @@ def _cosine(sxy: float, sxx: float, syy: float, scalar: bool, notes: set[Note]) 
     return min(c, 1.0)  # Python min: a NaN c stays NaN
 
 
-def _std(sd: float, sd2: float, n: int) -> float:
-    """Population std from centred sums (two-pass with the rounding-error correction)."""
-    if n == 0:
+def _std(m2: float, n: int) -> float:
+    """Population std from the sum of squared deviations from the mean (``M2``)."""
+    if n == 0 or m2 != m2:
         return math.nan
-    var = (sd2 - sd * sd / n) / n
-    if var != var:
-        return math.nan
-    return math.sqrt(var) if var > 0.0 else 0.0
+    return math.sqrt(m2 / n) if m2 > 0.0 else 0.0
 
 
 __all__ = [

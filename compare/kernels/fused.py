@@ -17,10 +17,10 @@ Each side is a raw 1-D **storage buffer** plus iteration plans:
 Passes (:func:`compare.kernels._compute` drives them)
 ------
 1. :func:`_side_boxes` on the left side alone, in its own memory order: min, max, sum, sum of
-   squares. 2. The same on the right side (cached by the engine for a golden used twice).
-3. :func:`_pair_boxes` on the pair: the cross terms (x*y, |x-y|, (x-y)^2, relative error), the KL
-   terms (the extrema and sums of passes 1-2 normalise them) and the centred sums of the
-   standard deviations (the means are known).
+   squares and the sum of squared deviations from the mean (for the standard deviation).
+   2. The same on the right side (cached by the engine for a golden used twice).
+3. :func:`_pair_boxes` on the pair: the cross terms (x*y, |x-y|, (x-y)^2, relative error) and
+   the KL terms (the extrema and sums of passes 1-2 normalise them).
 
 Each tile is processed in chunks of at most :data:`TILE` elements, gathered and decoded into
 small float64 buffers (:func:`_gather`, reading along the unit stride; the next chunk is
@@ -29,15 +29,17 @@ prefetched), then reduced by :func:`_acc_side` / :func:`_acc_pair`, whose loops 
 buffers whatever the storage types; only the small walkers are specialised per storage type.
 
 NaN semantics follow numpy's (what the reference tool uses): a NaN anywhere reaching a sum or a
-max makes that result NaN. The running maxima/minima use ``llvm.maximum``/``llvm.minimum``
-(NaN-propagating, vectorisable); sums propagate NaN in any order.
+max makes that result NaN. The loops stay free of branches and of NaN-aware float reductions
+(which do not vectorise without fast-math ``nnan``): extrema are integer reductions over
+order-preserving bit patterns, and NaN is decided from a sum that is NaN exactly when an element
+is (see :func:`_acc_side`, :func:`_acc_pair`).
 
 The kernels never raise and allocate only their tile buffers: they return tuples of floats
 which :func:`compare.kernels.compare_arrays` turns into metric values and edge-case notes. Do not
 call them directly; the public wrappers check and prepare the arrays.
 
-Scalar helpers (:func:`fmax_nan`, :func:`fmin_nan`, :func:`load_f64`, :func:`flog`,
-:func:`prefetch`) have plain Python bodies, used as they are under ``NUMBA_DISABLE_JIT=1``, and
+Scalar helpers (:func:`order_key`, :func:`key_value`, :func:`f64_bits`, :func:`bits_f64`,
+:func:`load_f64`, :func:`logratio`, :func:`prefetch`) have plain Python bodies, used as they are under ``NUMBA_DISABLE_JIT=1``, and
 numba overloads (LLVM intrinsics and bit manipulation) used when compiled.
 """
 
@@ -52,27 +54,10 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from . import EPS32, EPS64
+from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_F64, ITEMSIZE, NDIM, TILE  # noqa: F401 - NDIM: docs
+from ._abi import PR_A, PR_MAXABS, PR_MAXREL, PR_SABS, PR_SREL, PR_SSQ, PR_SU, PR_SW, PR_SXY  # noqa: F401
+from ._abi import SD_M2, SD_MAX, SD_MIN, SD_SSQ, SD_SUM  # noqa: F401
 from ._jit import jit
-
-#: Dims of a box (the iteration plan); the last two form the tile.
-NDIM = 6
-#: Elements per chunk (and per tile buffer: 2 x 16 KiB of float64, inside L1).
-TILE = 2048
-
-# Indices of the tuple returned by _pair_boxes (kept here, next to the kernel that fills it).
-PR_SXY = 0  # sum x*y
-PR_SABS = 1  # sum |x-y|
-PR_SSQ = 2  # sum (x-y)^2
-PR_MAXABS = 3  # max |x-y|            (0 for n == 0)
-PR_SREL = 4  # sum r_i               (r_i = |x_i/y_i - 1| if |y_i| > EPS64 else 0)
-PR_MAXREL = 5  # max r_i             (0 for n == 0)
-PR_A = 6  # sum p*log(p/q*k)     (KL; see _acc_pair)
-PR_SP = 7
-PR_SQ = 8
-PR_SDX = 9  # sum (x - meanx)
-PR_SDX2 = 10  # sum (x - meanx)^2
-PR_SDY = 11
-PR_SDY2 = 12
 
 _DOUBLE = ir.DoubleType()
 _I64 = ir.IntType(64)
@@ -83,18 +68,31 @@ _FLOAT = ir.FloatType()
 # --------------------------------------------------------------------------- scalar helpers
 
 
-def fmax_nan(a, b):  # pragma: no cover - plain-Python body, used without JIT only
-    """``max(a, b)``, NaN if either is NaN (LLVM ``llvm.maximum``)."""
-    if a != a or b != b:
-        return math.nan
-    return a if a >= b else b
+def order_key(v):  # pragma: no cover - plain-Python body, used without JIT only
+    """An int64 whose signed order is the float order of ``v`` (NaN: see :func:`_acc_side`).
+
+    The IEEE bits, with every bit but the sign flipped for negative numbers. Integer min/max
+    reductions vectorise where float ones need fast-math (``nnan``) or slow NaN-propagating
+    intrinsics.
+    """
+    b = int(np.asarray(v, dtype=np.float64).view(np.int64))
+    return b ^ ((b >> 63) & _M63)
 
 
-def fmin_nan(a, b):  # pragma: no cover - plain-Python body, used without JIT only
-    """``min(a, b)``, NaN if either is NaN (LLVM ``llvm.minimum``)."""
-    if a != a or b != b:
-        return math.nan
-    return a if a <= b else b
+def key_value(k):  # pragma: no cover - plain-Python body, used without JIT only
+    """The float of an :func:`order_key` (its own inverse)."""
+    b = int(k) ^ ((int(k) >> 63) & _M63)
+    return float(np.asarray(b, dtype=np.int64).view(np.float64))
+
+
+def f64_bits(v):  # pragma: no cover - plain-Python body, used without JIT only
+    """The IEEE bits of a float as an int64 (for ``v >= 0`` or +NaN, ordered like ``v``)."""
+    return int(np.asarray(v, dtype=np.float64).view(np.int64))
+
+
+def bits_f64(b):  # pragma: no cover - plain-Python body, used without JIT only
+    """The float of IEEE bits (inverse of :func:`f64_bits`)."""
+    return float(np.asarray(b, dtype=np.int64).view(np.float64))
 
 
 def load_f64(buf, i):  # pragma: no cover - plain-Python body, used without JIT only
@@ -112,27 +110,37 @@ def prefetch(buf, i):  # pragma: no cover - plain-Python body, used without JIT 
     """Hint the CPU to fetch the cache line holding ``buf[i]`` (compiled: ``llvm.prefetch``)."""
 
 
-def flog(v):  # pragma: no cover - plain-Python body, used without JIT only
-    """Natural log of a positive, normal, finite float (compiled: fdlibm's algorithm, < 1 ulp)."""
-    return math.log(v)
+def prefetch(buf, i):  # pragma: no cover - plain-Python body, used without JIT only
+    """Hint the CPU to fetch the cache line holding ``buf[i]`` (compiled: ``llvm.prefetch``)."""
 
 
-def _binary_intrinsic(name: str):
-    @intrinsic
-    def call(typingctx, a, b):
-        sig = types.float64(types.float64, types.float64)
-
-        def codegen(context, builder, signature, args):
-            fn = builder.module.declare_intrinsic(name, [_DOUBLE], ir.FunctionType(_DOUBLE, [_DOUBLE, _DOUBLE]))
-            return builder.call(fn, args)
-
-        return sig, codegen
-
-    return call
+def log_reduce(u, w):  # pragma: no cover - plain-Python body, used without JIT only
+    """First half of ``log(u / w)`` (``u``, ``w`` positive, normal, finite): ``(num, den, e)``
+    with ``log(u / w) = e*ln2 + log_finish(num / den)``; see the comment above
+    ``_ov_log_reduce``. ``num`` is exact and ``den`` in ``[2, 6)``."""
+    mu, eu = math.frexp(u)  # mantissas in [0.5, 1): their ratio is what matters
+    mw, ew = math.frexp(w)
+    up = 1.0 if mu > mw * _SQRT2 else 0.0
+    down = 1.0 if mu * _SQRT2 < mw else 0.0
+    un, wn = 2.0 * mu * (1.0 + down), 2.0 * mw * (1.0 + up)
+    return un - wn, un + wn, float(eu - ew) + up - down
 
 
-_llvm_maximum = _binary_intrinsic("llvm.maximum")
-_llvm_minimum = _binary_intrinsic("llvm.minimum")
+def log_finish(s, e):  # pragma: no cover - plain-Python body, used without JIT only
+    """Second half of ``log(u / w)``: ``e*ln2 + 2 atanh(s)`` for ``|s| <= 0.1716``."""
+    z = s * s
+    w2 = z * z
+    r = w2 * (_LG2 + w2 * (_LG4 + w2 * _LG6)) + z * (_LG1 + w2 * (_LG3 + w2 * (_LG5 + w2 * _LG7)))
+    return e * _LN2_HI + (2.0 * s + (s * r + e * _LN2_LO))
+
+
+def logratio(u, w):  # pragma: no cover - plain-Python body, used without JIT only
+    """``log(u / w)`` of two positive, normal, finite floats, within ~2 ulp (one division)."""
+    num, den, e = log_reduce(u, w)
+    return log_finish(num / den, e)
+
+
+_M63 = 0x7FFFFFFFFFFFFFFF
 
 
 @intrinsic
@@ -149,6 +157,16 @@ def _bits_f64(typingctx, v):
         return builder.bitcast(args[0], _DOUBLE)
 
     return types.float64(types.int64), codegen
+
+
+@intrinsic
+def _select(typingctx, c, a, b):
+    """``a if c else b`` as one LLVM ``select`` (no branch, no bool-to-float conversion)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.select(args[0], args[1], args[2])
+
+    return types.float64(types.boolean, types.float64, types.float64), codegen
 
 
 @intrinsic
@@ -196,14 +214,37 @@ def _ov_prefetch(buf, i):
     return lambda buf, i: _llvm_prefetch(buf, i)
 
 
-@overload(fmax_nan, inline="always")
-def _ov_fmax_nan(a, b):
-    return lambda a, b: _llvm_maximum(np.float64(a), np.float64(b))
+@overload(prefetch, inline="always")
+def _ov_prefetch(buf, i):
+    return lambda buf, i: _llvm_prefetch(buf, i)
 
 
-@overload(fmin_nan, inline="always")
-def _ov_fmin_nan(a, b):
-    return lambda a, b: _llvm_minimum(np.float64(a), np.float64(b))
+@overload(f64_bits, inline="always")
+def _ov_f64_bits(v):
+    return lambda v: _f64_bits(np.float64(v))
+
+
+@overload(bits_f64, inline="always")
+def _ov_bits_f64(b):
+    return lambda b: _bits_f64(np.int64(b))
+
+
+@overload(order_key, inline="always")
+def _ov_order_key(v):
+    def impl(v):
+        b = _f64_bits(np.float64(v))
+        return b ^ ((b >> 63) & _M63)
+
+    return impl
+
+
+@overload(key_value, inline="always")
+def _ov_key_value(k):
+    def impl(k):
+        k = np.int64(k)
+        return _bits_f64(k ^ ((k >> 63) & _M63))
+
+    return impl
 
 
 @overload(load_f64, inline="always")
@@ -215,7 +256,12 @@ def _ov_load_f64(buf, i):
     return lambda buf, i: np.float64(buf[i])
 
 
-# fdlibm e_log.c (Sun Microsystems, freely redistributable): log(1+f) = f - hfsq + s*(hfsq+R).
+# log(u/w) = e*ln2 + log(mu/mw), the mantissa ratio brought into [1/sqrt2, sqrt2]; then with
+# s = (mu - mw)/(mu + mw), log(mu/mw) = 2 atanh(s) = 2s + s*R(s^2), R the minimax polynomial of
+# fdlibm's e_log.c (Sun Microsystems, freely redistributable; |s| <= 0.1716, error < 2**-58).
+# mu - mw is exact (Sterbenz), so the result is within ~2 ulp of log(u/w) itself: far more
+# accurate than log of the rounded quotient u/w (whose rounding is an absolute 1e-16 error, large
+# against a log near 0), and it needs one division instead of two.
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 _LG1 = 6.666666666666735130e-01
@@ -227,27 +273,42 @@ _LG6 = 1.531383769920937332e-01
 _LG7 = 1.479819860511658591e-01
 _MANT = 0x000FFFFFFFFFFFFF
 _ONE_BITS = 0x3FF0000000000000
-_SQRT2_BITS = 0x3FF6A09E667F3BCD  # mantissa bits above this: use m/2 and e+1 (m in [sqrt(.5), sqrt(2)))
+_SQRT2 = 1.4142135623730951
 
 
-@overload(flog, inline="always")
-def _ov_flog(v):
-    def impl(v):
-        bits = _f64_bits(v)
-        e = (bits >> 52) - 1023
-        mb = (bits & _MANT) | _ONE_BITS
-        big = np.int64(mb > _SQRT2_BITS)  # arithmetic, not a branch: keeps the loop vectorisable
-        mb = mb - big * (1 << 52)
-        k = np.float64(e + big)
-        f = _bits_f64(mb) - 1.0
-        s = f / (2.0 + f)
+@overload(log_reduce, inline="always")
+def _ov_log_reduce(u, w):
+    def impl(u, w):
+        bu = _f64_bits(u)
+        bw = _f64_bits(w)
+        e = np.float64((bu >> 52) - (bw >> 52))
+        mu = _bits_f64((bu & _MANT) | _ONE_BITS)
+        mw = _bits_f64((bw & _MANT) | _ONE_BITS)
+        up = mu > mw * _SQRT2
+        down = mu * _SQRT2 < mw
+        un = _select(down, mu * 2.0, mu)  # selects, not branches: keeps the loop vectorisable
+        wn = _select(up, mw * 2.0, mw)
+        return un - wn, un + wn, e + _select(up, 1.0, 0.0) - _select(down, 1.0, 0.0)
+
+    return impl
+
+
+@overload(log_finish, inline="always")
+def _ov_log_finish(s, e):
+    def impl(s, e):
         z = s * s
-        w = z * z
-        t1 = w * (_LG2 + w * (_LG4 + w * _LG6))
-        t2 = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7)))
-        r = t2 + t1
-        hfsq = 0.5 * f * f
-        return k * _LN2_HI - ((hfsq - (s * (hfsq + r) + k * _LN2_LO)) - f)
+        w2 = z * z
+        r = w2 * (_LG2 + w2 * (_LG4 + w2 * _LG6)) + z * (_LG1 + w2 * (_LG3 + w2 * (_LG5 + w2 * _LG7)))
+        return e * _LN2_HI + (2.0 * s + (s * r + e * _LN2_LO))
+
+    return impl
+
+
+@overload(logratio, inline="always")
+def _ov_logratio(u, w):
+    def impl(u, w):
+        num, den, e = log_reduce(u, w)
+        return log_finish(num / den, e)
 
     return impl
 
@@ -285,113 +346,162 @@ def _gather(src, o, s1, s0, rows, cols, dst):  # pragma: no cover - exercised th
 
 
 @jit
-def _acc_side(xv, n, s):  # pragma: no cover - exercised through the kernels
-    """One side over the first ``n`` elements of a float64 tile: ``(min, max, sum, sum of squares)``.
+def _gather_any(src, code, o, s1, s0, rows, cols, dst):  # pragma: no cover - via the kernels
+    """:func:`_gather` from a byte buffer holding storage type ``code`` (see ``_abi.CODES``).
 
-    Not inlined: compiled once for float64 tiles whatever the storage types (compile time)."""
-    lo, hi, sm, sq = s
+    The walkers take every storage type as bytes and a code, so they are compiled once (and
+    the ahead-of-time object of :mod:`compare.kernels.native` holds one pair of entry points)."""
+    if code == CODE_F16:
+        _gather(src.view(np.uint16), o, s1, s0, rows, cols, dst)
+    elif code == CODE_BF16:
+        _gather(src.view(np.int16), o, s1, s0, rows, cols, dst)
+    elif code == CODE_F32:
+        _gather(src.view(np.float32), o, s1, s0, rows, cols, dst)
+    else:
+        _gather(src.view(np.float64), o, s1, s0, rows, cols, dst)
+
+
+@jit
+def _side_direct(xb, code, o, m, s):  # pragma: no cover - via the kernels
+    """:func:`_acc_side` on ``m`` contiguous elements at ``o`` of byte buffer ``xb`` (type
+    ``code``), read in place: no decode-copy into a tile."""
+    if code == CODE_F16:
+        return _acc_side(xb.view(np.uint16)[o : o + m], m, s)
+    if code == CODE_BF16:
+        return _acc_side(xb.view(np.int16)[o : o + m], m, s)
+    if code == CODE_F32:
+        return _acc_side(xb.view(np.float32)[o : o + m], m, s)
+    return _acc_side(xb.view(np.float64)[o : o + m], m, s)
+
+
+@jit
+def _pair_direct(xt, yb, code, o, m, prm, do_rel, do_kl, s):  # pragma: no cover - via the kernels
+    """:func:`_acc_pair` of tile ``xt`` against ``m`` contiguous elements at ``o`` of byte buffer
+    ``yb`` (type ``code``), read in place."""
+    if code == CODE_F16:
+        return _acc_pair(xt, yb.view(np.uint16)[o : o + m], m, prm, do_rel, do_kl, s)
+    if code == CODE_BF16:
+        return _acc_pair(xt, yb.view(np.int16)[o : o + m], m, prm, do_rel, do_kl, s)
+    if code == CODE_F32:
+        return _acc_pair(xt, yb.view(np.float32)[o : o + m], m, prm, do_rel, do_kl, s)
+    return _acc_pair(xt, yb.view(np.float64)[o : o + m], m, prm, do_rel, do_kl, s)
+
+
+@jit
+def _acc_side(xv, n, s):  # pragma: no cover - exercised through the kernels
+    """One side over the first ``n`` (>= 1) elements of ``xv``, continuing ``s``.
+
+    ``xv`` is a float64 tile or a contiguous piece of a storage buffer (decoded on load: numba
+    compiles one version per storage type). ``s = (min key, max key, sum, sum of squares, mean,
+    M2, count)``: the extrema as :func:`order_key` integers (vectorisable integer reductions; a
+    NaN's key lands at one end or the other, so :func:`_side_boxes` decides NaN from the sum of
+    squares instead, which is NaN exactly when an element is); ``mean``/``M2`` (sum of squared
+    deviations from the mean) for the standard deviation, exact two-pass per chunk -- the chunk
+    is in L1 -- and merged across chunks with Chan et al.'s pairwise update, so no pass over the
+    pair is needed for it."""
+    lo, hi, sm, sq, mean, m2, cnt = s
+    ts = 0.0
     for i in range(n):
-        v = xv[i]
-        lo = fmin_nan(lo, v)
-        hi = fmax_nan(hi, v)
-        sm += v
+        v = load_f64(xv, i)
+        k = order_key(v)
+        lo = lo if lo < k else k
+        hi = hi if hi > k else k
+        ts += v
         sq += v * v
-    return (lo, hi, sm, sq)
+    tm = ts / n
+    t2 = 0.0
+    for i in range(n):
+        dv = load_f64(xv, i) - tm
+        t2 += dv * dv
+    tot = cnt + n
+    delta = tm - mean
+    mean += delta * (n / tot)
+    m2 += t2 + delta * delta * (cnt * (n / tot))
+    return (lo, hi, sm + ts, sq, mean, m2, tot)
+
+
+@jit(inline="always")
+def _cross(xi, yi, sxy, sabs, ssq, mab):  # pragma: no cover - inlined into _acc_pair
+    """The cross terms of one element pair; also returns ``|x - y|``."""
+    sxy += xi * yi
+    d = xi - yi
+    ad = abs(d)
+    b = f64_bits(ad)
+    return sxy, sabs + ad, ssq + d * d, (mab if mab > b else b), ad
+
+
+@jit(inline="always")
+def _kl_reduce(xi, yi, prm):  # pragma: no cover - inlined into _acc_pair
+    """KL inputs of one element pair: ``(num, den, e, u, w, ya, keep)`` -- :func:`log_reduce` of
+    ``u / w``, the two normalised values, and ``|y|`` for the relative error (1 where masked,
+    ``keep`` False)."""
+    cx, ixk, uk, cy, iy = prm
+    u = (xi - cx) * ixk
+    u = u if u > uk else uk
+    w = (yi - cy) * iy
+    w = w if w > EPS32 else EPS32
+    num, den, e = log_reduce(u, w)
+    ay = abs(yi)
+    keep = ay > EPS64
+    return num, den, e, u, w, (ay if keep else 1.0), keep
 
 
 @jit
 def _acc_pair(xv, yv, n, prm, do_rel, do_kl, s):  # pragma: no cover - via the kernels
-    """The paired terms over the first ``n`` elements of two float64 tiles, continuing ``s``.
+    """The paired terms over the first ``n`` elements of ``xv`` (a float64 tile) and ``yv`` (a
+    float64 tile or a contiguous piece of a storage buffer, decoded on load), continuing ``s``.
 
-    Not inlined: compiled once for float64 tiles whatever the storage types (the heavy loops
-    dominate the compile time; the walkers that gather into the tiles are small).
+    Not inlined: the heavy loops are compiled once per type of ``yv`` whatever the walkers.
 
-    ``prm = (cx, ix, cy, iy, k, meanx, meany)``: KL uses ``p = max((x - cx) * ix, EPS32)``,
-    likewise ``q``, and the term ``p * log(p / q * k)``; std the centred ``x - meanx``.
+    The maxima of ``|x - y|`` and ``r`` are kept as IEEE bits (int64): both are >= 0 or +NaN,
+    whose bits order like the values (NaN above inf), so an integer max reduction -- which
+    vectorises -- propagates NaN like numpy's max. ``r = |x/y - 1|`` (masked to 0 where
+    ``|y| <= EPS64``); the KL loop, whose data are finite, computes it as ``|x - y| / |y|``
+    (from the exact difference: within 1 ulp of the true value).
+
+    ``prm = (cx, ixk, uk, cy, iy)``: KL uses ``u = max((x - cx) * ixk, uk)`` (``= p * k``, with
+    ``p`` the min-max normalised left side, ``ixk = k / range``, ``uk = EPS32 * k``) and
+    ``w = max((y - cy) * iy, EPS32)`` (``= q``), and accumulates the sums of ``u``, of ``w`` and
+    of ``u * log(u / w) - u + w`` (:func:`log_reduce`, :func:`log_finish`): terms that are all
+    >= 0 (about ``(u - w)^2 / 2w``), so their sum carries no cancellation -- the plain
+    ``u * log(u / w)`` terms are +-|u - w| and cancel down to the KL, often 1e-5 of them, losing
+    that much relative precision. Both sides must be finite (the caller skips KL otherwise), so
+    plain maxima clamp.
+
+    The KL loop shares one division between the relative error and the log (``1/(a b)`` gives
+    ``1/a`` and ``1/b``; ``b`` is scaled into ``[1/4, 3/4)`` so ``a b`` neither overflows nor
+    underflows): a float64 vector division costs about 2 cycles an element. (A float32 division
+    refined by Newton steps measured slower: it lengthens the loop's dependency chain beyond what
+    the out-of-order window overlaps.)
     """
-    sxy, sabs, ssq, maxabs, srel, maxrel, a, sp, sq, sdx, sdx2, sdy, sdy2 = s
-    cx, ix, cy, iy, k, meanx, meany = prm
-    if do_kl and do_rel:
+    sxy, sabs, ssq, mab, srel, mrb, a, su, sw = s
+    if do_kl:  # one loop computes KL (with the relative errors), whatever the selection
         for i in range(n):
             xi = xv[i]
-            yi = yv[i]
-            sxy += xi * yi
-            d = xi - yi
-            ad = abs(d)
-            sabs += ad
-            ssq += d * d
-            maxabs = fmax_nan(maxabs, ad)
-            r = abs(xi / yi - 1.0) if abs(yi) > EPS64 else 0.0
+            yi = load_f64(yv, i)
+            sxy, sabs, ssq, mab, ad = _cross(xi, yi, sxy, sabs, ssq, mab)
+            num, den, e, u, w, ya, keep = _kl_reduce(xi, yi, prm)
+            inv = 1.0 / (ya * (den * 0.125))
+            r = ad * ((den * 0.125) * inv) if keep else 0.0
             srel += r
-            maxrel = fmax_nan(maxrel, r)
-            p = fmax_nan((xi - cx) * ix, EPS32)
-            q = fmax_nan((yi - cy) * iy, EPS32)
-            sp += p
-            sq += q
-            a += p * flog(p / q * k)
-            dx = xi - meanx
-            sdx += dx
-            sdx2 += dx * dx
-            dy = yi - meany
-            sdy += dy
-            sdy2 += dy * dy
-    elif do_kl:
-        for i in range(n):
-            xi = xv[i]
-            yi = yv[i]
-            sxy += xi * yi
-            d = xi - yi
-            ad = abs(d)
-            sabs += ad
-            ssq += d * d
-            maxabs = fmax_nan(maxabs, ad)
-            p = fmax_nan((xi - cx) * ix, EPS32)
-            q = fmax_nan((yi - cy) * iy, EPS32)
-            sp += p
-            sq += q
-            a += p * flog(p / q * k)
-            dx = xi - meanx
-            sdx += dx
-            sdx2 += dx * dx
-            dy = yi - meany
-            sdy += dy
-            sdy2 += dy * dy
+            b = f64_bits(r)
+            mrb = mrb if mrb > b else b
+            a += u * log_finish(num * (ya * inv * 0.125), e) + (w - u)  # >= 0: no cancellation
+            su += u
+            sw += w
     elif do_rel:
         for i in range(n):
             xi = xv[i]
-            yi = yv[i]
-            sxy += xi * yi
-            d = xi - yi
-            ad = abs(d)
-            sabs += ad
-            ssq += d * d
-            maxabs = fmax_nan(maxabs, ad)
-            r = abs(xi / yi - 1.0) if abs(yi) > EPS64 else 0.0
+            yi = load_f64(yv, i)
+            sxy, sabs, ssq, mab, ad = _cross(xi, yi, sxy, sabs, ssq, mab)
+            r = abs(xi / yi - 1.0) if abs(yi) > EPS64 else 0.0  # x/y: 1 for an infinite y
             srel += r
-            maxrel = fmax_nan(maxrel, r)
-            dx = xi - meanx
-            sdx += dx
-            sdx2 += dx * dx
-            dy = yi - meany
-            sdy += dy
-            sdy2 += dy * dy
+            b = f64_bits(r)
+            mrb = mrb if mrb > b else b
     else:
         for i in range(n):
-            xi = xv[i]
-            yi = yv[i]
-            sxy += xi * yi
-            d = xi - yi
-            ad = abs(d)
-            sabs += ad
-            ssq += d * d
-            maxabs = fmax_nan(maxabs, ad)
-            dx = xi - meanx
-            sdx += dx
-            sdx2 += dx * dx
-            dy = yi - meany
-            sdy += dy
-            sdy2 += dy * dy
-    return (sxy, sabs, ssq, maxabs, srel, maxrel, a, sp, sq, sdx, sdx2, sdy, sdy2)
+            sxy, sabs, ssq, mab, ad = _cross(xv[i], load_f64(yv, i), sxy, sabs, ssq, mab)
+    return (sxy, sabs, ssq, mab, srel, mrb, a, su, sw)
 
 
 # --------------------------------------------------------------------------- box walkers
@@ -399,31 +509,30 @@ def _acc_pair(xv, yv, n, prm, do_rel, do_kl, s):  # pragma: no cover - via the k
 
 @jit(inline="always")
 def _prefetch_ahead(buf, start, count):  # pragma: no cover - exercised through the kernels
-    """Prefetch ``buf[start : start + count]`` (clipped), one hint per 64-byte line.
+    """Prefetch bytes ``buf[start : start + count]`` (clipped), one hint per 64-byte line.
 
     Page-cache mappings use 4 KiB pages, where the hardware prefetcher stops; fetching the next
     chunk while this one is computed measured 1.7x faster on memory-resident data.
     """
-    n = buf.shape[0]
-    end = min(start + count, n)
-    step = max(64 // buf.itemsize, 1)
-    for i in range(max(start, 0), end, step):
+    end = min(start + count, buf.shape[0])
+    for i in range(max(start, 0), end, 64):
         prefetch(buf, i)
 
 
 @jit(inline="always")
-def _prefetch_tile(buf, o, s1, s0, rows, cols):  # pragma: no cover - exercised through the kernels
-    """Prefetch the ``rows x cols`` tile at ``o`` (strides ``s1``, ``s0``): its whole span when
-    that is dense, else row by row or column by column along a unit stride, else nothing."""
+def _prefetch_tile(buf, isz, o, s1, s0, rows, cols):  # pragma: no cover - exercised through the kernels
+    """Prefetch the ``rows x cols`` tile at element ``o`` (strides ``s1``, ``s0``; ``isz`` bytes an
+    element) of byte buffer ``buf``: its whole span when that is dense, else row by row or column
+    by column along a unit stride, else nothing."""
     span = (rows - 1) * s1 + (cols - 1) * s0 + 1
     if span <= 2 * rows * cols:
-        _prefetch_ahead(buf, o, span)
+        _prefetch_ahead(buf, o * isz, span * isz)
     elif s0 == 1:
         for r in range(rows):
-            _prefetch_ahead(buf, o + r * s1, cols)
-    elif s1 == 1 and rows * buf.itemsize >= 64:
+            _prefetch_ahead(buf, (o + r * s1) * isz, cols * isz)
+    elif s1 == 1 and rows * isz >= 64:
         for c in range(cols):
-            _prefetch_ahead(buf, o + c * s0, rows)
+            _prefetch_ahead(buf, (o + c * s0) * isz, rows * isz)
 
 
 @jit(inline="always")
@@ -453,10 +562,15 @@ def _nchunks(d1, d0):  # pragma: no cover - exercised through the kernels
 
 
 @jit
-def _side_boxes(xb, dims, sx, ox):  # pragma: no cover - exercised through compare_arrays
-    """One side over its own plan: ``(min, max, sum, sum of squares)``, NaN-propagating extrema."""
-    xt = np.empty(TILE, dtype=np.float64)
-    s = (np.inf, -np.inf, 0.0, 0.0)
+def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised through compare_arrays
+    """One side over its own plan: ``(min, max, sum, sum of squares, M2)`` (indices ``SD_*``).
+
+    ``xb``: the storage buffer as bytes, ``xcode`` its type (``_abi.CODES``); ``xt``: a float64
+    scratch tile of :data:`TILE` elements. The extrema are NaN when an element is (numpy's
+    min/max), +-inf for an empty plan; ``M2`` is the sum of squared deviations from the mean (0
+    for an empty plan)."""
+    isz = ITEMSIZE[xcode]
+    s = (order_key(np.inf), order_key(-np.inf), 0.0, 0.0, 0.0, 0.0, 0.0)
     for b in range(dims.shape[0]):
         d1 = dims[b, 4]
         d0 = dims[b, 5]
@@ -476,20 +590,27 @@ def _side_boxes(xb, dims, sx, ox):  # pragma: no cover - exercised through compa
                             m = rows * cols
                             if j + 1 < nch:
                                 r2, c2, rows2, cols2 = _chunk(d1, d0, j + 1)
-                                _prefetch_tile(xb, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
-                            _gather(xb, xs, sx1, sx0, rows, cols, xt)
-                            s = _acc_side(xt, m, s)
-    return s
+                                _prefetch_tile(xb, isz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
+                            if sx0 == 1 and (rows == 1 or sx1 == cols):  # contiguous: read in place
+                                s = _side_direct(xb, xcode, xs, m, s)
+                            else:
+                                _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
+                                s = _acc_side(xt, m, s)
+    lo, hi, sm, sq, mean, m2, cnt = s
+    if sq != sq:  # an element is NaN (v*v >= 0 or +inf otherwise, and their sum never NaN)
+        return (np.nan, np.nan, sm, sq, m2)
+    return (key_value(lo), key_value(hi), sm, sq, m2)
 
 
 @jit
-def _pair_boxes(xb, yb, dims, sx, sy, ox, oy, prm, do_rel, do_kl):  # pragma: no cover - via compare_arrays
-    """The paired pass over the plan: ``(sxy, sabs, ssq, maxabs, srel, maxrel, A, Sp, Sq, sdx,
-    sdx2, sdy, sdy2)`` (see :func:`_acc_pair`; ``srel``/``maxrel`` are 0 without ``do_rel``,
-    ``A``/``Sp``/``Sq`` 0 without ``do_kl``)."""
-    xt = np.empty(TILE, dtype=np.float64)
-    yt = np.empty(TILE, dtype=np.float64)
-    s = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, xt, yt):  # pragma: no cover
+    """The paired pass over the plan: ``(sxy, sabs, ssq, maxabs, srel, maxrel, A, Su, Sw)``
+    (indices ``PR_*``; see :func:`_acc_pair`; ``srel``/``maxrel`` are 0 without ``do_rel`` or ``do_kl``,
+    ``A``/``Su``/``Sw`` 0 without ``do_kl``). Buffers as bytes with their type codes and scratch
+    tiles as in :func:`_side_boxes`."""
+    xsz = ITEMSIZE[xcode]
+    ysz = ITEMSIZE[ycode]
+    s = (0.0, 0.0, 0.0, f64_bits(0.0), 0.0, f64_bits(0.0), 0.0, 0.0, 0.0)
     for b in range(dims.shape[0]):
         d1 = dims[b, 4]
         d0 = dims[b, 5]
@@ -513,12 +634,16 @@ def _pair_boxes(xb, yb, dims, sx, sy, ox, oy, prm, do_rel, do_kl):  # pragma: no
                             m = rows * cols
                             if j + 1 < nch:
                                 r2, c2, rows2, cols2 = _chunk(d1, d0, j + 1)
-                                _prefetch_tile(xb, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
-                                _prefetch_tile(yb, yo + r2 * sy1 + c2 * sy0, sy1, sy0, rows2, cols2)
-                            _gather(xb, xs, sx1, sx0, rows, cols, xt)
-                            _gather(yb, ys, sy1, sy0, rows, cols, yt)
-                            s = _acc_pair(xt, yt, m, prm, do_rel, do_kl, s)
-    return s
+                                _prefetch_tile(xb, xsz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
+                                _prefetch_tile(yb, ysz, yo + r2 * sy1 + c2 * sy0, sy1, sy0, rows2, cols2)
+                            _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
+                            if sy0 == 1 and (rows == 1 or sy1 == cols):  # contiguous: read in place
+                                s = _pair_direct(xt, yb, ycode, ys, m, prm, do_rel, do_kl, s)
+                            else:
+                                _gather_any(yb, ycode, ys, sy1, sy0, rows, cols, yt)
+                                s = _acc_pair(xt, yt, m, prm, do_rel, do_kl, s)
+    sxy, sabs, ssq, mab, srel, mrb, a, su, sw = s
+    return (sxy, sabs, ssq, bits_f64(mab), srel, bits_f64(mrb), a, su, sw)
 
 
 #: The kernels under their historical names (the no-JIT probe test looks at ``_pass1``).

@@ -151,13 +151,20 @@ def _no_reader_error(folder: Path, tried: list[str]) -> CompareError:
     )
 
 
-def _choose_reader(folder: Path, kind: RunKind | None) -> Reader:
+def _choose_reader(folder: Path, kind: RunKind | None, *, trees_declined: bool = False) -> Reader:
+    """The reader for ``folder``; ``trees_declined``: :func:`compare.loaders.trees.claim` already
+    returned None for this very folder, so the MindSpore reader (whose sniff is that call) declines
+    without walking it again."""
+
+    def declined(reader: Reader) -> bool:
+        return trees_declined and getattr(reader, "sniff", None) is _sniff_family
+
     if kind is not None:
         for reader in READERS:
             if kind in reader.kinds:
                 if getattr(reader, "claims_only", False):
                     try:
-                        if not reader.sniff(folder):
+                        if declined(reader) or not reader.sniff(folder):
                             continue
                     except Exception:  # a sniff must not raise; treat it as a decline
                         continue
@@ -166,7 +173,7 @@ def _choose_reader(folder: Path, kind: RunKind | None) -> Reader:
     tried = []
     for reader in READERS:
         try:
-            if reader.sniff(folder):
+            if not declined(reader) and reader.sniff(folder):
                 return reader
         except Exception as exc:  # a sniff must not raise; treat it as a decline with the reason
             tried.append(f"{reader.name}: sniff failed ({exc})")
@@ -243,10 +250,12 @@ def load_run(
     selection = Selection(rank=rank, iteration=iteration, graph=graph, model_name=model_name,
                           ge_graph=Path(ge_graph) if ge_graph is not None else None)
     selection.specs()  # validate the option syntax before touching the disk
+    trees_declined = False
     if kind is None or kind in (RunKind.NUMPY, RunKind.OFFLINE):
         from .trees import claim, load_selected
 
         candidates = claim(path, selection)
+        trees_declined = candidates is None
         if candidates is not None:
             run = load_selected(path, candidates, selection, version=version, fusion_rule=fusion_rule,
                                 keep_raw_names=keep_raw_names)
@@ -258,7 +267,8 @@ def load_run(
     if selection.given:
         given = ", ".join(f"--{k.replace('_', '-')}" for k, v in vars(selection).items() if v is not None)
         notes.append(f"{given} ignored: {path} has no rank/iteration/graph/model levels")
-    reader = _choose_reader(folder, kind)
+    # claim(path, selection) is None: then claim(path) is too (a selection only adds candidates)
+    reader = _choose_reader(folder, kind, trees_declined=trees_declined and folder == Path(path))
     if reader.name == "ascend-offline":
         run = scan_offline(
             folder,

@@ -31,6 +31,7 @@ from typing import Iterable
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+from .golden_npy import GOLDEN_SUFFIXES, explain_golden_name, parse_golden_name
 
 #: Files of a dump folder that are never dump files.
 IGNORED_FILES = frozenset({"mapping.csv", "convert_failed_file_list.txt"})
@@ -332,8 +333,6 @@ def no_valid_files_error(folder: Path, skipped: list[tuple[Path, str]]) -> Compa
 
 def classify_name(name: str) -> tuple[str, object | None, str | None]:
     """Classify a file name by suffix, then by rule: ``(kind, parsed or None, reason or None)``."""
-    from .golden_npy import GOLDEN_SUFFIXES, explain_golden_name, parse_golden_name
-
     for kind, suffix in GOLDEN_SUFFIXES.items():
         if name.endswith(suffix):
             parsed = parse_golden_name(name)

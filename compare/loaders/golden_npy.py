@@ -28,9 +28,11 @@ import functools
 import math
 import os
 import re
+import struct
 from struct import error as struct_error
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -124,6 +126,15 @@ class NpyHeader:
 #: ``Exception`` except an I/O error (reported as such) means "bad header".
 _HEADER_FAILURES = (Exception,)
 
+#: The header exactly as ``np.save`` writes it (format 1.0 / 2.0), read directly: ~2 us, where
+#: numpy's parser (which evaluates it as a Python literal) takes ~17 us a file. Any other
+#: spelling goes to numpy's parser, which accepts it or says what is wrong.
+_SAVED_HEADER = re.compile(
+    r"\{'descr': '([<>|=]?[A-Za-z][0-9]*)', 'fortran_order': (True|False), 'shape': \(((?:[0-9]+, )*[0-9]+,?)?\), \} *\n"
+)
+_HEADER_LENGTH = {(1, 0): "<H", (2, 0): "<I"}
+_MAX_SAVED_HEADER = 4096
+
 
 def read_npy_header(path: str | os.PathLike) -> NpyHeader:
     """Parse only the header of a ``.npy`` file; :class:`DumpFormatError` if it is not a usable one.
@@ -141,12 +152,17 @@ def read_npy_header(path: str | os.PathLike) -> NpyHeader:
                 version = fmt.read_magic(handle)
             except (ValueError, EOFError, struct_error) as exc:
                 raise DumpFormatError(path, f"not a .npy file (bad magic string: {exc})", offset=0) from None
-            if version == (1, 0):
-                shape, fortran, dtype = fmt.read_array_header_1_0(handle)
-            elif version == (2, 0):
-                shape, fortran, dtype = fmt.read_array_header_2_0(handle)
-            else:
+            if version not in _HEADER_LENGTH:
                 return check_npy_header(path, _header_via_mmap(path, version))
+            saved = _saved_header(handle, version)
+            if saved is not None:
+                shape, fortran, dtype = saved
+            else:
+                handle.seek(8)  # back to the header length, for numpy's parser
+                if version == (1, 0):
+                    shape, fortran, dtype = fmt.read_array_header_1_0(handle)
+                else:
+                    shape, fortran, dtype = fmt.read_array_header_2_0(handle)
             offset = handle.tell()
     except DumpFormatError:
         raise
@@ -156,6 +172,28 @@ def read_npy_header(path: str | os.PathLike) -> NpyHeader:
         detail = str(exc) or type(exc).__name__
         raise DumpFormatError(path, f"bad .npy header: {detail}", offset=8) from None
     return check_npy_header(path, NpyHeader(tuple(int(d) for d in shape), np.dtype(dtype), bool(fortran), offset))
+
+
+def _saved_header(handle: BinaryIO, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype] | None:
+    """``(shape, fortran_order, dtype)`` of a header spelled as ``np.save`` writes it, read from
+    just after the magic string; None (the handle then anywhere in the header) for anything else."""
+    size_format = _HEADER_LENGTH[version]
+    size_bytes = handle.read(struct.calcsize(size_format))
+    if len(size_bytes) != struct.calcsize(size_format):
+        return None
+    (length,) = struct.unpack(size_format, size_bytes)
+    if length > _MAX_SAVED_HEADER:
+        return None
+    text = handle.read(length)
+    match = _SAVED_HEADER.fullmatch(text.decode("latin1")) if len(text) == length else None
+    if match is None:
+        return None
+    descr, fortran, dims = match.groups()
+    try:
+        dtype = np.dtype(descr)
+    except TypeError:
+        return None
+    return tuple(int(d) for d in (dims or "").replace(",", " ").split()), fortran == "True", dtype
 
 
 def check_npy_header(path: Path, header: NpyHeader) -> NpyHeader:

@@ -39,7 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CompareError, OptionError
+from .ascend import classify_name
+from .mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
 from .selection import Candidate, Selection, filter_by, newest, parse_spec, values_of
+from .tf_npu import stats_csv_name
 
 #: How deep the walk goes below the given path.
 MAX_DEPTH = 8
@@ -91,10 +94,6 @@ class LeafInfo:
 
 
 def _classify_name(name: str) -> str | None:
-    from .ascend import classify_name
-    from .mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
-    from .tf_npu import stats_csv_name
-
     if name == "statistic.csv":
         return "statistic"
     if is_overflow_name(name):

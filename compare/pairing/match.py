@@ -129,6 +129,21 @@ def _sample(names: Iterable[str], limit: int = 5) -> str:
     return shown if len(names) <= limit else f"{shown} (+{len(names) - limit} more)"
 
 
+def overflow_rows(start: int, left: Run, right: Run) -> list[Pair]:
+    """One NOT_COMPARABLE row per overflow record of either run, indexes from ``start``."""
+    rows = []
+    index = start
+    for side, run in (("left", left), ("right", right)):
+        for record in getattr(run, "overflow", ()) or ():
+            name = record.path.name
+            rows.append(Pair(index=index, op_type="Opdebug", left_op=name if side == "left" else NO_COUNTERPART,
+                             right_op=name if side == "right" else NO_COUNTERPART, tensor_id=None, left=None,
+                             right=None, status=PairStatus.NOT_COMPARABLE, reason=f"{side}: {record.reason()}",
+                             op_sequence=index))
+            index += 1
+    return rows
+
+
 def _shape_text(shape: tuple[int, ...]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..errors import OptionError, PairingError
 from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef
-from .match import one_sided_pair, op_tensor_rows
+from .match import one_sided_pair, op_tensor_rows, overflow_rows
 
 MODE_FAMILY = "by-name (scope)"
 MODE_MAPPING = "mapping"
@@ -304,21 +304,6 @@ def _kinds(left: Run, right: Run) -> tuple[tuple[TensorKind, ...], list[str]]:
     if has_inputs(left) and has_inputs(right):
         return _KINDS, []
     return (TensorKind.OUTPUT,), ["only outputs are compared: one side holds no input tensors"]
-
-
-def overflow_rows(start: int, left: Run, right: Run) -> list[Pair]:
-    """One NOT_COMPARABLE row per overflow record of either run, indexes from ``start``."""
-    rows = []
-    index = start
-    for side, run in (("left", left), ("right", right)):
-        for record in getattr(run, "overflow", ()) or ():
-            name = record.path.name
-            rows.append(Pair(index=index, op_type="Opdebug", left_op=name if side == "left" else NO_COUNTERPART,
-                             right_op=name if side == "right" else NO_COUNTERPART, tensor_id=None, left=None,
-                             right=None, status=PairStatus.NOT_COMPARABLE, reason=f"{side}: {record.reason()}",
-                             op_sequence=index))
-            index += 1
-    return rows
 
 
 def pair_families(left: Run, right: Run, *, mapping: list[MapEntry] | str | Path | None = None) -> Pairing:

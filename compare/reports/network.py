@@ -79,7 +79,11 @@ def _address(value: int | None) -> str:
 
 def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
               left_address: bool = True, right_address: bool = True, selection: bool = False) -> list[str]:
-    """The text cells of one row, in :func:`header` order."""
+    """The text cells of one row, in :func:`header` order.
+
+    Every cell is safe for a spreadsheet: the names come through :func:`text_cell`, the numbers
+    are numbers, and the reasons cell is neutralised here.
+    """
     sel = [text_cell(row.rank), text_cell(row.iteration)] if selection else []
     if layout is Layout.MSACCUCMP:
         cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype)]
@@ -90,14 +94,14 @@ def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VC
             cells.append(_address(row.right_address))
         cells += [text_cell(row.tensor_id), shape_cell(row.shape) if row.tensor_id else "NaN"]
         cells += _metric_cells(row, metrics)
-        cells.append(",".join(row.reasons))
+        cells.append(neutralise(",".join(row.reasons)))
     else:
         cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype),
                  text_cell(row.right_op), text_cell(row.right_dtype), text_cell(row.tensor_id),
                  shape_cell(row.shape) if row.tensor_id else "NaN"]
         cells += _metric_cells(row, metrics)
-        cells.append("; ".join(row.reasons))
-    return [neutralise(c) for c in cells]
+        cells.append(neutralise("; ".join(row.reasons)))
+    return cells
 
 
 def _has_selection(rows: Sequence[MetricRow]) -> bool:

@@ -1,0 +1,51 @@
+"""The kernels' calling convention, shared by the numba kernels and the native loader.
+
+Numba-free on purpose: :mod:`compare.kernels` and :mod:`compare.kernels.native` read these
+without importing numba. The kernels themselves are in :mod:`compare.kernels.fused`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Dims of a box (the iteration plan); the last two form the tile.
+NDIM = 6
+#: Elements per chunk (and per tile buffer: 2 x 16 KiB of float64, inside L1).
+TILE = 2048
+
+#: Storage type codes: the walkers take every storage buffer as bytes plus one of these.
+CODE_F16 = 0  # IEEE binary16 bits (uint16 storage)
+CODE_BF16 = 1  # bfloat16 bits (int16 storage)
+CODE_F32 = 2
+CODE_F64 = 3
+#: storage dtype -> code
+CODES: dict[np.dtype, int] = {
+    np.dtype(np.uint16): CODE_F16,
+    np.dtype(np.int16): CODE_BF16,
+    np.dtype(np.float32): CODE_F32,
+    np.dtype(np.float64): CODE_F64,
+}
+#: Bytes per element, by code.
+ITEMSIZE = np.array([2, 2, 4, 8], dtype=np.int64)
+
+# Indices of the tuple returned by the paired pass (fused._pair_boxes).
+PR_SXY = 0  # sum x*y
+PR_SABS = 1  # sum |x-y|
+PR_SSQ = 2  # sum (x-y)^2
+PR_MAXABS = 3  # max |x-y|            (0 for n == 0)
+PR_SREL = 4  # sum r_i               (r_i = |x_i/y_i - 1| if |y_i| > EPS64 else 0)
+PR_MAXREL = 5  # max r_i             (0 for n == 0)
+PR_A = 6  # sum u*log(u/w) - u + w  (KL, u = p*k, w = q; see fused._acc_pair)
+PR_SU = 7  # sum u
+PR_SW = 8  # sum w
+#: Length of the paired pass's result.
+PAIR_OUT = 9
+
+# Indices of the tuple returned by a one-side pass (fused._side_boxes).
+SD_MIN = 0
+SD_MAX = 1
+SD_SUM = 2
+SD_SSQ = 3  # sum v^2
+SD_M2 = 4  # sum (v - mean)^2, combined tile by tile (Chan et al.)
+#: Length of a one-side pass's result.
+SIDE_OUT = 5

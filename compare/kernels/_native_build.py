@@ -1,0 +1,107 @@
+"""Build the ahead-of-time kernel objects (run as ``python -m compare.kernels._native_build OUT``).
+
+Compiles the two kernel passes of :mod:`compare.kernels.fused` as C-callable entry points
+(numba ``cfunc``) and writes each one's machine code as an ELF object next to ``OUT`` (``OUT``
+names the JSON index, written last: ``{"side": [object file, symbol], "pair": [...]}``).
+:mod:`compare.kernels.native` loads them with llvmlite alone, without importing numba.
+
+The entry points take raw pointers and sizes (see :data:`SIDE_ARGS` / :data:`PAIR_ARGS`, which
+:mod:`compare.kernels.native` mirrors) and write their float64 results to ``out``; all memory is
+the caller's (the kernels allocate nothing, so the objects need no numba runtime).
+
+This module imports numba: it runs in its own process (started by
+:func:`compare.kernels.native.build`), so that its CPU feature settings (``NUMBA_CPU_FEATURES``)
+never touch the caller's numba.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from numba import carray, cfunc, types
+
+from . import fused as F
+from ._abi import NDIM, PAIR_OUT, SIDE_OUT, TILE
+from ._jit import FASTMATH
+
+_I64 = types.int64
+_PTR = types.voidptr
+
+#: side(buf, code, nbytes, dims, strides, offsets, nboxes, tile, out[SIDE_OUT])
+SIDE_ARGS = (_PTR, _I64, _I64, _PTR, _PTR, _PTR, _I64, _PTR, _PTR)
+#: pair(xbuf, xcode, xbytes, ybuf, ycode, ybytes, dims, sx, sy, ox, oy, nboxes, prm[5], flags,
+#: xtile, ytile, out[PAIR_OUT]); flags: 1 = relative errors, 2 = KL
+PAIR_ARGS = (_PTR, _I64, _I64, _PTR, _I64, _I64, _PTR, _PTR, _PTR, _PTR, _PTR, _I64, _PTR, _I64, _PTR, _PTR, _PTR)
+
+_OPTIONS = dict(nopython=True, fastmath=set(FASTMATH), error_model="numpy")
+
+
+@cfunc(types.void(*SIDE_ARGS), **_OPTIONS)
+def side_entry(buf, code, nbytes, dims, strides, offs, nb, tile, out):  # pragma: no cover - native
+    res = F._side_boxes(
+        carray(buf, (nbytes,), np.uint8),
+        code,
+        carray(dims, (nb, NDIM), np.int64),
+        carray(strides, (nb, NDIM), np.int64),
+        carray(offs, (nb,), np.int64),
+        carray(tile, (TILE,), np.float64),
+    )
+    o = carray(out, (SIDE_OUT,), np.float64)
+    for i in range(SIDE_OUT):
+        o[i] = res[i]
+
+
+@cfunc(types.void(*PAIR_ARGS), **_OPTIONS)
+def pair_entry(xbuf, xcode, xbytes, ybuf, ycode, ybytes, dims, sx, sy, ox, oy, nb, prm, flags, xtile, ytile,
+               out):  # pragma: no cover - native
+    p = carray(prm, (5,), np.float64)
+    res = F._pair_boxes(
+        carray(xbuf, (xbytes,), np.uint8),
+        xcode,
+        carray(ybuf, (ybytes,), np.uint8),
+        ycode,
+        carray(dims, (nb, NDIM), np.int64),
+        carray(sx, (nb, NDIM), np.int64),
+        carray(sy, (nb, NDIM), np.int64),
+        carray(ox, (nb,), np.int64),
+        carray(oy, (nb,), np.int64),
+        (p[0], p[1], p[2], p[3], p[4]),
+        (flags & 1) != 0,
+        (flags & 2) != 0,
+        carray(xtile, (TILE,), np.float64),
+        carray(ytile, (TILE,), np.float64),
+    )
+    o = carray(out, (PAIR_OUT,), np.float64)
+    for i in range(PAIR_OUT):
+        o[i] = res[i]
+
+
+def _emit(entry, path: Path) -> str:
+    """Write ``entry``'s machine code (with everything it calls) to ``path``; its symbol name."""
+    library = entry._library
+    obj = library.codegen._tm.emit_object(library._final_module)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_bytes(obj)
+    os.replace(tmp, path)
+    return entry.native_name
+
+
+def main(argv: list[str]) -> int:
+    index = Path(argv[0])
+    stem = index.name[: -len(".json")] if index.name.endswith(".json") else index.name
+    entries = {}
+    for name, entry in (("side", side_entry), ("pair", pair_entry)):
+        obj = index.with_name(f"{stem}.{name}.o")
+        entries[name] = [obj.name, _emit(entry, obj)]
+    tmp = index.with_name(index.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(entries))
+    os.replace(tmp, index)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run by compare.kernels.native.build
+    sys.exit(main(sys.argv[1:]))
