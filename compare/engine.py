@@ -37,6 +37,8 @@ from .records import MetricRow, Pair, PairStatus, TensorRef
 GOLDEN_CACHE_ENTRIES = 4
 #: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
 MAX_WORKERS = 4
+#: Pairs in flight per worker (the window ahead of the row being yielded).
+AHEAD = 2
 
 
 @dataclass
@@ -68,9 +70,13 @@ class _GoldenCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-        #: One-side statistics of cached goldens (see compare.kernels.compare_planned); entries
-        #: are dropped with their golden.
-        self.stats: dict = {}
+        #: One-side statistics of the goldens compared so far (a few floats each, kept for the
+        #: run: a golden evicted from the LRU keeps them), shared by the worker threads.
+        from .kernels import SideStats
+
+        self.stats = SideStats()
+        #: Lazy kernel plans by layout signature (see _plan_key).
+        self.plans: dict = {}
 
     def load(self, ref: TensorRef) -> np.ndarray:
         key = self.key(ref)
@@ -86,10 +92,7 @@ class _GoldenCache:
             self._items[key] = array
             self._items.move_to_end(key)
             while len(self._items) > self._size:
-                gone, _ = self._items.popitem(last=False)
-                for k in list(self.stats):  # list(): a snapshot, other threads may insert
-                    if k[0] == gone:
-                        self.stats.pop(k, None)
+                self._items.popitem(last=False)
         return array
 
     @staticmethod
@@ -236,18 +239,51 @@ def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algori
     left, right = layout_args[0], layout_args[3]
     if not (_fast_dtype(np.asarray(left).dtype) and _fast_dtype(np.asarray(right).dtype)):
         return None
-    try:
-        lx, ly, shape = plan_pair(*layout_args, **layout_kwargs)
-        plan = kernel_plan(lx, ly)
-    except Unsupported:
-        return None
-    xbuf, _ = storage(lx.base, "left")
-    ybuf, _ = storage(ly.base, "right")
+    key = _plan_key(layout_args, layout_kwargs, goldens)
+    cached = goldens.plans.get(key) if key is not None else None
+    if cached is not None:
+        plan, shape, count = cached
+        xbuf, _ = storage(left.reshape(-1), "left")
+        ybuf, _ = storage(right.reshape(-1), "right")
+    else:
+        try:
+            lx, ly, shape = plan_pair(*layout_args, **layout_kwargs)
+            plan = kernel_plan(lx, ly)
+        except Unsupported:
+            return None
+        count = lx.size
+        xbuf, _ = storage(lx.base, "left")
+        ybuf, _ = storage(ly.base, "right")
+        if key is not None and _is_whole(lx.base, left) and _is_whole(ly.base, right):
+            goldens.plans[key] = (plan, shape, count)
     scalar = is_scalar_like(tuple(int(d) for d in shape))
     cache = goldens.stats if goldens is not None else None
-    key = _GoldenCache.key(pair.right) if goldens is not None else None
-    return shape, compare_planned(xbuf, ybuf, plan, lx.size, metrics=algorithms, scalar=scalar,
-                                  right_cache=cache, right_key=key)
+    return shape, compare_planned(xbuf, ybuf, plan, count, metrics=algorithms, scalar=scalar,
+                                  right_cache=cache, right_key=_GoldenCache.key(pair.right) if goldens is not None else None)
+
+
+def _plan_key(layout_args: tuple, layout_kwargs: dict, goldens: _GoldenCache | None) -> tuple | None:
+    """What a pair's lazy plan depends on -- shapes, formats and layout options, never the data --
+    or None when it is not to be cached (no cache, custom converters, arrays that are not
+    C-contiguous). Operators of one network share a few shapes: the plan (~0.3 ms of Python a
+    pair, holding the GIL the other worker thread needs) is computed once per shape."""
+    left, left_format, left_shape, right, golden_format = layout_args
+    if goldens is None or layout_kwargs.get("plugins"):
+        return None
+    if not (isinstance(left, np.ndarray) and isinstance(right, np.ndarray)):
+        return None
+    if not (left.flags.c_contiguous and right.flags.c_contiguous):
+        return None
+    kw = tuple((k, v if not isinstance(v, list) else tuple(v)) for k, v in sorted(layout_kwargs.items()) if k != "plugins")
+    return (left.shape, left.dtype.itemsize, str(left_format), tuple(left_shape), right.shape, right.dtype.itemsize,
+            str(golden_format), kw)
+
+
+def _is_whole(base: np.ndarray, array: np.ndarray) -> bool:
+    """Whether a lazy view's flat ``base`` is exactly ``array``'s memory (then a cached plan can be
+    applied to another array of the same shape through ``array.reshape(-1)``)."""
+    return (base.size == array.size and base.dtype == array.dtype
+            and base.__array_interface__["data"][0] == array.__array_interface__["data"][0])
 
 
 def _finish(row: MetricRow, result, pair: Pair) -> MetricRow:
@@ -298,7 +334,7 @@ def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) ->
         window: deque = deque()
         for pair in pending:
             window.append(pool.submit(_safe_compare, pair, options, goldens))
-            if len(window) >= 2 * workers:
+            if len(window) >= AHEAD * workers:
                 break
         done = 0
         try:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import math
 import re
+import threading
 from collections.abc import Hashable, MutableMapping
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Sequence, Union
@@ -422,7 +423,7 @@ def compare_planned(
     *,
     metrics: AlgorithmSpec = None,
     scalar: bool = False,
-    right_cache: MutableMapping | None = None,
+    right_cache: SideStats | MutableMapping | None = None,
     right_key: Hashable = None,
 ) -> KernelResult:
     """:func:`compare_arrays` over an iteration plan instead of two flat arrays (the fast path).
@@ -436,7 +437,8 @@ def compare_planned(
     ``right_cache``/``right_key``: when the same golden tensor (``right_key`` names it, e.g. its
     file and index) is compared again with the same right-side plan, its one-side statistics are
     taken from ``right_cache`` instead of being computed again (a producer's output is compared
-    as its own output and as the next operator's input).
+    as its own output and as the next operator's input). A :class:`SideStats` also makes a
+    thread that asks while another one computes them wait for that result.
     """
     for buf in (xbuf, ybuf):
         if buf.ndim != 1 or buf.dtype not in STORAGE_DTYPES or not buf.dtype.isnative:
@@ -447,6 +449,52 @@ def compare_planned(
         right = plan[2]
         cache = (right_cache, (right_key, str(ybuf.dtype)) + tuple(a.tobytes() for a in right))
     return _compute(xbuf, ybuf, KernelPlan(*plan), int(count), names, bool(scalar), False, False, cache)
+
+
+class SideStats:
+    """Thread-safe store of goldens' one-side statistics for :func:`compare_planned`.
+
+    Each key is computed once: a thread asking for a key another thread is computing waits for
+    that result instead of computing it again (two threads often compare a producer's output and
+    its consumer's input, the same golden, at the same time). If the computing thread fails,
+    a waiting one computes the key itself.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict = {}
+        self._busy: dict = {}
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def get_or_compute(self, key: Hashable, compute, meanwhile=None):
+        """The value of ``key``, computed by ``compute()`` unless known; when another thread is
+        computing it, ``meanwhile()`` (other work of the caller) runs before waiting."""
+        with self._lock:
+            if key in self._done:
+                return self._done[key]
+            event = self._busy.get(key)
+            owner = event is None
+            if owner:
+                event = self._busy[key] = threading.Event()
+        if not owner:
+            if meanwhile is not None:
+                meanwhile()
+            event.wait()
+            with self._lock:
+                if key in self._done:
+                    return self._done[key]
+            return compute()
+        try:
+            value = compute()
+            with self._lock:
+                self._done[key] = value
+            return value
+        finally:
+            with self._lock:
+                self._busy.pop(key, None)
+            event.set()
 
 
 def _canonical(metrics: AlgorithmSpec) -> list[str]:
@@ -494,12 +542,27 @@ def _compute(
         # scalars: IEEE NaN/inf results are intended, not worth a RuntimeWarning.
         with np.errstate(all="ignore"):
             # + 0.0: the kernels may ignore the sign of zero (nsz); sequential sums never gave -0.0
-            minx, maxx, sumx, sxx, m2x = (float(v) + 0.0 for v in F.side(*_raw(xf), *plan.left, _tile()))
-            right = right_cache[0].get(right_cache[1]) if right_cache is not None else None
-            if right is None:
-                right = tuple(float(v) + 0.0 for v in F.side(*_raw(yf), *plan.right, _tile()))
-                if right_cache is not None:
-                    right_cache[0][right_cache[1]] = right
+            def side(buf: np.ndarray, side_plan: tuple) -> tuple:
+                return tuple(float(v) + 0.0 for v in F.side(*_raw(buf), *side_plan, _tile()))
+
+            left: list = []
+
+            def left_side() -> None:
+                if not left:
+                    left.append(side(xf, plan.left))
+
+            if right_cache is None:
+                right = side(yf, plan.right)
+            elif isinstance(right_cache[0], SideStats):
+                # while another thread computes this golden's statistics, do the left side
+                right = right_cache[0].get_or_compute(right_cache[1], lambda: side(yf, plan.right),
+                                                      meanwhile=left_side)
+            else:
+                right = right_cache[0].get(right_cache[1])
+                if right is None:
+                    right = right_cache[0][right_cache[1]] = side(yf, plan.right)
+            left_side()
+            minx, maxx, sumx, sxx, m2x = left[0]
             miny, maxy, sumy, syy, m2y = right
         # min/max are NaN-propagating: a NaN or an inf on a side shows in its extrema.
         finx = n == 0 or (-math.inf < minx and maxx < math.inf)
@@ -642,6 +705,7 @@ __all__ = [
     "Metric",
     "Note",
     "STORAGE_DTYPES",
+    "SideStats",
     "compare_arrays",
     "compare_planned",
     "flat_kernel_plan",

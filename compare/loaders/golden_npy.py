@@ -292,10 +292,11 @@ def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
             f"({expected} bytes in all) but the file has {size} bytes",
             offset=size,
         )
+    array = _map_data(path, header, count) if count else None
     try:
-        if count == 0:
+        if array is None and count == 0:
             array = np.load(path, allow_pickle=False)
-        else:
+        elif array is None:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError, TypeError, OverflowError, MemoryError) as exc:
         raise DumpFormatError(path, f"cannot load .npy: {exc}") from None
@@ -308,6 +309,21 @@ def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
     elif not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
     return array
+
+
+def _map_data(path: Path, header: NpyHeader, count: int) -> np.ndarray | None:
+    """The data of a checked ``.npy`` mapped read-only, from the header already read (what
+    ``np.load(mmap_mode="r")`` does, without parsing the header again: ~0.1 ms a file); None when
+    the file cannot be mapped (the caller then lets numpy report the problem)."""
+    from convert.fastread import map_bytes
+
+    dtype = header.dtype
+    if dtype.hasobject or dtype.itemsize == 0:
+        return None
+    raw = map_bytes(path, header.data_offset, count * dtype.itemsize)
+    if raw is None:
+        return None
+    return raw.view(dtype).reshape(header.shape, order="F" if header.fortran_order else "C")
 
 
 def _npy_ref(op_name: str, index: int, path: Path) -> tuple[TensorRef | None, str | None]:
