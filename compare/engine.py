@@ -38,7 +38,7 @@ GOLDEN_CACHE_ENTRIES = 4
 #: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
 MAX_WORKERS = 4
 #: Pairs in flight per worker (the window ahead of the row being yielded).
-AHEAD = 2
+AHEAD = 8
 
 
 @dataclass
@@ -315,8 +315,10 @@ def _workers(options: EngineOptions, count: int) -> int:
 def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) -> Iterator[MetricRow]:
     """Compare pairs, yielding rows in pair order as they are ready (streaming-friendly).
 
-    With ``workers > 1`` pairs run on a thread pool, at most ``2 * workers`` ahead of the row
-    being yielded, so memory does not grow with the number of pairs.
+    With ``workers > 1`` pairs run on a thread pool in small groups (:func:`_groups`: consecutive
+    pairs that share a golden tensor stay on one thread, which computes that golden's statistics
+    once instead of making the other thread wait for them), at most ``AHEAD * workers`` groups
+    ahead of the row being yielded, so memory does not grow with the number of pairs.
     """
     options = options or EngineOptions()
     goldens = _GoldenCache()
@@ -329,27 +331,55 @@ def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) ->
             if options.progress is not None:
                 options.progress(done, total)
         return
+
+    def run(group: list[Pair]) -> list[MetricRow]:
+        return [_safe_compare(pair, options, goldens) for pair in group]
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vcompare") as pool:
-        pending = iter(pairs)
+        pending = _groups(pairs)
         window: deque = deque()
-        for pair in pending:
-            window.append(pool.submit(_safe_compare, pair, options, goldens))
+        for group in pending:
+            window.append(pool.submit(run, group))
             if len(window) >= AHEAD * workers:
                 break
         done = 0
         try:
             while window:
-                row = window.popleft().result()
+                rows = window.popleft().result()
                 nxt = next(pending, None)
                 if nxt is not None:
-                    window.append(pool.submit(_safe_compare, nxt, options, goldens))
-                done += 1
-                yield row
-                if options.progress is not None:
-                    options.progress(done, total)
+                    window.append(pool.submit(run, nxt))
+                for row in rows:
+                    done += 1
+                    yield row
+                    if options.progress is not None:
+                        options.progress(done, total)
         finally:
             for future in window:
                 future.cancel()
+
+
+#: Pairs in one group at most, and how far ahead a shared golden is looked for (see _groups).
+GROUP_MAX = 8
+LOOKAHEAD = 4
+
+
+def _groups(pairs: list[Pair]) -> Iterator[list[Pair]]:
+    """Consecutive pairs in small groups, cut only where no golden tensor of the group is used
+    again by one of the next LOOKAHEAD pairs: a producer's output and its consumer's input (the
+    same golden, a pair or two apart) stay on one thread. At most GROUP_MAX pairs a group."""
+    keys = [_GoldenCache.key(p.right) if p.right is not None else None for p in pairs]
+    group: list[Pair] = []
+    seen: set = set()
+    for i, pair in enumerate(pairs):
+        if group and (len(group) >= GROUP_MAX or not seen.intersection(keys[i : i + LOOKAHEAD])):
+            yield group
+            group, seen = [], set()
+        group.append(pair)
+        if keys[i] is not None:
+            seen.add(keys[i])
+    if group:
+        yield group
 
 
 def compare_pairs(pairs: Iterable[Pair], options: EngineOptions | None = None) -> list[MetricRow]:
