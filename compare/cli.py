@@ -125,9 +125,11 @@ def compare(
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) instead of by name."),
 ) -> None:
-    from .kernels import preload
+    from .kernels import native, preload
 
-    preload(blas=False)  # load numba and the cached kernels now, without its optional SciPy/BLAS probe
+    if not quiet and native.needs_build():
+        _err("compiling the comparison kernels for this machine (once; about 15 s)")
+    preload(blas=False)  # load the cached kernels now (or numba, without its optional SciPy/BLAS probe)
     _start_up_done()
     from .reports.network import Layout, resolve_output, write_report
 

@@ -45,3 +45,12 @@ def cases() -> Path:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite tests/golden/* from the current output (review the diff!)")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Build (or load) the native kernels once, before any test runs: every test then sees the
+    same state -- no test pays the one-time build or sees the command line's "compiling the
+    comparison kernels" note (see compare.kernels.native)."""
+    from compare.kernels import native
+
+    native.kernels()
