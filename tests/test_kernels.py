@@ -530,10 +530,8 @@ def test_shared_mindspore_truth():
 
     case = shared_path("cases", "mindspore_npy")
     info = json.loads((case / "case.json").read_text())
-    truth = {
-        row["TensorIndex"]: row
-        for row in csv.DictReader((case / "oracle" / "ref_metrics.csv").open(newline=""))
-    }
+    with (case / "oracle" / "ref_metrics.csv").open(newline="") as f:
+        truth = {row["TensorIndex"]: row for row in csv.DictReader(f)}
     checked = 0
     for pair in info["pairs"]:
         row = truth[pair["tensor_id"]]

@@ -485,7 +485,7 @@ class SideStats:
             with self._lock:
                 if key in self._done:
                     return self._done[key]
-            return compute()
+            return self.get_or_compute(key, compute)  # the owner failed: take over (or wait again)
         try:
             value = compute()
             with self._lock:
@@ -682,7 +682,10 @@ def _cosine(sxy: float, sxx: float, syy: float, scalar: bool, notes: set[Note]) 
     if math.sqrt(ny) <= EPS64:
         notes.add(Note.RIGHT_ALL_ZERO)
         return None
-    c = sxy / nx / ny
+    product = sxx * syy
+    # one rounding: identical sides give exactly 1.0 (sqrt of an exact square is exact); the
+    # two-division form is for products that overflow or underflow
+    c = sxy / math.sqrt(product) if 1e-300 < product < math.inf else sxy / nx / ny
     return min(c, 1.0)  # Python min: a NaN c stays NaN
 
 

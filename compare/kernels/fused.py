@@ -110,10 +110,6 @@ def prefetch(buf, i):  # pragma: no cover - plain-Python body, used without JIT 
     """Hint the CPU to fetch the cache line holding ``buf[i]`` (compiled: ``llvm.prefetch``)."""
 
 
-def prefetch(buf, i):  # pragma: no cover - plain-Python body, used without JIT only
-    """Hint the CPU to fetch the cache line holding ``buf[i]`` (compiled: ``llvm.prefetch``)."""
-
-
 def log_reduce(u, w):  # pragma: no cover - plain-Python body, used without JIT only
     """First half of ``log(u / w)`` (``u``, ``w`` positive, normal, finite): ``(num, den, e)``
     with ``log(u / w) = e*ln2 + log_finish(num / den)``; see the comment above
@@ -207,11 +203,6 @@ def _llvm_prefetch(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return types.none(arr, types.intp), codegen
-
-
-@overload(prefetch, inline="always")
-def _ov_prefetch(buf, i):
-    return lambda buf, i: _llvm_prefetch(buf, i)
 
 
 @overload(prefetch, inline="always")

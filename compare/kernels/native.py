@@ -5,8 +5,9 @@ Importing numba and initialising its CPU target costs about 0.35 s of every comm
 as C-callable entry points (:mod:`compare.kernels._native_build`, in a child process); their
 ELF objects are cached, and each run loads them with llvmlite's in-process linker (~20 ms) and
 calls them through ctypes, which releases the GIL like numba's ``nogil``. Same source, same
-compiler, same numbers: this is numba's code for :func:`compare.kernels.fused._side_boxes` and
-:func:`compare.kernels.fused._pair_boxes`, not a second implementation.
+compiler: this is numba's code for :func:`compare.kernels.fused._side_boxes` and
+:func:`compare.kernels.fused._pair_boxes`, not a second implementation. The numbers equal the
+numba path's up to summation order (~1e-13 relative) when the vector widths differ (below).
 
 :func:`kernels` returns the pair of callables with the numba walkers' signatures, or None --
 then :mod:`compare.kernels` calls the numba functions as before. None when:
@@ -16,9 +17,9 @@ then :mod:`compare.kernels` calls the numba functions as before. None when:
   :data:`status` for ``scripts/bench.py`` and debugging; a run never fails because of it).
 
 Cache: ``VCOMPARE_CACHE_DIR``, else ``NUMBA_CACHE_DIR``, else this package's ``__pycache__``
-when writable, else ``~/.cache/vcompare``. The file names carry a hash of the kernel sources,
-the numba and llvmlite versions, the Python version and the CPU (name and features), so a change
-of any of them builds again; old files are left (a few hundred KB).
+when writable, else ``~/.cache/vcompare``. The file names carry a hash of the kernel sources and
+one of the numba and llvmlite versions, the Python version and the CPU (name and features), so a
+change of any of them builds again; a build removes the files of older kernel sources.
 
 On a CPU with AVX-512 the build asks LLVM for 512-bit vectors (numba's default prefers 256-bit
 ones): on the machine of docs/performance.md the 1.8 GB benchmark took 2.07 s instead of 2.21 s.
@@ -135,19 +136,35 @@ def _wide(llvm) -> bool:
 
 
 def _key(llvm, wide: bool) -> str:
-    digest = hashlib.sha256()
+    """``SOURCES-SETTINGS``: a digest of the kernel sources, then one of everything else the
+    machine code depends on (numba and llvmlite versions, Python, CPU, vector width)."""
+    sources = hashlib.sha256()
     for name in _SOURCES:
-        digest.update((_HERE / name).read_bytes())
+        sources.update((_HERE / name).read_bytes())
+    settings = hashlib.sha256()
     for package in ("numba", "llvmlite"):  # their versions, without importing numba
         spec = importlib.util.find_spec(package)
         origin = Path(spec.origin) if spec is not None and spec.origin else None
         version = origin.with_name("_version.py") if origin is not None else None
-        digest.update(version.read_bytes() if version is not None and version.is_file() else package.encode())
-    digest.update(sys.version.encode())
-    digest.update(llvm.get_host_cpu_name().encode())
-    digest.update(llvm.get_host_cpu_features().flatten().encode())
-    digest.update(b"wide" if wide else b"default")
-    return digest.hexdigest()[:20]
+        settings.update(version.read_bytes() if version is not None and version.is_file() else package.encode())
+    settings.update(sys.version.encode())
+    settings.update(llvm.get_host_cpu_name().encode())
+    settings.update(llvm.get_host_cpu_features().flatten().encode())
+    settings.update(b"wide" if wide else b"default")
+    return f"{sources.hexdigest()[:12]}-{settings.hexdigest()[:12]}"
+
+
+def _prune(folder: Path, key: str) -> None:
+    """Remove the objects built from other versions of the kernel sources (never used again);
+    builds of these sources for other machines or settings stay."""
+    current = key.split("-")[0]
+    for path in folder.glob("vcompare-kernels-*"):
+        stem_key = path.name[len("vcompare-kernels-"):].split(".")[0]
+        if stem_key.split("-")[0] != current:
+            try:
+                path.unlink()
+            except OSError:
+                pass
 
 
 def build(index: Path, llvm, wide: bool) -> None:
@@ -175,12 +192,14 @@ def _load(build_missing: bool) -> Kernels | None:
 
     wide = _wide(llvm)
     folder = _cache_dir()
-    index = folder / f"vcompare-kernels-{_key(llvm, wide)}.json"
+    key = _key(llvm, wide)
+    index = folder / f"vcompare-kernels-{key}.json"
     if not index.is_file():
         if not build_missing:
             return None
         folder.mkdir(parents=True, exist_ok=True)
         build(index, llvm, wide)
+        _prune(folder, key)
     entries = json.loads(index.read_text())
     side = _SIDE_T(_address(llvm, folder / entries["side"][0], entries["side"][1]))
     pair = _PAIR_T(_address(llvm, folder / entries["pair"][0], entries["pair"][1]))
