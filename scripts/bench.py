@@ -165,10 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {_machine()}",
         f"case: {args.ops} ops, left dumps {dump_gb:.3f} GB (fp16), goldens {golden_gb:.3f} GB (fp32 .npy)",
         f"vcompare --help: {help_wall:.3f} s",
-        f"vcompare cold (empty numba cache, includes JIT): {cold:.2f} s, peak RSS {cold_rss} MiB",
+        f"vcompare cold (empty kernel cache: includes compiling the kernels): {cold:.2f} s, peak RSS {cold_rss} MiB",
         f"vcompare warm: median {median:.2f} s over {len(walls)} runs (min {min(walls):.2f}, max {max(walls):.2f}), "
         f"{dump_gb / median:.2f} GB/s of dump data, peak RSS {peak} MiB",
-        f"JIT compile cost (cold - warm median): {max(cold - median, 0):.2f} s",
+        f"kernel compile cost, once per machine (cold - warm median): {max(cold - median, 0):.2f} s",
     ]
     if not args.no_baseline:
         base = [_timed([sys.executable, __file__, "--_baseline", str(paths["left"]), str(paths["right"]),
