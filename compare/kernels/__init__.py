@@ -9,12 +9,15 @@ The public, checked API of the comparison metrics:
 - :func:`compare_planned`: the same over storage buffers and a :class:`KernelPlan` (the engine's
   zero-copy path: layouts walked in place, see :mod:`convert.layouts.lazy`);
 - :func:`is_scalar_like`: the reference tool's "Scalar" shape test;
-- :func:`preload`: initialise numba ahead of the first comparison (command line).
+- :class:`SideStats`: goldens' one-side statistics shared by the engine's threads;
+- :func:`preload`: get the compiled kernels ready ahead of the first comparison (command line).
 
 Numerics (our design decision): every element is widened to float64 and every sum is a float64
 accumulation, so results are float64 truth (the reference tool computes in float32; the two
-agree to ~1e-6). The numba kernels live in :mod:`compare.kernels.fused` and are imported on the
-first comparison only: ``import compare.kernels`` does not import numba.
+agree to ~1e-6). The numba kernels live in :mod:`compare.kernels.fused`; their machine code is
+compiled once per machine and loaded without numba by :mod:`compare.kernels.native` (the
+compiled-code cache is the only file access of this package), else numba is imported on the
+first comparison: ``import compare.kernels`` imports neither numba nor llvmlite.
 
 Values: ``None`` means "not computed" (the reference prints ``NaN``); ``float('nan')`` means
 "computed and NaN" (printed ``nan``). Edge cases are reported as :class:`Note` flags, never as
