@@ -675,6 +675,27 @@ def test_kl_ill_conditioned_is_accurate(backend: str, seed: int) -> None:
     assert abs(got - want) <= 1e-10 * want, (got, want, abs(got - want) / want)
 
 
+def test_kl_of_nearly_equal_data_keeps_its_digits(backend: str) -> None:
+    """float64 sides 1e-7 apart: KL ~ 2.5e-16, each term's parts ~1e-7. The kernel's terms must
+    not be re-associated by fast-math into ``(u*lr + w) - u`` (that left 4e-3 relative error).
+    Reference: the same float64-normalised inputs, summed in long double as the non-negative
+    terms ``P log(P/Q) - P + Q`` (a long-double ``P log(P/Q)`` sum itself cancels down to 4e-5
+    here); agreement measured 4e-7 (the normalised inputs' own rounding against a 1e-7 ratio)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(200_003)
+    y = x + 1e-7 * rng.standard_normal(x.size)
+
+    def normalised(v: np.ndarray) -> np.ndarray:
+        return np.maximum((v - v.min()) / (v.max() - v.min()), 2.0**-23).astype(np.longdouble)
+
+    p, q = normalised(x), normalised(y)
+    big_p, big_q = p / p.sum(), q / q.sum()
+    want = float((big_p * np.log(big_p / big_q) - big_p + big_q).sum())
+    got = compare_arrays(x, y, metrics="kl").values[KL_NAME]
+    assert 1e-17 < want < 1e-14
+    assert abs(got - want) <= 1e-5 * want, (got, want, abs(got - want) / want)
+
+
 def test_kl_of_different_distributions(backend: str) -> None:
     """Very different distributions (KL ~ 1): within 1e-12 of the long-double reference."""
     rng = np.random.default_rng(5)
