@@ -37,7 +37,7 @@ from .records import MetricRow, Pair, PairStatus, TensorRef
 GOLDEN_CACHE_ENTRIES = 4
 #: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
 MAX_WORKERS = 4
-#: Pairs in flight per worker (the window ahead of the row being yielded).
+#: Groups of pairs submitted ahead per worker (they hold rows only: tensors are loaded when a group runs).
 AHEAD = 8
 
 

@@ -607,9 +607,9 @@ def _compute(
             elif not do_kl:
                 values[KL] = math.nan
             else:
-                # sum P log(P/Q), P = u/Su, Q = w/Sw, A = sum(u log(u/w) - u + w) >= 0:
-                # = A/Su + (Sw - Su)/Su ... = A/Su + log1p(d) - d with d = (Sw - Su)/Su, whose
-                # error is second order in d (small: k made Su ~ Sw)
+                # sum P log(P/Q) with P = u/Su, Q = w/Sw and A = sum(u log(u/w) - u + w) >= 0:
+                # = sum(u log(u/w))/Su + log(Sw/Su) = (A + Su - Sw)/Su + log1p(d) = A/Su + log1p(d) - d,
+                # d = (Sw - Su)/Su; log1p(d) - d is second order in d, which k made tiny
                 a, su, sw = s[_abi.PR_A], s[_abi.PR_SU], s[_abi.PR_SW]
                 d = (sw - su) / su
                 kl = a / su + (math.log1p(d) - d)
