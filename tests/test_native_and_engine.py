@@ -315,6 +315,10 @@ def test_build_failure_falls_back_to_numba(monkeypatch: pytest.MonkeyPatch, tmp_
     assert "no compiler today" in native.status
     assert len(calls) == 1 and calls[0].parent == tmp_path
     assert native.kernels() is None and len(calls) == 1  # tried once per process
+    assert list(tmp_path.glob("*.failed"))  # and once per machine: a later process reads the note
+    _fresh_native(monkeypatch, tmp_path)
+    assert native.kernels() is None and len(calls) == 1
+    assert "an earlier build failed" in native.status and "no compiler today" in native.status
     from compare.kernels import fused
 
     assert _passes().side is fused._side_boxes

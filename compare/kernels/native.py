@@ -14,7 +14,9 @@ then :mod:`compare.kernels` calls the numba functions as before. None when:
 
 - ``VCOMPARE_NATIVE=0`` (or ``NUMBA_DISABLE_JIT=1``, which asks for Python kernels);
 - llvmlite cannot load the objects, or the build fails (the reason is kept in
-  :data:`status` for ``scripts/bench.py`` and debugging; a run never fails because of it).
+  :data:`status` for ``scripts/bench.py`` and debugging; a run never fails because of it). A
+  failed build leaves a ``.failed`` note next to where its objects would be, so later runs do not
+  try it again (delete the note to retry; new kernel sources try again by themselves).
 
 Cache: ``VCOMPARE_CACHE_DIR``, else ``NUMBA_CACHE_DIR``, else this package's ``__pycache__``
 when writable, else ``~/.cache/vcompare``. The file names carry a hash of the kernel sources and
@@ -109,7 +111,8 @@ def needs_build() -> bool:
     try:
         import llvmlite.binding as llvm
 
-        return not (_cache_dir() / f"vcompare-kernels-{_key(llvm, _wide(llvm))}.json").is_file()
+        index = _cache_dir() / f"vcompare-kernels-{_key(llvm, _wide(llvm))}.json"
+        return not index.is_file() and not index.with_suffix(".failed").is_file()
     except Exception:  # noqa: BLE001 - then kernels() reports the problem and numba is used
         return False
 
@@ -194,11 +197,21 @@ def _load(build_missing: bool) -> Kernels | None:
     folder = _cache_dir()
     key = _key(llvm, wide)
     index = folder / f"vcompare-kernels-{key}.json"
+    failed = index.with_suffix(".failed")
     if not index.is_file():
+        if failed.is_file():  # a build of these sources already failed here: do not pay it again
+            raise RuntimeError(f"an earlier build failed ({failed}): {failed.read_text()[:300]}")
         if not build_missing:
             return None
         folder.mkdir(parents=True, exist_ok=True)
-        build(index, llvm, wide)
+        try:
+            build(index, llvm, wide)
+        except Exception as exc:
+            try:
+                failed.write_text(f"{type(exc).__name__}: {exc}")
+            except OSError:
+                pass
+            raise
         _prune(folder, key)
     entries = json.loads(index.read_text())
     side = _SIDE_T(_address(llvm, folder / entries["side"][0], entries["side"][1]))
