@@ -130,6 +130,8 @@ def compare(
     if not quiet and native.needs_build():
         _err("compiling the comparison kernels for this machine (once; about 15 s)")
     preload(blas=False)  # load the cached kernels now (or numba, without its optional SciPy/BLAS probe)
+    if not quiet and native.status.startswith("unavailable"):
+        _err(f"compiled kernels {native.status}; using numba's (same numbers, ~0.4 s slower start)")
     _start_up_done()
     from .reports.network import Layout, resolve_output, write_report
 
