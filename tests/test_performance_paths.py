@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compare.kernels import METRIC_NAMES, compare_arrays, compare_planned, is_scalar_like, storage
+from compare.kernels import METRIC_NAMES, SideStats, compare_arrays, compare_planned, is_scalar_like, storage
 from convert.layouts import LAYOUTS, LayoutError, prepare_pair
 from convert.layouts.lazy import LazyView, Unsupported, kernel_plan, plan_pair
 
@@ -120,7 +120,7 @@ def test_lazy_plan_pairs_what_prepare_pair_pairs(case):
     slow = compare_arrays(x, y, scalar=scalar)
     _same_result(fast, slow)
     # the golden-statistics cache gives the same numbers the second time
-    cache: dict = {}
+    cache = SideStats()
     for _ in range(2):
         cached = compare_planned(xbuf, ybuf, plan, lx.size, scalar=scalar, right_cache=cache, right_key="g")
         _same_result(cached, fast)

@@ -30,7 +30,7 @@ import enum
 import math
 import re
 import threading
-from collections.abc import Hashable, MutableMapping
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Sequence, Union
 
@@ -426,7 +426,7 @@ def compare_planned(
     *,
     metrics: AlgorithmSpec = None,
     scalar: bool = False,
-    right_cache: SideStats | MutableMapping | None = None,
+    right_cache: SideStats | None = None,
     right_key: Hashable = None,
 ) -> KernelResult:
     """:func:`compare_arrays` over an iteration plan instead of two flat arrays (the fast path).
@@ -440,8 +440,8 @@ def compare_planned(
     ``right_cache``/``right_key``: when the same golden tensor (``right_key`` names it, e.g. its
     file and index) is compared again with the same right-side plan, its one-side statistics are
     taken from ``right_cache`` instead of being computed again (a producer's output is compared
-    as its own output and as the next operator's input). A :class:`SideStats` also makes a
-    thread that asks while another one computes them wait for that result.
+    as its own output and as the next operator's input); a thread that asks while another one
+    computes them waits for that result (see :class:`SideStats`).
     """
     for buf in (xbuf, ybuf):
         if buf.ndim != 1 or buf.dtype not in STORAGE_DTYPES or not buf.dtype.isnative:
@@ -556,14 +556,9 @@ def _compute(
 
             if right_cache is None:
                 right = side(yf, plan.right)
-            elif isinstance(right_cache[0], SideStats):
-                # while another thread computes this golden's statistics, do the left side
+            else:  # while another thread computes this golden's statistics, do the left side
                 right = right_cache[0].get_or_compute(right_cache[1], lambda: side(yf, plan.right),
                                                       meanwhile=left_side)
-            else:
-                right = right_cache[0].get(right_cache[1])
-                if right is None:
-                    right = right_cache[0][right_cache[1]] = side(yf, plan.right)
             left_side()
             minx, maxx, sumx, sxx, m2x = left[0]
             miny, maxy, sumy, syy, m2y = right
