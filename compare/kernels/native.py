@@ -111,7 +111,7 @@ def needs_build() -> bool:
     try:
         import llvmlite.binding as llvm
 
-        index = _cache_dir() / f"vcompare-kernels-{_key(llvm, _wide(llvm))}.json"
+        index = _index(llvm)
         return not index.is_file() and not index.with_suffix(".failed").is_file()
     except Exception:  # noqa: BLE001 - then kernels() reports the problem and numba is used
         return False
@@ -157,6 +157,18 @@ def _key(llvm, wide: bool) -> str:
     return f"{sources.hexdigest()[:12]}-{settings.hexdigest()[:12]}"
 
 
+_index_cache: dict = {}
+
+
+def _index(llvm) -> Path:
+    """The index file of this machine's objects (the key hashes the kernel sources: computed once
+    per process and settings, though the command line asks before loading)."""
+    place = (str(_cache_dir()), _wide(llvm))
+    if place not in _index_cache:
+        _index_cache[place] = _cache_dir() / f"vcompare-kernels-{_key(llvm, place[1])}.json"
+    return _index_cache[place]
+
+
 def _prune(folder: Path, key: str) -> None:
     """Remove the objects built from other versions of the kernel sources (never used again);
     builds of these sources for other machines or settings stay."""
@@ -193,10 +205,8 @@ def build(index: Path, llvm, wide: bool) -> None:
 def _load(build_missing: bool) -> Kernels | None:
     import llvmlite.binding as llvm
 
-    wide = _wide(llvm)
-    folder = _cache_dir()
-    key = _key(llvm, wide)
-    index = folder / f"vcompare-kernels-{key}.json"
+    index = _index(llvm)
+    folder, key = index.parent, index.name[len("vcompare-kernels-"):-len(".json")]
     failed = index.with_suffix(".failed")
     if not index.is_file():
         if failed.is_file():  # a build of these sources already failed here: do not pay it again
@@ -205,7 +215,7 @@ def _load(build_missing: bool) -> Kernels | None:
             return None
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            build(index, llvm, wide)
+            build(index, llvm, _wide(llvm))
         except Exception as exc:
             try:
                 failed.write_text(f"{type(exc).__name__}: {exc}")
