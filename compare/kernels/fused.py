@@ -336,6 +336,19 @@ def _ov_logratio(u, w):
 # --------------------------------------------------------------------------- chunk loops
 
 
+@jit(inline="always")
+def _contiguous(s1, s0, rows, cols):  # pragma: no cover - inlined into the walkers
+    """Whether a ``rows x cols`` tile with strides ``s1``, ``s0`` is one contiguous run."""
+    return s0 == 1 and (rows == 1 or s1 == cols)
+
+
+@jit(inline="always")
+def _start(offsets, strides, b, i0, i1, i2, i3):  # pragma: no cover - inlined into the walkers
+    """Element offset of the tile at outer indices ``(i0..i3)`` of box ``b``."""
+    return (offsets[b] + i0 * strides[b, 0] + i1 * strides[b, 1] + i2 * strides[b, 2]
+            + i3 * strides[b, 3])
+
+
 @jit
 def _gather(src, o, s1, s0, rows, cols, dst):  # pragma: no cover - exercised through the kernels
     """``dst[r*cols + c] = src[o + r*s1 + c*s0]`` as float64, reading along the smaller stride.
@@ -345,7 +358,7 @@ def _gather(src, o, s1, s0, rows, cols, dst):  # pragma: no cover - exercised th
     (Indexing goes through non-negative slices: a plain ``src[o + i]`` makes numba add a
     negative-index wrap-around select that stops LLVM from vectorising.)
     """
-    if s0 == 1 and (rows == 1 or s1 == cols):  # contiguous tile: one decode-copy loop
+    if _contiguous(s1, s0, rows, cols):  # one decode-copy loop
         row = src[o : o + rows * cols]
         for c in range(rows * cols):
             dst[c] = load_f64(row, c)
@@ -603,7 +616,7 @@ def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised th
             for i1 in range(dims[b, 1]):
                 for i2 in range(dims[b, 2]):
                     for i3 in range(dims[b, 3]):
-                        xo = ox[b] + i0 * sx[b, 0] + i1 * sx[b, 1] + i2 * sx[b, 2] + i3 * sx[b, 3]
+                        xo = _start(ox, sx, b, i0, i1, i2, i3)
                         for j in range(nch):
                             r, c, rows, cols = _chunk(d1, d0, j)
                             xs = xo + r * sx1 + c * sx0
@@ -611,7 +624,7 @@ def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised th
                             if j + 1 < nch:
                                 r2, c2, rows2, cols2 = _chunk(d1, d0, j + 1)
                                 _prefetch_tile(xb, isz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
-                            if sx0 == 1 and (rows == 1 or sx1 == cols):  # contiguous: read in place
+                            if _contiguous(sx1, sx0, rows, cols):  # read in place
                                 s = _side_direct(xb, xcode, xs, m, s)
                             else:
                                 _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
@@ -645,8 +658,8 @@ def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, 
             for i1 in range(dims[b, 1]):
                 for i2 in range(dims[b, 2]):
                     for i3 in range(dims[b, 3]):
-                        xo = ox[b] + i0 * sx[b, 0] + i1 * sx[b, 1] + i2 * sx[b, 2] + i3 * sx[b, 3]
-                        yo = oy[b] + i0 * sy[b, 0] + i1 * sy[b, 1] + i2 * sy[b, 2] + i3 * sy[b, 3]
+                        xo = _start(ox, sx, b, i0, i1, i2, i3)
+                        yo = _start(oy, sy, b, i0, i1, i2, i3)
                         for j in range(nch):
                             r, c, rows, cols = _chunk(d1, d0, j)
                             xs = xo + r * sx1 + c * sx0
@@ -657,7 +670,7 @@ def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, 
                                 _prefetch_tile(xb, xsz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
                                 _prefetch_tile(yb, ysz, yo + r2 * sy1 + c2 * sy0, sy1, sy0, rows2, cols2)
                             _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
-                            if sy0 == 1 and (rows == 1 or sy1 == cols):  # contiguous: read in place
+                            if _contiguous(sy1, sy0, rows, cols):  # read in place
                                 s = _pair_direct(xt, yb, ycode, ys, m, prm, do_rel, do_kl, s)
                             else:
                                 _gather_any(yb, ycode, ys, sy1, sy0, rows, cols, yt)
