@@ -89,7 +89,8 @@ def test_stats_report(tmp_path: Path, trees: dict[str, Path]) -> None:
     assert result.stats is not None
     path = write_stats_report(result.stats, tmp_path)
     assert path.parent == tmp_path and path.name.startswith("stats_result_") and path.suffix == ".csv"
-    rows = list(csv.reader(path.open()))
+    with path.open() as f:
+        rows = list(csv.reader(f))
     assert rows[0][:8] == ["Index", "OpType", "LeftOp", "RightOp", "TensorIndex", "LeftDataType", "RightDataType",
                            "Shape"]
     assert rows[0][8:12] == ["LeftMax", "RightMax", "MaxDiff", "MaxRelDiff"]
