@@ -20,6 +20,7 @@ from .pairing.scenarios import Scenario
 from .records import MetricRow, Pairing, PairStatus, Run, RunKind
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .loaders.selection import Selection
     from .stats import StatsResult
 
 PathLike = str | os.PathLike[str]
@@ -36,7 +37,9 @@ class NetworkResult:
     and for MindSpore / TF-NPU / mapping-file pairings. ``stats`` is set (and ``rows`` empty)
     for a statistics-only comparison (a side holds statistics and no tensor data; see
     :mod:`compare.stats`). ``parts`` lists the ``(rank, iteration)`` compared in turn
-    (``--rank all`` / ``--iteration all``); ``left`` / ``right`` are then the runs of the last one.
+    (``--rank all`` / ``--iteration all`` / ``--graph all``); ``left`` / ``right`` are then the runs
+    of the last one. ``part_graphs`` gives the graph of each part when graphs were compared in turn
+    (``--graph all`` or a list), else it is empty.
     """
 
     rows: list[MetricRow]
@@ -48,6 +51,7 @@ class NetworkResult:
     scenario: Scenario | None = None
     stats: "StatsResult | None" = None
     parts: list[tuple[int | None, int | None]] = field(default_factory=list)
+    part_graphs: list[int | None] = field(default_factory=list)
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
@@ -127,9 +131,17 @@ def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None =
     from .loaders import load_run
 
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
-    left_run = load_run(left, version=dump_version, **select)
-    right_select, aligned = _align_right(right, select, left_run)
-    right_run = load_run(right, version=dump_version, **right_select)
+    choice = choose_models(left, right, select, dump_version)
+    left_run = load_run(left, version=dump_version, **choice.left)
+    left_run.notes.extend(choice.left_notes)
+    right_select, aligned = _align_right(right, choice.right, left_run)
+    if choice.right_open:
+        right_select = _choose_right_model(right, right_select, list(left_run.ops), choice)
+    if choice.right_probe is not None and right_select == choice.probe_select:
+        right_run = choice.right_probe  # read once: the folder the model choice looked at is the one to compare
+    else:
+        right_run = load_run(right, version=dump_version, **right_select)
+    right_run.notes.extend(choice.right_notes)
     if aligned:
         right_run.notes.append(f"{aligned} chosen to match the left side")
     scenario, rule, pairing = pair_loaded(left_run, right_run, fusion_rule, quant_rule=quant_rule,
@@ -137,14 +149,137 @@ def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None =
     return left_run, right_run, scenario, rule, pairing
 
 
+@dataclass
+class ModelChoice:
+    """The selections of both sides after choosing among several ``model_name`` folders.
+
+    ``left`` / ``right``: the selection dicts to load each side with; ``*_notes``: why a model
+    folder was chosen (for the user); ``right_open``: the right side has several model folders
+    and the left has one, so the right is chosen once the left is loaded; ``right_probe``: the
+    right run read to learn its op names (reused when ``probe_select`` is the final selection).
+    """
+
+    left: dict
+    right: dict
+    left_notes: list[str] = field(default_factory=list)
+    right_notes: list[str] = field(default_factory=list)
+    right_open: bool = False
+    right_probe: Run | None = None
+    probe_select: dict | None = None
+
+
+def _selection(select: dict) -> "Selection":
+    """The :class:`~compare.loaders.selection.Selection` of a selection dict (``ge_graph`` as a Path)."""
+    from .loaders.selection import Selection
+
+    ge_graph = select.get("ge_graph")
+    return Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None})
+
+
+def _pairing_counts(names: dict[str, list[str]], other: list[str]) -> dict[str, int]:
+    """How many ops of each model folder pair by name with ``other`` (the pairing's name rules:
+    exact, normalised, without the kernel id; :func:`compare.pairing.user_mapping.match_names`)."""
+    from .pairing.user_mapping import match_names
+
+    return {model: len(match_names(ops, other)[0]) for model, ops in names.items()}
+
+
+def _choice_note(other: str, chosen: str, counts: dict[str, int], sizes: dict[str, int]) -> str:
+    rest = "; ".join(f"{m}: {n}" for m, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if m != chosen)
+    return (f"model folder {chosen} chosen: {counts[chosen]} of {sizes[chosen]} ops pair with the {other} side"
+            f" (other model folders: {rest}); force one with --model-name or --ge-graph")
+
+
+def _no_pair_note(other: str, counts: dict[str, int]) -> str:
+    return (f"none of the {len(counts)} model folders ({', '.join(sorted(counts))}) has an op that pairs with the "
+            f"{other} side by name; the default choice applies (force one with --model-name or --ge-graph)")
+
+
+def choose_models(left: PathLike, right: PathLike, select: dict, version: int | None) -> ModelChoice:
+    """Choose the ``model_name`` folder of a side with several (TF-NPU / GE: GE builds several
+    graphs) by what pairs: the folder whose ops pair by name with the other side the most.
+
+    Policy: ``--model-name`` / ``--ge-graph`` given -> nothing to choose. Both sides with several
+    model folders -> the pair of folders with the most pairing ops. Only the left -> its folder
+    pairing most with the right run (read once, reused). Only the right -> chosen after the left
+    is loaded (``right_open``). Ties go to the folder with more ops, then the name. When no
+    folder pairs at all, the default choice applies (the most dump files) and a note says so.
+    """
+    from .errors import CompareError
+    from .loaders import load_run
+    from .loaders.trees import leaf_op_names, model_folders
+
+    choice = ModelChoice(dict(select), dict(select))
+    if select.get("model_name") is not None or select.get("ge_graph") is not None:
+        return choice
+    selection = _selection(select)
+    left_models = model_folders(left, selection)
+    right_models = model_folders(right, selection)
+    if not left_models:
+        choice.right_open = bool(right_models)
+        return choice
+    left_names = {m: leaf_op_names(c) for m, c in left_models.items()}
+    sizes = {m: len(ops) for m, ops in left_names.items()}
+    if right_models:
+        right_names = {m: leaf_op_names(c) for m, c in right_models.items()}
+        table = {(lm, rm): n for rm, ops in right_names.items() for lm, n in _pairing_counts(left_names, ops).items()}
+        best = max(table, key=lambda k: (table[k], sizes[k[0]] + len(right_names[k[1]]), k))
+        if table[best] == 0:
+            choice.left_notes.append(_no_pair_note("right", {m: 0 for m in left_names}))
+            return choice
+        lm, rm = best
+        choice.left["model_name"], choice.right["model_name"] = lm, rm
+        choice.left_notes.append(_choice_note("right", lm, {m: table[(m, rm)] for m in left_names}, sizes))
+        right_sizes = {m: len(ops) for m, ops in right_names.items()}
+        choice.right_notes.append(_choice_note("left", rm, {m: table[(lm, m)] for m in right_names},
+                                               right_sizes))
+        return choice
+    try:
+        probe = load_run(right, version=version, **select)
+    except CompareError:
+        return choice  # the right side's own error comes when it is loaded for the comparison
+    choice.right_probe, choice.probe_select = probe, dict(select)
+    counts = _pairing_counts(left_names, list(probe.ops))
+    chosen = max(counts, key=lambda m: (counts[m], sizes[m], m))
+    if counts[chosen] == 0:
+        choice.left_notes.append(_no_pair_note("right", counts))
+        return choice
+    choice.left["model_name"] = chosen
+    choice.left_notes.append(_choice_note("right", chosen, counts, sizes))
+    return choice
+
+
+def _choose_right_model(right: PathLike, right_select: dict, left_ops: list[str], choice: ModelChoice) -> dict:
+    """The right selection with its model folder chosen by the left run's op names (see
+    :func:`choose_models`); notes go to ``choice.right_notes``."""
+    from .loaders.trees import leaf_op_names, model_folders
+
+    names = {m: leaf_op_names(c) for m, c in model_folders(right, _selection(right_select)).items()}
+    if not names:
+        return right_select
+    counts = _pairing_counts(names, left_ops)
+    sizes = {m: len(ops) for m, ops in names.items()}
+    chosen = max(counts, key=lambda m: (counts[m], sizes[m], m))
+    if counts[chosen] == 0:
+        choice.right_notes.append(_no_pair_note("left", counts))
+        return right_select
+    choice.right_notes.append(_choice_note("left", chosen, counts, sizes))
+    return {**right_select, "model_name": chosen}
+
+
+#: Selection keys the right side takes from the left run when the user did not give them.
+_ALIGNED = ("rank", "graph", "iteration")
+
+
 def _align_right(right: PathLike, select: dict, left_run: Run) -> tuple[dict, str]:
-    """Selection for the right side: a rank / iteration the user left to the default follows the
-    left run's, when the right tree has that value (else the right side's own default applies).
+    """Selection for the right side: a rank / graph / iteration the user left to the default
+    follows the left run's, when the right tree has that value (else the right side's own default
+    applies).
 
     Returns the selection and a text naming what was aligned (empty when nothing was).
     """
     coords = getattr(left_run, "coords", None)
-    if not coords or all(select[k] is not None for k in ("rank", "iteration")):
+    if not coords or all(select[k] is not None for k in _ALIGNED):
         return select, ""
     from .loaders.selection import Selection, values_of
     from .loaders.trees import claim
@@ -155,7 +290,7 @@ def _align_right(right: PathLike, select: dict, left_run: Run) -> tuple[dict, st
         return select, ""
     out = dict(select)
     aligned = []
-    for key in ("rank", "iteration"):
+    for key in _ALIGNED:
         value = coords.get(key)
         if select[key] is None and value is not None and str(value) in {str(v) for v in values_of(candidates, key)}:
             out[key] = value
@@ -223,11 +358,33 @@ def run_network(
     return _compare_each(plan, fusion_rule, rules, mapping, metrics, options)
 
 
+def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = True) -> list[str]:
+    """The notes of one loaded run for the user, then (``unused_files``) the files it did not use
+    (count and the first few names with the reason, :func:`compare.loaders.ascend.unused_files_note`)."""
+    from .loaders.ascend import unused_files_note
+
+    notes = [f"{prefix}{side}: {n}" for n in run.notes]
+    unused = unused_files_note(run.skipped) if unused_files else None
+    if unused:
+        notes.append(f"{prefix}{side}: {unused}")
+    return notes
+
+
 def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, metrics: list[str],
-                 options: EngineOptions, prefix: str = "") -> NetworkResult:
-    """Compare one pairing (metrics, or statistics when a side is statistics-only)."""
-    notes = ([f"{prefix}left: {n}" for n in left_run.notes] + [f"{prefix}right: {n}" for n in right_run.notes]
-             + [f"{prefix}{n}" for n in pairing.notes])
+                 options: EngineOptions, prefix: str = "", *, reported: list[Run] | None = None) -> NetworkResult:
+    """Compare one pairing (metrics, or statistics when a side is statistics-only).
+
+    ``reported``: runs whose notes were already given (a golden side shared by every part of a
+    compare-each-in-turn run); their notes are not repeated, nor the unused files of a folder
+    already reported (the same right leaf read for several parts). The runs of this call are added.
+    """
+    reported = reported if reported is not None else []
+    notes: list[str] = []
+    for side, run in (("left", left_run), ("right", right_run)):
+        if not any(run is seen for seen in reported):
+            notes += run_notes(side, run, prefix, unused_files=all(seen.path != run.path for seen in reported))
+            reported.append(run)
+    notes += [f"{prefix}{n}" for n in pairing.notes]
     # compare.stats.needs_stats_mode, spelled out so that tensor comparisons never import compare.stats
     stats_sides = [side for side, run in (("left", left_run), ("right", right_run))
                    if getattr(run, "stats_only", False)]
@@ -257,6 +414,12 @@ class _EachPlan:
     select: dict
     version: int | None
     notes: list[str]
+    #: Graphs are compared in turn (``--graph all`` / a list): rows and notes name the graph.
+    by_graph: bool = False
+    #: The right side's model_name folder (given, or chosen by :func:`choose_models`).
+    right_model: str | None = None
+    #: The right run :func:`choose_models` read (a side without levels: used for every part).
+    right_probe: Run | None = None
 
 
 def _is_multi(spec: object) -> bool:
@@ -264,30 +427,45 @@ def _is_multi(spec: object) -> bool:
 
 
 def _plan_each(left: PathLike, right: PathLike, select: dict, version: int | None) -> _EachPlan | None:
-    """The compare-each-in-turn plan when ``rank`` / ``iteration`` select several values, else None."""
+    """The compare-each-in-turn plan when ``rank`` / ``graph`` / ``iteration`` select several
+    values, else None."""
     from .errors import OptionError
-    from .loaders.selection import Selection, parse_spec
+    from .loaders.selection import parse_spec
     from .loaders.trees import claim
     from .loaders.trees import select as select_leaves
 
     rank_spec = parse_spec(select["rank"], "--rank")
     iter_spec = parse_spec(select["iteration"], "--iteration")
-    if not (_is_multi(rank_spec) or _is_multi(iter_spec)):
+    graph_spec = parse_spec(select["graph"], "--graph")
+    if not (_is_multi(rank_spec) or _is_multi(iter_spec) or _is_multi(graph_spec)):
         return None
-    ge_graph = select.get("ge_graph")
-    selection = Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None})
+    selection = _selection(select)
     left_leaves = claim(left, selection)
     if left_leaves is None:
-        raise OptionError(f"--rank / --iteration with several values: {left} is not a dump tree with ranks or "
-                          "iterations (MindSpore rank_N / device_N / iteration folders, or a TF-NPU / GE tree)")
-    notes: list[str] = []
-    chosen = select_leaves(left_leaves, selection, where=str(left), keep_all=True, notes=notes)
-    return _EachPlan(Path(left), Path(right), chosen, claim(right, selection), select, version, notes)
+        raise OptionError(f"--rank / --graph / --iteration with several values: {left} is not a dump tree with "
+                          "ranks or iterations (MindSpore rank_N / device_N / graph / iteration folders, or a "
+                          "TF-NPU / GE tree)")
+    choice = choose_models(left, right, select, version)
+    notes = [f"left: {n}" for n in choice.left_notes]
+    chosen = select_leaves(left_leaves, _selection(choice.left), where=str(left), keep_all=True, notes=notes)
+    right_select = choice.right
+    if choice.right_open and chosen:
+        from .loaders.trees import leaf_op_names
+
+        right_select = _choose_right_model(right, right_select, leaf_op_names(chosen[0]), choice)
+    notes += [f"right: {n}" for n in choice.right_notes]
+    return _EachPlan(Path(left), Path(right), chosen, claim(right, selection), select, version, notes,
+                     by_graph=_is_multi(graph_spec), right_model=right_select.get("model_name"),
+                     right_probe=choice.right_probe)
 
 
 def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, mapping: object, metrics: list[str],
                   options: EngineOptions) -> NetworkResult:
-    """Run the plan: one comparison per (rank, iteration), rows tagged, results concatenated."""
+    """Run the plan: one comparison per (rank, [graph,] iteration), rows tagged, results concatenated.
+
+    A right side without rank / graph / iteration levels (a golden folder) is read once and used
+    for every part; its notes (and its unused-file summary) are reported once.
+    """
     from .errors import CompareError
     from .loaders import load_run
     from .loaders.selection import Selection
@@ -299,11 +477,15 @@ def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, map
     stat_names: list[str] = []
     notes = list(plan.notes)
     parts: list[tuple[int | None, int | None]] = []
+    part_graphs: list[int | None] = []
     last: NetworkResult | None = None
-    fixed_right: Run | None = None
+    fixed_right: Run | None = plan.right_probe if plan.right_candidates is None else None
+    reported: list[Run] = []
     for leaf in plan.left_leaves:
         rank, iteration = leaf.get("rank"), leaf.get("iteration")
-        prefix = f"[rank {rank} iteration {iteration}] "
+        graph = _as_int(leaf.get("graph")) if plan.by_graph else None
+        where = f"graph {graph} " if plan.by_graph else ""
+        prefix = f"[rank {rank} {where}iteration {iteration}] "
         try:
             left_run = scan_candidate(leaf, root=plan.left, version=plan.version)
             if plan.right_candidates is None:
@@ -312,25 +494,28 @@ def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, map
                 right_run = fixed_right
             else:
                 ge_graph = plan.select.get("ge_graph")
-                selection = Selection(rank=rank, iteration=iteration, graph=plan.select.get("graph"),
-                                      model_name=plan.select.get("model_name"),
+                selection = Selection(rank=rank, iteration=iteration,
+                                      graph=graph if plan.by_graph else plan.select.get("graph"),
+                                      model_name=plan.right_model,
                                       ge_graph=Path(ge_graph) if ge_graph is not None else None)
                 right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version)
             scenario, _, pairing = pair_loaded(left_run, right_run, fusion_rule, mapping=mapping, **rules)
-            part = _compare_one(left_run, right_run, scenario, pairing, metrics, options, prefix)
+            part = _compare_one(left_run, right_run, scenario, pairing, metrics, options, prefix, reported=reported)
         except CompareError as exc:
             notes.append(f"{prefix}not compared: {exc}")
             continue
         for row in part.rows:
-            row.rank, row.iteration = _as_int(rank), _as_int(iteration)
+            row.rank, row.graph, row.iteration = _as_int(rank), graph, _as_int(iteration)
         rows.extend(part.rows)
         if part.stats is not None:
             for srow in part.stats.rows:
-                srow.rank, srow.iteration = _as_int(rank), _as_int(iteration)
+                srow.rank, srow.graph, srow.iteration = _as_int(rank), graph, _as_int(iteration)
             stats_rows.extend(part.stats.rows)
             stat_names.extend(n for n in part.stats.stats if n not in stat_names)
         notes.extend(part.notes)
         parts.append((_as_int(rank), _as_int(iteration)))
+        if plan.by_graph:
+            part_graphs.append(graph)
         last = part
     if last is None:
         from .errors import PairingError
@@ -341,10 +526,14 @@ def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, map
         from .stats import ordered_stats
 
         stats = StatsResult(stats_rows, ordered_stats(stat_names))
-    notes.insert(0, f"compared {len(parts)} (rank, iteration) part(s) in turn: "
-                    + ", ".join(f"rank {r} iteration {i}" for r, i in parts))
+    if plan.by_graph:
+        notes.insert(0, f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
+                        + ", ".join(f"rank {r} graph {g} iteration {i}" for (r, i), g in zip(parts, part_graphs)))
+    else:
+        notes.insert(0, f"compared {len(parts)} (rank, iteration) part(s) in turn: "
+                        + ", ".join(f"rank {r} iteration {i}" for r, i in parts))
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
-                         notes=notes, scenario=last.scenario, stats=stats, parts=parts)
+                         notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs)
 
 
 def selected_folder(path: PathLike, *, rank: object = None, iteration: object = None, graph: object = None,
@@ -361,7 +550,7 @@ def selected_folder(path: PathLike, *, rank: object = None, iteration: object = 
 
     selection = Selection(rank=rank, iteration=iteration, graph=graph, model_name=model_name,
                           ge_graph=Path(ge_graph) if ge_graph is not None else None)
-    for spec, flag in zip(selection.specs()[:2], ("--rank", "--iteration")):
+    for spec, flag in zip(selection.specs(), ("--rank", "--iteration", "--graph")):
         if _is_multi(spec):
             raise OptionError(f"{flag} {spec.text}: single-operator mode compares one tensor; give one value")  # type: ignore[union-attr]
     leaves = claim(path, selection)
@@ -436,7 +625,8 @@ def to_dataframe(result: NetworkResult):
     Not-computed metrics are NaN; ``StandardDeviation`` keeps its ``(mean;std),(mean;std)`` text
     and the four numbers are also given as float columns ``LeftMean, LeftStd, RightMean,
     RightStd``; ``Status`` says whether the row was compared (and if not, why in FailReason).
-    ``Rank`` and ``Iteration`` follow ``Index`` when ranks / iterations were compared in turn.
+    ``Rank`` and ``Iteration`` follow ``Index`` when ranks / iterations were compared in turn
+    (``Rank, Graph, Iteration`` when graphs were).
     """
     import pandas as pd
 
@@ -450,6 +640,7 @@ def to_dataframe(result: NetworkResult):
         rec: dict[str, object] = {
             "Index": row.index,
             "Rank": row.rank,
+            "Graph": row.graph,
             "Iteration": row.iteration,
             "OpType": row.op_type,
             "LeftOp": row.left_op,
@@ -470,7 +661,9 @@ def to_dataframe(result: NetworkResult):
         rec.update(LeftMean=std[0], LeftStd=std[1], RightMean=std[2], RightStd=std[3], Status=row.status.value)
         records.append(rec)
     columns = header(result.metrics) + ["LeftMean", "LeftStd", "RightMean", "RightStd", "Status"]
-    if with_selection:
+    if any(row.graph is not None for row in result.rows):
+        columns[1:1] = ["Rank", "Graph", "Iteration"]
+    elif with_selection:
         columns[1:1] = ["Rank", "Iteration"]
     return pd.DataFrame.from_records(records, columns=columns)
 

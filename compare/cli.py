@@ -115,15 +115,18 @@ def compare(
                                             help="Dump trees: iteration to compare: N, list, range 0|5-8, or all "
                                                  "(each in turn) [only one, else the newest]."),
     graph: Optional[str] = typer.Option(None, "--graph",
-                                        help="MindSpore dump trees: graph id [the graph with most dump files]."),
+                                        help="MindSpore dump trees: graph id: N, list, or all (each in turn) "
+                                             "[the graph with most dump files]."),
     model_name: Optional[str] = typer.Option(None, "--model-name",
-                                             help="TF-NPU / GE trees: the model_name folder to read."),
+                                             help="TF-NPU / GE trees: the model_name folder to read [the one "
+                                                  "whose ops pair with the other side]."),
     ge_graph: Optional[Path] = typer.Option(None, "--ge-graph",
                                             help="TF-NPU / GE trees: ge_proto_*_Build.txt whose first graph names "
                                                  "the model_name folder."),
     mapping: Optional[Path] = typer.Option(None, "--mapping",
                                            help="Pair operators through a names file (CSV left,right[:index]; "
-                                                "YAML if PyYAML is installed) instead of by name."),
+                                                "YAML if PyYAML is installed) first, the others by name; with -d "
+                                                "the left operator meets the one it maps to."),
 ) -> None:
     from .kernels import native, preload
 
@@ -151,9 +154,6 @@ def compare(
         select = {"rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
                   "ge_graph": ge_graph}
         if single.op is not None:
-            if mapping is not None:
-                raise OptionError("--mapping is for whole-network comparisons; in single-operator mode (-d) name "
-                                  "the left operator and give folders whose names match")
             if any(v is not None for v in select.values()):
                 from .api import selected_folder
 
@@ -162,7 +162,7 @@ def compare(
                 raise OptionError("-d compares one operator of one model: -f must be a rule file, not a folder")
             _single_op(single, left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
                        dump_version=dump_version, layout=report_layout, gates=gates, max_cmp_size=max_cmp_size,
-                       quiet=quiet, **rules)
+                       quiet=quiet, mapping=mapping, **rules)
         if fusion_rule is not None and fusion_rule.is_dir():
             _batch(left, right, fusion_rule, output, algorithm=algorithm, custom=custom, dump_version=dump_version,
                    layout=report_layout, gates=gates, max_cmp_size=max_cmp_size, quiet=quiet, csv_flag=csv_flag,
@@ -297,8 +297,11 @@ def _batch(left: Path, right: Path, rules_dir: Path, output: Optional[str], *, a
 def _single_op(args: _SingleOpArgs, left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *,
                algorithm: str, custom: Optional[Path], dump_version: Optional[int], layout, gates: list,
                max_cmp_size: int, quiet: bool, quant_rule: Optional[Path] = None,
-               close_fusion_rule: Optional[Path] = None) -> None:
+               close_fusion_rule: Optional[Path] = None, mapping: Optional[Path] = None) -> None:
     """``-d OP``: compare one tensor element by element, write the files, print the top-N tables.
+
+    With ``--mapping`` the left operator's counterpart is the one the mapping file names (else the
+    one the name rules find).
 
     Always ends with ``typer.Exit`` (0, or 1 when a gate fails); CompareErrors propagate to the
     caller's handler (exit 2).
@@ -326,7 +329,7 @@ def _single_op(args: _SingleOpArgs, left: Path, right: Path, fusion_rule: Option
     result = compare_operator(left, right, args.op or "", fusion_rule=fusion_rule, quant_rule=quant_rule,
                               close_fusion_rule=close_fusion_rule, kind=args.tensor_type or "output",
                               index=args.index or 0, custom_dir=custom, dump_version=dump_version,
-                              algorithms=metrics)
+                              algorithms=metrics, mapping=mapping)
     files = write_operator_report(result, outdir, layout=layout, topn=topn, max_lines=max_lines,
                                   details=not args.no_details)
     if not quiet:

@@ -110,7 +110,8 @@ def _base_row(pair: Pair) -> MetricRow:
         tensor_id=pair.tensor_id,
         left_dtype=left.dtype if left is not None else None,
         right_dtype=right.dtype if right is not None else None,
-        shape=tuple(left.shape) if left is not None else None,
+        # a one-sided row shows the shape of the tensor it lists
+        shape=tuple(left.shape) if left is not None else tuple(right.shape) if right is not None else None,
         left_address=(left.address or None) if left is not None else None,
         right_address=(right.address or None) if right is not None else None,
         status=pair.status,
@@ -140,8 +141,9 @@ def note_text(note: object, pair: Pair) -> str:
         Note.BOTH_ZERO: "both tensors are all zero: CosineSimilarity set to 1",
         Note.KL_GOLDEN_ZERO: "KullbackLeiblerDivergence is inf: the golden data contains 0",
         Note.EMPTY: "empty tensor (0 elements)",
-        Note.BOOL_DATA: "bool data: only CosineSimilarity is computed",
-        Note.COMPLEX_REAL_PART: "complex data: only the real parts are compared",
+        Note.BOOL_DATA: ("bool data: only CosineSimilarity is computed, and RelativeEuclideanDistance "
+                         "when the golden has no True (0)"),
+        Note.COMPLEX_PAIRS: "complex data: compared as interleaved (real, imaginary) pairs",
     }
     return texts.get(note, str(note))
 
@@ -198,9 +200,10 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
             )
         if fast is not None:
             shape, result = fast
-            row.shape = tuple(int(d) for d in shape)
+            row.shape = _shape_column(pair, layout_args, layout_kwargs, shape)
             return _finish(row, result, pair)
-        row.shape = tuple(int(d) for d in shape)
+        row.shape = _shape_column(pair, layout_args, layout_kwargs, shape)
+        scalar = is_scalar_like(shape)
     else:
         x, y = np.ravel(left), np.ravel(right)
         if x.size != y.size:
@@ -210,14 +213,39 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
                 f"element counts differ: left {x.size} {list(pair.left.shape)}, right {y.size} {list(pair.right.shape)}",
                 PairStatus.NOT_COMPARABLE,
             )
+        scalar = is_scalar_like(row.shape if row.shape is not None else ())
     if options.max_elements > 0:
         x, y = x[: options.max_elements], y[: options.max_elements]
-    scalar = is_scalar_like(row.shape if row.shape is not None else ())
     try:
         result = compare_arrays(x, y, metrics=algorithms, scalar=scalar)
     except CompareError as exc:
         return _not_compared(row, algorithms, str(exc), PairStatus.NOT_COMPARABLE)
     return _finish(row, result, pair)
+
+
+def _shape_column(pair: Pair, layout_args: tuple, layout_kwargs: dict, prepared: Sequence[int]) -> tuple[int, ...]:
+    """The Shape cell of a compared, converted-mode pair (``prepared``: the shape prepare_pair gave).
+
+    - The layout was converted: the converted (and padding-cropped) shape, ``prepared``.
+    - Nothing was converted, a device dump against a reference golden file (``RESERVED``: Caffe /
+      TF ``.npy``, DumpData ``.pb``): ``prepared``, i.e. the flat ``[n]`` -- the reference tool's
+      Shape for ND data against such goldens, kept so that its reports and ours agree.
+    - Nothing was converted otherwise (MindSpore dumps, ``-cf`` NPU goldens, ``.npy`` vs ``.npy``):
+      the left tensor's own shape, ``[]`` for a 0-d scalar (the reference flattens these too).
+
+    (NPU vs NPU without a rule, ``pair.convert`` False, shows the left dump shape without coming
+    here.) CosineSimilarity's scalar-like rule keeps using ``prepared``, as the reference does.
+    """
+    from convert.layouts.prepare import converts_layout
+
+    shape = tuple(int(d) for d in prepared)
+    assert pair.left is not None and pair.right is not None
+    if pair.right.format == "RESERVED" != pair.left.format:
+        return shape
+    _, left_format, left_shape, _, golden_format = layout_args
+    converted = converts_layout(left_format, left_shape, golden_format, target_shape=layout_kwargs["target_shape"],
+                                golden_shape=layout_kwargs["golden_shape"])
+    return shape if converted else tuple(int(d) for d in pair.left.shape)
 
 
 def _fast_dtype(dtype: np.dtype) -> bool:

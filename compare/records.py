@@ -192,7 +192,8 @@ class MetricRow:
     ``(left_mean, left_std, right_mean, right_std)`` or ``None``. ``reasons`` are plain-English
     messages joined into the FailReason cell. ``bool(row)`` is True when the row was compared.
     ``rank`` / ``iteration`` are set when several ranks or iterations of a dump tree are compared
-    in one report (``--rank all`` / ``--iteration all``); ``None`` otherwise.
+    in one report (``--rank all`` / ``--iteration all``); ``None`` otherwise. ``graph`` is set when
+    several graphs are compared in one report (``--graph all`` or a list).
     """
 
     index: int
@@ -212,6 +213,7 @@ class MetricRow:
     op_sequence: int | None = None
     rank: int | None = None
     iteration: int | None = None
+    graph: int | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED

@@ -6,7 +6,8 @@
 
 Steps (spec §7.4 and §4 "detail mode"):
 
-1. **Pairing** exactly as the network comparison does (fusion rule, NPU vs NPU or by name), then
+1. **Pairing** exactly as the network comparison does (fusion rule, NPU vs NPU, by name, or a
+   mapping file first and names for the rest), then
    the pair whose TensorIndex is ``{op}:{kind}:{index}`` is taken (the op may also be given in its
    file-name form, ``/`` and ``.`` turned into ``_``). An unknown op, an index out of range or a
    tensor without golden counterpart raises :class:`OperatorNotFound` (a
@@ -467,13 +468,16 @@ def compare_operator(
     custom_dir: PathLike | None = None,
     dump_version: int | None = None,
     algorithms: Any = None,
+    mapping: PathLike | list | None = None,
 ) -> OperatorResult:
     """Compare one tensor of one operator element by element (see the module doc).
 
     ``left`` / ``right`` / ``fusion_rule`` / ``custom_dir`` / ``dump_version`` as for
     :func:`compare.compare_network`; ``op`` is the left operator name (``-d``), ``kind`` ``input``
     or ``output`` (``-t``), ``index`` the tensor index (``-i``); ``algorithms`` the network
-    metrics to add to the summary (default all ten).
+    metrics to add to the summary (default all ten); ``mapping`` a mapping file (or its entries,
+    :mod:`compare.pairing.user_mapping`): the left op is then compared with the right op the
+    mapping names for it (ops it does not mention pair by name as usual).
 
     Raises :class:`OperatorNotFound` (a :class:`~compare.errors.CompareError`) when the tensor
     does not exist or has no golden counterpart, :class:`~compare.errors.ShapeError` when the two
@@ -496,7 +500,7 @@ def compare_operator(
     plugins = load_plugins(custom_dir) if custom_dir else None
     left_run, right_run, _, rule, pairing = load_and_pair(
         left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
-        dump_version=dump_version)
+        dump_version=dump_version, mapping=mapping)
     pair = select_pair(pairing, left_run, op, tensor_kind, index, rule)
     prepared = prepare_operator(pair, right_run, plugins=plugins)
     x, y, shape = prepared["x"], prepared["y"], prepared["shape"]

@@ -17,6 +17,14 @@ Definitions of computed statistics (float64, bf16/fp16 widened exactly; complex:
   below / above zero, infinities included);
 * ``md5`` of the tensor bytes as stored.
 
+Layouts: statistics are layout-free, so no layout conversion is done -- a device-layout side
+(``NC1HWC0`` statistics or tensor) is compared as stored. Its padding elements count (a reason
+says so when the element counts differ: :func:`count_reason`).
+
+Mixed sides: a run where some tensors have statistics and no data (``statistic.csv`` beside a
+few ``.npy`` files) is compared by statistics as a whole (``stats_only``); its tensors with data
+use their recorded row, else statistics computed from the data, so every pair is compared.
+
 Edge-case policy: a statistic recorded as ``null`` counts as absent on that side; a tensor that
 cannot be read makes its row NOT_COMPARABLE with the reason; pairs without a counterpart keep
 their status and reason (rows are never dropped).
@@ -109,8 +117,8 @@ class StatsRow:
     """The statistics comparison of one :class:`Pair` (``values`` keyed by statistic name).
 
     ``left_source`` / ``right_source`` say where each side's numbers come from (the CSV and
-    row, or ``computed from {file}``). ``rank`` / ``iteration`` are set in compare-each-in-turn
-    mode.
+    row, or ``computed from {file}``). ``rank`` / ``iteration`` (and ``graph`` when graphs
+    are compared in turn) are set in compare-each-in-turn mode.
     """
 
     index: int
@@ -128,6 +136,7 @@ class StatsRow:
     status: PairStatus = PairStatus.COMPARED
     rank: int | None = None
     iteration: int | None = None
+    graph: int | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED
@@ -187,8 +196,26 @@ def compare_stats_pair(pair: Pair) -> StatsRow:
     for name in common:
         row.values[name] = diff_stat(name, left[name], right[name])
     if pair.left.shape and pair.right.shape and math.prod(pair.left.shape) != math.prod(pair.right.shape):
-        row.reasons.append(f"element counts differ: left {list(pair.left.shape)}, right {list(pair.right.shape)}")
+        row.reasons.append(count_reason(pair.left, pair.right))
     return row
+
+
+#: Layouts without padding (a tensor in any other format, a device layout, may hold padding).
+_PLAIN_LAYOUTS = frozenset({"", "ND", "NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "RESERVED"})
+
+
+def count_reason(left: TensorRef, right: TensorRef) -> str:
+    """The reason of a row whose sides hold different element counts; when a side is in a device
+    layout (``NC1HWC0``, ``FRACTAL_Z`` ...) it says that its padding elements are counted (the
+    statistics are taken as stored, without layout conversion: max, min and l2norm agree when
+    the padding is zero, count, zero_count and avg do not)."""
+    text = f"element counts differ: left {list(left.shape)}, right {list(right.shape)}"
+    padded = [f"{side} is {ref.format}" for side, ref in (("left", left), ("right", right))
+              if (ref.format or "").upper() not in _PLAIN_LAYOUTS]
+    if padded:
+        text += (f" ({' and '.join(padded)}: statistics are taken as stored, padding included, without layout "
+                 "conversion; count, zero_count and avg include the padding elements)")
+    return text
 
 
 @dataclass
@@ -223,9 +250,10 @@ def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
 
 
 def needs_stats_mode(left: object, right: object) -> bool:
-    """Whether a comparison must be statistics-only: a side holds statistics and no tensor data."""
+    """Whether a comparison must be statistics-only: a side has tensors with statistics and no
+    data (``stats_only``; the whole side, or some of its tensors beside tensor files)."""
     return bool(getattr(left, "stats_only", False) or getattr(right, "stats_only", False))
 
 
-__all__ = ["STAT_ORDER", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "diff_stat",
-           "needs_stats_mode", "ordered_stats", "side_stats", "tensor_stats"]
+__all__ = ["STAT_ORDER", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
+           "diff_stat", "needs_stats_mode", "ordered_stats", "side_stats", "tensor_stats"]

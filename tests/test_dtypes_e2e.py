@@ -63,13 +63,13 @@ def test_uint1_is_unpacked(tmp_path: Path) -> None:
     assert row.metrics["MaxAbsoluteError"] == 0.0
 
 
-def test_complex_real_part_with_reason(tmp_path: Path) -> None:
+def test_complex_real_and_imaginary_parts_with_reason(tmp_path: Path) -> None:
     a = np.array([1 + 2j, 3 - 1j, -2 + 0.5j], dtype=np.complex64)
     left, right = _pair_dirs(tmp_path, TensorSpec(a), TensorSpec(a + 1j))  # imaginary parts differ only
     row = next(r for r in run_network(left, right).rows if r.tensor_id)
-    assert row.left_dtype == "complex64"
-    assert row.metrics["MaxAbsoluteError"] == 0.0
-    assert any("real part" in reason for reason in row.reasons)
+    assert row.left_dtype == "complex64" and row.shape == (3,)
+    assert row.metrics["MaxAbsoluteError"] == 1.0  # the imaginary parts count (was 0.0: real part only)
+    assert any("(real, imaginary) pairs" in reason for reason in row.reasons)
 
 
 def test_unknown_data_type_is_a_row_with_reason(tmp_path: Path) -> None:

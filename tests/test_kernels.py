@@ -202,7 +202,9 @@ def test_notes(case, dtype):
         assert Note.BOTH_ZERO in notes and got.values["CosineSimilarity"] == 1.0
     if dtype == "bool":
         assert got.std is None
-        assert all(v is None for k, v in got.values.items() if k != "CosineSimilarity")
+        assert all(v is None for k, v in got.values.items() if k not in ("CosineSimilarity", "RelativeEuclideanDistance"))
+        golden_has_true = bool(make_case(case, dtype)[1].any())
+        assert got.values["RelativeEuclideanDistance"] == (None if golden_has_true else 0.0)
     assert Note.KL_GOLDEN_ZERO not in notes
 
 
@@ -263,10 +265,10 @@ def test_edge_table_bool_and_complex():
     # bool vs float: cast, every metric computed
     r = compare_arrays(x, y.astype(np.float32))
     assert Note.BOOL_DATA not in r.notes and r.values["MaxAbsoluteError"] == 1.0
-    # complex: real part
+    # complex: interleaved (real, imag) pairs; a real side has zero imaginary parts
     r = compare_arrays(np.array([1 + 5j, 2 - 1j]), np.array([1.0, 4.0]))
-    assert Note.COMPLEX_REAL_PART in r.notes
-    assert r.values["MaxAbsoluteError"] == 2.0
+    assert Note.COMPLEX_PAIRS in r.notes
+    assert r.values["MaxAbsoluteError"] == 5.0 and r.count == 4
 
 
 def test_edge_table_nojit_probe():

@@ -238,8 +238,10 @@ def test_fixture_sync(trees: dict[str, Path]) -> None:
     assert mask is not None and mask.dtype == "uint32" and mask.load().tolist() == list(range(8))
     weight = run.ops["conv1.weight"].outputs[0]
     assert weight.format == "NCHW" and weight.load().shape == (2, 3, 3, 3)
-    # execution_order lists the kernels last to first: the run's order follows it
-    assert [n for n, _ in sorted(run.order.items(), key=lambda kv: kv[1])] == [op.name for op in reversed(OPS)]
+    # execution_order lists the kernels last to first: the run's order follows it; the unlisted
+    # weight (a .bin name has no timestamp) comes last
+    assert [n for n, _ in sorted(run.order.items(), key=lambda kv: kv[1])] == [
+        *(op.name for op in reversed(OPS)), "conv1.weight"]
     assert not run.skipped  # graphs/, execution_order/, .metadata/ are tolerated, not reported
 
 
@@ -263,7 +265,8 @@ def test_fixture_npy(trees: dict[str, Path]) -> None:
     expected = tensor_value(OPS[0].name, "output", 0, (1, 2, 4, 4), 1, 1).astype(np.float64)
     assert stats["max"] == pytest.approx(expected.max()) and stats["count"] == 32
     assert run.ran_iterations == (0, 1, 2)
-    assert [n for n, _ in sorted(run.order.items(), key=lambda kv: kv[1])] == [op.name for op in OPS]
+    # the constant (not in the order file) is placed by its timestamp: dumped before every kernel
+    assert [n for n, _ in sorted(run.order.items(), key=lambda kv: kv[1])] == ["data-1", *(op.name for op in OPS)]
     assert not run.skipped  # the kernel-args json and mapping.csv are not tensors
 
 

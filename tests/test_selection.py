@@ -104,8 +104,8 @@ def test_rank_iteration_graph_selection(trees: dict[str, Path]) -> None:
     assert several.iteration == 1 and any("selects 2 iterations" in n for n in several.notes)
     with pytest.raises(OptionError, match="--rank 5 selects nothing .* it has rank 0, 1"):
         load_run(trees["npy"], rank=5)
-    with pytest.raises(OptionError, match="--graph all is not supported"):
-        load_run(trees["npy"], graph="all")
+    every = load_run(trees["npy"], graph="all")  # one run: the largest graph, with a note
+    assert every.coords["graph"] == 1 and any("--graph all selects 2 graphs" in n for n in every.notes)
 
 
 def test_a_leaf_given_directly(trees: dict[str, Path]) -> None:

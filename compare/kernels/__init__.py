@@ -107,7 +107,8 @@ _DOCS: dict[str, tuple[bool | None, str, str]] = {
         False,
         "red",
         "sqrt(sum (x-y)^2 / sum y^2); 0.0 when sqrt(sum y^2) <= eps (all-zero golden, empty). "
-        "NaN anywhere: nan.",
+        "NaN anywhere: nan. Bool vs bool: 0.0 when the golden has no True, else None (the "
+        "reference's bool subtraction fails).",
     ),
     KL: (
         False,
@@ -170,8 +171,9 @@ ALIASES: dict[str, str] = {
 }
 
 #: The metrics computed when both inputs are numpy bool (the reference runs only these on bool
-#: data; RelativeEuclideanDistance then fails on bool subtraction, so only cosine remains).
-BOOL_CAPABLE: tuple[str, ...] = (COSINE,)
+#: data). RelativeEuclideanDistance gets a number only for a golden without True (0.0, from its
+#: all-zero-golden rule); otherwise the reference's bool subtraction fails and it stays None.
+BOOL_CAPABLE: tuple[str, ...] = (COSINE, RED)
 
 AlgorithmSpec = Union[None, str, int, Iterable[Union[str, int]]]
 
@@ -243,8 +245,8 @@ class Note(enum.Enum):
     BOTH_ZERO = "both sides are all zero (or empty): cosine similarity is 1.0"
     KL_GOLDEN_ZERO = "KL divergence is inf: the golden data contains 0"
     EMPTY = "empty tensors"
-    BOOL_DATA = "both sides are bool: only cosine similarity is computed"
-    COMPLEX_REAL_PART = "complex data: only the real part is compared"
+    BOOL_DATA = "both sides are bool: only cosine similarity (and RED for a golden without True) is computed"
+    COMPLEX_PAIRS = "complex data: compared as interleaved (real, imaginary) pairs"
 
 
 @dataclass(frozen=True)
@@ -255,7 +257,8 @@ class KernelResult:
     ("computed, NaN") or None ("not computed"). StandardDeviation's value is always None; its
     numbers are ``std = (mean x, std x, mean y, std y)`` (raw, unrounded), which is None when
     StandardDeviation was not selected or not computed (bool data). ``notes`` are the edge
-    cases met; ``count`` is the element count of each side.
+    cases met; ``count`` is the number of values compared on each side (the element count; twice
+    it for complex data, see :func:`compare_arrays`).
     """
 
     values: dict[str, float | None]
@@ -314,13 +317,16 @@ def storage(a: np.ndarray, side: str = "left") -> tuple[np.ndarray, bool]:
     float16 -> its bits as uint16 and bfloat16 -> its bits as int16 (both decoded to float64 in
     the kernel, no widened copy); float32/float64 kept; bool and ints up to 16 bits -> float32
     (exact); wider ints -> float64; longdouble -> float64; other ml_dtypes (float8_*, int4 ...)
-    -> float32; complex -> real part (returns True as the second item). A contiguous input is not
-    copied. Other dtypes raise CompareError.
+    -> float32; complex -> its interleaved ``(real, imag)`` floats, 2 values per element (returns
+    True as the second item). A contiguous input is not copied. Other dtypes raise CompareError.
     """
     kind = a.dtype.kind
     is_complex = False
     if kind == "c":
-        a = a.real
+        if not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))
+        parts = np.ascontiguousarray(a.reshape(-1))
+        a = parts.view(np.dtype(f"f{parts.dtype.itemsize // 2}"))  # re0, im0, re1, im1, ...
         is_complex = True
         kind = "f"
     if not a.dtype.isnative:
@@ -398,8 +404,14 @@ def compare_arrays(
     Each metric's formula and edge policy is in ``METRICS[name].doc``. Cross-metric rules:
     empty arrays give the reference's empty row (cos 1.0, MaxAbs None, AccRel 0, RED 0, KL None,
     std all nan, MeanAbs/RMSE/MeanRel nan, MaxRel None) + Note.EMPTY; bool-vs-bool data give
-    only cosine (all others None, std None) + Note.BOOL_DATA; complex data are compared by their
-    real part + Note.COMPLEX_REAL_PART.
+    cosine, RED only when the golden has no True (0.0), all others None, std None
+    (+ Note.BOOL_DATA).
+
+    Complex data (either side; a real side is taken as having zero imaginary parts) are compared
+    as their interleaved ``(real, imag)`` floats, ``2n`` values for ``n`` elements
+    (+ Note.COMPLEX_PAIRS): cosine is ``Re(sum x conj(y)) / (|x| |y|)``, RED the complex
+    ``|x - y| / |y|``, MaxAbs / relative errors / KL / std are taken over the real and imaginary
+    parts alike, and MeanAbs / RMSE average over the ``2n`` parts. ``count`` is then ``2n``.
     """
     names = resolve_algorithms(metrics)
     xa = np.asarray(x)
@@ -412,10 +424,20 @@ def compare_arrays(
     if scalar is None:
         scalar = is_scalar_like(xa.shape)
     bool_data = xa.dtype.kind == "b" and ya.dtype.kind == "b"
+    if (xa.dtype.kind == "c") != (ya.dtype.kind == "c"):  # the real side: imaginary parts 0
+        xa, ya = (xa, _as_complex(ya, "right")) if xa.dtype.kind == "c" else (_as_complex(xa, "left"), ya)
     xf, xc = storage(xa, "left")
     yf, yc = storage(ya, "right")
     n = int(xf.shape[0])
     return _compute(xf, yf, flat_kernel_plan(n), n, names, scalar, bool_data, xc or yc)
+
+
+def _as_complex(a: np.ndarray, side: str) -> np.ndarray:
+    """A real array as complex128 (imaginary parts 0), to be compared with a complex one."""
+    try:
+        return a.astype(np.complex128)
+    except (TypeError, ValueError) as exc:
+        raise CompareError(f"cannot compare {side} data of dtype {a.dtype} with complex data: {exc}") from exc
 
 
 def compare_planned(
@@ -527,7 +549,7 @@ def _compute(
     """
     notes: set[Note] = set()
     if complex_data:
-        notes.add(Note.COMPLEX_REAL_PART)
+        notes.add(Note.COMPLEX_PAIRS)
     if n == 0:
         notes.add(Note.EMPTY)
 
@@ -586,8 +608,10 @@ def _compute(
             values[MAX_ABS] = s[_abi.PR_MAXABS] if n else None
         if ACC_REL in selected:
             values[ACC_REL] = s[_abi.PR_SREL]
-        if RED in selected:
-            values[RED] = 0.0 if math.sqrt(syy) <= EPS64 else math.sqrt(s[_abi.PR_SSQ] / syy)
+        if RED in selected and math.sqrt(syy) <= EPS64:
+            values[RED] = 0.0
+        elif RED in selected and not bool_data:  # bool: the reference's x - y fails (None)
+            values[RED] = math.sqrt(s[_abi.PR_SSQ] / syy)
         if MEAN_ABS in selected:
             values[MEAN_ABS] = _div(s[_abi.PR_SABS], n)
         if RMSE in selected:

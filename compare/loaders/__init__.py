@@ -133,21 +133,51 @@ def register_reader(reader: Reader, *, first: bool = False) -> None:
         READERS.append(reader)
 
 
+def _misnamed_below(root: Path) -> list[tuple[Path, list[tuple[Path, str]]]]:
+    """Folders below ``root`` (the bounded walk) that hold files, none of them usable, with the
+    files and why: what a dump tree of only misnamed files is made of."""
+    from .trees import MAX_DEPTH
+    from .walk import walk_leaves
+
+    def holds_files(folder: Path) -> list[tuple[Path, str]] | None:
+        try:
+            listing = cached_listing(folder)
+        except CompareError:
+            return None
+        return list(listing.skipped) if listing.skipped else None
+
+    return walk_leaves(root, MAX_DEPTH, holds_files, skip_dir=lambda name: name.startswith("."))
+
+
 def _no_reader_error(folder: Path, tried: list[str]) -> CompareError:
-    """The "no reader found" error: the folder, what was tried and why, and the unusable files."""
+    """The "no reader found" error: the folder, what was tried and why, and the unusable files.
+
+    A folder of only sub-folders whose files are all misnamed (a dump tree written with a wrong
+    naming) names those folders and files, not "empty".
+    """
+    from .ascend import misnamed_summary
+
     try:
         listing = cached_listing(folder)
     except CompareError as exc:
         return exc
-    if not listing.files and not listing.skipped:
-        return CompareError(f"dump folder {folder} holds no dump files (it is empty)")
     why = "; ".join(tried)
     bad = listing.skipped
+    if not listing.files and not bad:
+        below = _misnamed_below(folder)
+        if not below:
+            return CompareError(f"dump folder {folder} holds no dump files (it is empty)")
+        bad = [item for _, skipped in below for item in skipped]
+        where = ", ".join(str(f) for f, _ in below[:3]) + (f" and {len(below) - 3} more" if len(below) > 3 else "")
+        shown = "; ".join(f"{p.name} ({reason})" for p, reason in bad[:5])
+        more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        return DumpFormatError(folder, f"no valid dump files: {misnamed_summary(bad)} in {len(below)} folder(s) "
+                                       f"below it ({where}): {shown}{more}")
     shown = "; ".join(f"{p.name} ({reason})" for p, reason in bad[:10])
     more = f"; and {len(bad) - 10} more" if len(bad) > 10 else ""
     return DumpFormatError(
         folder,
-        f"no dump files found (tried {why}): {len(bad)} file(s) not usable: {shown}{more}",
+        f"no valid dump files: {misnamed_summary(bad)}; {len(bad)} file(s) not usable: {shown}{more} (tried {why})",
     )
 
 

@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
@@ -320,14 +320,69 @@ class FolderListing:
         return no_valid_files_error(self.folder, self.skipped)
 
 
+def is_misnamed(reason: str) -> bool:
+    """Whether a ``run.skipped`` reason says the file's *name* was refused (no naming rule
+    matched, or a random-digit name without a ``mapping.csv`` entry), as opposed to a file that
+    was named well but could not be used."""
+    return any(text in reason for text in ("naming rule", "dump rule", "hashed file name", "random-digit file name"))
+
+
+def _distinct_paths(skipped: Sequence[tuple[Path, str]]) -> list[Path]:
+    return list(dict.fromkeys(path for path, _ in skipped))
+
+
+def _examples(paths: Sequence[Path], limit: int = 3) -> str:
+    shown = ", ".join(path.name for path in paths[:limit])
+    return shown + (", ..." if len(paths) > limit else "")
+
+
+def misnamed_summary(skipped: Sequence[tuple[Path, str]]) -> str:
+    """``N misnamed (e.g. a, b, c)`` plus ``M other file(s) not usable`` -- counts of distinct files."""
+    misnamed = _distinct_paths([s for s in skipped if is_misnamed(s[1])])
+    other = [p for p in _distinct_paths([s for s in skipped if not is_misnamed(s[1])]) if p not in set(misnamed)]
+    parts = []
+    if misnamed:
+        parts.append(f"{len(misnamed)} misnamed (e.g. {_examples(misnamed)})")
+    if other:
+        parts.append(f"{len(other)} other file(s) not usable (e.g. {_examples(other)})")
+    return ", ".join(parts)
+
+
+_STATS_PROBLEM_RE = re.compile(r"row \d+:|statistics file ")
+
+
+def is_statistics_problem(path: Path, reason: str) -> bool:
+    """A refused row of a statistics CSV (or a statistics CSV that could not be read): reported
+    by the statistics reader's own note (``statistics rows not used: ...``), not as a file."""
+    return path.name.endswith(".csv") and _STATS_PROBLEM_RE.match(reason) is not None
+
+
+def unused_files_note(skipped: Sequence[tuple[Path, str]], limit: int = 3) -> str | None:
+    """The stderr note for the files a run did not use, ``None`` when none.
+
+    Always given, whatever the pairing mode: ``N file(s) not used: K misnamed (e.g. a, b, c), ...``
+    then the first ``limit`` reasons. Refused statistics rows are left to the statistics note
+    (:func:`is_statistics_problem`).
+    """
+    skipped = [(path, why) for path, why in skipped if not is_statistics_problem(path, why)]
+    if not skipped:
+        return None
+    files = _distinct_paths(skipped)
+    reasons = "; ".join(f"{path.name} ({why})" for path, why in skipped[:limit])
+    more = f"; and {len(skipped) - limit} more" if len(skipped) > limit else ""
+    return f"{len(files)} file(s) not used: {misnamed_summary(skipped)}: {reasons}{more}"
+
+
 def no_valid_files_error(folder: Path, skipped: list[tuple[Path, str]]) -> CompareError:
-    """Error for a folder without any usable dump file: lists (up to 10) files and why."""
+    """Error for a folder without any usable dump file: ``no valid dump files: N misnamed (e.g.
+    a, b, c)``, then (up to 10) files and why; "it is empty" only when it holds no file at all."""
     if not skipped:
         return CompareError(f"dump folder {folder} holds no dump files (it is empty)")
     shown = "; ".join(f"{path.name} ({reason})" for path, reason in skipped[:10])
     more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+    count = len(_distinct_paths(skipped))
     return DumpFormatError(
-        folder, f"no usable dump files: {len(skipped)} file(s) not used: {shown}{more}"
+        folder, f"no valid dump files: {misnamed_summary(skipped)}; {count} file(s) not used: {shown}{more}"
     )
 
 

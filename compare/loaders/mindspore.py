@@ -12,7 +12,8 @@ Layouts (the tree walk and the selection of a leaf are in :mod:`compare.loaders.
   file size.
 * **Asynchronous dump, r1.x** -- ``{path}/{device_id}/{net}_graph_{graph_id}/{graph_id}/
   {iteration}/`` holding Ascend dump files ``{op_type}.{op_name}.{task_id}.{timestamp}`` (read
-  as Ascend offline dumps).
+  as Ascend offline dumps); ``{path}/{device_id}/execution_order/
+  ms_execution_order_graph_{graph_id}.csv`` orders the rows.
 * **O0/O1 and CPU/GPU dumps** -- ``{path}/rank_{rank}/{net}/{graph_id}/{iteration}/`` holding
   ``{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}.{input|output}.{slot}.{format}
   [.{dtype}].npy``, ``statistic.csv``, ``mapping.csv`` (rows ``random_digits,real_name`` for
@@ -44,10 +45,14 @@ Edge-case policy: a file whose name matches no rule is listed in ``Run.skipped``
 reason; a ``.bin`` whose size disagrees with its name, or whose type cannot be decoded, keeps
 its tensor row and that row's reason is the :class:`DumpFormatError` naming the file; of several
 files for one tensor the one with the latest timestamp is used (all are in ``OpDump.files``).
+An op's ``timestamp`` is the **earliest** timestamp of its files (statistics rows: of its rows),
+i.e. its first dump; it places the ops an execution order file does not list
+(:func:`apply_order`).
 """
 
 from __future__ import annotations
 
+import bisect
 import csv
 import functools
 import json
@@ -61,6 +66,7 @@ import numpy as np
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+from .stats_csv import StatRecord
 
 # --------------------------------------------------------------------------------------------
 # Records
@@ -78,6 +84,13 @@ class StatsTensorRef(TensorRef):
 
     stats: dict = field(default_factory=dict, compare=False, hash=False)
     stats_source: str = ""
+
+    def load(self) -> np.ndarray:
+        """The tensor data; :class:`DumpFormatError` saying so when only statistics were saved."""
+        if self.reader is None:
+            raise DumpFormatError(self.path, f"{self.tensor_id} has statistics only ({self.stats_source}), no "
+                                             "tensor data: compare it by its statistics")
+        return self.reader()
 
 
 @dataclass(frozen=True)
@@ -103,9 +116,12 @@ class FamilyRun(Run):
     ``family`` is the layout (``mindspore-sync``, ``mindspore-npy``, ``mindspore-async``,
     ``mindspore-o2``, ``ge`` (TF NPU / GE), ``stats``); ``coords`` where the leaf sits (``rank``,
     ``iteration``, ``graph``, ``model_name``, ...). ``order`` maps op names to their position in
-    the execution order (when an execution-order file exists). ``overflow`` lists overflow
-    records. ``stats_only`` is True when the run holds statistics and no tensor data.
-    ``ran_iterations`` are the iterations the graph ran in (global execution order file).
+    the execution order (when an execution-order file exists, every op has a position: see
+    :func:`apply_order`). ``overflow`` lists overflow records. ``stats_only`` is True when some
+    tensors of the run have statistics and no tensor data (a ``statistic.csv`` row without its
+    file): the comparison is then by statistics (:mod:`compare.stats`), tensors with data giving
+    statistics computed from it. ``ran_iterations`` are the iterations the graph ran in (global
+    execution order file).
     """
 
     family: str = ""
@@ -379,13 +395,31 @@ def is_ignored_name(name: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
+#: Header texts of execution order files (lower case; MindSpore 2.x writes
+#: ``NodeExecutionOrder-FullNameWithScope``).
+_ORDER_HEADERS = frozenset({"nodeexecutionorder-fullnamewithscope", "op_name", "name", "kernel", "kernel_name",
+                            "node_name", "op", "fullnamewithscope"})
+_OP_ID_TAIL = re.compile(r"-op\d+$")
+
+
+def _is_order_header(cell: str) -> bool:
+    """A first row that names the column: a known header text, or a cell that is neither a
+    scoped name (no ``/``) nor a kernel name (no ``-op{N}`` at the end)."""
+    text = cell.strip()
+    if text.lower().replace(" ", "_") in _ORDER_HEADERS or text.lower() in _ORDER_HEADERS:
+        return True
+    return "/" not in text and _OP_ID_TAIL.search(text) is None
+
+
 def read_execution_order(path: Path) -> list[str]:
     """Kernel names of ``ms_execution_order_graph_{id}.csv`` in execution order.
 
-    The first cell of every non-empty row is a name; a header row (a cell without ``/`` or
-    ``-op`` whose text is ``op_name`` / ``name`` / ``kernel``) is skipped. Unreadable -> ``[]``.
+    The first cell of every non-empty row is a name (the last one when the row starts with a
+    number). The first row is a header, and skipped, when :func:`_is_order_header` says so
+    (MindSpore 2.x writes ``NodeExecutionOrder-FullNameWithScope``). Unreadable -> ``[]``.
     """
     names: list[str] = []
+    first = True
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
             for row in csv.reader(handle):
@@ -393,9 +427,10 @@ def read_execution_order(path: Path) -> list[str]:
                 if not cells:
                     continue
                 cell = cells[-1] if len(cells) > 1 and cells[0].isdigit() else cells[0]
-                if not names and cell.lower().replace(" ", "_") in ("op_name", "name", "kernel", "kernel_name",
-                                                                      "node_name", "op"):
-                    continue
+                if first:
+                    first = False
+                    if _is_order_header(cell):
+                        continue
                 names.append(scope_name(cell))
     except OSError:
         return []
@@ -422,7 +457,9 @@ def order_files(leaf: Path, graph: object, depth: int) -> tuple[Path | None, Pat
     """``(execution order csv, global execution order csv)`` for a leaf, or ``None`` each.
 
     Looked up in ``execution_order/`` of the ancestors up to ``depth`` levels above the leaf
-    (``rank_N/execution_order`` for npy dumps, ``device_N/execution_order`` for sync dumps).
+    (``rank_N/execution_order`` for npy dumps, depth 3; ``device_N/execution_order`` for sync
+    dumps, depth 1; ``{device_id}/execution_order`` for r1.x asynchronous dumps, whose leaf is
+    ``{device_id}/{net}_graph_{g}/{g}/{iteration}``, depth 3 -- the manuals' layout).
     For an unknown graph id the only ``ms_execution_order_graph_*.csv`` is used.
     """
     folder = leaf
@@ -443,17 +480,72 @@ def order_files(leaf: Path, graph: object, depth: int) -> tuple[Path | None, Pat
 
 
 def apply_order(run: FamilyRun, names: list[str]) -> None:
-    """Fill ``run.order`` from an execution order (names matched exactly or normalised)."""
+    """Give **every** op of the run a position in ``run.order`` (0, 1, ... in report order).
+
+    Policy:
+
+    * an op listed in the execution order (its name matched exactly or normalised, see
+      :func:`compare.pairing.user_mapping.name_key`; the first listing counts) takes its place
+      in the file;
+    * an op the file does not list -- Parameters are never listed, and MindSpore may give a kernel
+      another ``-opN`` id in the order file than in its file names -- is placed by its **first
+      dump timestamp** (``OpDump.timestamp``, the earliest timestamp of its files): right after
+      the listed op dumped last at or before that time (before every listed op when none was);
+      several such ops after one listed op go by timestamp. It is never matched to an order
+      entry by guessing its ``-opN`` id (the ids are not reliable, and the timestamp places it
+      where it ran). The order file and the dump times can disagree (on CPU the runtime
+      launches independent kernels, e.g. optimizer updates, before their place in the file):
+      listed ops keep the file's order;
+    * an op without a dump timestamp (``0``: synchronous ``.bin`` names have none) goes after
+      all the others, by name.
+
+    A note says how many ops were found in the file and how the others were placed. An empty
+    ``names`` changes nothing.
+    """
     if not names:
         return
     from ..pairing.user_mapping import name_key
 
-    by_key = {name_key(n): i for i, n in reversed(list(enumerate(names)))}
-    for op in run.ops:
-        position = by_key.get(name_key(op))
-        if position is not None:
-            run.order[op] = position
-    run.notes.append(f"operators ordered by the execution order file ({len(run.order)} of {len(run.ops)} found in it)")
+    by_key: dict[str, int] = {}
+    for position, name in enumerate(names):
+        by_key.setdefault(name_key(name), position)
+    listed = {name: by_key[name_key(name)] for name in run.ops if name_key(name) in by_key}
+    anchors = _order_anchors([(run.ops[n].timestamp, p) for n, p in listed.items() if run.ops[n].timestamp > 0])
+    keys: dict[str, tuple[int, int, int, str]] = {}
+    by_time = untimed = 0
+    for name, op in run.ops.items():
+        if name in listed:
+            keys[name] = (listed[name], 0, op.timestamp, name)
+        elif op.timestamp > 0:
+            keys[name] = (_anchor_before(anchors, op.timestamp), 1, op.timestamp, name)
+            by_time += 1
+        else:
+            keys[name] = (len(names), 2, 0, name)
+            untimed += 1
+    run.order.clear()
+    for rank, name in enumerate(sorted(keys, key=keys.__getitem__)):
+        run.order[name] = rank
+    note = f"operators ordered by the execution order file ({len(listed)} of {len(run.ops)} found in it"
+    if by_time:
+        note += (f"; the other {by_time} (Parameters, or kernels listed under another -opN id) placed by their "
+                 "first dump timestamp, each after the listed operator dumped last before it")
+    if untimed:
+        note += f"; {untimed} without a dump timestamp put last, by name"
+    run.notes.append(note + ")")
+
+
+def _order_anchors(timed: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """``(timestamps, order positions)`` of the listed ops, by timestamp (then position)."""
+    ordered = sorted(timed)
+    return [t for t, _ in ordered], [p for _, p in ordered]
+
+
+def _anchor_before(anchors: tuple[list[int], list[int]], timestamp: int) -> int:
+    """The order position of the listed op dumped last at or before ``timestamp`` (on a tie of
+    timestamps the largest position); -1 when every listed op was dumped after it."""
+    times, positions = anchors
+    found = bisect.bisect_right(times, timestamp)
+    return positions[found - 1] if found else -1
 
 
 # --------------------------------------------------------------------------------------------
@@ -587,12 +679,13 @@ def _build_npy_op(name: str, group: _NpyGroup, run: FamilyRun) -> OpDump:
     outputs: list[TensorRef] = []
     errors: list[str] = []
     all_files: list[Path] = []
-    latest = 0
+    first = 0
     for key in sorted(group.by_tensor, key=lambda k: (k[0] is TensorKind.OUTPUT, k[1])):
         files = sorted(group.by_tensor[key], key=lambda f: (f[0].timestamp, f[1].name))
         all_files.extend(p for _, p in files)
         parsed, path = files[-1]
-        latest = max(latest, parsed.timestamp)
+        earliest = files[0][0].timestamp
+        first = earliest if not first else min(first, earliest)
         ref, error = _npy_ref(name, parsed, path, run.notes)
         if ref is not None:
             (inputs if parsed.kind is TensorKind.INPUT else outputs).append(ref)
@@ -600,62 +693,152 @@ def _build_npy_op(name: str, group: _NpyGroup, run: FamilyRun) -> OpDump:
             errors.append(error)
     return OpDump(name=name, op_type=group.op_type, path=all_files[-1] if all_files else run.path,
                   files=tuple(all_files), inputs=tuple(inputs), outputs=tuple(outputs),
-                  error="; ".join(errors) if errors and not inputs and not outputs else None, timestamp=latest)
+                  error="; ".join(errors) if errors and not inputs and not outputs else None, timestamp=first)
 
 
-def attach_stats(run: FamilyRun, records: list, key=scope_name) -> int:
-    """Give the run's tensors their statistics (a StatsTensorRef each); return how many matched."""
-    by_tensor = {}
+def _stats_ref(name: str, record: StatRecord, format_default: str) -> StatsTensorRef:
+    """A tensor of statistics only (``reader`` None) from one statistics record."""
+    return StatsTensorRef(
+        op_name=name, kind=record.kind, index=record.index, dtype=record.dtype or "unknown",
+        format=ms_format(record.format) if record.format else format_default, shape=record.shape,
+        path=record.path, nbytes=record.data_size or 0, reader=None, stats=dict(record.stats),
+        stats_source=f"{record.path.name} row {record.line}")
+
+
+def _latest_records(records: list[StatRecord], key) -> tuple[dict[tuple[str, TensorKind, int], StatRecord], int]:
+    """One record per tensor ``(op name, kind, index)``: the latest timestamp wins (the last row
+    on a tie), as with dump files. Returns them and how many earlier rows were superseded."""
+    latest: dict[tuple[str, TensorKind, int], StatRecord] = {}
+    superseded = 0
     for record in records:
-        by_tensor[(key(record.op_name), record.kind, record.index)] = record
-    matched = 0
-    for name, op in list(run.ops.items()):
-        changed = False
-        new: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
-        for kind in (TensorKind.INPUT, TensorKind.OUTPUT):
-            for ref in op.tensors(kind):
-                record = by_tensor.get((name, kind, ref.index))
-                if record is None:
-                    new[kind].append(ref)
-                    continue
-                matched += 1
-                changed = True
-                new[kind].append(StatsTensorRef(**{f.name: getattr(ref, f.name) for f in fields(TensorRef)},
-                                                stats=dict(record.stats),
-                                                stats_source=f"{record.path.name} row {record.line}"))
-        if changed:
-            run.ops[name] = OpDump(name=op.name, op_type=op.op_type, path=op.path, files=op.files,
-                                   inputs=tuple(new[TensorKind.INPUT]), outputs=tuple(new[TensorKind.OUTPUT]),
-                                   error=op.error, timestamp=op.timestamp)
-    return matched
+        slot = (key(record.op_name), record.kind, record.index)
+        previous = latest.get(slot)
+        if previous is not None:
+            superseded += 1
+            if record.timestamp < previous.timestamp:
+                continue
+        latest[slot] = record
+    return latest, superseded
 
 
-def stats_only_ops(records: list, *, key=scope_name, format_default: str = "ND") -> dict[str, OpDump]:
-    """Operators made of statistics records only (no tensor data; ``reader`` None)."""
-    grouped: dict[str, dict[tuple[TensorKind, int], object]] = {}
-    meta: dict[str, tuple[str | None, int, Path]] = {}
-    for record in records:
-        name = key(record.op_name)
-        slot = grouped.setdefault(name, {})
-        previous = slot.get((record.kind, record.index))
-        if previous is None or record.timestamp >= previous.timestamp:  # type: ignore[attr-defined]
-            slot[(record.kind, record.index)] = record
-        old = meta.get(name)
-        meta[name] = (record.op_type, max(record.timestamp, old[1] if old else 0), record.path)
+def stats_only_ops(records: list[StatRecord], *, key=scope_name, format_default: str = "ND") -> dict[str, OpDump]:
+    """Operators made of statistics records only (no tensor data; ``reader`` None).
+
+    One tensor per ``(op, kind, index)``, the latest row winning; an op's ``timestamp`` is the
+    earliest of its rows (its first dump).
+    """
+    latest, _ = _latest_records(records, key)
+    grouped: dict[str, list[StatRecord]] = {}
+    for (name, _, _), record in latest.items():
+        grouped.setdefault(name, []).append(record)
     ops: dict[str, OpDump] = {}
     for name in sorted(grouped):
-        refs: dict[TensorKind, list[StatsTensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
-        for (kind, index), record in sorted(grouped[name].items(), key=lambda kv: (kv[0][0].value, kv[0][1])):
-            refs[kind].append(StatsTensorRef(
-                op_name=name, kind=kind, index=index, dtype=record.dtype or "unknown",
-                format=ms_format(record.format) if record.format else format_default, shape=record.shape,
-                path=record.path, nbytes=record.data_size or 0, reader=None, stats=dict(record.stats),
-                stats_source=f"{record.path.name} row {record.line}"))
-        op_type, ts, path = meta[name]
-        ops[name] = OpDump(name=name, op_type=op_type, path=path, files=(path,),
-                           inputs=tuple(refs[TensorKind.INPUT]), outputs=tuple(refs[TensorKind.OUTPUT]),
-                           timestamp=ts)
+        ops[name] = _stats_op(name, grouped[name], format_default)
     return ops
+
+
+def _stats_op(name: str, records: list[StatRecord], format_default: str, base: OpDump | None = None) -> OpDump:
+    """``base`` (or a new op) with a statistics-only tensor added for each record."""
+    refs: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
+    if base is not None:
+        for kind in refs:
+            refs[kind].extend(base.tensors(kind))
+    stamps = [r.timestamp for r in records if r.timestamp > 0]
+    if base is not None and base.timestamp > 0:
+        stamps.append(base.timestamp)
+    paths = tuple(dict.fromkeys(r.path for r in records))
+    for record in records:
+        refs[record.kind].append(_stats_ref(name, record, format_default))
+    inputs = tuple(sorted(refs[TensorKind.INPUT], key=lambda r: r.index))
+    outputs = tuple(sorted(refs[TensorKind.OUTPUT], key=lambda r: r.index))
+    if base is not None:
+        return OpDump(name=base.name, op_type=base.op_type, path=base.path, files=base.files + paths, inputs=inputs,
+                      outputs=outputs, error=base.error, timestamp=min(stamps, default=0))
+    return OpDump(name=name, op_type=records[0].op_type, path=paths[0], files=paths, inputs=inputs, outputs=outputs,
+                  timestamp=min(stamps, default=0))
+
+
+@dataclass(frozen=True)
+class StatsMerge:
+    """Where the rows of a run's statistics files went (each row counted once):
+    ``attached`` gave a tensor file its statistics, ``stats_only`` became a tensor without data,
+    ``superseded`` are earlier rows of a tensor that has a later one (an op run several times)."""
+
+    rows: int
+    attached: int
+    stats_only: int
+    superseded: int
+    files: int
+
+    def note(self, source: str) -> str:
+        """The note for ``run.notes`` (``source`` names the statistics file)."""
+        if self.stats_only and not self.attached and not self.files:
+            text = f"statistics only: {self.stats_only} tensor(s) from {source} (no .npy data)"
+        else:
+            text = (f"{source}: {self.rows} row(s): {self.attached} gave a tensor file its statistics, "
+                    f"{self.stats_only} are tensors with statistics only (no tensor file)")
+        if self.superseded:
+            text += (f"; {self.superseded} earlier row(s) of tensors dumped again later were superseded "
+                     "(the latest row of each tensor is used)")
+        if self.stats_only and self.files:
+            text += (f"; as {self.stats_only} tensor(s) have statistics and no data, this side is compared by "
+                     f"statistics: its {self.files} tensor file(s) give statistics computed from their data "
+                     "(or their statistic.csv row)")
+        return text
+
+
+def merge_stats(run: FamilyRun, records: list[StatRecord], *, key=scope_name, format_default: str = "ND") -> StatsMerge:
+    """Put every statistics record into ``run`` (nothing is left out; see :class:`StatsMerge`).
+
+    The latest record of each tensor is used. A tensor of the run with that op name (exact, else
+    the normalised name when it names one op) and kind and index gets the statistics (a
+    :class:`StatsTensorRef` keeping its reader); any other record becomes a statistics-only
+    tensor (``reader`` None) of its op, which is created when the run has no file of it. When
+    any tensor has statistics only, ``run.stats_only`` is set: the comparison is then by
+    statistics (:mod:`compare.stats`), which computes the statistics of the tensors with data.
+    """
+    from ..pairing.user_mapping import name_key
+
+    files = sum(len(op.inputs) + len(op.outputs) for op in run.ops.values())
+    latest, superseded = _latest_records(records, key)
+    by_key: dict[str, list[str]] = {}
+    for name in run.ops:
+        by_key.setdefault(name_key(name), []).append(name)
+    attach: dict[str, dict[tuple[TensorKind, int], StatRecord]] = {}
+    extra: dict[str, list[StatRecord]] = {}
+    for (name, kind, index), record in latest.items():
+        target = name if name in run.ops else None
+        if target is None and len(by_key.get(name_key(name), ())) == 1:
+            target = by_key[name_key(name)][0]
+        if target is not None and run.ops[target].tensor(kind, index) is not None:
+            attach.setdefault(target, {})[(kind, index)] = record
+        else:
+            extra.setdefault(target or name, []).append(record)
+    for name, found in attach.items():
+        run.ops[name] = _with_stats(run.ops[name], found)
+    for name in sorted(extra):
+        run.ops[name] = _stats_op(name, extra[name], format_default, base=run.ops.get(name))
+    merge = StatsMerge(rows=len(records), attached=sum(len(v) for v in attach.values()),
+                       stats_only=sum(len(v) for v in extra.values()), superseded=superseded, files=files)
+    if merge.stats_only:
+        run.stats_only = True
+    return merge
+
+
+def _with_stats(op: OpDump, found: dict[tuple[TensorKind, int], StatRecord]) -> OpDump:
+    """``op`` with the tensors in ``found`` turned into :class:`StatsTensorRef` (reader kept)."""
+    new: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
+    for kind in new:
+        for ref in op.tensors(kind):
+            record = found.get((kind, ref.index))
+            if record is None:
+                new[kind].append(ref)
+                continue
+            new[kind].append(StatsTensorRef(**{f.name: getattr(ref, f.name) for f in fields(TensorRef)},
+                                            stats=dict(record.stats),
+                                            stats_source=f"{record.path.name} row {record.line}"))
+    return OpDump(name=op.name, op_type=op.op_type, path=op.path, files=op.files, inputs=tuple(new[TensorKind.INPUT]),
+                  outputs=tuple(new[TensorKind.OUTPUT]), error=op.error, timestamp=op.timestamp)
 
 
 def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = None,
@@ -663,13 +846,14 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
     """Scan a MindSpore ``.npy`` iteration folder (O0/O1, CPU/GPU, or O2 with ``file_format`` npy).
 
     Tensors come from the ``.npy`` files (hashed names renamed through ``mapping.csv``); the
-    ``constants/`` folder, when given, adds its Parameter files. ``statistic.csv`` gives each
-    tensor its statistics; without any ``.npy`` the run is statistics-only (``stats_only``).
+    ``constants/`` folder, when given, adds its Parameter files. Every ``statistic.csv`` row goes
+    into the run (:func:`merge_stats`): a tensor with a file gets its statistics, a row without a
+    file becomes a statistics-only tensor (and makes the run ``stats_only``); refused rows are
+    counted in a note naming the file and the rows.
     Overflow records (``Opdebug...json``) go to ``run.overflow``. Raises :class:`CompareError`
     when the folder holds neither tensors nor statistics.
     """
     from .ascend import no_valid_files_error, read_mapping
-    from .stats_csv import read_stats_csv
 
     folder = Path(folder)
     run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY, family=family,
@@ -706,25 +890,29 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
     groups = _group_npy(entries, run)
     for name in sorted(groups):
         run.ops[name] = _build_npy_op(name, groups[name], run)
-    records = []
-    for path in stats_files:
-        parsed = read_stats_csv(path)
-        run.skipped.extend(parsed.skipped)
-        records.extend(parsed.records)
-    if records:
-        if run.ops:
-            matched = attach_stats(run, records)
-            run.notes.append(f"statistic.csv: {len(records)} row(s), {matched} matched a tensor file")
-        else:
-            run.ops = stats_only_ops(records)
-            run.stats_only = True
-            run.notes.append(f"statistics only: {len(records)} tensor(s) from {stats_files[0]} (no .npy data)")
+    _merge_stats_files(run, stats_files)
     if not run.ops:
         if run.overflow:
             run.notes.append(f"the folder holds only {len(run.overflow)} overflow record(s)")
             return run
         raise no_valid_files_error(folder, run.skipped)
     return run
+
+
+def _merge_stats_files(run: FamilyRun, paths: list[Path]) -> None:
+    """Read ``statistic.csv`` files into ``run`` (:func:`merge_stats`), with a note saying where
+    every row went and one naming the refused rows (:func:`~compare.loaders.stats_csv.refused_rows_note`)."""
+    from .stats_csv import read_stats_csv, refused_rows_note
+
+    parsed = [read_stats_csv(path) for path in paths]
+    records = [record for item in parsed for record in item.records]
+    for item in parsed:
+        run.skipped.extend(item.skipped)
+    if records:
+        run.notes.append(merge_stats(run, records).note(str(paths[0]) if len(paths) == 1 else "statistic.csv"))
+    refused = refused_rows_note(parsed)
+    if refused:
+        run.notes.append(f"statistics rows not used: {refused}")
 
 
 def constants_folder(leaf: Path) -> Path | None:
@@ -778,11 +966,12 @@ __all__ = [
     "NPY_FORM",
     "NpyName",
     "OverflowRecord",
+    "StatsMerge",
     "StatsTensorRef",
     "SYNC_FORM",
-    "attach_stats",
     "constants_folder",
     "kernel_type",
+    "merge_stats",
     "stats_only_ops",
     "SyncName",
     "check_sync_file",

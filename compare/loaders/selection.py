@@ -10,7 +10,7 @@ Spec syntax (``--rank`` / ``--iteration`` / ``--graph``):
 
 * ``N`` -- one value; ``N,M`` or ``N|M`` -- a list; ``A-B`` -- a range, both ends included;
   combinations such as ``0|5-8|100-120`` (the MindSpore ``iteration`` syntax) work;
-* ``all`` -- every candidate, compared each in turn (only ``--rank`` and ``--iteration``);
+* ``all`` -- every candidate, compared each in turn;
 * not given -- the only candidate, or else the newest (largest iteration / data index, latest
   ``time`` folder) and, for ranks, devices and graphs, the smallest id; a note says what was used
   and what else was there.
@@ -104,7 +104,8 @@ class Candidate:
     keys the layout has. ``layout`` names the layout (see :mod:`compare.loaders.trees`),
     ``kind`` what the leaf holds (``sync``, ``npy``, ``offline``, ``stats``) and ``files`` how
     many dump files it holds (counted up to a limit); ``special`` whether it holds statistics or
-    overflow records.
+    overflow records. ``folders``: for a single-operator-model device folder (layout
+    ``single-op``, ``path`` the device folder), its op folders, read together as one run.
     """
 
     path: Path
@@ -113,6 +114,7 @@ class Candidate:
     kind: str = ""
     files: int = 0
     special: bool = False
+    folders: tuple[Path, ...] = ()
 
     def get(self, key: str) -> object | None:
         return self.coords.get(key)
@@ -159,7 +161,8 @@ def values_of(candidates: Iterable[Candidate], key: str) -> list[object]:
     return sorted(seen, key=lambda v: (0, _int_or_none(v), "") if _int_or_none(v) is not None else (1, 0, str(v)))
 
 
-def _listing(values: Sequence[object]) -> str:
+def listing_text(values: Sequence[object]) -> str:
+    """Up to 20 values, comma-separated, then how many more (for messages)."""
     shown = ", ".join(str(v) for v in values[:20])
     return shown + (f" (+{len(values) - 20} more)" if len(values) > 20 else "")
 
@@ -186,18 +189,18 @@ def filter_by(candidates: list[Candidate], key: str, spec: Spec | None, *, optio
         else:
             pick = values[-1] if default == "max" else values[0]
             chosen = [pick]
-            notes.append(f"{where}: {len(values)} {key}s ({_listing(values)}); using {key} {pick} "
+            notes.append(f"{where}: {len(values)} {key}s ({listing_text(values)}); using {key} {pick} "
                          f"({'the newest' if default == 'max' else 'the first'}; choose with {option})")
     else:
         if not numeric:
             raise OptionError(f"{option} {spec.text}: the {key} folders of {where} are not numbered "
-                              f"({_listing(values)})")
+                              f"({listing_text(values)})")
         chosen = [v for v in values if spec.matches(int(v))]  # type: ignore[arg-type]
         if not chosen:
             raise OptionError(f"{option} {spec.text} selects nothing in {where}: it has {key} "
-                              f"{_listing(values)}")
+                              f"{listing_text(values)}")
         if len(chosen) > 1 and not keep_all:
-            notes.append(f"{option} {spec.text} selects {len(chosen)} {key}s ({_listing(chosen)}); "
+            notes.append(f"{option} {spec.text} selects {len(chosen)} {key}s ({listing_text(chosen)}); "
                          f"using {chosen[-1]} (add 'all' to compare each in turn)")
             chosen = [chosen[-1]]
     keep = {str(v) for v in chosen}
@@ -210,8 +213,8 @@ def newest(candidates: list[Candidate], key: str, *, where: str, notes: list[str
     if len(values) <= 1:
         return candidates
     pick = values[-1]
-    notes.append(f"{where}: {len(values)} {key} folders ({_listing(values)}); using the newest, {pick}{why}")
+    notes.append(f"{where}: {len(values)} {key} folders ({listing_text(values)}); using the newest, {pick}{why}")
     return [c for c in candidates if c.get(key) is None or c.get(key) == pick]
 
 
-__all__ = ["Candidate", "Selection", "Spec", "filter_by", "newest", "parse_spec", "values_of"]
+__all__ = ["Candidate", "Selection", "Spec", "filter_by", "listing_text", "newest", "parse_spec", "values_of"]

@@ -23,8 +23,15 @@ canonicalised (:data:`STAT_COLUMNS`): ``max``, ``min``, ``avg``, ``l2norm``, ``c
 ``nan_count``, ``neg_inf_count``, ``pos_inf_count``, ``zero_count``, ``md5``, ``sha1``.
 Unknown columns are kept under their lower-cased name.
 
+Trailing empty cells: MindSpore's writer ends every data row with a separator, so a row holds
+one empty cell more than the header (``...,2,2,2,``); empty cells after the last header column
+(and empty header cells at the end of the header) are ignored. A row with **more** non-empty
+cells than the header, or with fewer cells, is refused.
+
 Edge-case policy: a row that cannot be read (wrong cell count, bad IO/slot) is returned in
-``skipped`` with ``"row N: why"``; ``null`` / empty / ``-`` cells are ``None`` (not recorded).
+``skipped`` with ``"row N: why"`` and counted in :attr:`StatsFile.rows`;
+:func:`refused_rows_note` gives the one-line summary a loader puts in ``run.notes``. ``null`` /
+empty / ``-`` cells are ``None`` (not recorded).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ STAT_COLUMNS: dict[str, str] = {
     "mean": "avg",
     "l2norm": "l2norm",
     "l2 norm": "l2norm",
+    "l2": "l2norm",
     "norm": "l2norm",
     "count": "count",
     "negative zero count": "negative_count",
@@ -106,12 +114,37 @@ class StatRecord:
 
 @dataclass
 class StatsFile:
-    """The records of one CSV and the rows that could not be read."""
+    """The records of one CSV and the rows that could not be read.
+
+    ``rows`` counts the non-blank data rows (read or refused); ``refused_lines`` are the line
+    numbers of the refused ones (their reasons are in ``skipped``).
+    """
 
     path: Path
     records: list[StatRecord] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)
+    rows: int = 0
+    refused_lines: list[int] = field(default_factory=list)
+
+
+def refused_rows_note(files: list[StatsFile], limit: int = 5) -> str | None:
+    """``"{file}: N of M statistics row(s) refused (rows a, b, c ...): why"`` for every file
+    with refused rows (or that could not be read at all), joined by ``"; "``; ``None`` when
+    every row was read."""
+    parts = []
+    for item in files:
+        if not item.skipped:
+            continue
+        if not item.refused_lines:
+            unused = f", its {item.rows} row(s) unused" if item.rows else ""
+            parts.append(f"{item.path}: not read ({item.skipped[0][1]}){unused}")
+            continue
+        lines = ", ".join(str(n) for n in item.refused_lines[:limit])
+        more = f" and {len(item.refused_lines) - limit} more" if len(item.refused_lines) > limit else ""
+        parts.append(f"{item.path}: {len(item.refused_lines)} of {item.rows} statistics row(s) refused "
+                     f"(rows {lines}{more}; first: {item.skipped[0][1]})")
+    return "; ".join(parts) if parts else None
 
 
 def column_key(name: str) -> str:
@@ -182,6 +215,14 @@ def _int(text: str | None) -> int | None:
         return None
 
 
+def _without_trailing_empty(row: list[str], width: int) -> list[str]:
+    """``row`` without the empty cells that follow its first ``width`` cells (MindSpore's trailing
+    separator); a row with non-empty cells past ``width`` is returned unchanged."""
+    if len(row) > width and all(not cell.strip() for cell in row[width:]):
+        return row[:width]
+    return row
+
+
 def read_stats_csv(path: Path, *, op_type: str | None = None, op_name: str | None = None,
                    task_id: int | None = None, stream_id: int | None = None, timestamp: int = 0) -> StatsFile:
     """Read one statistics CSV (either producer; see the module doc).
@@ -200,17 +241,24 @@ def read_stats_csv(path: Path, *, op_type: str | None = None, op_name: str | Non
     if not rows:
         out.skipped.append((Path(path), "statistics file is empty (no header row)"))
         return out
-    header = [column_key(cell) for cell in rows[0]]
+    header_cells = list(rows[0])
+    while header_cells and not header_cells[-1].strip():
+        header_cells.pop()
+    header = [column_key(cell) for cell in header_cells]
     out.columns = header
     if "io" not in header or "index" not in header:
+        out.rows = sum(1 for row in rows[1:] if any(cell.strip() for cell in row))
         out.skipped.append((Path(path), "statistics file has no IO / Input/Output and Slot / Index columns "
                                         f"(header: {', '.join(rows[0])})"))
         return out
     for number, row in enumerate(rows[1:], start=2):
         if not row or all(not c.strip() for c in row):
             continue
+        out.rows += 1
+        row = _without_trailing_empty(row, len(header))
         if len(row) != len(header):
             out.skipped.append((Path(path), f"row {number}: {len(row)} cells, the header has {len(header)}"))
+            out.refused_lines.append(number)
             continue
         cells = dict(zip(header, row))
         kind = _kind(cells["io"])
@@ -218,15 +266,18 @@ def read_stats_csv(path: Path, *, op_type: str | None = None, op_name: str | Non
         if kind is None or index is None:
             out.skipped.append((Path(path), f"row {number}: IO {cells['io']!r} / slot {cells['index']!r} "
                                             "is not input|output and a number"))
+            out.refused_lines.append(number)
             continue
         name = cells.get("op_name", op_name)
         if not name:
             out.skipped.append((Path(path), f"row {number}: no operator name"))
+            out.refused_lines.append(number)
             continue
         try:
             shape = parse_shape(cells.get("shape", ""))
         except ValueError:
             out.skipped.append((Path(path), f"row {number}: shape {cells.get('shape')!r} is not a list of numbers"))
+            out.refused_lines.append(number)
             continue
         stats = {key: parse_stat_value(key, value) for key, value in cells.items()
                  if key not in _META.values()}
@@ -250,4 +301,4 @@ def read_stats_csv(path: Path, *, op_type: str | None = None, op_name: str | Non
 
 
 __all__ = ["STAT_COLUMNS", "TEXT_STATS", "StatRecord", "StatsFile", "column_key", "normalise_dtype",
-           "parse_shape", "parse_stat_value", "read_stats_csv"]
+           "parse_shape", "parse_stat_value", "read_stats_csv", "refused_rows_note"]

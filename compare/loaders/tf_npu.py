@@ -34,7 +34,7 @@ from .ascend import (
     parse_offline_name,
     scan_offline,
 )
-from .mindspore import FamilyRun, attach_stats, is_ignored_name, is_overflow_name, read_overflow, stats_only_ops
+from .mindspore import FamilyRun, is_ignored_name, is_overflow_name, merge_stats, read_overflow, stats_only_ops
 
 _GRAPH_NAME_RE = re.compile(r'^\s*name:\s*"(.*)"\s*$')
 
@@ -88,24 +88,39 @@ def stats_csv_name(name: str) -> OfflineName | None:
     return parsed
 
 
+def merged_listing(folder: Path, parts: tuple[Path, ...]) -> FolderListing:
+    """One listing of the files of several folders (the op folders of a single-operator-model
+    dump, ``{device_id}/{op_name}/``), named ``folder``; each file keeps its own path, and each
+    folder's ``mapping.csv`` renamed its own hashed files."""
+    merged = FolderListing(folder=folder)
+    for part in parts:
+        listing = cached_listing(part)
+        merged.files.extend(listing.files)
+        merged.skipped.extend(listing.skipped)
+        merged.notes.extend(listing.notes)
+    return merged
+
+
 def scan_binary(folder: Path, *, version: int | None = None, root: Path | None = None,
                 coords: dict | None = None, family: str = "ge", fusion_rule: bool = False,
-                keep_raw_names: bool = False) -> FamilyRun:
+                keep_raw_names: bool = False, listing: FolderListing | None = None) -> FamilyRun:
     """Scan a leaf of Ascend-format files (async r1.x, O2 ``bin``, GE, TF NPU).
 
     Dump files are read as Ascend offline dumps (:func:`compare.loaders.ascend.scan_offline`);
     ``Opdebug.Node_OpDebug.*`` files become ``run.overflow`` records; per-operator stats CSVs
     and ``statistic.csv`` give statistics (a statistics-only run when no dump file is present);
-    ``acl_dump_*.json`` and kernel-argument JSON files are ignored.
+    ``acl_dump_*.json`` and kernel-argument JSON files are ignored. ``listing``: the files to
+    read instead of ``folder``'s own (:func:`merged_listing`).
     """
-    from .stats_csv import read_stats_csv
+    from .stats_csv import read_stats_csv, refused_rows_note
 
     folder = Path(folder)
-    base = cached_listing(folder)
+    base = listing if listing is not None else cached_listing(folder)
     keep: list[Classified] = []
     overflow = []
     records = []
     skipped: list[tuple[Path, str]] = []
+    stats_files = []
     for item in base.files:
         name = item.entry.name
         if is_overflow_name(name):
@@ -118,11 +133,13 @@ def scan_binary(folder: Path, *, version: int | None = None, root: Path | None =
                                   timestamp=parsed_csv.timestamp)
             records.extend(read.records)
             skipped.extend(read.skipped)
+            stats_files.append(read)
             continue
         if name == "statistic.csv":
             read = read_stats_csv(item.entry.path)
             records.extend(read.records)
             skipped.extend(read.skipped)
+            stats_files.append(read)
             continue
         if is_ignored_name(name):
             continue
@@ -134,6 +151,9 @@ def scan_binary(folder: Path, *, version: int | None = None, root: Path | None =
     if trailing:
         notes.append(f"{len(trailing)} file name(s) in {folder} have text after the dump name, which was "
                      f"ignored (prefix match, as the reference tool): {', '.join(trailing[:10])}")
+    refused = refused_rows_note(stats_files)
+    if refused:
+        notes.append(f"statistics rows not used: {refused}")
     listing = FolderListing(folder=folder, files=keep,
                             skipped=[s for s in base.skipped if s[0] not in ignored_paths] + skipped,
                             notes=notes)
@@ -146,8 +166,7 @@ def scan_binary(folder: Path, *, version: int | None = None, root: Path | None =
         run = FamilyRun.from_run(scan_offline(folder, version=version, root=root or folder, fusion_rule=fusion_rule,
                                               keep_raw_names=keep_raw_names, listing=listing), **extra)
         if records:
-            matched = attach_stats(run, records, key=clean)
-            run.notes.append(f"statistics CSV: {len(records)} row(s), {matched} matched a dump tensor")
+            run.notes.append(merge_stats(run, records, key=clean).note("statistics CSV"))
         return run
     if records:
         run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.OFFLINE,
@@ -158,7 +177,7 @@ def scan_binary(folder: Path, *, version: int | None = None, root: Path | None =
         return run
     if overflow:
         run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.OFFLINE,
-                        skipped=listing.skipped, **extra)
+                        skipped=listing.skipped, notes=list(listing.notes), **extra)
         run.notes.append(f"the folder holds only {len(overflow)} overflow record(s)")
         return run
     raise no_valid_files_error(folder, listing.skipped)
@@ -176,4 +195,5 @@ def check_model_folder(model_names: list[str], wanted: str, source: str) -> str:
                       f"{', '.join(sorted(model_names)) or 'none'})")
 
 
-__all__ = ["check_model_folder", "dump_model_name", "first_graph_name", "scan_binary", "stats_csv_name"]
+__all__ = ["check_model_folder", "dump_model_name", "first_graph_name", "merged_listing", "scan_binary",
+           "stats_csv_name"]

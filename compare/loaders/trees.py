@@ -17,17 +17,20 @@ Layouts (leaf folder, named from its ancestors -> coordinates):
   time, rank, model_name, model_id, iteration;
 * ``ge`` (TF NPU, GE dumps): ``{time}/{device}/{model_name}/{model_id}/{data_index}`` -> time,
   rank, model_name, model_id, iteration;
+* ``single-op`` (single-operator model, seed 004): ``{device_id}/{op_name}/`` -> rank; every op
+  folder of the device is read, together forming one run (one candidate: the device folder);
 * ``plain``: any other leaf (no coordinates).
 
-The tree is claimed when a leaf is a MindSpore layout, holds ``.bin`` / MindSpore ``.npy`` /
-statistics / overflow files, or when a selection option is given for a ``ge`` tree. Plain Ascend
-trees without selection options, and golden folders, are left to the other readers (so their
-behaviour does not change).
+The tree is claimed when a leaf is a MindSpore or single-op layout, holds ``.bin`` / MindSpore
+``.npy`` / statistics / overflow files, or when a selection option is given for a ``ge`` tree.
+Plain Ascend trees without selection options, and golden folders, are left to the other readers
+(so their behaviour does not change).
 
 Selection order (:func:`select`): rank, model name (``--ge-graph`` / ``--model-name``), the
-newest ``step`` and ``time`` folders, graph, iteration; then, should several leaves remain for
-one (rank, iteration), the largest ``model_id`` and then the newest folder. Every default choice
-adds a note.
+newest ``step`` and ``time`` folders (per rank: each device of a multi-device run may write its
+own time folder), graph, iteration (per graph: graphs number their iterations independently);
+then, should several leaves remain for one (rank, graph, iteration), the largest ``model_id`` and
+then the newest folder. Every default choice adds a note.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from pathlib import Path
 from ..errors import CompareError, OptionError
 from .ascend import classify_name
 from .mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
-from .selection import Candidate, Selection, filter_by, newest, parse_spec, values_of
+from .selection import Candidate, Selection, Spec, filter_by, listing_text, newest, parse_spec, values_of
 from .tf_npu import stats_csv_name
 
 #: How deep the walk goes below the given path.
@@ -193,16 +196,48 @@ def locate(leaf: Path, kind: str) -> tuple[str, dict[str, object]]:
     return "plain", {}
 
 
+def _is_op_folder(leaf: Path, layout: str, kind: str) -> bool:
+    """A leaf of a single-operator-model dump, ``{dump_path}/{device_id}/{op_name}/`` (seed 004): an
+    Ascend-format leaf whose own name is not a number and whose parent is a device-id number."""
+    parent = Path(os.path.abspath(leaf)).parent.name
+    return (layout == "plain" and kind == "offline" and not leaf.name.isdigit() and parent.isdigit()
+            and not _TIME_RE.fullmatch(parent))
+
+
+def _single_op_devices(leaves: list[Candidate]) -> list[Candidate]:
+    """One ``single-op`` candidate per device folder holding two or more op folders.
+
+    Seed 004: a single-operator model is dumped to ``{dump_path}/{device_id}/{op_name}/``, every
+    operator in its own folder; together they are one run (read by :func:`scan_candidate` as one).
+    A device folder with a single op folder stays a plain leaf (the Ascend reader's, as before).
+    """
+    by_device: dict[Path, list[Candidate]] = {}
+    for c in leaves:
+        by_device.setdefault(c.path.parent, []).append(c)
+    out = []
+    for device, group in by_device.items():
+        if len(group) < 2:
+            out.extend(group)
+            continue
+        rank = int(Path(os.path.abspath(device)).name)
+        out.append(Candidate(path=device, layout="single-op", coords={"rank": rank}, kind="offline",
+                             files=sum(c.files for c in group), special=any(c.special for c in group),
+                             folders=tuple(c.path for c in group)))
+    return out
+
+
 def _candidates(root: Path) -> list[Candidate]:
     out = []
+    op_folders = []
     for leaf, info in find_leaves(root):
         kind = info.kind
         if kind is None or kind == "golden":
             continue
         layout, coords = locate(leaf, kind)
-        out.append(Candidate(path=leaf, layout=layout, coords=coords, kind=kind, files=info.total,
-                             special=info.special))
-    return out
+        candidate = Candidate(path=leaf, layout=layout, coords=coords, kind=kind, files=info.total,
+                              special=info.special)
+        (op_folders if _is_op_folder(leaf, layout, kind) else out).append(candidate)
+    return out + _single_op_devices(op_folders)
 
 
 def claim(path: str | os.PathLike, selection: Selection | None = None) -> list[Candidate] | None:
@@ -214,7 +249,8 @@ def claim(path: str | os.PathLike, selection: Selection | None = None) -> list[C
     if not candidates:
         return None
     for c in candidates:
-        if c.layout in MINDSPORE_LAYOUTS or c.kind in ("sync", "npy", "stats") or c.special:
+        if (c.layout in MINDSPORE_LAYOUTS or c.layout == "single-op" or c.kind in ("sync", "npy", "stats")
+                or c.special):
             return candidates
     if selection is not None and selection.given and any(c.layout == "ge" for c in candidates):
         return candidates
@@ -259,12 +295,16 @@ def _pick_model(candidates: list[Candidate], selection: Selection, where: str, n
     return [c for c in candidates if c.get("model_name") is None or str(c.get("model_name")) == chosen]
 
 
-def _pick_graph(candidates: list[Candidate], selection: Selection, where: str, notes: list[str]) -> list[Candidate]:
+def _pick_graph(candidates: list[Candidate], selection: Selection, where: str, notes: list[str], *,
+                keep_all: bool = False) -> list[Candidate]:
+    """Keep the graph(s) the ``--graph`` spec selects; by default the graph with the most dump files.
+
+    ``keep_all`` keeps every graph a list or ``all`` selects (compare-each-in-turn mode).
+    """
     spec = parse_spec(selection.graph, "--graph")
     if spec is not None:
-        if spec.every:
-            raise OptionError("--graph all is not supported: compare one graph at a time (--graph N)")
-        return filter_by(candidates, "graph", spec, option="--graph", where=where, default="min", notes=notes)
+        return filter_by(candidates, "graph", spec, option="--graph", where=where, default="min", notes=notes,
+                         keep_all=keep_all)
     graphs = values_of(candidates, "graph")
     if len(graphs) <= 1:
         return candidates
@@ -273,32 +313,127 @@ def _pick_graph(candidates: list[Candidate], selection: Selection, where: str, n
         sizes[c.get("graph")] += c.files
     chosen = max(graphs, key=lambda g: (sizes[g], -int(g)))  # type: ignore[arg-type]
     notes.append(f"{where}: {len(graphs)} graphs ({', '.join(str(g) for g in graphs)}); using graph {chosen}, the "
-                 "one with the most dump files (choose with --graph)")
+                 "one with the most dump files (choose with --graph, or --graph all to compare each in turn)")
     return [c for c in candidates if c.get("graph") is None or c.get("graph") == chosen]
+
+
+def _newest_per_rank(candidates: list[Candidate], key: str, *, where: str, notes: list[str]) -> list[Candidate]:
+    """:func:`~compare.loaders.selection.newest` for each rank on its own.
+
+    In a multi-device run each device may write its own ``{time}`` folder (seed 003: the
+    processes do not start at the same time), so rank 0 can sit in one time folder and rank 1 in
+    another: every rank is kept, each from the newest ``key`` folder that holds it; a rank found
+    in several such folders takes the newest, with a note.
+    """
+    ranks = values_of(candidates, "rank")
+    if len(ranks) <= 1:
+        return newest(candidates, key, where=where, notes=notes)
+    kept: list[Candidate] = []
+    for rank in ranks:
+        group = [c for c in candidates if c.get("rank") == rank]
+        values = values_of([c for c in group if c.get(key) is not None], key)
+        if len(values) > 1:
+            notes.append(f"{where}: rank {rank} is in {len(values)} {key} folders ({', '.join(map(str, values))}); "
+                         f"using the newest, {values[-1]}")
+        kept.extend(c for c in group if c.get(key) is None or c.get(key) == values[-1])
+    kept.extend(c for c in candidates if c.get("rank") is None)
+    folders = values_of([c for c in kept if c.get(key) is not None], key)
+    if len(folders) > 1:
+        notes.append(f"{where}: the ranks are in {len(folders)} {key} folders ({', '.join(map(str, folders))}; "
+                     "one per device process): each rank is read from its own")
+    return kept
+
+
+def _iteration_missing(before_graph: list[Candidate], chosen: list[Candidate], spec: Spec, where: str,
+                       graph_given: bool) -> OptionError:
+    """The error for an ``--iteration`` spec that selects nothing in the chosen graph.
+
+    Names the graph that was looked at (and how it was chosen), what iterations it has, and which
+    other graphs do have the iteration (so the user can add ``--graph``).
+    """
+    graph = values_of(chosen, "graph")
+    have = listing_text(values_of(chosen, "iteration"))
+    how = "given with --graph" if graph_given else "chosen by default: the one with the most dump files"
+    text = (f"--iteration {spec.text} selects nothing in graph {', '.join(map(str, graph))} of {where} ({how}): "
+            f"it has iteration {have}")
+    others = []
+    for g in values_of(before_graph, "graph"):
+        if g in graph:
+            continue
+        its = [v for v in values_of([c for c in before_graph if c.get("graph") == g], "iteration")
+               if _num(v) >= 0 and spec.matches(_num(v))]
+        if its:
+            others.append((g, its))
+    if others:
+        where_it_is = "; ".join(f"graph {g} has iteration {listing_text(its)}" for g, its in others)
+        text += f"; {where_it_is} -- add --graph {others[0][0]} (or --graph all to compare each graph in turn)"
+    else:
+        per_graph = "; ".join(
+            f"graph {g}: {listing_text(values_of([c for c in before_graph if c.get('graph') == g], 'iteration'))}"
+            for g in values_of(before_graph, "graph"))
+        text += f"; no graph has it ({per_graph})"
+    return OptionError(text)
+
+
+def _pick_iteration(candidates: list[Candidate], before_graph: list[Candidate], selection: Selection, where: str,
+                    notes: list[str], *, keep_all: bool) -> list[Candidate]:
+    """The ``--iteration`` filter, applied to each kept graph on its own (graphs number their
+    iterations independently: training graph 0 has 0, 1 and an inference graph 1 has 2).
+
+    One graph: a spec matching nothing raises the error of :func:`_iteration_missing`. Several
+    graphs (``--graph all`` / a list): a graph without the iteration is left out with a note; an
+    error only when no graph has it.
+    """
+    _, iter_spec, graph_spec = selection.specs()
+    graphs = values_of(candidates, "graph")
+    if len(graphs) <= 1:
+        try:
+            return filter_by(candidates, "iteration", iter_spec, option="--iteration", where=where, default="max",
+                             notes=notes, keep_all=keep_all)
+        except OptionError:
+            if not graphs or len(values_of(before_graph, "graph")) <= 1 or iter_spec is None:
+                raise
+            raise _iteration_missing(before_graph, candidates, iter_spec, where, graph_spec is not None) from None
+    kept: list[Candidate] = [c for c in candidates if c.get("graph") is None]
+    missing = []
+    for graph in graphs:
+        group = [c for c in candidates if c.get("graph") == graph]
+        try:
+            kept.extend(filter_by(group, "iteration", iter_spec, option="--iteration", where=f"{where} graph {graph}",
+                                  default="max", notes=notes, keep_all=keep_all))
+        except OptionError:
+            missing.append(f"graph {graph} has iteration {listing_text(values_of(group, 'iteration'))}")
+    if missing and iter_spec is not None:
+        if not any(c.get("graph") is not None for c in kept):
+            raise OptionError(f"--iteration {iter_spec.text} selects nothing in {where}: " + "; ".join(missing))
+        notes.append(f"--iteration {iter_spec.text}: not in every selected graph ({'; '.join(missing)}); "
+                     "those graphs are not compared")
+    return kept
 
 
 def select(candidates: list[Candidate], selection: Selection, *, where: str, keep_all: bool = False,
            notes: list[str] | None = None) -> list[Candidate]:
-    """Apply the selection to the leaves (order in the module doc); one leaf per (rank, iteration).
+    """Apply the selection to the leaves (order in the module doc); one leaf per (rank, graph, iteration).
 
-    ``keep_all``: keep every rank / iteration the specs select (compare-each-in-turn mode);
-    otherwise one rank and one iteration remain. Raises :class:`OptionError` when a spec selects
-    nothing (the message lists what there is).
+    ``keep_all``: keep every rank / graph / iteration the specs select (compare-each-in-turn
+    mode); otherwise one rank, one graph and one iteration remain. ``step`` and ``time`` folders
+    are chosen per rank (:func:`_newest_per_rank`). Raises :class:`OptionError` when a spec
+    selects nothing (the message lists what there is).
     """
     notes = notes if notes is not None else []
-    rank_spec, iter_spec, _ = selection.specs()
+    rank_spec, _, _ = selection.specs()
     chosen = list(candidates)
     chosen = filter_by(chosen, "rank", rank_spec, option="--rank", where=where, default="min", notes=notes,
                        keep_all=keep_all)
     chosen = _pick_model(chosen, selection, where, notes)
-    chosen = newest(chosen, "step", where=where, notes=notes)
-    chosen = newest(chosen, "time", where=where, notes=notes)
-    chosen = _pick_graph(chosen, selection, where, notes)
-    chosen = filter_by(chosen, "iteration", iter_spec, option="--iteration", where=where, default="max",
-                       notes=notes, keep_all=keep_all)
-    groups: dict[tuple[object, object], list[Candidate]] = {}
+    chosen = _newest_per_rank(chosen, "step", where=where, notes=notes)
+    chosen = _newest_per_rank(chosen, "time", where=where, notes=notes)
+    before_graph = chosen
+    chosen = _pick_graph(chosen, selection, where, notes, keep_all=keep_all)
+    chosen = _pick_iteration(chosen, before_graph, selection, where, notes, keep_all=keep_all)
+    groups: dict[tuple[object, object, object], list[Candidate]] = {}
     for c in chosen:
-        groups.setdefault((c.get("rank"), c.get("iteration")), []).append(c)
+        groups.setdefault((c.get("rank"), c.get("graph"), c.get("iteration")), []).append(c)
     out = []
     for key, group in groups.items():
         if len(group) > 1:
@@ -308,7 +443,7 @@ def select(candidates: list[Candidate], selection: Selection, *, where: str, kee
                          f"(largest model_id, then newest)")
             group = [pick]
         out.extend(group)
-    out.sort(key=lambda c: (_num(c.get("rank")), _num(c.get("iteration")), str(c.path)))
+    out.sort(key=lambda c: (_num(c.get("rank")), _num(c.get("graph")), _num(c.get("iteration")), str(c.path)))
     return out
 
 
@@ -343,7 +478,7 @@ def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = No
         scan_npy,
         scan_sync,
     )
-    from .tf_npu import scan_binary
+    from .tf_npu import merged_listing, scan_binary
 
     c = candidate
     coords = dict(c.coords)
@@ -353,6 +488,12 @@ def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = No
         constants = constants_folder(c.path) if c.layout == "mindspore-npy" else None
         family = "mindspore-o2" if c.layout == "mindspore-o2" else ("ge" if c.layout == "ge" else "mindspore-npy")
         run = scan_npy(c.path, root=root, coords=coords, constants=constants, family=family)
+    elif c.layout == "single-op":
+        run = scan_binary(c.path, version=version, root=root, coords=coords, family="ge", fusion_rule=fusion_rule,
+                          keep_raw_names=keep_raw_names, listing=merged_listing(c.path, c.folders))
+        run.notes.append(f"single-operator model dump: {len(c.folders)} operator folders of device {c.get('rank')} "
+                         f"read as one run ({', '.join(f.name for f in c.folders[:5])}"
+                         f"{', ...' if len(c.folders) > 5 else ''})")
     else:
         family = {"mindspore-async": "mindspore-async", "mindspore-o2": "mindspore-o2"}.get(c.layout, "ge")
         run = scan_binary(c.path, version=version, root=root, coords=coords, family=family,
@@ -361,7 +502,7 @@ def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = No
             run.family = "stats"
     described = c.describe()
     run.notes.insert(0, f"using {c.layout} dump folder {c.path}" + (f" ({described})" if described != str(c.path) else ""))
-    depth = {"mindspore-npy": 3, "mindspore-sync": 1}.get(c.layout)
+    depth = {"mindspore-npy": 3, "mindspore-sync": 1, "mindspore-async": 3}.get(c.layout)
     if depth is not None:
         local, global_ = order_files(c.path, coords.get("graph"), depth)
         if local is not None:
@@ -373,6 +514,57 @@ def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = No
                 run.notes.append(f"{global_.name} does not list iteration {iteration} (the graph ran in "
                                  f"{', '.join(str(i) for i in run.ran_iterations[:20])})")
     return run
+
+
+# --------------------------------------------------------------------------------------------
+# Several model_name folders: what each holds (for choosing the one that pairs with the other side)
+# --------------------------------------------------------------------------------------------
+
+
+def model_folders(path: str | os.PathLike, selection: Selection) -> dict[str, Candidate]:
+    """The leaf each ``model_name`` folder of a TF-NPU / GE / O2 tree gives under ``selection``.
+
+    Empty unless ``path`` holds two or more model_name folders. The selection is applied with
+    each model name forced in turn (``--model-name`` / ``--ge-graph`` of ``selection`` are
+    ignored here); a model folder the selection matches nothing in is left out.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        return {}
+    candidates = [c for c in _candidates(root) if c.get("model_name") is not None]
+    names = [str(n) for n in values_of(candidates, "model_name")]
+    if len(names) < 2:
+        return {}
+    out: dict[str, Candidate] = {}
+    for name in names:
+        forced = Selection(rank=selection.rank, iteration=selection.iteration, graph=selection.graph,
+                           model_name=name)
+        try:
+            chosen = select(candidates, forced, where=str(root), notes=[])
+        except OptionError:
+            continue
+        if chosen:
+            out[name] = chosen[0]
+    return out
+
+
+def leaf_op_names(candidate: Candidate) -> list[str]:
+    """The op names a leaf's run will have, from its file names where they tell (Ascend-format
+    dumps and per-operator stats CSVs: cleaned as :func:`compare.loaders.ascend.clean_op_name`
+    does without a fusion rule); other leaves are scanned (metadata only)."""
+    from .ascend import OfflineName, cached_listing, clean_op_name
+
+    if candidate.kind != "offline":
+        return list(scan_candidate(candidate, root=candidate.path).ops)
+    names: dict[str, None] = {}
+    for item in cached_listing(candidate.path).files:
+        parsed = stats_csv_name(item.entry.name) or item.parsed
+        if not isinstance(parsed, OfflineName) or is_overflow_name(item.entry.name):
+            continue
+        name = clean_op_name(parsed.op_name)
+        if name:
+            names[name] = None
+    return list(names)
 
 
 def load_selected(path: str | os.PathLike, candidates: list[Candidate], selection: Selection, *,
@@ -389,5 +581,5 @@ def load_selected(path: str | os.PathLike, candidates: list[Candidate], selectio
     return run
 
 
-__all__ = ["LeafInfo", "MINDSPORE_LAYOUTS", "claim", "classify_leaf", "find_leaves", "load_selected", "locate",
-           "scan_candidate", "select"]
+__all__ = ["LeafInfo", "MINDSPORE_LAYOUTS", "claim", "classify_leaf", "find_leaves", "leaf_op_names", "load_selected",
+           "locate", "model_folders", "scan_candidate", "select"]

@@ -8,10 +8,26 @@ against an Ascend run). Op names are matched
    the scope name of a ``.npy``/``.bin`` dump meets the ``_`` spelling of an Ascend-format dump
    of the same kernel);
 3. by that key without the trailing kernel id ``-op{N}`` (backends number kernels differently),
-   only where the stripped key is unique on both sides; a note counts these.
+   only where the stripped key is unique on both sides; a note counts these;
+4. mixed precision: by that key with the scope changes of ``ms.amp.auto_mixed_precision`` read
+   back (:func:`amp_key`: the ``_OutputTo16`` / ``_OutputTo32`` cells of O2/O3, the ``ClassOpt``
+   class names of O1), only where it identifies one op on each side;
+5. short vs scoped: a short O0/O1 kernel name (``Conv2D-op12``) with the one scoped name of the
+   other side ending in ``_Conv2D-op12`` (:func:`kernel_tail`), only where that ``{Type}-op{N}``
+   identifies one op on each side; two scoped names never pair by this rule.
+
+Notes count the names each of rules 2-5 matched. When one run is a mixed-precision run (names
+with those scope changes, :func:`is_amp_name`) and the other is not, its unpaired Cast kernels
+are one-sided rows saying they were inserted by mixed precision (a note counts them).
+
+**Row order**: the left run's execution order (``run.order``, else dump time); an op only on
+the right comes right after the row of the left op paired with the paired right op preceding it
+in the right run's order (first when none does). Index numbers follow the rows.
 
 **By mapping file** (``--mapping map.csv|yaml``; MindSpore vs Ascend / TF / Caffe goldens, or
-any two runs whose names differ). Each entry maps a left name to a right name::
+any two runs whose names differ). The mapping adds, it never takes away: its pairs come first,
+and the operators it does not mention (on either side) are paired by the name rules above.
+Each entry maps a left name to a right name::
 
     # left,right   (a header row "left,right" and # comments are allowed)
     Default/network-conv1/Conv2D-op104,conv1
@@ -54,6 +70,13 @@ NO_COUNTERPART = "*"
 
 _KINDS = (TensorKind.INPUT, TensorKind.OUTPUT)
 _OP_ID_RE = re.compile(r"-op\d+$")
+#: In a :func:`name_key`: the scope parts ``ms.amp.auto_mixed_precision`` inserts (see :func:`amp_key`).
+_AMP_WRAP_RE = re.compile(r"-_OutputTo(?:16|32)__backbone-")
+_AMP_MARK_RE = re.compile(r"(?:^|[-_])_OutputTo(?:16|32)(?:_|$)")
+#: ... and the cell classes its O1 level (through mindspore.rewrite) renames ``{Class}Opt[_{N}]``.
+_AMP_CLASS_RE = re.compile(r"-([A-Za-z][A-Za-z0-9]*)Opt(?:_\d+)?(?=_)")
+#: The ``{Type}-op{N}`` end of a normalised kernel name (the whole of a short O0/O1 name).
+_TAIL_RE = re.compile(r"(?:^|_)([A-Za-z][A-Za-z0-9]*-op\d+)$")
 _PLAIN = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "ND", "NC", "CN"})
 _HEADER_CELLS = frozenset({"left", "right", "left_op", "right_op", "left name", "right name", "source", "target",
                            "mindspore", "golden", "npu", "ground truth", "groundtruth"})
@@ -192,8 +215,67 @@ def _index(names) -> tuple[dict[str, str], dict[str, str | None]]:
     return by_key, stripped
 
 
+def amp_key(key: str) -> str:
+    """A normalised name with the scope changes of mixed precision read back (rule 4).
+
+    ``ms.amp.auto_mixed_precision`` O2/O3 wraps a cell ``attr-Class`` in an ``_OutputTo16`` /
+    ``_OutputTo32`` cell that keeps it as ``_backbone``: the scope ``attr-Class`` becomes
+    ``attr-_OutputTo32/_backbone-Class``; every ``-_OutputTo16__backbone-`` /
+    ``-_OutputTo32__backbone-`` of ``key`` (a :func:`name_key`) is read back as ``-``. Its O1 level
+    rewrites the network and renames each cell class ``Class`` to ``ClassOpt`` (``ClassOpt_1``,
+    ``ClassOpt_2`` ... for further copies): every scope part ``-ClassOpt[_N]`` followed by ``_``
+    is read back as ``-Class``.
+    """
+    return _AMP_CLASS_RE.sub(r"-\1", _AMP_WRAP_RE.sub("-", key))
+
+
+def is_amp_name(name: str) -> bool:
+    """Whether an op name lies in a scope mixed precision changed (``_OutputTo16`` / ``_OutputTo32``
+    scopes, or a cell class renamed ``ClassOpt[_N]`` by the O1 level)."""
+    key = name_key(name)
+    return _AMP_MARK_RE.search(key) is not None or _AMP_CLASS_RE.search(key) is not None
+
+
+def kernel_tail(key: str) -> str | None:
+    """``{Type}-op{N}``, the last scope part of a normalised name, or None when it has no such end.
+
+    ``Default_network-WithLossCell__backbone-AlexNet_conv3-Conv2d_Conv2D-op12`` and the short
+    O0/O1 name ``Conv2D-op12`` both end in ``Conv2D-op12``.
+    """
+    found = _TAIL_RE.search(key)
+    return found.group(1) if found else None
+
+
+def _unique_keys(names, key_of) -> dict[str, str | None]:
+    """key -> the one name having it (None when several names share it; names whose key is None skipped)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        key = key_of(name)
+        if key is not None:
+            out[key] = None if key in out else name
+    return out
+
+
+def _amp_rule_key(name: str) -> str:
+    return amp_key(name_key(name))
+
+
+def _tail_of(name: str) -> str | None:
+    return kernel_tail(name_key(name))
+
+
+def _is_short(name: str) -> bool:
+    """A short O0/O1 kernel name (``Conv2D-op12``): no scope, only ``{Type}-op{N}``."""
+    return _tail_of(name) == name_key(name)
+
+
 def match_names(left: list[str], right: list[str]) -> tuple[dict[str, str], Counter]:
-    """left name -> right name by the three rules of the module doc; counts per rule used."""
+    """left name -> right name by the rules of the module doc, in order; counts per rule used.
+
+    Rules 1-2 take the first free name; rule 3 needs the stripped key unique among the names not
+    matched exactly; rules 4 and 5 need their key unique among **all** names of each side (so
+    each identifies one op on each side) and both names still free.
+    """
     right_set = set(right)
     matched: dict[str, str] = {}
     taken: set[str] = set()
@@ -220,18 +302,48 @@ def match_names(left: list[str], right: list[str]) -> tuple[dict[str, str], Coun
             matched[name] = other
             taken.add(other)
             used["kernel id"] += 1
+    _match_unique(left, right, matched, taken, used)
     return matched, used
 
 
-def _lookup(run: Run, name: str) -> OpDump | None:
-    op = run.ops.get(name)
-    if op is not None:
-        return op
-    key = name_key(name)
-    for other, dump in run.ops.items():
-        if name_key(other) == key:
-            return dump
-    return None
+def _match_unique(left: list[str], right: list[str], matched: dict[str, str], taken: set[str],
+                  used: Counter) -> None:
+    """Rules 4 (mixed precision) and 5 (short vs scoped name), adding to ``matched`` / ``taken``."""
+    if any(map(is_amp_name, left)) or any(map(is_amp_name, right)):
+        left_keys, right_keys = _unique_keys(left, _amp_rule_key), _unique_keys(right, _amp_rule_key)
+        for name in left:
+            key = _amp_rule_key(name)
+            other = right_keys.get(key)
+            if (name in matched or other is None or other in taken or left_keys.get(key) != name
+                    or not (is_amp_name(name) or is_amp_name(other))):
+                continue
+            matched[name] = other
+            taken.add(other)
+            used["mixed precision"] += 1
+    left_tails, right_tails = _unique_keys(left, _tail_of), _unique_keys(right, _tail_of)
+    for tail, name in left_tails.items():
+        other = right_tails.get(tail)
+        if name is None or other is None or name in matched or other in taken:
+            continue
+        if _is_short(name) == _is_short(other):
+            continue  # both short (rule 1 would have paired them) or both scoped (different scopes)
+        matched[name] = other
+        taken.add(other)
+        used["short name"] += 1
+
+
+class _Lookup:
+    """Finds the op a mapping names: exactly, else by :func:`name_key` (the first op with that key)."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.by_key: dict[str, OpDump] = {}
+        for name, dump in run.ops.items():
+            self.by_key.setdefault(name_key(name), dump)
+
+    def __call__(self, name: str) -> OpDump | None:
+        op = self.run.ops.get(name)
+        return op if op is not None else self.by_key.get(name_key(name))
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,17 +419,14 @@ def _kinds(left: Run, right: Run) -> tuple[tuple[TensorKind, ...], list[str]]:
 
 
 def pair_families(left: Run, right: Run, *, mapping: list[MapEntry] | str | Path | None = None) -> Pairing:
-    """Pair two runs by scope name, or through ``mapping`` (entries or a file path).
+    """Pair two runs by scope name, and first through ``mapping`` (entries or a file path) when given.
 
     Raises :class:`PairingError` when not one operator pairs (the message names a few of each
     side and suggests ``--mapping``), :class:`OptionError` for an unreadable mapping file.
     """
     if mapping is not None and not isinstance(mapping, list):
         mapping = load_mapping(mapping)
-    if mapping is not None:
-        pairing = _pair_mapped(left, right, mapping)
-    else:
-        pairing = _pair_by_name(left, right)
+    pairing = _pair(left, right, mapping)
     start = max((p.index for p in pairing.pairs), default=-1) + 1
     pairing.pairs.extend(overflow_rows(start, left, right))
     overflow = sum(len(getattr(r, "overflow", ()) or ()) for r in (left, right))
@@ -333,83 +442,182 @@ def _sample(names, limit: int = 5) -> str:
     return (shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")) or "(none)"
 
 
-def _pair_by_name(left: Run, right: Run) -> Pairing:
-    left_order = _order(left)
-    matched, used = match_names([d.name for d in left_order], list(right.ops))
-    if not matched and (left.ops or right.ops):
-        raise PairingError(
-            f"no operator of {left.path} matches one of {right.path} by name: left has {_sample(left.ops)}; right "
-            f"has {_sample(right.ops)}. Give a mapping file (--mapping map.csv, lines 'left_name,right_name') "
-            "to pair operators whose names differ")
-    kinds, notes = _kinds(left, right)
-    notes.insert(0, "paired by operator scope name and tensor index")
+@dataclass
+class _Plan:
+    """Which op pairs with which, before any row is made.
+
+    ``mapped``: left op name -> its mapping entries, each with the right op it names (None when
+    the right run has no such op); ``unknown``: entries whose left name is no
+    left op; ``named``: left op name -> right op name by the name rules (ops the mapping does not
+    mention); ``used``: how many names each rule matched; ``anchor``: right op name -> the left op
+    it is paired with (for the row order).
+    """
+
+    mapped: dict[str, list[tuple[MapEntry, OpDump | None]]]
+    unknown: list[MapEntry]
+    named: dict[str, str]
+    used: Counter
+    anchor: dict[str, str]
+
+
+def _plan(left: Run, right: Run, left_order: list[OpDump], entries: list[MapEntry]) -> _Plan:
+    """Mapping entries first; the name rules then pair every op the mapping does not mention."""
+    mapped: dict[str, list[tuple[MapEntry, OpDump | None]]] = {}
+    unknown: list[MapEntry] = []
+    anchor: dict[str, str] = {}
+    find_left, find_right = _Lookup(left), _Lookup(right)
+    for entry in entries:
+        op = find_left(entry.left.name)
+        if op is None:
+            unknown.append(entry)
+            continue
+        other = find_right(entry.right.name)
+        mapped.setdefault(op.name, []).append((entry, other))
+        if other is not None:
+            anchor.setdefault(other.name, op.name)
+    free_left = [d.name for d in left_order if d.name not in mapped]
+    free_right = [d.name for d in _order(right) if d.name not in anchor]
+    named, used = match_names(free_left, free_right)
+    anchor.update({r: l for l, r in named.items()})
+    return _Plan(mapped, unknown, named, used, anchor)
+
+
+def _no_pair_error(left: Run, right: Run, entries: list[MapEntry] | None) -> PairingError:
+    if entries:
+        return PairingError(
+            f"no operator pairs: no left name of the mapping file is an operator of {left.path} (mapping names "
+            f"{_sample(e.left.name for e in entries)}) and no operator name matches one of {right.path}: left "
+            f"has {_sample(left.ops)}; right has {_sample(right.ops)}")
+    return PairingError(
+        f"no operator of {left.path} matches one of {right.path} by name: left has {_sample(left.ops)}; right "
+        f"has {_sample(right.ops)}. Give a mapping file (--mapping map.csv, lines 'left_name,right_name') "
+        "to pair operators whose names differ")
+
+
+def _rule_notes(used: Counter) -> list[str]:
+    notes = []
     if used["normalised"]:
         notes.append(f"{used['normalised']} operator name(s) matched only after reading '--' as '/' and turning "
                      "'/', '.', '\\' and spaces into '_'")
     if used["kernel id"]:
         notes.append(f"{used['kernel id']} operator name(s) matched only without their kernel id (-opN); check them")
-    used_right = set(matched.values())
-    pairs: list[Pair] = []
-    for index, dump in enumerate(left_order):
-        other = right.ops.get(matched[dump.name]) if dump.name in matched else None
-        pairs.extend(op_tensor_rows(index, kinds, dump, other, tensor_pair))
-    right_only = [d for d in _order(right) if d.name not in used_right]
-    for index, dump in enumerate(right_only, start=len(left_order)):
-        pairs.extend(op_tensor_rows(index, kinds, None, dump, tensor_pair))
-    unmatched_left = [d.name for d in left_order if d.name not in matched]
-    return Pairing(pairs, unmatched_left, [d.name for d in right_only], MODE_FAMILY, notes)
+    if used["mixed precision"]:
+        notes.append(f"{used['mixed precision']} operator name(s) matched after reading back the scope changes of "
+                     "mixed precision (ms.amp.auto_mixed_precision: '-_OutputTo16/_backbone-' and "
+                     "'-_OutputTo32/_backbone-' removed, cell classes 'ClassOpt[_N]' read as 'Class')")
+    if used["short name"]:
+        notes.append(f"{used['short name']} short O0/O1 kernel name(s) ('Conv2D-op12') matched with the one "
+                     "scoped name of the other side ending in that type and kernel id; check them")
+    return notes
 
 
-def _pair_mapped(left: Run, right: Run, entries: list[MapEntry]) -> Pairing:
+def _merge_order(left_order: list[OpDump], right_order: list[OpDump],
+                 anchor: dict[str, str]) -> list[tuple[str, OpDump]]:
+    """Both sides' ops in one row order, as ``(side, op)``: the left ops in their order; each
+    right-only op right after the left op paired with the paired right op preceding it in the
+    right side's order (first when none precedes it); right-only ops after one anchor keep the
+    right side's order."""
+    after: dict[str | None, list[OpDump]] = {}
+    last: str | None = None
+    for dump in right_order:
+        if dump.name in anchor:
+            last = anchor[dump.name]
+        else:
+            after.setdefault(last, []).append(dump)
+    merged = [("right", d) for d in after.get(None, [])]
+    for dump in left_order:
+        merged.append(("left", dump))
+        merged.extend(("right", d) for d in after.get(dump.name, []))
+    return merged
+
+
+def _is_cast(dump: OpDump) -> bool:
+    tail = _tail_of(dump.name) or ""
+    return dump.op_type == "Cast" or (dump.op_type is None and tail.startswith("Cast-op"))
+
+
+def _one_sided_why(dump: OpDump, side: str, amp: dict[str, bool], mapping: bool) -> str:
+    """The reason of an op paired with nothing ('' = the default reason of :func:`op_tensor_rows`).
+
+    An unpaired Cast of a mixed-precision run (``amp[side]``) against a run without mixed
+    precision was inserted by it; with a mapping file the reason says the file does not name the op.
+    """
+    other = "right" if side == "left" else "left"
+    if amp[side] and not amp[other] and _is_cast(dump):
+        return (f"Cast kernel inserted by mixed precision: the {side} run is a mixed-precision run "
+                f"(ms.amp.auto_mixed_precision scopes _OutputTo16/_OutputTo32 or classes renamed ClassOpt), the "
+                f"{other} run is not, and this cast has no counterpart; not compared")
+    if mapping:
+        return (f"{dump.name!r} is not in the mapping file, and no free {other} operator has its name "
+                "(operators the mapping names pair only as it says)")
+    return ""
+
+
+def _unknown_rows(start: int, unknown: list[MapEntry]) -> list[Pair]:
+    """One MISSING_LEFT row per mapping entry whose left name is no left op, indexes from ``start``."""
+    rows = []
+    for index, entry in enumerate(unknown, start=start):
+        base = dict(index=index, op_type=None, left_op=NO_COUNTERPART, right_op=entry.right.name, op_sequence=index)
+        rows.append(Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.MISSING_LEFT,
+                         reason=f"mapping {entry.source} names left operator {entry.left.name!r}, which the left "
+                                "folder does not have"))
+    return rows
+
+
+def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
+    """Rows of both runs in execution order (see :func:`_merge_order`), mapping pairs first."""
+    left_order = _order(left)
+    plan = _plan(left, right, left_order, entries or [])
+    if not plan.mapped and not plan.named and (left.ops or right.ops):
+        raise _no_pair_error(left, right, entries)
     kinds, notes = _kinds(left, right)
-    notes.insert(0, f"paired through the mapping file ({len(entries)} entries)")
-    by_left: dict[str, list[MapEntry]] = {}
-    unknown_left: list[MapEntry] = []
-    for entry in entries:
-        op = _lookup(left, entry.left.name)
-        if op is None:
-            unknown_left.append(entry)
-            continue
-        by_left.setdefault(op.name, []).append(entry)
-    if not by_left:
-        raise PairingError(f"no left name of the mapping file is an operator of {left.path}: mapping names "
-                           f"{_sample(e.left.name for e in entries)}; left has {_sample(left.ops)}")
+    if entries is None:
+        notes.insert(0, "paired by operator scope name and tensor index")
+    else:
+        notes.insert(0, f"paired through the mapping file ({len(entries)} entries), then by operator scope name "
+                        "for the operators it does not mention")
+    notes += _rule_notes(plan.used)
+    amp = {"left": any(map(is_amp_name, left.ops)), "right": any(map(is_amp_name, right.ops))}
     pairs: list[Pair] = []
-    used_right: set[str] = set()
-    unmatched_left: list[str] = []
-    order = _order(left)
-    for index, dump in enumerate(order):
-        mapped = by_left.get(dump.name)
-        if not mapped:
-            unmatched_left.append(dump.name)
-            pairs.extend(op_tensor_rows(index, kinds, dump, None, tensor_pair, why_missing=f"{dump.name!r} is not in the mapping file"))
-            continue
-        for entry in mapped:
-            other = _lookup(right, entry.right.name)
-            if other is None:
-                base = dict(index=index, op_type=dump.op_type, left_op=dump.name, right_op=NO_COUNTERPART,
-                            op_sequence=index)
-                pairs.append(Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.MISSING_RIGHT,
-                                  reason=f"mapping {entry.source} names {entry.right.name!r}, which the right folder "
-                                         "does not have"))
-                continue
-            used_right.add(other.name)
-            if entry.left.index is None and entry.right.index is None:
-                pairs.extend(op_tensor_rows(index, kinds, dump, other, tensor_pair))
-            else:
-                pairs.append(_mapped_tensor(index, dump, other, entry))
-    start = len(order)
-    for offset, entry in enumerate(unknown_left):
-        base = dict(index=start + offset, op_type=None, left_op=NO_COUNTERPART, right_op=entry.right.name,
-                    op_sequence=start + offset)
-        pairs.append(Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.MISSING_LEFT,
-                          reason=f"mapping {entry.source} names left operator {entry.left.name!r}, which the left "
-                                 "folder does not have"))
-    start += len(unknown_left)
-    right_only = [d for d in _order(right) if d.name not in used_right]
-    for index, dump in enumerate(right_only, start=start):
-        pairs.extend(op_tensor_rows(index, kinds, None, dump, tensor_pair, why_missing=f"{dump.name!r} is not in the mapping file"))
-    return Pairing(pairs, unmatched_left, [d.name for d in right_only], MODE_MAPPING, notes)
+    casts: Counter = Counter()
+    merged = _merge_order(left_order, _order(right), plan.anchor)
+    for index, (side, dump) in enumerate(merged):
+        if side == "left" and dump.name in plan.mapped:
+            pairs.extend(_mapped_rows(index, kinds, dump, plan.mapped[dump.name]))
+        elif side == "left" and dump.name in plan.named:
+            pairs.extend(op_tensor_rows(index, kinds, dump, right.ops[plan.named[dump.name]], tensor_pair))
+        else:
+            why = _one_sided_why(dump, side, amp, entries is not None)
+            casts[side] += why.startswith("Cast kernel inserted")
+            pair_left, pair_right = (dump, None) if side == "left" else (None, dump)
+            pairs.extend(op_tensor_rows(index, kinds, pair_left, pair_right, tensor_pair, why_missing=why))
+    notes += [f"{count} Cast kernel(s) of the {side} run inserted by mixed precision: listed, not compared"
+              for side, count in sorted(casts.items()) if count]
+    pairs.extend(_unknown_rows(len(merged), plan.unknown))
+    if plan.unknown:
+        notes.append(f"{len(plan.unknown)} mapping line(s) name a left operator the left folder does not have "
+                     f"({_sample(e.source for e in plan.unknown)})")
+    unmatched_left = [d.name for d in left_order if d.name not in plan.mapped and d.name not in plan.named]
+    unmatched_right = [d.name for d in _order(right) if d.name not in plan.anchor]
+    return Pairing(pairs, unmatched_left, unmatched_right, MODE_FAMILY if entries is None else MODE_MAPPING, notes)
+
+
+def _mapped_rows(index: int, kinds: tuple[TensorKind, ...], dump: OpDump,
+                 entries: list[tuple[MapEntry, OpDump | None]]) -> list[Pair]:
+    """Rows of a left op the mapping names: per entry, the whole op or the one tensor pair it maps."""
+    rows: list[Pair] = []
+    for entry, other in entries:
+        if other is None:
+            base = dict(index=index, op_type=dump.op_type, left_op=dump.name, right_op=NO_COUNTERPART,
+                        op_sequence=index)
+            rows.append(Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.MISSING_RIGHT,
+                             reason=f"mapping {entry.source} names {entry.right.name!r}, which the right folder "
+                                    "does not have"))
+        elif entry.left.index is None and entry.right.index is None:
+            rows.extend(op_tensor_rows(index, kinds, dump, other, tensor_pair))
+        else:
+            rows.append(_mapped_tensor(index, dump, other, entry))
+    return rows
 
 
 def _mapped_tensor(index: int, left: OpDump, right: OpDump, entry: MapEntry) -> Pair:

@@ -45,12 +45,13 @@ class TableFormat(str, Enum):
 
 
 def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_address: bool = True,
-           right_address: bool = True, selection: bool = False) -> list[str]:
+           right_address: bool = True, selection: bool = False, graph: bool = False) -> list[str]:
     """Column names of a network report, metrics in selection order.
 
-    ``selection``: add ``Rank, Iteration`` after ``Index`` (rows of several ranks / iterations).
+    ``selection``: add ``Rank, Iteration`` after ``Index`` (rows of several ranks / iterations);
+    ``graph``: ``Rank, Graph, Iteration`` (rows of several graphs, ``--graph all``).
     """
-    sel = ["Rank", "Iteration"] if selection else []
+    sel = ["Rank", "Graph", "Iteration"] if graph else (["Rank", "Iteration"] if selection else [])
     if layout is Layout.MSACCUCMP:
         cols = ["Index", *sel, "OpType", "NPUDump", "DataType"]
         if left_address:
@@ -78,13 +79,15 @@ def _address(value: int | None) -> str:
 
 
 def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
-              left_address: bool = True, right_address: bool = True, selection: bool = False) -> list[str]:
+              left_address: bool = True, right_address: bool = True, selection: bool = False,
+              graph: bool = False) -> list[str]:
     """The text cells of one row, in :func:`header` order.
 
     Every cell is safe for a spreadsheet: the names come through :func:`text_cell`, the numbers
     are numbers, and the reasons cell is neutralised here.
     """
-    sel = [text_cell(row.rank), text_cell(row.iteration)] if selection else []
+    sel = ([text_cell(row.rank), text_cell(row.graph), text_cell(row.iteration)] if graph
+           else [text_cell(row.rank), text_cell(row.iteration)] if selection else [])
     if layout is Layout.MSACCUCMP:
         cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype)]
         if left_address:
@@ -108,9 +111,14 @@ def _has_selection(rows: Sequence[MetricRow]) -> bool:
     return any(getattr(r, "rank", None) is not None or getattr(r, "iteration", None) is not None for r in rows)
 
 
+def _selection_columns(rows: Sequence[MetricRow]) -> dict[str, bool]:
+    """Which selection columns the rows need: ``selection`` (Rank, Iteration), ``graph`` (and Graph)."""
+    return {"selection": _has_selection(rows), "graph": any(r.graph is not None for r in rows)}
+
+
 def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, **address) -> str:
     rows = list(rows)
-    address = {**address, "selection": _has_selection(rows)}
+    address = {**address, **_selection_columns(rows)}
     buf = io.StringIO()
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
     writer = csv.writer(buf, lineterminator=terminator)
@@ -123,7 +131,7 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
 def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, **address) -> str:
     """Whitespace-aligned table: every column padded to its widest cell, reasons last."""
     rows = list(rows)
-    address = {**address, "selection": _has_selection(rows)}
+    address = {**address, **_selection_columns(rows)}
     table = [header(metrics, layout, **address)] + [row_cells(r, metrics, layout, **address) for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
     lines = []

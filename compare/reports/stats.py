@@ -62,9 +62,11 @@ def value_cell(value: object) -> str:
     return repr(number)
 
 
-def header(stats: Sequence[str], *, with_selection: bool = False) -> list[str]:
+def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False) -> list[str]:
     cols = ["Index", "OpType", "LeftOp", "RightOp", "TensorIndex"]
-    if with_selection:
+    if with_graph:
+        cols += ["Rank", "Graph", "Iteration"]
+    elif with_selection:
         cols += ["Rank", "Iteration"]
     cols += ["LeftDataType", "RightDataType", "Shape"]
     for name in stats:
@@ -73,10 +75,13 @@ def header(stats: Sequence[str], *, with_selection: bool = False) -> list[str]:
     return cols + ["LeftSource", "RightSource", "FailReason"]
 
 
-def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = False) -> list[str]:
+def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = False,
+              with_graph: bool = False) -> list[str]:
     cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.right_op),
              text_cell(row.tensor_id)]
-    if with_selection:
+    if with_graph:
+        cells += [text_cell(row.rank), text_cell(row.graph), text_cell(row.iteration)]
+    elif with_selection:
         cells += [text_cell(row.rank), text_cell(row.iteration)]
     cells += [text_cell(row.left_dtype), text_cell(row.right_dtype),
               shape_cell(row.shape) if row.tensor_id else NOT_COMPUTED]
@@ -91,12 +96,13 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
 
 
 def render_stats_csv(result: StatsResult) -> str:
-    with_selection = any(r.rank is not None or r.iteration is not None for r in result.rows)
+    columns = {"with_selection": any(r.rank is not None or r.iteration is not None for r in result.rows),
+               "with_graph": any(r.graph is not None for r in result.rows)}
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header(result.stats, with_selection=with_selection))
+    writer.writerow(header(result.stats, **columns))
     for row in result.rows:
-        writer.writerow(row_cells(row, result.stats, with_selection=with_selection))
+        writer.writerow(row_cells(row, result.stats, **columns))
     return buf.getvalue()
 
 

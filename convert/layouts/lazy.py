@@ -312,7 +312,8 @@ def plan_pair(
 ) -> tuple[LazyView, LazyView, tuple[int, ...]]:
     """:func:`prepare_pair` without copies: ``(left view, golden view, left shape after)``.
 
-    Same arguments, same checks and exceptions (LayoutError ...), same final shape; the two views
+    Same arguments, same checks and exceptions (LayoutError ..., among them the refusal to crop
+    anything but the padding of a converted device layout), same final shape; the two views
     have the same shape and pair the elements exactly as the flattened arrays of
     :func:`prepare_pair` would. Raises :class:`Unsupported` when the lazy views cannot express
     the pair -- call :func:`prepare_pair` then.

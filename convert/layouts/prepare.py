@@ -15,9 +15,15 @@ This is §4 of the spec (tensor preparation in fusion mode), steps 1 and 3-7:
 5. **Conversion** with :func:`convert_layout` -- left: ``(F_L -> dest, S_L, T)`` with
    ``group = sub_format`` when it is 2 or more; golden: ``(F_G -> dest, S_G, S_G)``.
 6. **Slicing** (:func:`slice_to_golden`) when the left format is not ND, or when the left shape is
-   not scalar-like and the element counts differ -- also after "no conversion", where the flat
-   left array is what gets checked, as the reference does.
+   not scalar-like and the element counts differ. Only axes that hold the padding of the device
+   layout just converted (:func:`paddable_axes`) are ever cropped; a conversion whose padding axes
+   are unknown (a plugin, a conversion *to* a device layout) crops nothing.
 7. Both flattened in C order; different lengths are a LayoutError giving both counts and shapes.
+
+**No silent crop** (vcompare policy, docs/differences.md): after "no conversion" the left data
+keeps no layout padding to remove, so any element-count difference is a LayoutError naming both
+shapes -- the reference cuts the flat left array to the golden's length (a 640-element weight
+against a 600-element golden then compares its first 600 values and looks perfect).
 
 Policy where the reference has no useful answer: ``target_shape`` ``None`` or empty means the
 golden shape (the reference passes ``[]`` and then fails for FRACTAL_Z / FRACTAL_NZ).
@@ -87,8 +93,12 @@ def paddable_axes(src_fmt: str, dst_fmt: str, ndim: int) -> frozenset[int] | Non
     NC1HWC0/NDC1HWC0 pad only C (to a multiple of C0), FRACTAL_Z pads N and C (to 16),
     FRACTAL_NZ the last two dims; a transpose or a same-format reshape pads nothing. Cropping any
     other axis would hide a real shape mismatch, so :func:`slice_to_golden` refuses it (the
-    reference crops whatever is larger). ``None`` (plugins, unusual pairs) keeps the reference rule.
+    reference crops whatever is larger). ``None``: not known (plugins, conversions to a device
+    layout); :func:`prepare_pair` then crops nothing, :func:`slice_to_golden` called without
+    ``paddable`` keeps the reference rule.
     """
+    if src_fmt == "NDC1HWC0" and dst_fmt == "ND":
+        return frozenset({1})  # the NCDHW result: C at axis 1
     if dst_fmt in _AXIS_FORMATS:
         if src_fmt in _C0_PADDED:
             return frozenset({dst_fmt.index("C")})
@@ -171,8 +181,9 @@ def prepare_pair(
     ``golden`` the golden data labelled ``golden_format`` (from the rule; empty or RESERVED means
     the left format). ``target_shape`` is T (the rule's ``origin_shape``, or the left tensor's
     ``original_shape``); ``golden_shape`` defaults to ``golden.shape``. ``detail=True`` is
-    single-op mode (both sides converted). The third item is the final left shape (the report's
-    Shape column): the converted-and-sliced shape, or ``(n,)`` when nothing was converted.
+    single-op mode (both sides converted). The third item is the final left shape (the reference's
+    Shape column): the converted-and-sliced shape, or ``(n,)`` when nothing was converted
+    (:func:`converts_layout` says which; vcompare's Shape column: ``compare.engine._shape_column``).
 
     :func:`convert.layouts.lazy.plan_pair` is the zero-copy twin (same code, lazy views).
     """
@@ -196,29 +207,32 @@ def _prepare(x, left_format, left_shape, y, golden_format, *, target_shape, gold
     s_gold = as_shape(golden_shape) if golden_shape is not None else tuple(y.shape)
     target = as_shape(target_shape) or s_gold
     gold_fmt = resolve_golden_format(golden_format, left_fmt, target, s_gold)
-    if detail:
-        if left_fmt in _DEPTH_FORMATS:
-            left_dst = gold_dst = "NCDHW"
-        elif left_fmt == "FRACTAL_Z":
-            left_dst = gold_dst = gold_fmt
-        else:
-            left_dst = gold_dst = "NCHW"
-    else:
-        left_dst, gold_dst = gold_fmt, gold_fmt
+    left_dst, gold_dst = _destinations(left_fmt, gold_fmt, detail)
 
     scalar = is_scalar_like(s_left)
-    if (left_dst == "ND" and left_fmt not in _ND_CONVERTED) or scalar:
+    if not _converted(left_fmt, left_dst, s_left):
         why = "scalar-like shape" if scalar else f"{left_fmt or 'unformatted'} data, ND destination"
         how = f"unconverted ({why})"
         a = x.reshape(-1)
         g = y.reshape(-1)
+        if a.size != g.size:
+            raise LayoutError(
+                f"element counts differ: left has {a.size} elements {shape_text(s_left)}, golden has "
+                f"{g.size} {shape_text(s_gold)}; the left data is used {how}, so it holds no layout "
+                "padding that could be removed (not cropped)"
+            )
         slice_shape = s_gold
+        paddable: frozenset[int] = frozenset()
     else:
         how = f"after {left_fmt}->{left_dst}"
         group = int(sub_format) if sub_format and int(sub_format) >= 2 else 1
         a = convert(x, left_fmt, left_dst, s_left, target, group=group, plugins=plugins)
         g = convert(y, gold_fmt, gold_dst, s_gold, s_gold, plugins=plugins)
         slice_shape = tuple(g.shape)
+        known = paddable_axes(left_fmt, left_dst, a.ndim)
+        if known is None:
+            how += " (no axis of this conversion is known to hold layout padding)"
+        paddable = known or frozenset()
 
     def context(arr) -> str:
         return (
@@ -227,8 +241,35 @@ def _prepare(x, left_format, left_shape, y, golden_format, *, target_shape, gold
         )
 
     if left_fmt != "ND" or (not scalar and a.size != g.size):
-        paddable = None if how.startswith("unconverted") else paddable_axes(left_fmt, left_dst, a.ndim)
         a = slice_to_golden(a, slice_shape, context=context(a), paddable=paddable)
     if a.size != g.size:
         raise LayoutError(context(a))
     return a, g, tuple(int(d) for d in a.shape)
+
+
+def _destinations(left_fmt: str, gold_fmt: str, detail: bool) -> tuple[str, str]:
+    """``(left destination, golden destination)`` formats (step 3)."""
+    if not detail:
+        return gold_fmt, gold_fmt
+    if left_fmt in _DEPTH_FORMATS:
+        return "NCDHW", "NCDHW"
+    if left_fmt == "FRACTAL_Z":
+        return gold_fmt, gold_fmt
+    return "NCHW", "NCHW"
+
+
+def _converted(left_fmt: str, left_dst: str, left_shape: Shape) -> bool:
+    """Whether the left data is converted (step 5) rather than used flat (step 4)."""
+    return not ((left_dst == "ND" and left_fmt not in _ND_CONVERTED) or is_scalar_like(left_shape))
+
+
+def converts_layout(left_format: object, left_shape: Sequence[int], golden_format: object, *,
+                    target_shape: Sequence[int] | None = None, golden_shape: Sequence[int],
+                    detail: bool = False) -> bool:
+    """Whether :func:`prepare_pair` with these arguments converts the left data (step 5) -- False
+    when both sides are used flat (step 4). Decided on metadata only; raises what
+    :func:`resolve_golden_format` raises."""
+    left_fmt = format_key(left_format)
+    s_left, s_gold = as_shape(left_shape), as_shape(golden_shape)
+    gold_fmt = resolve_golden_format(golden_format, left_fmt, as_shape(target_shape) or s_gold, s_gold)
+    return _converted(left_fmt, _destinations(left_fmt, gold_fmt, detail)[0], s_left)
