@@ -177,8 +177,8 @@ def _selection(select: dict) -> "Selection":
 
 
 def _pairing_counts(names: dict[str, list[str]], other: list[str]) -> dict[str, int]:
-    """How many ops of each model folder pair by name with ``other`` (the pairing's name rules:
-    exact, normalised, without the kernel id; :func:`compare.pairing.user_mapping.match_names`)."""
+    """How many ops of each model folder pair by name with ``other`` (every name rule of the
+    by-name pairing: :func:`compare.pairing.user_mapping.match_names`)."""
     from .pairing.user_mapping import match_names
 
     return {model: len(match_names(ops, other)[0]) for model, ops in names.items()}
@@ -393,7 +393,8 @@ def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairi
 
         stats = compare_stats(pairing.pairs)
         which = " and ".join(stats_sides)
-        notes.append(f"{prefix}statistics-only comparison: the {which} side holds statistics and no tensor data")
+        notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
+                     "data, so every pair is compared by its statistics (computed from the data where a side has it)")
         return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                              scenario=scenario, stats=stats)
     rows = compare_pairs(pairing.pairs, options)

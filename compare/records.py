@@ -217,3 +217,85 @@ class MetricRow:
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED
+
+
+# --------------------------------------------------------------------------------------------
+# Accuracy-gate verdicts (made by compare.gates, rendered by compare.reports, read by the CLI)
+# --------------------------------------------------------------------------------------------
+
+
+class Outcome(str, Enum):
+    """The verdict of a gated run; :attr:`Verdict.exit_code` maps it to the documented codes."""
+
+    NOT_GATED = "not gated"  # no --gate and no --policy: exit 0 whatever the rows say
+    PASSED = "passed"  # exit 0
+    FAILED = "failed"  # exit 1: a compared value violated a bound, or a waiver has expired
+    INCOMPLETE = "incomplete"  # exit 3: only rows that should have been compared and were not failed
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One accuracy bound ``metric op value`` and where it came from.
+
+    ``op`` is one of ``>= <= > < ==``; ``source`` says who set it (``--gate CosineSimilarity>=0.99``,
+    ``gates.toml rule 2 (op_type = "Conv2D")``, ``default for float16``) so a failure can say why
+    that bound applied.
+    """
+
+    metric: str
+    op: str
+    value: float
+    source: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.metric}{self.op}{self.value!r}"
+
+
+@dataclass(frozen=True)
+class CheckFailure:
+    """One failed check of one report row.
+
+    ``row`` is the position of the row in the result's row list. ``incomplete`` is True when the
+    row (or the gated metric) was not computed -- the check failed for want of a number, not
+    because of one; then ``value``/``bound`` may be None. ``message`` is the full-precision
+    diagnosis (values written with ``repr``). ``waived_by`` holds the waiver's text when a waiver
+    covers this failure (such failures do not decide the outcome).
+    """
+
+    row: int
+    tensor_id: str | None
+    op_type: str | None
+    left_op: str
+    right_op: str
+    metric: str | None
+    value: float | None
+    bound: Bound | None
+    message: str
+    incomplete: bool = False
+    waived_by: str | None = None
+
+
+@dataclass
+class Verdict:
+    """The result of checking a run's rows against a policy (``compare.gates.evaluate``).
+
+    ``failures`` decide the outcome; ``waived`` are failures a valid waiver covers; ``errors`` are
+    policy problems found while checking (an expired waiver), each of which fails the run.
+    ``checked`` counts the rows the policy looked at, ``bounds`` the distinct bounds applied.
+    """
+
+    outcome: Outcome
+    failures: list[CheckFailure] = field(default_factory=list)
+    waived: list[CheckFailure] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    checked: int = 0
+    bounds: list[Bound] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome in (Outcome.PASSED, Outcome.NOT_GATED)
+
+    @property
+    def exit_code(self) -> int:
+        return {Outcome.NOT_GATED: 0, Outcome.PASSED: 0, Outcome.FAILED: 1, Outcome.INCOMPLETE: 3}[self.outcome]

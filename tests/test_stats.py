@@ -79,7 +79,7 @@ def test_statistics_only_vs_tensors(trees: dict[str, Path]) -> None:
         assert row.left_source.startswith("statistic.csv row ") and row.right_source.startswith("computed from ")
         for name, value in row.values.items():
             assert abs(value.diff) <= 1e-6 * max(1.0, abs(value.right)), (row.tensor_id, name, value)
-    assert any("statistics-only comparison: the left side" in n for n in result.notes)
+    assert any("statistics comparison: the left side" in n for n in result.notes)
     missing = [r for r in result.stats.rows if r.status is not PairStatus.COMPARED]
     assert {r.right_op for r in missing} == {"conv1.weight", "Default/network-relu1/ReLU-op2"}
 
