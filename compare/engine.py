@@ -116,6 +116,7 @@ def _base_row(pair: Pair) -> MetricRow:
         right_address=(right.address or None) if right is not None else None,
         status=pair.status,
         op_sequence=pair.op_sequence,
+        expected_gap=pair.expected_gap,
     )
 
 

@@ -62,3 +62,16 @@ class OptionError(CompareError):
 
 class GateError(CompareError):
     """An accuracy gate failed (the CLI maps this to exit code 1)."""
+
+
+class OutputError(CompareError):
+    """A result file could not be written (read-only folder, disk full, permission, a directory
+    in the way, a parent that cannot be created ...). The CLI maps it to exit code 2.
+
+    The message is one line: the path, then the operating system's reason.
+    """
+
+    def __init__(self, path: object, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"cannot write {self.path}: {reason}")

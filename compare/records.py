@@ -170,6 +170,11 @@ class Pair:
     target_shape: tuple[int, ...] | None = None
     convert: bool = True
     op_sequence: int | None = None
+    #: Why this row is, by the structure of the comparison, not compared (a mixed-precision Cast
+    #: with no counterpart, a quant-filtered op, an overflow record, an NPU-only operator the
+    #: fusion rule gives no golden, a Data/Const op the device does not dump); None otherwise.
+    #: Gates count such rows and do not fail them (docs/policy.md).
+    expected_gap: str | None = None
 
 
 @dataclass
@@ -214,6 +219,8 @@ class MetricRow:
     rank: int | None = None
     iteration: int | None = None
     graph: int | None = None
+    #: Copied from :attr:`Pair.expected_gap`: why the row is structurally not compared, or None.
+    expected_gap: str | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED
@@ -291,6 +298,10 @@ class Verdict:
     errors: list[str] = field(default_factory=list)
     checked: int = 0
     bounds: list[Bound] = field(default_factory=list)
+    #: Rows not checked because they are structurally not compared (``MetricRow.expected_gap``).
+    expected_gaps: int = 0
+    #: Checks not made because the metric has no value for the row's data (bool data, empty tensor).
+    undefined: int = 0
 
     @property
     def passed(self) -> bool:

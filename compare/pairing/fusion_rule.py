@@ -584,6 +584,12 @@ def _producer_of(rule: FusionRule, op: RuleOp, k: int) -> tuple[str, int] | None
     return op.inputs[k] if k < len(op.inputs) else op.inputs[0]
 
 
+class NewOperator(str):
+    """The reason :func:`golden_origin` gives for an output with no original operator (an operator
+    the NPU model added: it has no golden by construction, unlike the other reasons, which are
+    gaps in the rule)."""
+
+
 def golden_origin(rule: FusionRule, op_name: str, kind: TensorKind, index: int) -> Origin | str:
     """Where the golden tensor of ``op_name``'s ``kind`` ``index`` is (spec §3.5).
 
@@ -592,7 +598,8 @@ def golden_origin(rule: FusionRule, op_name: str, kind: TensorKind, index: int) 
     has fewer inputs). The origin is then ``output_desc[k]`` of the op reached (``output_desc[0]``
     if ``k`` is out of range); its origin index falls back to ``k`` when unset.
 
-    Returns a plain-English reason string instead when there is no golden tensor to look for.
+    Returns a plain-English reason string instead when there is no golden tensor to look for (a
+    :class:`NewOperator` when the rule says the output has no original operator).
     """
     op = rule.ops.get(op_name)
     if op is None:
@@ -625,7 +632,7 @@ def golden_origin(rule: FusionRule, op_name: str, kind: TensorKind, index: int) 
         return f"operator {current.name!r} has no output_desc with attributes in the fusion rule"
     desc = current.descs[k] if k < len(current.descs) else current.descs[0]
     if not desc.origin_name:
-        return (
+        return NewOperator(
             f"output {desc.position} of {current.name!r} has no original operator in the fusion rule "
             f"(empty _datadump_origin_name): a new NPU operator without golden counterpart"
         )

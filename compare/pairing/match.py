@@ -44,7 +44,7 @@ from ..records import (
     TensorRef,
     normalize_golden_name,
 )
-from .fusion_rule import FusionGroup, FusionRule, Relation, RuleOp, golden_origin
+from .fusion_rule import FusionGroup, FusionRule, NewOperator, Relation, RuleOp, golden_origin
 from .quant_rule import RuleLike, build_rule
 from .scenarios import Scenario, Strategy, check_scenario
 
@@ -61,6 +61,16 @@ NO_COUNTERPART = "*"
 #: Name endings of dequantisation ops, whose input rows are skipped (spec §3.4).
 _DEQUANT_SUFFIXES = ("_dequant_layer", "AscendDequant", "_dequant")
 _KINDS = (TensorKind.INPUT, TensorKind.OUTPUT)
+#: Rule op types the device never dumps (graph inputs and constants are not device tasks): a
+#: missing left dump of one is expected (``Pair.expected_gap``), not a gap in the dump.
+UNDUMPED_TYPES = frozenset({"Data", "Const"})
+
+#: ``Pair.expected_gap`` texts (why a row is structurally not compared; docs/policy.md).
+GAP_OVERFLOW = "overflow record"
+GAP_QUANT_FILTER = "quant filter"
+GAP_QUANT_SKIPPED = "quant op tensors skipped"
+GAP_NEW_OPERATOR = "NPU operator without golden"
+GAP_UNDUMPED = "operator type not dumped"
 
 
 def pair_runs(left: Run, right: Run, *, fusion_rule: RuleLike | None = None, quant_rule: RuleLike | None = None,
@@ -139,7 +149,7 @@ def overflow_rows(start: int, left: Run, right: Run) -> list[Pair]:
             rows.append(Pair(index=index, op_type="Opdebug", left_op=name if side == "left" else NO_COUNTERPART,
                              right_op=name if side == "right" else NO_COUNTERPART, tensor_id=None, left=None,
                              right=None, status=PairStatus.NOT_COMPARABLE, reason=f"{side}: {record.reason()}",
-                             op_sequence=index))
+                             op_sequence=index, expected_gap=GAP_OVERFLOW))
             index += 1
     return rows
 
@@ -186,7 +196,8 @@ def _is_dequant(op: RuleOp) -> bool:
 
 
 def _op_row(
-    group: FusionGroup, op: RuleOp, left_str: str, right_str: str, status: PairStatus, reason: str
+    group: FusionGroup, op: RuleOp, left_str: str, right_str: str, status: PairStatus, reason: str,
+    expected_gap: str | None = None,
 ) -> Pair:
     """An op-level row (no tensor) of the fusion strategy."""
     return Pair(
@@ -200,6 +211,7 @@ def _op_row(
         status=status,
         reason=reason,
         op_sequence=op.id,
+        expected_gap=expected_gap,
     )
 
 
@@ -240,6 +252,7 @@ def _golden_pair(
             right=None,
             status=PairStatus.MISSING_RIGHT,
             reason=f"no golden tensor for {tensor_id}: {origin}",
+            expected_gap=GAP_NEW_OPERATOR if isinstance(origin, NewOperator) else None,
         )
     golden_op = find_op(state.right, origin.origin_name)
     wanted = f"{origin.origin_name} output {origin.origin_index}"
@@ -304,7 +317,7 @@ def _quant_filtered_row(
         state.used_left.add(dump.name)
     reason = state.rule.skip_reasons.get(op.name) or (
         "between a quant and a dequant op: int8/int32 data has no float golden")
-    return _op_row(group, op, left_str, right_str, PairStatus.NOT_COMPARABLE, reason)
+    return _op_row(group, op, left_str, right_str, PairStatus.NOT_COMPARABLE, reason, GAP_QUANT_FILTER)
 
 
 def _tensor_rows(
@@ -317,7 +330,8 @@ def _tensor_rows(
     dump, problem = _left_dump(state, op)
     if problem is not None or dump is None:
         status, reason = problem or (PairStatus.MISSING_LEFT, f"no dump of {op.name!r}")
-        return [_op_row(group, op, left_str, right_str, status, reason)]
+        gap = GAP_UNDUMPED if status is PairStatus.MISSING_LEFT and op.type in UNDUMPED_TYPES else None
+        return [_op_row(group, op, left_str, right_str, status, reason, gap)]
     if state.direct:
         first = dump.tensor(TensorKind.OUTPUT, 0)
         if first is None:
@@ -332,7 +346,7 @@ def _tensor_rows(
         refs.extend(sorted(dump.outputs, key=lambda t: t.index))
     if not refs:
         reason = f"no tensor of {op.name!r} is compared (inputs of dequant ops and outputs of AscendQuant are skipped)"
-        return [_op_row(group, op, left_str, right_str, PairStatus.NOT_COMPARABLE, reason)]
+        return [_op_row(group, op, left_str, right_str, PairStatus.NOT_COMPARABLE, reason, GAP_QUANT_SKIPPED)]
     return [_golden_pair(state, group, op, ref, left_str, right_str) for ref in refs]
 
 

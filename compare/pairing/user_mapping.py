@@ -65,6 +65,8 @@ from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, Tensor
 from .match import one_sided_pair, op_tensor_rows, overflow_rows
 
 MODE_FAMILY = "by-name (scope)"
+#: ``Pair.expected_gap`` of a Cast kernel inserted by mixed precision (listed one-sided, not compared).
+GAP_AMP_CAST = "mixed-precision cast"
 MODE_MAPPING = "mapping"
 NO_COUNTERPART = "*"
 
@@ -588,9 +590,12 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
             pairs.extend(op_tensor_rows(index, kinds, dump, right.ops[plan.named[dump.name]], tensor_pair))
         else:
             why = _one_sided_why(dump, side, amp, entries is not None)
-            casts[side] += why.startswith("Cast kernel inserted")
+            amp_cast = why.startswith("Cast kernel inserted")
+            casts[side] += amp_cast
             pair_left, pair_right = (dump, None) if side == "left" else (None, dump)
-            pairs.extend(op_tensor_rows(index, kinds, pair_left, pair_right, tensor_pair, why_missing=why))
+            rows = op_tensor_rows(index, kinds, pair_left, pair_right, tensor_pair, why_missing=why)
+            pairs.extend(dataclasses.replace(p, expected_gap=GAP_AMP_CAST) if amp_cast and p.reason == why else p
+                         for p in rows)
     notes += [f"{count} Cast kernel(s) of the {side} run inserted by mixed precision: listed, not compared"
               for side, count in sorted(casts.items()) if count]
     pairs.extend(_unknown_rows(len(merged), plan.unknown))

@@ -2,10 +2,13 @@
 
 Conventions (shared with the reference tool, so existing parsers keep working):
 
-- a metric prints ``%.6f``; a computed NaN prints ``nan``, infinities ``inf`` / ``-inf``;
+- a metric prints ``%.6f`` by default (:class:`FloatFormat`: ``--digits N`` for ``%.Nf``,
+  ``--float-format repr`` for the shortest text that reads back as the same float64); a computed
+  NaN prints ``nan``, infinities ``inf`` / ``-inf``;
 - ``NaN`` (capitalised) means "not computed" (no data, no counterpart, failed);
 - StandardDeviation prints ``(mean;std),(mean;std)`` with 3 decimals, left first, values whose
-  magnitude is below 0.001 printed as 0;
+  magnitude is below 0.001 printed as 0 (with a non-default :class:`FloatFormat` the four values
+  use that format instead, and nothing is zeroed);
 - a shape prints ``[d0,d1,...]`` without spaces;
 - ``*`` marks a missing counterpart (set by pairing in the op cells).
 """
@@ -15,43 +18,117 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import OptionError
 
 NOT_COMPUTED = "NaN"
+
+#: Decimals of the reference layout (``%.6f``).
+DEFAULT_DIGITS = 6
+#: Largest ``--digits`` accepted: beyond 17 significant digits a float64 carries nothing more,
+#: and ``%.Nf`` of a small value needs its exponent's worth of zeros -- use ``repr`` for those.
+MAX_DIGITS = 40
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """How the metric cells of a text report print a finite float.
+
+    ``digits`` N: fixed ``%.Nf`` (the default, 6, is the reference layout); ``shortest``: the
+    shortest decimal text that reads back as the same float64 (Python's ``repr``, e.g.
+    ``2.98e-07``), so no value is ever rounded to 0. Non-finite values print ``nan`` / ``inf`` /
+    ``-inf`` and "not computed" prints ``NaN`` in every format.
+    """
+
+    digits: int = DEFAULT_DIGITS
+    shortest: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return not self.shortest and self.digits == DEFAULT_DIGITS
+
+    @property
+    def text(self) -> str:
+        """The option spelling: ``repr`` or ``%.Nf``."""
+        return "repr" if self.shortest else f"%.{self.digits}f"
+
+    def finite(self, value: float) -> str:
+        return repr(float(value)) if self.shortest else f"{value:.{self.digits}f}"
+
+
+#: The reference layout, ``%.6f``.
+DEFAULT_FLOAT_FORMAT = FloatFormat()
+#: Full float64 precision (``repr``).
+REPR_FLOAT_FORMAT = FloatFormat(shortest=True)
+
+FLOAT_STYLES = ("fixed", "repr")
+
+
+def parse_float_format(digits: int | None = None, style: str | None = None) -> FloatFormat:
+    """``--digits N`` and ``--float-format fixed|repr`` -> :class:`FloatFormat`.
+
+    Neither: the reference ``%.6f``. ``style="repr"``: shortest round-trip float64 (``digits``
+    must then be absent). ``digits`` alone or with ``style="fixed"``: ``%.Nf`` for
+    ``0 <= N <= MAX_DIGITS``. Anything else raises :class:`OptionError`.
+    """
+    if style is not None and style not in FLOAT_STYLES:
+        raise OptionError(f"--float-format must be one of {', '.join(FLOAT_STYLES)}, not {style!r}")
+    if digits is not None:
+        if isinstance(digits, bool) or not isinstance(digits, int):
+            raise OptionError(f"--digits must be a whole number, not {digits!r}")
+        if not 0 <= digits <= MAX_DIGITS:
+            raise OptionError(f"--digits must be between 0 and {MAX_DIGITS}, not {digits} "
+                              "(use --float-format repr for full float64 precision)")
+        if style == "repr":
+            raise OptionError("--digits and --float-format repr exclude each other: repr always "
+                              "writes the shortest text that reads back as the same float64")
+        return FloatFormat(digits=digits)
+    if style == "repr":
+        return REPR_FLOAT_FORMAT
+    return DEFAULT_FLOAT_FORMAT
 
 #: |v| below this prints as 0.000 in the StandardDeviation cell (as the reference does).
 STD_ZERO_BELOW = 0.001
 
 _FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(nan|inf|NaN|Infinity)$")
-_DANGEROUS_START = ("=", "+", "-", "@", "%", "\t", "\r", "＝", "＋", "－")
+DANGEROUS_START = ("=", "+", "-", "@", "%", "\t", "\r", "＝", "＋", "－")
 
 
-def metric_cell(value: float | None) -> str:
-    """``%.6f`` for a number, ``nan``/``inf`` for non-finite results, ``NaN`` for not computed."""
+def _non_finite(value: float) -> str:
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def metric_cell(value: float | None, float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> str:
+    """``%.6f`` (or ``float_format``) for a number, ``nan``/``inf`` for non-finite results,
+    ``NaN`` for not computed."""
     if value is None:
         return NOT_COMPUTED
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.6f}"
+    if not math.isfinite(value):
+        return _non_finite(value)
+    return float_format.finite(value)
 
 
-def _std_part(value: float) -> str:
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
+def _std_part(value: float, float_format: FloatFormat) -> str:
+    if not math.isfinite(value):
+        return _non_finite(value)
+    if not float_format.is_default:
+        return float_format.finite(value)
     if abs(value) < STD_ZERO_BELOW:
         value = 0.0
     return f"{value:.3f}"
 
 
-def std_cell(std: Sequence[float] | None) -> str:
-    """``(left_mean;left_std),(right_mean;right_std)`` or ``NaN``."""
+def std_cell(std: Sequence[float] | None, float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> str:
+    """``(left_mean;left_std),(right_mean;right_std)`` or ``NaN``.
+
+    Default format: 3 decimals, magnitudes below ``STD_ZERO_BELOW`` printed as 0 (the reference
+    cell); any other ``float_format``: the four values in that format, nothing zeroed.
+    """
     if std is None:
         return NOT_COMPUTED
-    lm, ls, rm, rs = (float(v) for v in std)
-    return f"({_std_part(lm)};{_std_part(ls)}),({_std_part(rm)};{_std_part(rs)})"
+    lm, ls, rm, rs = (_std_part(float(v), float_format) for v in std)
+    return f"({lm};{ls}),({rm};{rs})"
 
 
 def shape_cell(shape: Sequence[int] | None) -> str:
@@ -101,7 +178,7 @@ def neutralise(cell: str) -> str:
     also made encodable (:func:`encodable`).
     """
     cell = encodable(cell)
-    if cell and cell.startswith(_DANGEROUS_START) and not _FLOAT_RE.match(cell):
+    if cell and cell.startswith(DANGEROUS_START) and not _FLOAT_RE.match(cell):
         return "'" + cell
     return cell
 
@@ -113,7 +190,7 @@ def neutralise_text(cell: str) -> str:
     into one (or into a formula), so it is quoted as well: ``'+1``.
     """
     cell = encodable(cell)
-    if cell and cell.startswith(_DANGEROUS_START):
+    if cell and cell.startswith(DANGEROUS_START):
         return "'" + cell
     return cell
 

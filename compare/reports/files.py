@@ -1,37 +1,103 @@
 """Atomic file writing for every report: a temporary file in the target folder, then a rename.
 
-An interrupted run therefore never leaves a half-written result, and an existing result is
-replaced only as a whole.
+Policy:
+
+- an interrupted run never leaves a half-written result, and an existing result is replaced only
+  as a whole: on any failure (or Ctrl-C) the temporary file is removed and the previous file is
+  left exactly as it was;
+- every operating-system failure to write (read-only folder, disk full, permission denied, the
+  target is a directory, a parent that is a file or cannot be created ...) raises one
+  :class:`~compare.errors.OutputError` whose one-line message names the path and the OS reason;
+- a result file gets the mode an ordinary ``open(path, "w")`` would give it, ``0o666 & ~umask``
+  (``mkstemp`` alone creates ``0600``, unreadable for a CI uploader running as another user).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from ..errors import OutputError
 from ..signals import note_written
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the system allows.
+
+    Linux publishes it in ``/proc/self/status`` (``Umask:`` line); elsewhere it is read by
+    setting and restoring it, under a lock so no two threads of vcompare race on it.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode of a newly written result file: ``0o666 & ~umask``."""
+    return 0o666 & ~current_umask()
+
+
+def os_reason(exc: OSError, *, temporary: str | None = None) -> str:
+    """The operating system's reason, one line; a file name other than the target is kept."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    for name in (exc.filename, exc.filename2):
+        if name is not None and os.fspath(name) != temporary:
+            reason = f"{reason} ({os.fsdecode(name)})"
+            break
+    return " ".join(reason.split())
+
+
+def _prepare_parent(path: Path) -> None:
+    if path.is_dir():
+        raise OutputError(path, "is a directory (give a file name, or the folder alone for a timestamped result)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(path, f"cannot create its folder: {os_reason(exc)}") from None
+    if not path.parent.is_dir():
+        raise OutputError(path, f"{path.parent} is not a folder")
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
-    """Create ``path`` by calling ``write(handle)`` on a temporary file, then renaming it."""
+    """Create ``path`` by calling ``write(handle)`` on a temporary file, then renaming it.
+
+    Raises :class:`OutputError` for any ``OSError`` on the way (see the module docstring).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _prepare_parent(path)
     # short fixed-length temporary names: the final name may already be close to NAME_MAX
-    fd, tmp = tempfile.mkstemp(prefix=".vcmp-", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".vcmp-", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(path, os_reason(exc)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
-        note_written(path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise OutputError(path, os_reason(exc, temporary=tmp)) from None
         raise
+    note_written(path)
     return path
 
 

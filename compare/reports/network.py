@@ -13,8 +13,11 @@ Two layouts:
     side whose folder holds ``.npy`` files, as the reference does.
 
 The txt form is the same table, whitespace-aligned, one row per line (FailReason included).
-Files are written atomically: a temporary file in the target folder, then a rename, so an
-interrupted run never leaves a half-written result.
+Metric cells print ``%.6f`` unless a :class:`~compare.reports.cells.FloatFormat` says otherwise
+(``--digits N``, ``--float-format repr``). ``-o result.parquet`` writes the rows as a typed table
+(:mod:`compare.reports.parquet`, raw float64s). Files are written atomically: a temporary file in
+the target folder, then a rename, so an interrupted run never leaves a half-written result; a
+failure to write raises :class:`~compare.errors.OutputError`.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from collections.abc import Iterable, Sequence
 from enum import Enum
 from pathlib import Path
 
+from ..errors import OptionError
 from ..records import MetricRow
-from .cells import metric_cell, neutralise, shape_cell, std_cell, text_cell
+from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
 from .files import atomic_write_text
 
 STD_NAME = "StandardDeviation"
@@ -42,6 +46,11 @@ class Layout(str, Enum):
 class TableFormat(str, Enum):
     CSV = "csv"
     TXT = "txt"
+    PARQUET = "parquet"
+
+
+#: What ``-o`` writes, by file-name extension (a folder gets a timestamped ``.csv``).
+OUTPUT_SUFFIXES = {".csv": TableFormat.CSV, ".txt": TableFormat.TXT, ".parquet": TableFormat.PARQUET}
 
 
 def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_address: bool = True,
@@ -64,13 +73,13 @@ def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_add
             *metrics, "FailReason"]
 
 
-def _metric_cells(row: MetricRow, metrics: Sequence[str]) -> list[str]:
+def _metric_cells(row: MetricRow, metrics: Sequence[str], float_format: FloatFormat) -> list[str]:
     cells = []
     for name in metrics:
         if name == STD_NAME:
-            cells.append(std_cell(row.std))
+            cells.append(std_cell(row.std, float_format))
         else:
-            cells.append(metric_cell(row.metrics.get(name)))
+            cells.append(metric_cell(row.metrics.get(name), float_format))
     return cells
 
 
@@ -80,7 +89,7 @@ def _address(value: int | None) -> str:
 
 def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
               left_address: bool = True, right_address: bool = True, selection: bool = False,
-              graph: bool = False) -> list[str]:
+              graph: bool = False, float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> list[str]:
     """The text cells of one row, in :func:`header` order.
 
     Every cell is safe for a spreadsheet: the names come through :func:`text_cell`, the numbers
@@ -96,19 +105,19 @@ def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VC
         if right_address:
             cells.append(_address(row.right_address))
         cells += [text_cell(row.tensor_id), shape_cell(row.shape) if row.tensor_id else "NaN"]
-        cells += _metric_cells(row, metrics)
+        cells += _metric_cells(row, metrics, float_format)
         cells.append(neutralise(",".join(row.reasons)))
     else:
         cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype),
                  text_cell(row.right_op), text_cell(row.right_dtype), text_cell(row.tensor_id),
                  shape_cell(row.shape) if row.tensor_id else "NaN"]
-        cells += _metric_cells(row, metrics)
+        cells += _metric_cells(row, metrics, float_format)
         cells.append(neutralise("; ".join(row.reasons)))
     return cells
 
 
 def _has_selection(rows: Sequence[MetricRow]) -> bool:
-    return any(getattr(r, "rank", None) is not None or getattr(r, "iteration", None) is not None for r in rows)
+    return any(r.rank is not None or r.iteration is not None for r in rows)
 
 
 def _selection_columns(rows: Sequence[MetricRow]) -> dict[str, bool]:
@@ -116,7 +125,8 @@ def _selection_columns(rows: Sequence[MetricRow]) -> dict[str, bool]:
     return {"selection": _has_selection(rows), "graph": any(r.graph is not None for r in rows)}
 
 
-def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, **address) -> str:
+def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
+               float_format: FloatFormat = DEFAULT_FLOAT_FORMAT, **address: bool) -> str:
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
     buf = io.StringIO()
@@ -124,15 +134,17 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     writer = csv.writer(buf, lineterminator=terminator)
     writer.writerow(header(metrics, layout, **address))
     for row in rows:
-        writer.writerow(row_cells(row, metrics, layout, **address))
+        writer.writerow(row_cells(row, metrics, layout, float_format=float_format, **address))
     return buf.getvalue()
 
 
-def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, **address) -> str:
+def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
+               float_format: FloatFormat = DEFAULT_FLOAT_FORMAT, **address: bool) -> str:
     """Whitespace-aligned table: every column padded to its widest cell, reasons last."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
-    table = [header(metrics, layout, **address)] + [row_cells(r, metrics, layout, **address) for r in rows]
+    table = [header(metrics, layout, **address)]
+    table += [row_cells(r, metrics, layout, float_format=float_format, **address) for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
     lines = []
     for line in table:
@@ -148,7 +160,9 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
     - an existing directory, or a path ending in a separator, or no suffix at all:
       ``DIR/result_{YYYYmmddHHMMSS}.csv`` (``.txt`` is never chosen for a directory);
     - ``*.txt``: txt table, unless ``-csv`` asks for CSV (then the name is kept as given);
-    - anything else (``*.csv``): CSV.
+    - ``*.csv``: CSV; ``*.parquet``: a parquet table (needs pyarrow, the ``parquet`` extra);
+    - any other extension (``.json``, ``.xlsx`` ...) raises :class:`OptionError` naming what
+      ``-o`` writes: it is never silently written as CSV. The JSON result is ``--json``.
     """
     stamp = time.strftime("%Y%m%d%H%M%S", now or time.localtime())
     if output is None or str(output) == "":
@@ -157,17 +171,36 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
     path = Path(text)
     if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
         return path / f"result_{stamp}.csv", TableFormat.CSV
-    if path.suffix.lower() == ".txt" and not csv_flag:
-        return path, TableFormat.TXT
-    return path, TableFormat.CSV
+    kind = OUTPUT_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise OptionError(
+            f"-o {text}: vcompare does not write {path.suffix!r} files; -o writes .csv, .txt, .parquet "
+            "or a folder (for a timestamped .csv); for a JSON result use --json FILE, for JUnit --junit FILE")
+    if kind is TableFormat.PARQUET:
+        from .parquet import require_pyarrow
+
+        require_pyarrow()
+    if kind is TableFormat.TXT and csv_flag:
+        return path, TableFormat.CSV
+    return path, kind
 
 
 def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metrics: Sequence[str], *,
                  table_format: TableFormat | str = TableFormat.CSV, layout: Layout | str = Layout.VCOMPARE,
-                 left_address: bool = True, right_address: bool = True) -> Path:
-    """Write a network report and return its path."""
+                 left_address: bool = True, right_address: bool = True,
+                 float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> Path:
+    """Write a network report and return its path.
+
+    ``float_format`` applies to the text tables; a parquet table always holds raw float64s
+    (``layout`` and the address switches do not apply to it either). Raises
+    :class:`~compare.errors.OutputError` when the file cannot be written.
+    """
     layout = Layout(layout)
     table_format = TableFormat(table_format)
+    if table_format is TableFormat.PARQUET:
+        from .parquet import write_parquet
+
+        return write_parquet(rows, path, metrics)
     address = {"left_address": left_address, "right_address": right_address}
     render = render_txt if table_format is TableFormat.TXT else render_csv
-    return atomic_write_text(Path(path), render(rows, metrics, layout, **address))
+    return atomic_write_text(Path(path), render(rows, metrics, layout, float_format=float_format, **address))

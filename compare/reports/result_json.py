@@ -1,0 +1,227 @@
+"""``--json result.json``: the whole run as one versioned JSON document (docs/result-json.md).
+
+The document is built from the raw records, so every number is the float64 the engine computed:
+a metric is a JSON number written with Python's shortest round-trip text (``repr``), ``null`` when
+it was not computed. JSON has no NaN or infinity; those values are written as the strings
+``"nan"``, ``"inf"`` and ``"-inf"`` (:func:`encode_float`) and read back by
+:func:`decode_float`. The same encoding applies to every float of the document (std values,
+gate values and bounds, timing).
+
+``schema`` is always :data:`SCHEMA_ID` and ``version`` :data:`SCHEMA_VERSION`. Version policy:
+adding a key is not a new version (readers ignore keys they do not know); renaming or removing a
+key, or changing a value's meaning or type, is. :func:`compare.reports.saved.load_result` refuses
+a document of a newer version than it knows, naming both.
+
+Text from file names that are not valid UTF-8 (surrogate escapes in Python) is kept exactly:
+the file is written with ``ensure_ascii`` so such characters become ``\\udcXX`` escapes, which
+Python's reader turns back into the same string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from ..errors import DumpFormatError
+from ..records import Bound, CheckFailure, MetricRow, PairStatus, Verdict
+from .files import atomic_write_bytes
+
+SCHEMA_ID = "vcompare-result"
+SCHEMA_VERSION = 1
+STD_NAME = "StandardDeviation"
+STD_KEYS = ("left_mean", "left_std", "right_mean", "right_std")
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+JsonFloat = float | str | None
+
+
+def encode_float(value: float | None) -> JsonFloat:
+    """A float for JSON: the number itself, ``"nan"`` / ``"inf"`` / ``"-inf"``, or None (null)."""
+    if value is None:
+        return None
+    value = float(value)
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def decode_float(value: object, where: str = "value") -> float | None:
+    """The inverse of :func:`encode_float`; anything else raises ``ValueError`` naming ``where``."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"{where}: expected a number, null, \"nan\", \"inf\" or \"-inf\", not {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and value in NON_FINITE:
+        return NON_FINITE[value]
+    raise ValueError(f"{where}: expected a number, null, \"nan\", \"inf\" or \"-inf\", not {value!r}")
+
+
+def _row_metrics(row: MetricRow, metrics: Sequence[str]) -> dict[str, JsonFloat]:
+    names = [m for m in metrics if m != STD_NAME]
+    names += [m for m in row.metrics if m not in names and m != STD_NAME]
+    return {name: encode_float(row.metrics.get(name)) for name in names}
+
+
+def row_document(position: int, row: MetricRow, metrics: Sequence[str]) -> dict[str, Any]:
+    """One row of the ``rows`` list (``position`` = its place in the list, which verdicts cite)."""
+    return {
+        "row": position,
+        "index": row.index,
+        "op_type": row.op_type,
+        "left_op": row.left_op,
+        "right_op": row.right_op,
+        "tensor_id": row.tensor_id,
+        "rank": row.rank,
+        "graph": row.graph,
+        "iteration": row.iteration,
+        "left_dtype": row.left_dtype,
+        "right_dtype": row.right_dtype,
+        "shape": None if row.shape is None else [int(d) for d in row.shape],
+        "status": row.status.value,
+        "metrics": _row_metrics(row, metrics),
+        "std": None if row.std is None else dict(zip(STD_KEYS, (encode_float(v) for v in row.std))),
+        "reasons": list(row.reasons),
+        "left_address": row.left_address,
+        "right_address": row.right_address,
+        "op_sequence": row.op_sequence,
+        "expected_gap": row.expected_gap,
+    }
+
+
+def bound_document(bound: Bound | None) -> dict[str, Any] | None:
+    if bound is None:
+        return None
+    return {"metric": bound.metric, "op": bound.op, "value": encode_float(bound.value), "source": bound.source,
+            "text": bound.text}
+
+
+def failure_document(failure: CheckFailure) -> dict[str, Any]:
+    return {
+        "row": failure.row,
+        "tensor_id": failure.tensor_id,
+        "op_type": failure.op_type,
+        "left_op": failure.left_op,
+        "right_op": failure.right_op,
+        "metric": failure.metric,
+        "value": encode_float(failure.value),
+        "bound": bound_document(failure.bound),
+        "message": failure.message,
+        "incomplete": failure.incomplete,
+        "waived_by": failure.waived_by,
+    }
+
+
+def verdict_document(verdict: Verdict | None) -> dict[str, Any] | None:
+    """The gate outcome, or None for a run without gates."""
+    if verdict is None:
+        return None
+    return {
+        "outcome": verdict.outcome.value,
+        "passed": verdict.passed,
+        "exit_code": verdict.exit_code,
+        "checked": verdict.checked,
+        "bounds": [bound_document(b) for b in verdict.bounds],
+        "failures": [failure_document(f) for f in verdict.failures],
+        "waived": [failure_document(f) for f in verdict.waived],
+        "errors": list(verdict.errors),
+        "expected_gaps": verdict.expected_gaps,
+        "undefined": verdict.undefined,
+    }
+
+
+def status_counts(rows: Sequence[MetricRow]) -> dict[str, int]:
+    """Rows per :class:`PairStatus` value (every status present, zeros included) and ``total``."""
+    counts = Counter(row.status for row in rows)
+    return {**{status.value: counts.get(status, 0) for status in PairStatus}, "total": len(rows)}
+
+
+def _plain(value: object) -> Any:
+    """Options / inputs made JSON-safe: paths as text, tuples and sets as lists, enums as their
+    value, records (dataclasses) as objects, floats encoded; anything else as its text."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return encode_float(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return [_plain(v) for v in items]
+    if isinstance(value, Enum):
+        return _plain(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return str(value)
+
+
+def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs: Mapping[str, object],
+                    options: Mapping[str, object], notes: Sequence[str], verdict: Verdict | None,
+                    timing: Mapping[str, float], tool_version: str,
+                    created: float | None = None) -> dict[str, Any]:
+    """The JSON result document of one run (keys and types: docs/result-json.md).
+
+    ``inputs``: what was compared (``left``, ``right``, ``fusion_rule`` ... as resolved paths);
+    ``options``: the options that shaped the result; both are copied with paths as text.
+    ``created``: seconds since the epoch (now when None), written as ISO 8601 UTC.
+    """
+    stamp = time.gmtime(time.time() if created is None else created)
+    return {
+        "schema": SCHEMA_ID,
+        "version": SCHEMA_VERSION,
+        "tool": {"name": "vcompare", "version": tool_version},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", stamp),
+        "inputs": _plain(dict(inputs)),
+        "options": _plain(dict(options)),
+        "notes": list(notes),
+        "counts": status_counts(rows),
+        "metrics": list(metrics),
+        "rows": [row_document(i, row, metrics) for i, row in enumerate(rows)],
+        "verdict": verdict_document(verdict),
+        "timing": {str(k): encode_float(v) for k, v in timing.items()},
+    }
+
+
+def dumps(document: Mapping[str, Any]) -> str:
+    """The document as JSON text: one row per line, no NaN literals (``allow_nan=False``)."""
+    head = {k: v for k, v in document.items() if k != "rows"}
+    rows = document.get("rows", [])
+    body = json.dumps(head, ensure_ascii=True, allow_nan=False, indent=1)
+    if not rows:
+        return json.dumps(dict(document), ensure_ascii=True, allow_nan=False, indent=1) + "\n"
+    lines = ",\n".join("  " + json.dumps(r, ensure_ascii=True, allow_nan=False, separators=(",", ":")) for r in rows)
+    # the rows go last, one compact object per line, so the file stays readable and diffable
+    return body[:-2] + ',\n "rows": [\n' + lines + "\n ]\n}\n"
+
+
+def write_json(document: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write ``document`` atomically (umask honoured); :class:`OutputError` when it cannot be."""
+    return atomic_write_bytes(Path(path), dumps(document).encode("ascii"))
+
+
+def load_document(path: str | os.PathLike[str], text: str) -> dict[str, Any]:
+    """Parse a result document's text; :class:`DumpFormatError` naming the file and line."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DumpFormatError(path, f"line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA_ID:
+        raise DumpFormatError(path, f"not a vcompare result document (no \"schema\": \"{SCHEMA_ID}\" key)")
+    version = document.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise DumpFormatError(path, f"\"version\" must be a positive whole number, not {version!r}")
+    if version > SCHEMA_VERSION:
+        raise DumpFormatError(path, f"result schema version {version} is newer than this vcompare reads "
+                                    f"({SCHEMA_VERSION}); upgrade vcompare")
+    return document
