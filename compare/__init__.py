@@ -5,7 +5,9 @@ Public API (imported lazily so that ``vcompare --help`` stays fast):
 - :func:`load_run` -- a dump folder or file -> :class:`compare.records.Run`
 - :func:`pair_runs` -- two runs (+ rule files) -> :class:`compare.records.Pairing`
 - :func:`compare_pairs` -- pairs -> list of :class:`compare.records.MetricRow`
-- :func:`compare_network` -- all of the above -> pandas DataFrame
+- :func:`compare_network` -- all of the above, gates checked -> :class:`compare.api.ComparisonResult`
+  (``.frame`` DataFrame, ``.rows``, ``.verdict``, ``.passed``, ``.exit_code``, ``.to_json()``)
+- :func:`regate` -- a saved result (.json / .csv / .parquet) checked again -> ``ComparisonResult``
 - :func:`write_report` -- rows -> result.csv / result.txt
 - :func:`compare_operator` -- one tensor element by element -> :class:`compare.single_op.OperatorResult`
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+#: Used only when the package metadata is absent (a source tree never installed); the installed
+#: version comes from ``importlib.metadata`` (:func:`compare.api.tool_version`).
 __version__ = "0.1.0"
 
 _API = {
@@ -21,6 +25,8 @@ _API = {
     "pair_runs": "compare.pairing.match",
     "compare_pairs": "compare.engine",
     "compare_network": "compare.api",
+    "ComparisonResult": "compare.api",
+    "regate": "compare.api",
     "write_report": "compare.reports.network",
     "compare_operator": "compare.single_op",
 }

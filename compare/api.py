@@ -7,23 +7,30 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .engine import EngineOptions, compare_pairs
 from .pairing.fusion_rule import FusionRule
 from .pairing.scenarios import Scenario
-from .records import MetricRow, Pairing, PairStatus, Run, RunKind
+from .errors import OptionError
+from .records import Bound, MetricRow, Pairing, PairStatus, Run, RunKind, Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
     from .loaders.selection import Selection
+    from .policy import Policy
     from .stats import StatsResult
 
 PathLike = str | os.PathLike[str]
+#: ``progress(done, total)``: called after each compared pair (see :func:`run_network`).
+Progress = Callable[[int, int], None]
 #: A rule option: a path to the JSON file, or a rule already loaded with ``load_fusion_rule``.
 RuleArg = PathLike | FusionRule
 
@@ -52,6 +59,8 @@ class NetworkResult:
     stats: "StatsResult | None" = None
     parts: list[tuple[int | None, int | None]] = field(default_factory=list)
     part_graphs: list[int | None] = field(default_factory=list)
+    #: Set when both sides are the same dump files (:func:`same_data`): what was found.
+    same_data: str | None = None
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
@@ -316,8 +325,15 @@ def run_network(
     model_name: str | None = None,
     ge_graph: PathLike | None = None,
     mapping: PathLike | list | None = None,
+    progress: Progress | None = None,
+    refuse_same: bool = False,
 ) -> NetworkResult:
     """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
+
+    ``progress(done, total)`` is called after each compared pair (from the calling thread); when
+    parts are compared in turn both numbers count from the first part (``total`` grows as each
+    part is paired). ``refuse_same``: raise :class:`SameDataError` before comparing when both
+    sides are the same dump files (:func:`same_data`); else ``NetworkResult.same_data`` says so.
 
     The scenario (row of the manual's comparison table) is checked after both folders are read
     and before any rule file is: an unsupported combination raises
@@ -343,7 +359,7 @@ def run_network(
         if name not in metrics:
             metrics.append(name)
     plugins = load_plugins(custom_dir) if custom_dir else None
-    options = EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements)
+    options = EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements, progress=progress)
     rules = dict(quant_rule=quant_rule, close_fusion_rule=close_fusion_rule)
     if mapping is not None and not isinstance(mapping, list):
         from .pairing.user_mapping import load_mapping
@@ -354,8 +370,8 @@ def run_network(
     if plan is None:
         left_run, right_run, scenario, _, pairing = load_and_pair(
             left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
-        return _compare_one(left_run, right_run, scenario, pairing, metrics, options)
-    return _compare_each(plan, fusion_rule, rules, mapping, metrics, options)
+        return _compare_one(left_run, right_run, scenario, pairing, metrics, options, refuse_same=refuse_same)
+    return _compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
 
 
 def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = True) -> list[str]:
@@ -371,7 +387,8 @@ def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = Tru
 
 
 def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, metrics: list[str],
-                 options: EngineOptions, prefix: str = "", *, reported: list[Run] | None = None) -> NetworkResult:
+                 options: EngineOptions, prefix: str = "", *, reported: list[Run] | None = None,
+                 refuse_same: bool = False) -> NetworkResult:
     """Compare one pairing (metrics, or statistics when a side is statistics-only).
 
     ``reported``: runs whose notes were already given (a golden side shared by every part of a
@@ -379,6 +396,10 @@ def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairi
     already reported (the same right leaf read for several parts). The runs of this call are added.
     """
     reported = reported if reported is not None else []
+    same = same_data(left_run, right_run)
+    if same is not None and refuse_same:
+        raise SameDataError(f"{prefix}{same}: a gate on a run compared with itself proves nothing; compare "
+                            "different dumps, or add --allow-same (allow_same=True) if this is deliberate")
     notes: list[str] = []
     for side, run in (("left", left_run), ("right", right_run)):
         if not any(run is seen for seen in reported):
@@ -396,12 +417,48 @@ def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairi
         notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
                      "data, so every pair is compared by its statistics (computed from the data where a side has it)")
         return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
-                             scenario=scenario, stats=stats)
+                             scenario=scenario, stats=stats, same_data=same)
     rows = compare_pairs(pairing.pairs, options)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
-                         scenario=scenario)
+                         scenario=scenario, same_data=same)
+
+
+class SameDataError(OptionError):
+    """Both sides are the same dump files and a gate was asked for (exit 2 on the command line)."""
+
+
+def _file_ids(run: Run) -> set[tuple[int, int]]:
+    """(device, inode) of every dump file of a run (files that cannot be stat'ed are left out)."""
+    ids = set()
+    for op in run.ops.values():
+        for path in op.files or (op.path,):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            ids.add((st.st_dev, st.st_ino))
+    return ids
+
+
+def same_data(left: Run, right: Run) -> str | None:
+    """What makes the two runs the same dump, or None when they are not.
+
+    Same: both resolve to the same folder (``-l X -r X``, a parent folder whose chosen leaf is
+    the other side's folder, a symlinked folder), or both hold exactly the same files (same
+    device and inode: hard links or symlinks to the same files). Cost: one ``stat`` per file,
+    and only when both sides have as many operators.
+    """
+    left_dir, right_dir = Path(left.path).resolve(), Path(right.path).resolve()
+    if left_dir == right_dir:
+        return f"left and right are the same dump ({left_dir})"
+    if len(left.ops) != len(right.ops) or not left.ops:
+        return None
+    ids = _file_ids(left)
+    if ids and ids == _file_ids(right):
+        return f"left ({left_dir}) and right ({right_dir}) hold the same {len(ids)} dump files"
+    return None
 
 
 @dataclass
@@ -461,7 +518,7 @@ def _plan_each(left: PathLike, right: PathLike, select: dict, version: int | Non
 
 
 def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, mapping: object, metrics: list[str],
-                  options: EngineOptions) -> NetworkResult:
+                  options: EngineOptions, *, refuse_same: bool = False) -> NetworkResult:
     """Run the plan: one comparison per (rank, [graph,] iteration), rows tagged, results concatenated.
 
     A right side without rank / graph / iteration levels (a golden folder) is read once and used
@@ -482,6 +539,7 @@ def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, map
     last: NetworkResult | None = None
     fixed_right: Run | None = plan.right_probe if plan.right_candidates is None else None
     reported: list[Run] = []
+    counted = [0, 0]  # pairs done and pairs known so far, over every part (progress)
     for leaf in plan.left_leaves:
         rank, iteration = leaf.get("rank"), leaf.get("iteration")
         graph = _as_int(leaf.get("graph")) if plan.by_graph else None
@@ -501,7 +559,11 @@ def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, map
                                       ge_graph=Path(ge_graph) if ge_graph is not None else None)
                 right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version)
             scenario, _, pairing = pair_loaded(left_run, right_run, fusion_rule, mapping=mapping, **rules)
-            part = _compare_one(left_run, right_run, scenario, pairing, metrics, options, prefix, reported=reported)
+            part = _compare_one(left_run, right_run, scenario, pairing, metrics,
+                                _part_options(options, counted, len(pairing.pairs)), prefix, reported=reported,
+                                refuse_same=refuse_same)
+        except SameDataError:
+            raise
         except CompareError as exc:
             notes.append(f"{prefix}not compared: {exc}")
             continue
@@ -534,7 +596,23 @@ def _compare_each(plan: _EachPlan, fusion_rule: RuleArg | None, rules: dict, map
         notes.insert(0, f"compared {len(parts)} (rank, iteration) part(s) in turn: "
                         + ", ".join(f"rank {r} iteration {i}" for r, i in parts))
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
-                         notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs)
+                         notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs,
+                         same_data=last.same_data)
+
+
+def _part_options(options: EngineOptions, counted: list[int], pairs: int) -> EngineOptions:
+    """The options of one part of a compare-each-in-turn run: progress counted from the first part."""
+    report = options.progress
+    if report is None:
+        return options
+    base = counted[0]
+    counted[1] += pairs
+
+    def progress(done: int, _total: int) -> None:
+        counted[0] = base + done
+        report(counted[0], counted[1])
+
+    return replace(options, progress=progress)
 
 
 def selected_folder(path: PathLike, *, rank: object = None, iteration: object = None, graph: object = None,
@@ -620,7 +698,12 @@ def explain_missing(rows: Sequence[MetricRow], left: Run, right: Run) -> None:
             row.reasons.extend(_skipped_for(right, names))
 
 
-def to_dataframe(result: NetworkResult):
+def to_dataframe(result: NetworkResult) -> "pd.DataFrame":
+    """The report of a :class:`NetworkResult` as a pandas DataFrame (see :func:`frame_of`)."""
+    return frame_of(result.rows, result.metrics)
+
+
+def frame_of(rows: Sequence[MetricRow], metrics: Sequence[str]) -> "pd.DataFrame":
     """The report as a pandas DataFrame: the default report's columns, metrics as floats.
 
     Not-computed metrics are NaN; ``StandardDeviation`` keeps its ``(mean;std),(mean;std)`` text
@@ -636,8 +719,8 @@ def to_dataframe(result: NetworkResult):
 
     nan = float("nan")
     records = []
-    with_selection = any(row.rank is not None or row.iteration is not None for row in result.rows)
-    for row in result.rows:
+    with_selection = any(row.rank is not None or row.iteration is not None for row in rows)
+    for row in rows:
         rec: dict[str, object] = {
             "Index": row.index,
             "Rank": row.rank,
@@ -651,7 +734,7 @@ def to_dataframe(result: NetworkResult):
             "TensorIndex": row.tensor_id,
             "Shape": list(row.shape) if (row.shape is not None and row.tensor_id) else None,
         }
-        for name in result.metrics:
+        for name in metrics:
             if name == "StandardDeviation":
                 rec[name] = std_cell(row.std) if row.std is not None else None
             else:
@@ -661,12 +744,149 @@ def to_dataframe(result: NetworkResult):
         std = row.std if row.std is not None else (nan, nan, nan, nan)
         rec.update(LeftMean=std[0], LeftStd=std[1], RightMean=std[2], RightStd=std[3], Status=row.status.value)
         records.append(rec)
-    columns = header(result.metrics) + ["LeftMean", "LeftStd", "RightMean", "RightStd", "Status"]
-    if any(row.graph is not None for row in result.rows):
+    columns = header(metrics) + ["LeftMean", "LeftStd", "RightMean", "RightStd", "Status"]
+    if any(row.graph is not None for row in rows):
         columns[1:1] = ["Rank", "Graph", "Iteration"]
     elif with_selection:
         columns[1:1] = ["Rank", "Iteration"]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def tool_version() -> str:
+    """The installed vcompare version (package metadata), as ``vcompare --version`` prints it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vcompare")
+    except PackageNotFoundError:  # a source tree that was never installed
+        from . import __version__
+
+        return __version__
+
+
+#: The JUnit root suite name of every vcompare report.
+JUNIT_SUITE = "vcompare"
+
+
+def build_policy(policy: "PathLike | Policy | None" = None, gates: Sequence[str | Bound] = ()) -> "Policy | None":
+    """The policy of a gated run: a policy file (path) or :class:`~compare.policy.Policy`, plus
+    ``gates`` (``"CosineSimilarity>=0.99"`` texts or :class:`Bound` records) added to it.
+
+    None when neither is given (an ungated run). Raises :class:`OptionError` for a bad gate text
+    or policy file.
+    """
+    from .gates import parse_gate
+    from .policy import Policy, load_policy
+
+    bounds = [g if isinstance(g, Bound) else parse_gate(g) for g in gates]
+    if policy is None:
+        return Policy.from_gates(bounds) if bounds else None
+    base = policy if isinstance(policy, Policy) else load_policy(policy)
+    return base.with_gates(bounds)
+
+
+def gate_metrics(policy: "Policy | None") -> list[str]:
+    """The metrics a policy needs computed (added to the selected ones)."""
+    if policy is None:
+        return []
+    from .policy import gated_metrics
+
+    return gated_metrics(policy)
+
+
+def check_rows(rows: Sequence[MetricRow], policy: "Policy | None", *, today: "datetime.date | None" = None
+               ) -> Verdict:
+    """The verdict of ``rows`` under ``policy`` (:func:`compare.gates.evaluate`); NOT_GATED for None."""
+    from .gates import evaluate
+    from .policy import Policy
+
+    return evaluate(rows, policy if policy is not None else Policy(strict=False), today=today)
+
+
+@dataclass
+class ComparisonResult:
+    """A comparison (or a re-checked saved one) and its verdict: what the command line writes.
+
+    ``rows`` in report order; ``metrics`` the metric columns; ``verdict`` the gate outcome
+    (``Outcome.NOT_GATED`` without ``policy``); ``inputs`` / ``options`` / ``timing`` as written
+    in the JSON result (docs/result-json.md); ``network`` the full :class:`NetworkResult` of a live
+    run (None for a saved result); ``document`` the JSON document a saved result was read from.
+    """
+
+    rows: list[MetricRow]
+    metrics: list[str]
+    verdict: Verdict
+    policy: "Policy | None" = None
+    notes: list[str] = field(default_factory=list)
+    inputs: dict[str, object] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    network: NetworkResult | None = None
+    document: dict | None = None
+
+    @property
+    def frame(self) -> "pd.DataFrame":
+        """The rows as a pandas DataFrame (columns: :func:`to_dataframe`)."""
+        return frame_of(self.rows, self.metrics)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed or not gated, 1 a gate failed, 3 incomplete (the command line's codes)."""
+        return self.verdict.exit_code
+
+    @property
+    def gated(self) -> bool:
+        return self.policy is not None
+
+    def summary(self) -> dict[str, int]:
+        """Row counts per status (statistics rows for a statistics-only live run)."""
+        if self.network is not None:
+            return self.network.summary()
+        counts = Counter(row.status for row in self.rows)
+        return {status.value: counts.get(status, 0) for status in PairStatus}
+
+    def to_json(self) -> dict:
+        """The versioned JSON result document (docs/result-json.md); ``verdict`` is null when not gated.
+
+        For a saved JSON result re-checked by :func:`regate`, inputs, options, notes, timing and
+        creation time are the saved run's, so only the verdict can differ.
+        """
+        from .reports.result_json import result_document
+
+        created = None
+        version = tool_version()
+        if self.document is not None:
+            created = _created_seconds(self.document.get("created"))
+            tool = self.document.get("tool")
+            if isinstance(tool, dict) and isinstance(tool.get("version"), str):
+                version = tool["version"]
+        return result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
+                               verdict=self.verdict if self.gated else None, timing=self.timing,
+                               tool_version=version, created=created)
+
+    def to_junit(self) -> str:
+        """The JUnit XML report (one testcase per row, grouped by operator; ``timing["compare"]`` seconds)."""
+        from .reports.junit import render_junit
+
+        return render_junit(self.rows, self.verdict if self.gated else None, suite_name=JUNIT_SUITE,
+                            time_seconds=float(self.timing.get("compare", 0.0) or 0.0))
+
+
+def _created_seconds(text: object) -> float | None:
+    """Seconds since the epoch of a document's ``created`` (``YYYY-mm-ddTHH:MM:SSZ``), or None."""
+    import calendar
+    import time
+
+    if not isinstance(text, str):
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
 
 
 def compare_network(
@@ -680,8 +900,18 @@ def compare_network(
     custom_dir: PathLike | None = None,
     dump_version: int | None = None,
     max_elements: int = 0,
-):
-    """Compare two dump folders operator by operator and return a pandas DataFrame.
+    rank: object = None,
+    iteration: object = None,
+    graph: object = None,
+    model_name: str | None = None,
+    ge_graph: PathLike | None = None,
+    mapping: PathLike | list | None = None,
+    gates: Sequence[str | Bound] = (),
+    policy: "PathLike | Policy | None" = None,
+    allow_same: bool = False,
+    progress: Progress | None = None,
+) -> ComparisonResult:
+    """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
 
     ``left`` is "my output" (e.g. an Ascend dump folder or any parent of its
     ``time/device/model/model_id/data_index`` tree, or a quantized Caffe dump), ``right`` the
@@ -690,17 +920,97 @@ def compare_network(
     rule (``-q``), ``close_fusion_rule`` the ATC json of the model built with fusion switched off
     (``-cf``); docs/quant.md says which scenario needs which. ``algorithms``: metric names/indices
     (default all ten). ``custom_dir``: plugin root holding ``format_convert/convert_X_to_Y.py``.
-    ``dump_version``: force 1 (protobuf) or 2 (binary).
+    ``dump_version``: force 1 (protobuf) or 2 (binary). ``rank`` ... ``mapping``: see
+    :func:`run_network` (``--rank`` ... ``--mapping``).
+
+    ``gates`` (``"CosineSimilarity>=0.99"`` texts or :class:`Bound`) and ``policy`` (a TOML policy
+    file or a :class:`~compare.policy.Policy`, docs/policy.md) make the run gated: the metrics they
+    name are computed too, and ``result.verdict`` / ``result.passed`` / ``result.exit_code`` say
+    how the rows fared. A gated comparison of a dump with itself raises :class:`SameDataError`
+    unless ``allow_same``; an ungated one gets a note. ``progress(done, total)`` is called after
+    each pair. ``result.frame`` is the report as a DataFrame, ``result.to_json()`` the JSON result.
 
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
-    (unreadable rule, no valid dump, a folder/option combination the comparison table does not
-    support); per-operator problems are rows with a FailReason.
+    (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
+    comparison table does not support); per-operator problems are rows with a FailReason.
     """
+    import time
+
+    started = time.perf_counter()
+    checked = build_policy(policy, gates)
     result = run_network(left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
                          algorithms=algorithms, custom_dir=custom_dir, dump_version=dump_version,
-                         max_elements=max_elements)
-    return to_dataframe(result)
+                         max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
+                         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
+                         mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same)
+    if checked is not None and result.stats is not None and not result.rows:
+        raise OptionError("gates check tensor metrics, and this comparison is statistics-only (a side holds "
+                          "statistics and no tensor data); compare tensor dumps to use gates")
+    compared = time.perf_counter()
+    verdict = check_rows(result.rows, checked)
+    notes = list(result.notes)
+    if result.same_data is not None:
+        notes.append(f"warning: {result.same_data}: every row compares a tensor with itself")
+    inputs = {"left": left, "right": right, "fusion_rule": fusion_rule, "quant_rule": quant_rule,
+              "close_fusion_rule": close_fusion_rule, "mapping": mapping if not isinstance(mapping, list) else None,
+              "policy": checked.source if checked is not None else None,
+              "left_folder": result.left.path, "right_folder": result.right.path}
+    options = {"algorithms": algorithms, "dump_version": dump_version, "max_elements": max_elements,
+               "rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
+               "ge_graph": ge_graph, "gates": [b.text for b in checked.gates] if checked is not None else [],
+               "strict": checked.strict if checked is not None else None, "allow_same": allow_same,
+               "custom_dir": custom_dir}
+    timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
+    return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
+                            options, timing, network=result)
 
+
+def _inputs_text(inputs: dict[str, object]) -> dict[str, object]:
+    """Inputs with rule objects and paths as text (a loaded FusionRule is named by its type)."""
+    out: dict[str, object] = {}
+    for key, value in inputs.items():
+        if isinstance(value, FusionRule):
+            value = f"<loaded {type(value).__name__}>"
+        elif isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        out[key] = value
+    return out
+
+
+def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: Sequence[str | Bound] = (),
+           today: "datetime.date | None" = None) -> ComparisonResult:
+    """Check a saved result (``--json`` .json, ``-o`` .csv or .parquet) again without recomputing.
+
+    The rows are read back (:func:`compare.reports.saved.load_result`) and checked against
+    ``policy`` plus ``gates``; at least one must be given (:class:`OptionError` otherwise). A JSON
+    result gives back the same rows, so the same policy gives the same verdict as the live run;
+    a CSV holds what its cells print (docs/result-json.md says what each format keeps).
+    """
+    import time
+
+    from .reports.result_json import decode_float
+    from .reports.saved import load_result
+
+    checked = build_policy(policy, gates)
+    if checked is None:
+        raise OptionError("nothing to check: give a policy file (--policy FILE) and/or --gate METRIC>=NUMBER")
+    saved = load_result(path)
+    started = time.perf_counter()
+    verdict = check_rows(saved.rows, checked, today=today)
+    elapsed = time.perf_counter() - started
+    document = saved.document
+    if document is None:
+        return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked, [],
+                                {"saved_result": os.fspath(saved.path)}, {"gates": [b.text for b in checked.gates]},
+                                {"gate": elapsed})
+    timing: dict[str, float] = {}
+    for key, value in (document.get("timing") or {}).items():
+        number = decode_float(value, f"timing.{key}")
+        if number is not None:
+            timing[str(key)] = number
+    return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked, list(document.get("notes") or []),
+                            dict(document.get("inputs") or {}), dict(document.get("options") or {}), timing,
+                            document=document)
 
 
 # --------------------------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def test_help_is_fast_and_documented() -> None:
 def test_python_api_dataframe() -> None:
     from compare import compare_network
 
-    df = compare_network(DEMO / "npu", DEMO / "golden", fusion_rule=DEMO / "model.json")
+    df = compare_network(DEMO / "npu", DEMO / "golden", fusion_rule=DEMO / "model.json").frame
     assert df["CosineSimilarity"].dtype == float
     assert {"LeftMean", "LeftStd", "RightMean", "RightStd", "Status"} <= set(df.columns)
     assert set(df.Status) >= {"compared", "missing on left"}

@@ -86,7 +86,7 @@ def case_name(row: MetricRow) -> str:
 def _metrics_text(row: MetricRow) -> str:
     """Every metric of the row, full precision (``repr``), then status and reasons."""
     lines = [f"{name} = {'not computed' if value is None else repr(float(value))}"
-             for name, value in row.metrics.items()]
+             for name, value in row.metrics.items() if name != STD_NAME]
     if row.std is not None:
         lm, ls, rm, rs = (repr(float(v)) for v in row.std)
         lines.append(f"{STD_NAME} = left mean {lm}, left std {ls}; right mean {rm}, right std {rs}")
