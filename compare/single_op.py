@@ -147,7 +147,7 @@ class OperatorResult:
 
     @cached_property
     def left_values(self) -> np.ndarray:
-        """Left values as float64 (bool -> 0/1, complex -> real part)."""
+        """Left values as float64 (bool -> 0/1, complex -> real part; the errors use both parts)."""
         return _as_float64(self.left)
 
     @cached_property
@@ -156,14 +156,16 @@ class OperatorResult:
 
     @cached_property
     def absolute_error(self) -> np.ndarray:
-        """``|x - y|`` in float64."""
+        """``|x - y|`` in float64 (complex data: the modulus of the complex difference, so the
+        imaginary parts count too; the Left/Right columns show the real parts)."""
         with np.errstate(all="ignore"):
-            return np.abs(self.left_values - self.right_values)
+            return np.abs(_as_exact(self.left) - _as_exact(self.right))
 
     @cached_property
     def relative_error(self) -> np.ndarray:
-        """``|x - y| / |y|``; NaN where ``y == 0`` or the value is not finite (undefined)."""
-        y = np.abs(self.right_values)
+        """``|x - y| / |y|``; NaN where ``y == 0`` or the value is not finite (undefined). Complex
+        data: moduli, as in :attr:`absolute_error`."""
+        y = np.abs(_as_exact(self.right))
         with np.errstate(all="ignore"):
             rel = self.absolute_error / y
         rel[~np.isfinite(rel) | (y == 0)] = np.nan
@@ -260,6 +262,13 @@ def _as_float64(array: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "c":
         a = a.real
     return a.astype(np.float64)
+
+
+def _as_exact(array: np.ndarray) -> np.ndarray:
+    """Flat values for the element-wise errors: complex128 for complex data (both parts), else
+    float64 (bool -> 0/1)."""
+    a = np.asarray(array).reshape(-1)
+    return a.astype(np.complex128) if a.dtype.kind == "c" else a.astype(np.float64)
 
 
 def top_indexes(key: np.ndarray, n: int, *, ties_ascending: bool = True) -> np.ndarray:
