@@ -40,6 +40,10 @@ Policy on odd tensors:
 * Tensors with an undecodable data type (``DT_STRING`` ...) are listed; :func:`read_tensor`
   raises for them.
 
+Size limits (bounded cost for crafted files): more than :data:`MAX_TOP_LEVEL_FIELDS` top-level
+fields (v1 file or v2 header), more than :data:`MAX_TENSOR_FIELDS` fields in one v1 element, or a
+shape of more than :data:`MAX_RANK` dimensions is refused, at the offending field's byte.
+
 Every failure is a :class:`compare.errors.DumpFormatError` whose message is the diagnosis and
 whose ``offset`` is the byte where the problem is.
 """
@@ -88,6 +92,15 @@ _DUMP_OUTPUT, _DUMP_INPUT, _DUMP_BUFFER, _DUMP_SPACE = 3, 4, 5, 8
 _DATA_FIELD = {_DUMP_OUTPUT: 5, _DUMP_INPUT: 4, _DUMP_BUFFER: 2, _DUMP_SPACE: 2}
 
 _WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_SGROUP, _WIRE_EGROUP, _WIRE_I32 = 0, 1, 2, 3, 4, 5
+
+#: Limits that bound the cost of reading a crafted header (docs/reliability.md). A real dump has
+#: one top-level field per tensor, buffer, workspace, attribute and header value, about a dozen
+#: fields per tensor, and shapes of rank <= 8; a file over a limit is refused (DumpFormatError at
+#: the offending field) before the protobuf runtime decodes it, so a file of millions of tiny
+#: fields costs a walk of at most the limit, not millions of Python objects.
+MAX_TOP_LEVEL_FIELDS = 100_000
+MAX_TENSOR_FIELDS = 10_000  # fields of one OpInput/OpOutput/OpBuffer/Workspace (version 1)
+MAX_RANK = 256  # dimensions of a shape or original shape
 
 
 # ----------------------------------------------------------------------------------- records
@@ -169,6 +182,10 @@ class _WireError(Exception):
         self.offset = offset
 
 
+class _FieldLimit(_WireError):
+    """A message with more fields than its limit (see :data:`MAX_TOP_LEVEL_FIELDS`)."""
+
+
 @dataclass(frozen=True)
 class _Field:
     number: int
@@ -197,10 +214,18 @@ def _varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
             raise _WireError("varint longer than 10 bytes", start)
 
 
-def _fields(buf: Buffer, start: int, end: int) -> Iterator[_Field]:
-    """The fields of the message occupying ``buf[start:end]``, in wire order."""
+def _fields(buf: Buffer, start: int, end: int, limit: int | None = None, what: str = "") -> Iterator[_Field]:
+    """The fields of the message occupying ``buf[start:end]``, in wire order.
+
+    With ``limit``, the field after the ``limit``-th raises ``_FieldLimit`` (at its tag) saying
+    that ``what`` has more than ``limit`` fields, before anything past it is read.
+    """
     pos = start
+    count = 0
     while pos < end:
+        count += 1
+        if limit is not None and count > limit:
+            raise _FieldLimit(f"{what} has more than {limit} fields (the limit for a dump)", pos)
         field = _next_field(buf, pos, end)
         if field.wire_type == _WIRE_EGROUP:
             raise _WireError(f"unmatched end-group of field {field.number}", pos)
@@ -308,10 +333,11 @@ def _strip_data(buf: Buffer, start: int, end: int) -> _Stripped:
     parts: list[tuple[int, int, bytes]] = []
     spans: dict[int, list[tuple[int, int]]] = {f: [] for f in _DATA_FIELD}
     known = False
-    for field in _fields(buf, start, end):
+    for field in _fields(buf, start, end, MAX_TOP_LEVEL_FIELDS, "the DumpData message: top-level"):
         known = known or (1 <= field.number <= 8)
         if field.number in _DATA_FIELD and field.wire_type == _WIRE_LEN:
-            body, span = _strip_element(buf, field, _DATA_FIELD[field.number])
+            name = f"{_TOP_LEVEL_NAMES[field.number]} {len(spans[field.number])}"
+            body, span = _strip_element(buf, field, _DATA_FIELD[field.number], name)
             spans[field.number].append(span)
             piece = bytes(buf[field.start : field.tag_end]) + _len_prefix(len(body)) + body
         else:
@@ -320,11 +346,19 @@ def _strip_data(buf: Buffer, start: int, end: int) -> _Stripped:
     return _Stripped(tuple(parts), spans, known)
 
 
-def _strip_element(buf: Buffer, element: _Field, data_field: int) -> tuple[bytes, tuple[int, int]]:
-    """One OpInput/OpOutput/OpBuffer/Workspace without its data, and its data's (offset, size)."""
+def _strip_element(buf: Buffer, element: _Field, data_field: int, name: str) -> tuple[bytes, tuple[int, int]]:
+    """One OpInput/OpOutput/OpBuffer/Workspace without its data, and its data's (offset, size).
+
+    ``name`` (e.g. ``input 0``) names the element in the diagnosis when it has more than
+    :data:`MAX_TENSOR_FIELDS` fields (raised at the element's tag).
+    """
     pieces: list[bytes] = []
     span = (element.value_start, 0)
-    for field in _fields(buf, element.value_start, element.end):
+    try:
+        fields = list(_fields(buf, element.value_start, element.end, MAX_TENSOR_FIELDS, name))
+    except _FieldLimit as wire:
+        raise _FieldLimit(wire.problem, element.start) from None
+    for field in fields:
         if field.number == data_field and field.wire_type == _WIRE_LEN:
             span = (field.value_start, field.end - field.value_start)
         else:
@@ -408,7 +442,7 @@ def _decode_dump_data(
 def _header_parts(path: Path, data: bytes, what: str, offset: int) -> list[tuple[int, int, bytes]]:
     """Top-level fields of a version-2 header (file offsets), or the wire-format diagnosis."""
     try:
-        fields = list(_fields(data, 0, len(data)))
+        fields = list(_fields(data, 0, len(data), MAX_TOP_LEVEL_FIELDS, "the DumpData message: top-level"))
     except _WireError as wire:
         where = offset + wire.offset
         problem = f"{what} is not a valid DumpData protobuf ({wire.problem} at byte {where})"
@@ -424,6 +458,7 @@ def _assemble(
     msg: Message,
     spans: dict[int, list[tuple[int, int]]],
 ) -> DumpHeader:
+    _check_ranks(path, msg, spans)
     inputs = tuple(
         _tensor_info("input", i, m, *spans[_DUMP_INPUT][i]) for i, m in enumerate(msg.input)
     )
@@ -443,6 +478,20 @@ def _assemble(
         spaces=tuple(spans[_DUMP_SPACE]),
         attrs=tuple((a.name, a.value) for a in msg.attr),
     )
+
+
+def _check_ranks(path: Path, msg: Message, spans: dict[int, list[tuple[int, int]]]) -> None:
+    """Refuse a shape of more than :data:`MAX_RANK` dimensions (offset: that tensor's data)."""
+    for kind, field, items in (("input", _DUMP_INPUT, msg.input), ("output", _DUMP_OUTPUT, msg.output)):
+        for i, item in enumerate(items):
+            for shape_name, shape in (("shape", item.shape), ("original_shape", item.original_shape)):
+                rank = len(shape.dim)
+                if rank > MAX_RANK:
+                    problem = (
+                        f"{kind} {i}: its {shape_name} has {rank} dimensions (more than {MAX_RANK}): "
+                        "not a tensor shape"
+                    )
+                    raise DumpFormatError(path, problem, offset=spans[field][i][0])
 
 
 class _V2Failure(Exception):

@@ -51,6 +51,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -428,35 +429,43 @@ def group_ops(ops: list[RuleOp]) -> list[FusionGroup]:
     original names.
     """
     by_key: dict[str, FusionGroup] = {}
+    names_of: dict[str, set[str]] = {}  # group key -> names of its ops (a repeated name joins once)
     for op in ops:
         key = group_key(op)
         group = by_key.get(key)
         if group is None:
             by_key[key] = FusionGroup(len(by_key), key, [op], Relation.ONE_TO_ONE)
-        elif all(member.name != op.name for member in group.ops):
+            names_of[key] = {op.name}
+        elif op.name not in names_of[key]:
             group.ops.append(op)
+            names_of[key].add(op.name)
     groups = list(by_key.values())
     for group in groups:
         group.relation = relation_of(group.ops)
     return groups
 
 
-def _rename_adjust(ops: list[RuleOp]) -> None:
-    """Rename-node adjustment (in place): see the module docstring."""
-    position = {op.name: i for i, op in enumerate(ops)}
-    for group in group_ops(ops):
-        if len(group.ops) != 1:
+def _rename_adjust(ops: list[RuleOp], start: int, group_sizes: Counter[str]) -> None:
+    """Rename-node adjustment (in place) of ``ops[start:]``, the ops of the graph just read.
+
+    ``group_sizes`` counts the ops per group key read so far (this graph included). The rule is
+    applied after each graph to every group of exactly one op; groups only grow as graphs are
+    read (op names are unique, descs do not change keys) and the adjustment is idempotent, so an
+    op is adjusted iff its group had one op at the end of the graph that brought it. Checking
+    only the new ops therefore gives what re-running over all ops after each graph gives, in
+    time linear in the rule's size (instead of quadratic in the number of graphs).
+    """
+    for i in range(start, len(ops)):
+        op = ops[i]
+        name = group_key(op)
+        if group_sizes[name] != 1 or len(op.original_names) != 1 or op.original_names[0] != name:
             continue
-        op = group.ops[0]
-        if len(op.original_names) != 1 or op.original_names[0] != group.key:
-            continue
-        name = group.key
         if op.descs:
             descs = tuple(d if d.origin_name else replace(d, origin_name=name) for d in op.descs)
         else:
             descs = (OutputDesc(0, name, None, "", None),)
         if descs != op.descs:
-            ops[position[op.name]] = replace(op, descs=descs)
+            ops[i] = replace(op, descs=descs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -521,6 +530,7 @@ def load_fusion_rule(path: str | Path) -> FusionRule:
     seen: dict[str, tuple[str, Any]] = {}  # op name -> (JSON path, JSON node) of its first op
     warnings: list[str] = []
     graph_names: list[str] = []
+    group_sizes: Counter[str] = Counter()
     for g, graph in enumerate(graphs):
         graph_path = f"graph[{g}]"
         graph = r.obj(graph, graph_path)
@@ -528,6 +538,7 @@ def load_fusion_rule(path: str | Path) -> FusionRule:
         graph_names.append(graph_name)
         if "op" not in graph:
             raise r.fail(graph_path, "graph without an 'op' array")
+        first_of_graph = len(ops)
         for i, node in enumerate(r.array(graph["op"], f"{graph_path}.op")):
             op_path = f"{graph_path}.op[{i}]"
             op = _parse_op(r, node, graph_name, op_path)
@@ -536,7 +547,8 @@ def load_fusion_rule(path: str | Path) -> FusionRule:
                 continue
             seen[op.name] = (op_path, node)
             ops.append(op)
-        _rename_adjust(ops)
+            group_sizes[group_key(op)] += 1
+        _rename_adjust(ops, first_of_graph, group_sizes)
     groups = group_ops(ops)
     group_of = {op.name: group for group in groups for op in group.ops}
     ordered = sorted(ops, key=lambda op: op.id)
