@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +18,7 @@ from .engine import EngineOptions, compare_pairs
 from .pairing.fusion_rule import FusionRule
 from .pairing.scenarios import Scenario
 from .errors import OptionError
-from .records import Bound, MetricRow, Pairing, PairStatus, Run, RunKind, Verdict
+from .records import Bound, MetricRow, Pairing, PairStatus, Run, RunKind, Verdict, count_by_status
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -66,8 +65,7 @@ class NetworkResult:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
         if self.stats is not None and not self.rows:
             return self.stats.summary()
-        counts = Counter(row.status for row in self.rows)
-        return {status.value: counts.get(status, 0) for status in PairStatus}
+        return count_by_status(self.rows)
 
     @property
     def has_npy(self) -> tuple[bool, bool]:
@@ -248,13 +246,9 @@ def choose_models(left: PathLike, right: PathLike, select: dict, version: int | 
     except CompareError:
         return choice  # the right side's own error comes when it is loaded for the comparison
     choice.right_probe, choice.probe_select = probe, dict(select)
-    counts = _pairing_counts(left_names, list(probe.ops))
-    chosen = max(counts, key=lambda m: (counts[m], sizes[m], m))
-    if counts[chosen] == 0:
-        choice.left_notes.append(_no_pair_note("right", counts))
-        return choice
-    choice.left["model_name"] = chosen
-    choice.left_notes.append(_choice_note("right", chosen, counts, sizes))
+    chosen = _best_model(_pairing_counts(left_names, list(probe.ops)), sizes, "right", choice.left_notes)
+    if chosen is not None:
+        choice.left["model_name"] = chosen
     return choice
 
 
@@ -266,14 +260,20 @@ def _choose_right_model(right: PathLike, right_select: dict, left_ops: list[str]
     names = {m: leaf_op_names(c) for m, c in model_folders(right, _selection(right_select)).items()}
     if not names:
         return right_select
-    counts = _pairing_counts(names, left_ops)
     sizes = {m: len(ops) for m, ops in names.items()}
+    chosen = _best_model(_pairing_counts(names, left_ops), sizes, "left", choice.right_notes)
+    return right_select if chosen is None else {**right_select, "model_name": chosen}
+
+
+def _best_model(counts: dict[str, int], sizes: dict[str, int], other: str, notes: list[str]) -> str | None:
+    """The model folder with the most ops pairing with the ``other`` side (ties: more ops, then the
+    name), with its note added to ``notes``; None (and a note) when no folder pairs at all."""
     chosen = max(counts, key=lambda m: (counts[m], sizes[m], m))
     if counts[chosen] == 0:
-        choice.right_notes.append(_no_pair_note("left", counts))
-        return right_select
-    choice.right_notes.append(_choice_note("left", chosen, counts, sizes))
-    return {**right_select, "model_name": chosen}
+        notes.append(_no_pair_note(other, counts))
+        return None
+    notes.append(_choice_note(other, chosen, counts, sizes))
+    return chosen
 
 
 #: Selection keys the right side takes from the left run when the user did not give them.
@@ -846,8 +846,7 @@ class ComparisonResult:
         """Row counts per status (statistics rows for a statistics-only live run)."""
         if self.network is not None:
             return self.network.summary()
-        counts = Counter(row.status for row in self.rows)
-        return {status.value: counts.get(status, 0) for status in PairStatus}
+        return count_by_status(self.rows)
 
     def to_json(self) -> dict:
         """The versioned JSON result document (docs/result-json.md); ``verdict`` is null when not gated.

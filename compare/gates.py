@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .errors import OptionError
+from .kernels import BOOL_CAPABLE
 from .policy import BoundResolver, Policy, Waiver
 from .records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, Verdict
 
@@ -47,9 +48,9 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 _GATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*|[0-9])\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
 _FORM = "expected METRIC>=NUMBER (ops: >= <= > < ==), e.g. CosineSimilarity>=0.99"
 
-#: Metrics with a value on bool-vs-bool rows (compare.kernels.BOOL_CAPABLE: the others are never
-#: computed there; RelativeEuclideanDistance only for a golden without True).
-_BOOL_METRICS = frozenset({"CosineSimilarity", "RelativeEuclideanDistance"})
+#: Metrics with a value on bool-vs-bool rows (the others are never computed there;
+#: RelativeEuclideanDistance only for a golden without True).
+_BOOL_METRICS = frozenset(BOOL_CAPABLE)
 #: Of those, the ones whose ``None`` on a bool row is the data's doing, not a gap (not checked).
 _BOOL_MAYBE = frozenset({"RelativeEuclideanDistance"})
 

@@ -7,6 +7,8 @@ from metadata only (file names and dump headers); tensor bytes are read by
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -117,6 +119,17 @@ def normalize_golden_name(name: str) -> str:
     return name.replace("/", "_").replace(".", "_")
 
 
+def name_key(name: str) -> str:
+    """The normalised form of an op name: ``--`` read as ``/``, then ``/ . \\`` and spaces turned
+    into ``_`` -- so the scope name of a MindSpore ``.npy``/``.bin`` dump meets the ``_`` spelling
+    of an Ascend-format dump of the same kernel. Used by the loaders (execution order, statistics)
+    and by by-name pairing (:mod:`compare.pairing.user_mapping`, rule 2)."""
+    key = name.replace("--", "/")
+    for char in "/.\\ ":
+        key = key.replace(char, "_")
+    return key
+
+
 @dataclass
 class Run:
     """One side of a comparison: a resolved dump folder and its operators.
@@ -224,6 +237,12 @@ class MetricRow:
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED
+
+
+def count_by_status(rows: Iterable[MetricRow]) -> dict[str, int]:
+    """Rows per :class:`PairStatus` value, in the enum's order, zeros included (the run summary)."""
+    counts = Counter(row.status for row in rows)
+    return {status.value: counts.get(status, 0) for status in PairStatus}
 
 
 # --------------------------------------------------------------------------------------------

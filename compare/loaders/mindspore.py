@@ -65,7 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CompareError, DumpFormatError
-from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+from ..records import OpDump, Run, RunKind, TensorKind, TensorRef, name_key
 from .stats_csv import StatRecord
 
 # --------------------------------------------------------------------------------------------
@@ -485,7 +485,7 @@ def apply_order(run: FamilyRun, names: list[str]) -> None:
     Policy:
 
     * an op listed in the execution order (its name matched exactly or normalised, see
-      :func:`compare.pairing.user_mapping.name_key`; the first listing counts) takes its place
+      :func:`compare.records.name_key`; the first listing counts) takes its place
       in the file;
     * an op the file does not list -- Parameters are never listed, and MindSpore may give a kernel
       another ``-opN`` id in the order file than in its file names -- is placed by its **first
@@ -504,8 +504,6 @@ def apply_order(run: FamilyRun, names: list[str]) -> None:
     """
     if not names:
         return
-    from ..pairing.user_mapping import name_key
-
     by_key: dict[str, int] = {}
     for position, name in enumerate(names):
         by_key.setdefault(name_key(name), position)
@@ -797,8 +795,6 @@ def merge_stats(run: FamilyRun, records: list[StatRecord], *, key=scope_name, fo
     any tensor has statistics only, ``run.stats_only`` is set: the comparison is then by
     statistics (:mod:`compare.stats`), which computes the statistics of the tensors with data.
     """
-    from ..pairing.user_mapping import name_key
-
     files = sum(len(op.inputs) + len(op.outputs) for op in run.ops.values())
     latest, superseded = _latest_records(records, key)
     by_key: dict[str, list[str]] = {}

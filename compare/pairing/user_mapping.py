@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError, PairingError
-from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef
+from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef, name_key
 from .match import one_sided_pair, op_tensor_rows, overflow_rows
 
 MODE_FAMILY = "by-name (scope)"
@@ -82,14 +82,6 @@ _TAIL_RE = re.compile(r"(?:^|_)([A-Za-z][A-Za-z0-9]*-op\d+)$")
 _PLAIN = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "ND", "NC", "CN"})
 _HEADER_CELLS = frozenset({"left", "right", "left_op", "right_op", "left name", "right name", "source", "target",
                            "mindspore", "golden", "npu", "ground truth", "groundtruth"})
-
-
-def name_key(name: str) -> str:
-    """The normalised form of an op name (see the module doc, rule 2)."""
-    key = name.replace("--", "/")
-    for char in "/.\\ ":
-        key = key.replace(char, "_")
-    return key
 
 
 def _stripped(key: str) -> str:
@@ -206,15 +198,22 @@ def _load_yaml(path: Path) -> list[MapEntry]:
 # --------------------------------------------------------------------------------------------
 
 
-def _index(names) -> tuple[dict[str, str], dict[str, str | None]]:
-    by_key: dict[str, str] = {}
-    stripped: dict[str, str | None] = {}
+def _unique_keys(names, key_of) -> dict[str, str | None]:
+    """key -> the one name having it (None when several names share it; names whose key is None skipped)."""
+    out: dict[str, str | None] = {}
     for name in names:
-        key = name_key(name)
-        by_key.setdefault(key, name)
-        s = _stripped(key)
-        stripped[s] = None if s in stripped else name  # None: ambiguous
-    return by_key, stripped
+        key = key_of(name)
+        if key is not None:
+            out[key] = None if key in out else name
+    return out
+
+
+def _index(names) -> tuple[dict[str, str], dict[str, str | None]]:
+    """``(normalised key -> first name, key without -opN -> the one name having it or None)``."""
+    by_key: dict[str, str] = {}
+    for name in names:
+        by_key.setdefault(name_key(name), name)
+    return by_key, _unique_keys(names, lambda name: _stripped(name_key(name)))
 
 
 def amp_key(key: str) -> str:
@@ -246,16 +245,6 @@ def kernel_tail(key: str) -> str | None:
     """
     found = _TAIL_RE.search(key)
     return found.group(1) if found else None
-
-
-def _unique_keys(names, key_of) -> dict[str, str | None]:
-    """key -> the one name having it (None when several names share it; names whose key is None skipped)."""
-    out: dict[str, str | None] = {}
-    for name in names:
-        key = key_of(name)
-        if key is not None:
-            out[key] = None if key in out else name
-    return out
 
 
 def _amp_rule_key(name: str) -> str:

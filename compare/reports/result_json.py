@@ -24,14 +24,13 @@ import json
 import math
 import os
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from ..errors import DumpFormatError
-from ..records import Bound, CheckFailure, MetricRow, PairStatus, Verdict
+from ..records import Bound, CheckFailure, MetricRow, Verdict, count_by_status
 from .files import atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
@@ -141,8 +140,7 @@ def verdict_document(verdict: Verdict | None) -> dict[str, Any] | None:
 
 def status_counts(rows: Sequence[MetricRow]) -> dict[str, int]:
     """Rows per :class:`PairStatus` value (every status present, zeros included) and ``total``."""
-    counts = Counter(row.status for row in rows)
-    return {**{status.value: counts.get(status, 0) for status in PairStatus}, "total": len(rows)}
+    return {**count_by_status(rows), "total": len(rows)}
 
 
 def _plain(value: object) -> Any:
