@@ -75,13 +75,16 @@ Examples:
   # TF NPU dump: the model_name folder of the graph in a GE build file:
   vcompare -l npu_dump -r tf_golden --ge-graph ge_proto_00292_Build.txt
 
-
+
   # CI accuracy gate (docs/ci-gate.md): policy file, JSON and JUnit results, exit 0/1/3/2:
-  vcompare -l npu -r golden -f model.json -o out/result.csv --policy gates.toml --json out/result.json --junit out/junit.xml
+  vcompare -l npu -r golden -f model.json -o out/result.csv --policy gates.toml --json out/result.json
 
-
-  # re-check a saved result without recomputing; write a starter policy file:
+
+  # re-check a saved result without recomputing (same verdict, JSON and JUnit as the live run):
   vcompare gate out/result.json --policy gates.toml --junit out/junit.xml
+
+
+  # write a commented starter policy file:
   vcompare policy --init gates.toml
 """
 
@@ -672,11 +675,11 @@ policy_app = typer.Typer(add_completion=False, context_settings={"help_option_na
 GATE_EXAMPLES = """
 Examples:
 
-
+
   # the saved run of a CI job against the team's policy, with a JUnit report:
   vcompare gate out/result.json --policy gates.toml --junit out/junit.xml
 
-
+
   # a stricter bound on an older CSV result (CSV keeps the printed digits only):
   vcompare gate result.csv --gate "CosineSimilarity>=0.999"
 """
