@@ -263,7 +263,7 @@ def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algori
     for the pair (LayoutError, ValueError)."""
     from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
 
-    from .kernels import compare_planned, is_scalar_like, storage
+    from .kernels import bind_plan, compare_planned, is_scalar_like, storage
 
     left, right = layout_args[0], layout_args[3]
     if not (_fast_dtype(np.asarray(left).dtype) and _fast_dtype(np.asarray(right).dtype)):
@@ -271,21 +271,21 @@ def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algori
     key = _plan_key(layout_args, layout_kwargs, goldens)
     cached = goldens.plans.get(key) if key is not None else None
     if cached is not None:
-        plan, shape, count = cached
+        plan, shape, count, scalar = cached
         xbuf, _ = storage(left.reshape(-1), "left")
         ybuf, _ = storage(right.reshape(-1), "right")
     else:
         try:
             lx, ly, shape = plan_pair(*layout_args, **layout_kwargs)
-            plan = kernel_plan(lx, ly)
+            plan = bind_plan(kernel_plan(lx, ly))
         except Unsupported:
             return None
         count = lx.size
+        scalar = is_scalar_like(tuple(int(d) for d in shape))
         xbuf, _ = storage(lx.base, "left")
         ybuf, _ = storage(ly.base, "right")
         if key is not None and _is_whole(lx.base, left) and _is_whole(ly.base, right):
-            goldens.plans[key] = (plan, shape, count)
-    scalar = is_scalar_like(tuple(int(d) for d in shape))
+            goldens.plans[key] = (plan, shape, count, scalar)
     cache = goldens.stats if goldens is not None else None
     return shape, compare_planned(xbuf, ybuf, plan, count, metrics=algorithms, scalar=scalar,
                                   right_cache=cache, right_key=_GoldenCache.key(pair.right) if goldens is not None else None)
@@ -303,9 +303,10 @@ def _plan_key(layout_args: tuple, layout_kwargs: dict, goldens: _GoldenCache | N
         return None
     if not (left.flags.c_contiguous and right.flags.c_contiguous):
         return None
-    kw = tuple((k, v if not isinstance(v, list) else tuple(v)) for k, v in sorted(layout_kwargs.items()) if k != "plugins")
+    target = layout_kwargs.get("target_shape")
     return (left.shape, left.dtype.itemsize, str(left_format), tuple(left_shape), right.shape, right.dtype.itemsize,
-            str(golden_format), kw)
+            str(golden_format), tuple(target) if target is not None else None, layout_kwargs.get("golden_shape"),
+            layout_kwargs.get("sub_format"))
 
 
 def _is_whole(base: np.ndarray, array: np.ndarray) -> bool:

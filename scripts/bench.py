@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
-"""End-to-end benchmark: vcompare on a large seeded network vs a plain-numpy float64 baseline.
+"""End-to-end benchmark: vcompare against a plain-numpy float64 baseline and, where installed,
+the reference tool, in one run.
 
-    python scripts/bench.py --size-gb 1.8            # the issue's case (~300 ops, fp16 dumps)
-    python scripts/bench.py --size-gb 0.02 --ops 10 --runs 1 --no-baseline   # CI smoke test
-    python scripts/bench.py --size-gb 1.8 --write-doc docs/performance.md --label after
+    python scripts/bench.py --size-gb 1.8 --small-ops 10000 --scale 10000,30000,100000   # the issue's suite
+    python scripts/bench.py --size-gb 0.02 --ops 10 --runs 1 --no-baseline               # CI smoke test
+    VCOMPARE_REFERENCE='python3 msaccucmp.py compare -m {left} -g {right} -f {fusion} -out {out}' \
+        python scripts/bench.py --size-gb 1.8 --small-ops 10000 --write-doc docs/performance.md --label after
 
-It generates the case once (cached in --workdir, keyed by its parameters) with
-``convert.synthetic_large.make_large_network``, then runs ``vcompare`` as a subprocess: once with
-an empty numba cache (cold: includes JIT compilation), then ``--runs`` times warm (page cache and
-numba cache warm). For each run it records wall time and the child's peak RSS (``os.wait4``).
-The baseline runs in a subprocess too: the same pairs loaded with the same readers and layout
-conversion, the ten metrics computed with plain float64 numpy, one tensor pair at a time.
-Tests never assert on these numbers; they are for humans and docs/performance.md.
+Cases (each generated once, cached in --workdir and keyed by its parameters, with
+``convert.synthetic_large.make_large_network``): the **large** network (``--size-gb``, ``--ops``:
+~300 operators of NC1HWC0 / FRACTAL_Z / FRACTAL_NZ fp16 dumps against fp32 ``.npy`` goldens), the
+**many-small-tensors** network (``--small-ops``: 20 KB of dumps an operator, LLM style) and a
+**scaling curve** of many-small networks by tensor count (``--scale``; a least-squares line through
+the warm times shows the per-row cost and how linear it is).
+
+Each case runs ``vcompare`` as a subprocess: once **cold** (a fresh process with empty user kernel
+caches: it uses the kernel objects built at install time, or builds them, and says which), then
+``--runs`` times **warm** (median reported). Every run records wall time and the child's peak RSS
+(``os.wait4``). The **numpy baseline** runs in a subprocess too: the same pairs loaded with the same
+readers and layout conversion, the ten metrics in plain float64 numpy, one pair at a time. The
+**reference tool** runs once per case when ``--reference`` / ``VCOMPARE_REFERENCE`` gives its
+command. Ratios are always between figures of the same run on the same machine. Tests never assert
+on these numbers; they are for humans and docs/performance.md.
 """
 
 from __future__ import annotations
@@ -20,11 +30,13 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,14 +162,148 @@ def _regate_line(cmd: list[str], saved: Path, gate: str, runs: int) -> str:
             f"regate() median {statistics.median(inner):.3f} s in-process")
 
 
+#: Bytes of left dump per operator in the many-small-tensors cases (0.2 GB for 10,000 ops, about
+#: 3.6 tensors an operator: LLM-style dumps of small tensors).
+SMALL_BYTES_PER_OP = 20_000
+#: Tensor pairs per operator in the generated networks (measured: 35,585 pairs for 10,000 ops).
+PAIRS_PER_OP = 3.56
+
+
+@dataclass
+class CaseResult:
+    """One measured case: what ran and how long it took."""
+
+    name: str
+    ops: int
+    pairs: int
+    dump_gb: float
+    golden_gb: float
+    cold: float | None
+    cold_rss: int | None
+    cold_built: bool | None
+    warm: list[float]
+    warm_rss: int
+    baseline: float | None = None
+    baseline_rss: int | None = None
+    reference: float | None = None
+    reference_rss: int | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.warm)
+
+
+def _pairs_in(result_csv: Path) -> int:
+    with result_csv.open() as handle:
+        return max(sum(1 for _ in handle) - 1, 0)
+
+
+def _reference_cmd(template: str, paths: dict[str, Path], out: Path) -> list[str]:
+    """The reference tool's command line from ``--reference`` / ``VCOMPARE_REFERENCE`` (a template
+    with ``{left}``, ``{right}``, ``{fusion}`` and ``{out}``)."""
+    return shlex.split(template.format(left=paths["left"], right=paths["right"], fusion=paths["fusion_rule"],
+                                       out=out))
+
+
+def measure(name: str, paths: dict[str, Path], workdir: Path, *, runs: int, cold: bool, baseline_runs: int,
+            reference: str | None, ops: int) -> CaseResult:
+    """Time vcompare on one generated case (subprocesses; see the module docstring)."""
+    out = workdir / f"result_{name}.csv"
+    cmd = VCOMPARE + ["-l", str(paths["left"]), "-r", str(paths["right"]), "-f", str(paths["fusion_rule"]),
+                      "-o", str(out), "--quiet"]
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: Python's byte-code cache on
+    cold_wall = cold_rss = built = None
+    with tempfile.TemporaryDirectory() as cache:
+        if cold:
+            # a fresh user: empty kernel caches (the objects packaged at install time, if any, are used)
+            cold_env = dict(env, VCOMPARE_CACHE_DIR=cache, NUMBA_CACHE_DIR=cache)
+            cold_wall, cold_rss, _ = _timed(cmd, cold_env)
+            built = any(Path(cache).iterdir())
+            env = cold_env
+        warm = [_timed(cmd, env) for _ in range(runs)]
+    result = CaseResult(name=name, ops=ops, pairs=_pairs_in(out), dump_gb=_dump_bytes(paths["left"]) / 1e9,
+                        golden_gb=_dump_bytes(paths["right"]) / 1e9, cold=cold_wall, cold_rss=cold_rss,
+                        cold_built=built, warm=[w for w, _, _ in warm], warm_rss=max(r for _, r, _ in warm))
+    if baseline_runs:
+        base = [_timed([sys.executable, __file__, "--_baseline", str(paths["left"]), str(paths["right"]),
+                        str(paths["fusion_rule"])]) for _ in range(baseline_runs)]
+        result.baseline = statistics.median(w for w, _, _ in base)
+        result.baseline_rss = max(r for _, r, _ in base)
+    if reference:
+        ref_out = workdir / f"reference_{name}"
+        ref_out.mkdir(parents=True, exist_ok=True)
+        wall, rss, _ = _timed(_reference_cmd(reference, paths, ref_out))
+        result.reference, result.reference_rss = wall, rss
+    return result
+
+
+def _ratio(other: float | None, ours: float | None) -> str:
+    if other is None or ours is None or ours <= 0:
+        return "-"
+    return f"{other / ours:.1f}x"
+
+
+def report_lines(case: CaseResult) -> list[str]:
+    """Human lines for one case: times, RSS and the ratios to the baseline and the reference."""
+    lines = [f"case {case.name}: {case.ops} ops, {case.pairs} tensor rows, left dumps {case.dump_gb:.3f} GB "
+             f"(fp16), goldens {case.golden_gb:.3f} GB (fp32 .npy)"]
+    if case.cold is not None:
+        how = "built the kernel objects" if case.cold_built else "used the kernel objects built at install time"
+        lines.append(f"  cold (fresh process, empty user cache; {how}): {case.cold:.2f} s, peak RSS {case.cold_rss} MiB"
+                     f" = {case.cold / case.median:.2f}x warm + {case.cold - case.median:.2f} s")
+    walls = case.warm
+    lines.append(f"  warm: median {case.median:.2f} s over {len(walls)} runs (min {min(walls):.2f}, max {max(walls):.2f}), "
+                 f"{case.dump_gb / case.median:.2f} GB/s, {case.median / max(case.pairs, 1) * 1e6:.0f} us per tensor row, "
+                 f"peak RSS {case.warm_rss} MiB")
+    if case.baseline is not None:
+        lines.append(f"  numpy float64 baseline: {case.baseline:.2f} s, peak RSS {case.baseline_rss} MiB; vcompare "
+                     f"{_ratio(case.baseline, case.median)} faster, RSS ratio {case.baseline_rss / case.warm_rss:.2f}")
+    if case.reference is not None:
+        lines.append(f"  reference tool: {case.reference:.2f} s, peak RSS {case.reference_rss} MiB; vcompare warm "
+                     f"{_ratio(case.reference, case.median)} faster, cold {_ratio(case.reference, case.cold)} faster, "
+                     f"RSS ratio {case.reference_rss / case.warm_rss:.2f}")
+    return lines
+
+
+def scaling_lines(points: list[CaseResult]) -> list[str]:
+    """The scaling curve: warm time against tensor rows, a least-squares line through it and how
+    far each point is from that line (linear means: small, constant per-row cost)."""
+    xs = [float(p.pairs) for p in points]
+    ys = [p.median for p in points]
+    lines = ["scaling (warm time vs tensor rows, many small tensors):"]
+    if len(points) >= 2:
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+        icept = my - slope * mx
+        for p, x, y in zip(points, xs, ys):
+            fit = icept + slope * x
+            lines.append(f"  {p.pairs:>7} rows: {y:7.2f} s ({y / x * 1e6:5.0f} us a row; line {fit:.2f} s, "
+                         f"{(y - fit) / fit * 100 if fit else 0:+.0f}%)")
+        lines.append(f"  fit: {icept:.2f} s + {slope * 1e6:.1f} us x rows")
+    else:
+        lines += [f"  {p.pairs} rows: {p.median:.2f} s" for p in points]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size-gb", type=float, default=1.8)
-    parser.add_argument("--ops", type=int, default=300)
+    parser.add_argument("--size-gb", type=float, default=1.8, help="the large case: GB of left dumps")
+    parser.add_argument("--ops", type=int, default=300, help="the large case: operators")
+    parser.add_argument("--small-ops", type=int, default=0,
+                        help="also the many-small-tensors case with this many operators (the issue's: 10000; "
+                             f"{SMALL_BYTES_PER_OP // 1000} KB of dumps an operator)")
+    parser.add_argument("--scale", default="",
+                        help="a scaling curve of many-small-tensors cases: comma-separated tensor counts "
+                             "(e.g. 10000,30000,100000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=int, default=5, help="warm runs (median reported)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vcompare_bench")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--reference", default=os.environ.get("VCOMPARE_REFERENCE"),
+                        help="the reference tool's command, a template with {left} {right} {fusion} {out} "
+                             "(default: $VCOMPARE_REFERENCE; skipped when unset)")
     parser.add_argument("--gate", default="CosineSimilarity>=0.99",
                         help="the gate of the re-gate measurement (vcompare gate result.json --gate GATE)")
     parser.add_argument("--write-doc", type=Path, help="append the results to this Markdown file")
@@ -168,49 +314,42 @@ def main(argv: list[str] | None = None) -> int:
         baseline(*args._baseline)
         return 0
 
-    paths = _case(args.workdir.resolve() / f"{args.size_gb:g}gb_{args.ops}ops", args.size_gb, args.ops, args.seed)
-    dump_gb = _dump_bytes(paths["left"]) / 1e9
-    golden_gb = _dump_bytes(paths["right"]) / 1e9
-    out = args.workdir / "result.csv"
-    cmd = VCOMPARE + ["-l", str(paths["left"]), "-r", str(paths["right"]), "-f", str(paths["fusion_rule"]),
-                      "-o", str(out), "--quiet"]
-
+    workdir = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    base_runs = 0 if args.no_baseline else max(1, min(3, args.runs))
     help_wall = min(_timed(VCOMPARE + ["--help"])[0] for _ in range(3))
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        # as installed: Python's byte-code cache on (some sandboxes turn it off, which recompiles
-        # every module of the package at each start: ~60 ms)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        cold, cold_rss, _ = _timed(cmd, env)
-        warm = [_timed(cmd, env) for _ in range(args.runs)]
-    walls = [w for w, _, _ in warm]
-    median = statistics.median(walls)
-    peak = max(r for _, r, _ in warm)
-
-    lines = [
-        f"machine: {_machine()}",
-        f"case: {args.ops} ops, left dumps {dump_gb:.3f} GB (fp16), goldens {golden_gb:.3f} GB (fp32 .npy)",
-        f"vcompare --help: {help_wall:.3f} s",
-        f"vcompare cold (empty kernel cache: includes compiling the kernels): {cold:.2f} s, peak RSS {cold_rss} MiB",
-        f"vcompare warm: median {median:.2f} s over {len(walls)} runs (min {min(walls):.2f}, max {max(walls):.2f}), "
-        f"{dump_gb / median:.2f} GB/s of dump data, peak RSS {peak} MiB",
-        f"kernel compile cost, once per machine (cold - warm median): {max(cold - median, 0):.2f} s",
-        _regate_line(cmd, args.workdir / "result.json", args.gate, args.runs),
-    ]
-    if not args.no_baseline:
-        base = [_timed([sys.executable, __file__, "--_baseline", str(paths["left"]), str(paths["right"]),
-                        str(paths["fusion_rule"])]) for _ in range(max(1, min(3, args.runs)))]
-        base_wall = statistics.median(w for w, _, _ in base)
-        base_rss = max(r for _, r, _ in base)
-        lines.append(f"numpy float64 baseline: median {base_wall:.2f} s, {dump_gb / base_wall:.2f} GB/s, "
-                     f"peak RSS {base_rss} MiB; vcompare is {base_wall / median:.2f}x faster")
+    lines = [f"machine: {_machine()}", f"vcompare --help: {help_wall:.3f} s",
+             "reference tool: " + ("command from --reference / VCOMPARE_REFERENCE" if args.reference
+                                   else "not installed here (set VCOMPARE_REFERENCE to measure it; skipped)")]
+    if args.size_gb > 0:
+        paths = _case(workdir / f"{args.size_gb:g}gb_{args.ops}ops", args.size_gb, args.ops, args.seed)
+        large = measure("large", paths, workdir, runs=args.runs, cold=True, baseline_runs=base_runs,
+                        reference=args.reference, ops=args.ops)
+        lines += report_lines(large)
+        cmd = VCOMPARE + ["-l", str(paths["left"]), "-r", str(paths["right"]), "-f", str(paths["fusion_rule"]),
+                          "-o", str(workdir / "result.csv"), "--quiet"]
+        lines.append("  " + _regate_line(cmd, workdir / "result.json", args.gate, args.runs))
+    if args.small_ops > 0:
+        gb = args.small_ops * SMALL_BYTES_PER_OP / 1e9
+        paths = _case(workdir / f"{gb:g}gb_{args.small_ops}ops", gb, args.small_ops, args.seed)
+        lines += report_lines(measure("many-small", paths, workdir, runs=args.runs, cold=True,
+                                      baseline_runs=base_runs, reference=args.reference, ops=args.small_ops))
+    if args.scale:
+        points = []
+        for tensors in (int(t) for t in args.scale.split(",") if t.strip()):
+            ops = max(1, round(tensors / PAIRS_PER_OP))
+            gb = ops * SMALL_BYTES_PER_OP / 1e9
+            paths = _case(workdir / f"{gb:g}gb_{ops}ops", gb, ops, args.seed)
+            points.append(measure(f"scale-{tensors}", paths, workdir, runs=max(1, min(3, args.runs)), cold=False,
+                                  baseline_runs=0, reference=None, ops=ops))
+        lines += scaling_lines(points)
     print("\n".join(lines))
     if args.write_doc:
         with args.write_doc.open("a") as handle:
             title = f"{args.label}, " if args.label else ""
-            handle.write(f"\n### {title}{time.strftime('%Y-%m-%d')}: `scripts/bench.py --size-gb {args.size_gb:g} "
-                         f"--ops {args.ops} --runs {args.runs}`\n\n")
-            handle.write("".join(f"- {line}\n" for line in lines))
+            shown = " ".join(argv if argv is not None else sys.argv[1:])
+            handle.write(f"\n### {title}{time.strftime('%Y-%m-%d')}: `scripts/bench.py {shown}`\n\n")
+            handle.write("".join(f"- {line.strip()}\n" for line in lines))
     return 0
 
 

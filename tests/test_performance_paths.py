@@ -351,10 +351,15 @@ def test_read_tensor_mapped_leaves_errors_to_read_tensor(tmp_path):
 
 
 def test_bench_smoke(tmp_path):
+    """The benchmark's whole suite on tiny cases: large (cold + warm), many-small, the scaling
+    curve, and a stand-in reference command (its template is filled and run)."""
+    fake_reference = f"{sys.executable} -c 'import sys; sys.exit(0 if sys.argv[1:] == [\"{{left}}\", \"{{out}}\"] else 7)' {{left}} {{out}}"
     cmd = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--size-gb", "0.02", "--ops", "10", "--runs", "1",
-           "--no-baseline", "--workdir", str(tmp_path)]
+           "--no-baseline", "--small-ops", "12", "--scale", "20,40", "--reference", fake_reference,
+           "--workdir", str(tmp_path)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    for figure in ("vcompare --help:", "vcompare cold", "vcompare warm: median", "GB/s", "peak RSS",
-                   "compile cost"):
+    for figure in ("vcompare --help:", "case large:", "case many-small:", "cold (fresh process", "x warm +",
+                   "warm: median", "GB/s", "peak RSS", "us per tensor row", "reference tool:", "faster",
+                   "scaling (warm time vs tensor rows", "fit:", "re-gate"):
         assert figure in proc.stdout, (figure, proc.stdout)

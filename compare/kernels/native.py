@@ -63,6 +63,10 @@ class Kernels(NamedTuple):
 
     side: Callable[..., tuple]
     pair: Callable[..., tuple]
+    #: The raw C entry points (ctypes functions taking addresses, see ``_native_build.SIDE_ARGS`` /
+    #: ``PAIR_ARGS``), for callers that resolve their arrays' addresses once (None on numba).
+    side_c: Callable[..., None] | None = None
+    pair_c: Callable[..., None] | None = None
 
 
 #: Why the native kernels are or are not in use (set by :func:`kernels`).
@@ -226,7 +230,7 @@ def _load(build_missing: bool) -> Kernels | None:
     entries = json.loads(index.read_text())
     side = _SIDE_T(_address(llvm, folder / entries["side"][0], entries["side"][1]))
     pair = _PAIR_T(_address(llvm, folder / entries["pair"][0], entries["pair"][1]))
-    return Kernels(side=_side_caller(side), pair=_pair_caller(pair))
+    return Kernels(side=_side_caller(side), pair=_pair_caller(pair), side_c=side, pair_c=pair)
 
 
 def _address(llvm, obj: Path, symbol: str) -> int:

@@ -15,6 +15,7 @@ Conventions (shared with the reference tool, so existing parsers keep working):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -54,8 +55,10 @@ class FloatFormat:
         return "repr" if self.shortest else f"%.{self.digits}f"
 
     def finite(self, value: float) -> str:
-        return repr(float(value)) if self.shortest else f"{value:.{self.digits}f}"
+        return repr(float(value)) if self.shortest else format(value, _FIXED_SPECS[self.digits])
 
+
+_FIXED_SPECS = tuple(f".{d}f" for d in range(MAX_DIGITS + 1))
 
 #: The reference layout, ``%.6f``.
 DEFAULT_FLOAT_FORMAT = FloatFormat()
@@ -143,7 +146,15 @@ def text_cell(value: object) -> str:
     The text is neutralised with :func:`neutralise_text`: it comes from file names and rule
     JSON, so even a number-looking name such as ``+1`` is kept as the text it is.
     """
-    return NOT_COMPUTED if value is None or value == "" else neutralise_text(str(value))
+    if value is None or value == "":
+        return NOT_COMPUTED
+    return _text_cell(value) if type(value) is str else neutralise_text(str(value))
+
+
+@functools.lru_cache(maxsize=16384)
+def _text_cell(value: str) -> str:
+    """:func:`neutralise_text`, remembered: op names, types and data types repeat from row to row."""
+    return neutralise_text(value)
 
 
 def encodable(cell: str) -> str:
