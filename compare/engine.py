@@ -58,6 +58,9 @@ class EngineOptions:
     workers: int = 0
     #: Use the zero-copy path (lazy layouts, in-kernel decoding) where it applies.
     fast: bool = True
+    #: Compare in forked worker processes instead of threads: None (default) decides by the pairs
+    #: (see :func:`use_processes`), True / False force it (False: threads only).
+    processes: bool | None = None
 
 
 
@@ -355,6 +358,9 @@ def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) ->
     pairs = list(pairs)
     total = len(pairs)
     workers = _workers(options, total)
+    if workers > 1 and use_processes(options, pairs):
+        yield from _iter_processes(pairs, options, workers)
+        return
     if workers == 1:
         for done, pair in enumerate(pairs, start=1):
             yield _safe_compare(pair, options, goldens)
@@ -387,6 +393,113 @@ def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) ->
         finally:
             for future in window:
                 future.cancel()
+
+
+#: At least this many pairs to compare for the engine to fork worker processes (see use_processes).
+PROCESS_MIN_PAIRS = 2000
+#: Pairs per task sent to a worker process (cut where no golden is shared across the cut).
+PROCESS_CHUNK = 512
+
+#: The pairs and options of the run being compared in worker processes (inherited by fork).
+_FORKED: tuple[list[Pair], EngineOptions] | None = None
+
+
+def use_processes(options: EngineOptions, pairs: Sequence[Pair]) -> bool:
+    """Whether to compare in forked worker processes rather than threads.
+
+    Threads share one interpreter: the kernels run in parallel (they release the GIL), the Python
+    around them does not. With many small tensors that Python (reading a dump's header and data,
+    choosing the kernel plan, building the row) is most of the time, so two threads are no faster
+    than one; two processes are about twice as fast. Chosen when ``options.processes`` is True, or
+    when it is None, there are at least :data:`PROCESS_MIN_PAIRS` pairs and the platform can fork
+    (Linux). Fewer pairs keep threads (a network of big tensors spends its time in the kernels, and
+    a thread starts faster than a process).
+    """
+    if options.processes is not None:
+        return options.processes and _can_fork()
+    return len(pairs) >= PROCESS_MIN_PAIRS and _can_fork()
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    import sys
+
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _chunks(pairs: list[Pair]) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges of about PROCESS_CHUNK pairs, cut between two of :func:`_groups`'
+    groups (pairs that share a golden stay in one chunk, so a worker computes its statistics once)."""
+    out: list[tuple[int, int]] = []
+    start = stop = 0
+    for group in _groups(pairs):
+        stop += len(group)
+        if stop - start >= PROCESS_CHUNK:
+            out.append((start, stop))
+            start = stop
+    if stop > start:
+        out.append((start, stop))
+    return out
+
+
+def _child_start() -> None:
+    """A worker process: Ctrl-C and SIGTERM are the parent's to handle (it stops the workers)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _child_run(chunk: tuple[int, int]) -> list[MetricRow]:
+    assert _FORKED is not None
+    pairs, options = _FORKED
+    goldens = _CHILD_GOLDENS
+    return [_safe_compare(pair, options, goldens) for pair in pairs[chunk[0]:chunk[1]]]
+
+
+_CHILD_GOLDENS = _GoldenCache()
+
+
+def _iter_processes(pairs: list[Pair], options: EngineOptions, workers: int) -> Iterator[MetricRow]:
+    """:func:`iter_compare` on forked worker processes: the children inherit the pairs (nothing
+    is pickled on the way in) and send back their rows, chunk by chunk, in pair order. A worker
+    that dies (killed, out of memory) does not hang or abort the run: the pairs not compared yet
+    are compared in this process, on threads."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    global _FORKED
+    total = len(pairs)
+    _FORKED = (pairs, EngineOptions(algorithms=options.algorithms, plugins=options.plugins,
+                                    max_elements=options.max_elements, workers=1, fast=options.fast,
+                                    processes=False))
+    done = 0
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_child_start) as pool:
+            try:
+                for rows in pool.map(_child_run, _chunks(pairs)):
+                    for row in rows:
+                        done += 1
+                        yield row
+                        if options.progress is not None:
+                            options.progress(done, total)
+            except BrokenProcessPool:
+                pass
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+    finally:
+        _FORKED = None
+    if done < total:  # a worker died: the rest on threads, here
+        rest = EngineOptions(algorithms=options.algorithms, plugins=options.plugins,
+                             max_elements=options.max_elements, workers=workers, fast=options.fast,
+                             processes=False)
+        for row in iter_compare(pairs[done:], rest):
+            done += 1
+            yield row
+            if options.progress is not None:
+                options.progress(done, total)
 
 
 #: Pairs in one group at most, and how far ahead a shared golden is looked for (see _groups).

@@ -1,0 +1,82 @@
+"""The engine's worker processes (many small tensors): same rows as threads, in pair order, and a
+worker that dies does not hang or abort the run."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from compare import engine
+from compare.api import load_and_pair
+from compare.engine import EngineOptions, compare_pairs, use_processes
+from convert.synthetic_large import make_large_network
+
+pytestmark = pytest.mark.skipif(not engine._can_fork(), reason="worker processes need fork (Linux)")
+
+
+@pytest.fixture(scope="module")
+def network(tmp_path_factory):
+    made = make_large_network(tmp_path_factory.mktemp("net"), size_gb=0.0004, n_ops=24, seed=3)
+    _, _, _, _, pairing = load_and_pair(made["left"], made["right"], made["fusion_rule"])
+    return pairing.pairs
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _assert_rows_equal(left, right):
+    assert [r.index for r in left] == [r.index for r in right]
+    for x, y in zip(left, right):
+        assert (x.left_op, x.right_op, x.tensor_id, x.status, x.shape, x.reasons) == \
+               (y.left_op, y.right_op, y.tensor_id, y.status, y.shape, y.reasons)
+        assert x.metrics.keys() == y.metrics.keys()
+        assert all(_same(x.metrics[k], y.metrics[k]) for k in x.metrics), (x.metrics, y.metrics)
+        assert (x.std is None) == (y.std is None)
+
+
+def test_processes_give_the_rows_of_threads(network, monkeypatch):
+    monkeypatch.setattr(engine, "PROCESS_CHUNK", 7)  # several chunks, cut between groups
+    threads = compare_pairs(network, EngineOptions(workers=2, processes=False))
+    seen = []
+    forked = compare_pairs(network, EngineOptions(workers=2, processes=True,
+                                                  progress=lambda done, total: seen.append((done, total))))
+    assert len(network) > 40 and any(r for r in threads)
+    _assert_rows_equal(threads, forked)
+    assert seen[-1] == (len(network), len(network)) and [d for d, _ in seen] == list(range(1, len(network) + 1))
+
+
+def test_chunks_cover_every_pair_once(network, monkeypatch):
+    monkeypatch.setattr(engine, "PROCESS_CHUNK", 5)
+    chunks = engine._chunks(list(network))
+    assert chunks[0][0] == 0 and chunks[-1][1] == len(network)
+    assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+
+
+_REAL_CHILD_RUN = engine._child_run
+
+
+def _dying_child_run(chunk):
+    """The worker of the second chunk dies (as one killed by the OOM killer would)."""
+    if chunk[0] > 0:
+        os._exit(137)
+    return _REAL_CHILD_RUN(chunk)
+
+
+def test_a_dead_worker_neither_hangs_nor_loses_rows(network, monkeypatch):
+    monkeypatch.setattr(engine, "PROCESS_CHUNK", 7)
+    expected = compare_pairs(network, EngineOptions(workers=1))
+    monkeypatch.setattr(engine, "_child_run", _dying_child_run)
+    rows = compare_pairs(network, EngineOptions(workers=2, processes=True))
+    _assert_rows_equal(expected, rows)
+
+
+def test_when_processes_are_used(network):
+    assert not use_processes(EngineOptions(), network[:10])  # few pairs: threads
+    assert use_processes(EngineOptions(processes=True), network[:10])
+    assert not use_processes(EngineOptions(processes=False), network * 100)
+    assert use_processes(EngineOptions(), (network * 100)[: engine.PROCESS_MIN_PAIRS])
