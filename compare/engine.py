@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from convert.layouts import LayoutError, assumed_golden_format, prepare_pair
+from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
+from convert.layouts.prepare import converts_layout
+
 from .errors import CompareError
+from .kernels import (Note, SideStats, bind_plan, compare_arrays, compare_planned, is_scalar_like,
+                      resolve_algorithms, storage)
 from .records import MetricRow, Pair, PairStatus, TensorRef
 
 #: Golden arrays kept in memory at most (they are reused by consecutive pairs most of the time).
@@ -75,7 +81,6 @@ class _GoldenCache:
         self.misses = 0
         #: One-side statistics of the goldens compared so far (a few floats each, kept for the
         #: run: a golden evicted from the LRU keeps them), shared by the worker threads.
-        from .kernels import SideStats
 
         self.stats = SideStats()
         #: Lazy kernel plans by layout signature (see _plan_key).
@@ -134,7 +139,6 @@ def _not_compared(row: MetricRow, algorithms: Sequence[str], reason: str, status
 
 def note_text(note: object, pair: Pair) -> str:
     """Plain-English reason for a kernel note (the kernels return flags, never text)."""
-    from .kernels import Note
 
     left = pair.left.path.name if pair.left is not None else "left"
     right = pair.right.path.name if pair.right is not None else "right"
@@ -158,9 +162,7 @@ _QUIET_NOTES = {"BOTH_ZERO"}
 
 def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | None = None) -> MetricRow:
     """Compare one pair; every failure becomes the row's reason (never raises CompareError)."""
-    from convert.layouts import LayoutError, prepare_pair
 
-    from .kernels import compare_arrays, is_scalar_like, resolve_algorithms
 
     algorithms = list(options.algorithms) if options.algorithms else resolve_algorithms(None)
     row = _base_row(pair)
@@ -186,7 +188,6 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
     if pair.convert:
         golden_format = pair.golden_format
         if not golden_format and pair.right.format == "RESERVED" != pair.left.format:  # dump vs .npy by name
-            from convert.layouts import assumed_golden_format
 
             golden_format = assumed_golden_format(pair.left.format, np.ndim(right))
         layout_args = (left, pair.left.format, tuple(pair.left.shape), right, golden_format or "")
@@ -240,7 +241,6 @@ def _shape_column(pair: Pair, layout_args: tuple, layout_kwargs: dict, prepared:
     (NPU vs NPU without a rule, ``pair.convert`` False, shows the left dump shape without coming
     here.) CosineSimilarity's scalar-like rule keeps using ``prepared``, as the reference does.
     """
-    from convert.layouts.prepare import converts_layout
 
     shape = tuple(int(d) for d in prepared)
     assert pair.left is not None and pair.right is not None
@@ -264,9 +264,7 @@ def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algori
     lazy plan does not apply (then the caller takes the ordinary path). ``layout_args`` /
     ``layout_kwargs`` are :func:`prepare_pair`'s arguments, and it raises what that would raise
     for the pair (LayoutError, ValueError)."""
-    from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
 
-    from .kernels import bind_plan, compare_planned, is_scalar_like, storage
 
     left, right = layout_args[0], layout_args[3]
     if not (_fast_dtype(np.asarray(left).dtype) and _fast_dtype(np.asarray(right).dtype)):
