@@ -262,7 +262,10 @@ def test_engine_fast_threads_equal_slow_sequential(small_network, monkeypatch):
 
     calls = []
     original = kernels.compare_planned
+    import compare.engine as engine
+
     monkeypatch.setattr(kernels, "compare_planned", lambda *a, **k: calls.append(1) or original(*a, **k))
+    monkeypatch.setattr(engine, "compare_planned", kernels.compare_planned)  # the engine's own reference
     fast = compare_pairs(small_network, EngineOptions(fast=True, workers=2))
     slow = compare_pairs(small_network, EngineOptions(fast=False, workers=1))
     assert calls, "the fast path was not taken"

@@ -130,13 +130,21 @@ def std_cell(std: Sequence[float] | None, float_format: FloatFormat = DEFAULT_FL
     """
     if std is None:
         return NOT_COMPUTED
-    lm, ls, rm, rs = (_std_part(float(v), float_format) for v in std)
+    lm, ls, rm, rs = [_std_part(float(v), float_format) for v in std]
     return f"({lm};{ls}),({rm};{rs})"
 
 
 def shape_cell(shape: Sequence[int] | None) -> str:
     if shape is None:
         return NOT_COMPUTED
+    if type(shape) is tuple:
+        return _shape_text(shape)
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape_text(shape: tuple) -> str:
+    """:func:`shape_cell` of a tuple, remembered (a network has a few shapes)."""
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
 
 

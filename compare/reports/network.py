@@ -123,7 +123,7 @@ def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VC
                  text_cell(row.right_op), text_cell(row.right_dtype), text_cell(row.tensor_id),
                  shape_cell(row.shape) if row.tensor_id else "NaN"]
         cells += _metric_cells(row, metrics, float_format)
-        cells.append(neutralise("; ".join(row.reasons)))
+        cells.append(neutralise("; ".join(row.reasons)) if row.reasons else "")
     return cells
 
 
