@@ -182,10 +182,10 @@ def compare(
     from .kernels import native, preload
 
     if not quiet and native.needs_build():
-        _err("compiling the comparison kernels for this machine (once; about 15 s)")
+        _err("compiling the comparison kernels for this machine (once; about 20 s)")
     preload(blas=False)  # load the cached kernels now (or numba, without its optional SciPy/BLAS probe)
-    if not quiet and native.status.startswith("unavailable"):
-        _err(f"compiled kernels {native.status}; using numba's (same numbers, ~0.4 s slower start)")
+    for line in native.notes:  # refused, damaged or unwritable kernel caches: said even with --quiet
+        _err(line)
     _start_up_done()
     from .reports.network import Layout
 

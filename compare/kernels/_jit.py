@@ -3,7 +3,9 @@
 Every jitted function in :mod:`compare.kernels` is decorated with :data:`jit`:
 
 - ``cache=True``: compiled machine code is cached on disk (``__pycache__`` next to the source,
-  or ``NUMBA_CACHE_DIR``), so only the very first comparison on a machine pays the compile time;
+  or ``NUMBA_CACHE_DIR``), so only the very first comparison on a machine pays the compile time
+  -- unless that folder fails :mod:`convert.trust`'s rule, or numba finds no writable folder at
+  all: then the kernels are compiled in memory, with a note (see :func:`jit`);
 - ``nogil=True``: the engine runs pairs on two threads;
 - ``error_model="numpy"``: a float division by zero gives inf/NaN instead of raising (the kernels
   compute ``x / y`` for every element and then select, which is what lets LLVM vectorise them);
@@ -31,17 +33,66 @@ must start without loading numba.
 
 from __future__ import annotations
 
-import functools
+import os
+from pathlib import Path
 
 import numba
+
+from convert.trust import folder_problem
 
 #: LLVM fast-math flags allowed in the kernels (see the module docstring).
 FASTMATH = frozenset({"reassoc", "contract", "nsz"})
 
-#: The decorator used for every kernel (see module docstring for the policy).
-jit = functools.partial(numba.njit, cache=True, nogil=True, fastmath=set(FASTMATH), error_model="numpy")
-
 #: True when NUMBA_DISABLE_JIT=1 (the kernels run as Python).
 DISABLE_JIT = bool(numba.config.DISABLE_JIT)
+
+
+def _cache_problem() -> str | None:
+    """Why numba's on-disk cache must not be used (None: it may). Numba's cache index files are
+    pickles: loading them runs code, so the folder obeys :mod:`convert.trust`'s rule --
+    ``NUMBA_CACHE_DIR`` when set, else the ``__pycache__`` beside the kernel sources (when it
+    exists; numba falls back to the user's own cache folder otherwise)."""
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    path = Path(folder).expanduser() if folder else Path(__file__).resolve().parent / "__pycache__"
+    if not path.exists():
+        return None
+    problem = folder_problem(path)
+    return f"numba's cache {path}: {problem}" if problem else None
+
+
+def _note(text: str) -> None:
+    from . import native
+
+    native.note(text)
+
+
+_CACHE_PROBLEM = _cache_problem()
+if _CACHE_PROBLEM:
+    _note(f"{_CACHE_PROBLEM}, so others could plant code there; numba compiles in memory instead")
+
+
+def jit(function=None, **options):
+    """``numba.njit`` with the kernels' policy (see the module docstring); ``@jit`` or
+    ``@jit(inline="always")``.
+
+    ``cache=True`` unless numba's cache folder is untrusted; when numba cannot cache at all (no
+    writable folder: "no locator available", raised when the function is decorated) the function
+    is compiled in memory instead, with a note -- importing the kernels never fails because of it.
+    """
+    settings = dict(cache=_CACHE_PROBLEM is None, nogil=True, fastmath=set(FASTMATH), error_model="numpy")
+    settings.update(options)
+
+    def decorate(fn):
+        try:
+            return numba.njit(**settings)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            if not settings.get("cache"):
+                raise
+            _note("numba finds no writable folder to cache the kernels in; they are compiled in memory for "
+                  "each run (set NUMBA_CACHE_DIR to a folder of yours to keep them)")
+            return numba.njit(**{**settings, "cache": False})(fn)
+
+    return decorate(function) if function is not None else decorate
+
 
 __all__ = ["DISABLE_JIT", "FASTMATH", "jit"]

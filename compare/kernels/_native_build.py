@@ -2,7 +2,8 @@
 
 Compiles the two kernel passes of :mod:`compare.kernels.fused` as C-callable entry points
 (numba ``cfunc``) and writes each one's machine code as an ELF object next to ``OUT`` (``OUT``
-names the JSON index, written last: ``{"side": [object file, symbol], "pair": [...]}``).
+names the JSON index, written last: ``{"version": 2, "key": KEY, "objects": {"side": {"file", "symbol", "size",
+"sha256"}, "pair": {...}}}``; the loader checks every object against its size and hash).
 :mod:`compare.kernels.native` loads them with llvmlite alone, without importing numba.
 
 The entry points take raw pointers and sizes (see :data:`SIDE_ARGS` / :data:`PAIR_ARGS`, which
@@ -16,6 +17,7 @@ never touch the caller's numba.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -80,25 +82,32 @@ def pair_entry(xbuf, xcode, xbytes, ybuf, ycode, ybytes, dims, sx, sy, ox, oy, n
         o[i] = res[i]
 
 
-def _emit(entry, path: Path) -> str:
-    """Write ``entry``'s machine code (with everything it calls) to ``path``; its symbol name."""
+def _emit(entry, path: Path) -> dict:
+    """Write ``entry``'s machine code (with everything it calls) to ``path`` (a temporary file
+    renamed into place); its index entry: file name, symbol, size and SHA-256."""
     library = entry._library
-    obj = library.codegen._tm.emit_object(library._final_module)
+    obj = bytes(library.codegen._tm.emit_object(library._final_module))
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_bytes(obj)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
-    return entry.native_name
+    return {"file": path.name, "symbol": entry.native_name, "size": len(obj),
+            "sha256": hashlib.sha256(obj).hexdigest()}
 
 
 def main(argv: list[str]) -> int:
+    """``OUT`` (argv[0]): the index path, ``.../vcompare-kernels-<key>.json``; the objects go
+    beside it, the index is written last (see :mod:`compare.kernels.native` for its format)."""
     index = Path(argv[0])
     stem = index.name[: -len(".json")] if index.name.endswith(".json") else index.name
-    entries = {}
+    key = stem[len("vcompare-kernels-"):] if stem.startswith("vcompare-kernels-") else stem
+    index.parent.mkdir(parents=True, exist_ok=True)
+    objects = {}
     for name, entry in (("side", side_entry), ("pair", pair_entry)):
-        obj = index.with_name(f"{stem}.{name}.o")
-        entries[name] = [obj.name, _emit(entry, obj)]
+        objects[name] = _emit(entry, index.with_name(f"{stem}.{name}.o"))
     tmp = index.with_name(index.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(entries))
+    tmp.write_text(json.dumps({"version": 2, "key": key, "objects": objects}))
+    os.chmod(tmp, 0o644)
     os.replace(tmp, index)
     return 0
 

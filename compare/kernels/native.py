@@ -1,48 +1,77 @@
 """The kernels' machine code, compiled once and loaded without numba.
 
 Importing numba and initialising its CPU target costs about 0.35 s of every command-line run
-(more than comparing a few hundred MB). So numba compiles the two kernel passes once per machine
-as C-callable entry points (:mod:`compare.kernels._native_build`, in a child process); their
-ELF objects are cached, and each run loads them with llvmlite's in-process linker (~20 ms) and
-calls them through ctypes, which releases the GIL like numba's ``nogil``. Same source, same
-compiler: this is numba's code for :func:`compare.kernels.fused._side_boxes` and
-:func:`compare.kernels.fused._pair_boxes`, not a second implementation. The numbers equal the
-numba path's up to summation order (~1e-13 relative) when the vector widths differ (below).
+(more than comparing a few hundred MB). So numba compiles the two kernel passes ahead of time as
+C-callable entry points (:mod:`compare.kernels._native_build`, in a child process); each run
+links their ELF objects with llvmlite's in-process linker (~20 ms) and calls them through ctypes,
+which releases the GIL like numba's ``nogil``. Same source, same compiler: this is numba's code
+for :func:`compare.kernels.fused._side_boxes` and :func:`compare.kernels.fused._pair_boxes`, not a
+second implementation. The numbers equal the numba path's up to summation order (~1e-13
+relative) when the vector widths differ (below).
 
-:func:`kernels` returns the pair of callables with the numba walkers' signatures, or None --
-then :mod:`compare.kernels` calls the numba functions as before. None when:
+:func:`kernels` returns the two passes, or None -- then :mod:`compare.kernels` calls the numba
+functions. None when ``VCOMPARE_NATIVE=0`` (or ``NUMBA_DISABLE_JIT=1``, which asks for Python
+kernels), or when no trusted, intact objects can be loaded or built (the reason is in
+:data:`status` and, for the user, in :data:`notes`; a run never fails because of it).
 
-- ``VCOMPARE_NATIVE=0`` (or ``NUMBA_DISABLE_JIT=1``, which asks for Python kernels);
-- llvmlite cannot load the objects, or the build fails (the reason is kept in
-  :data:`status` for ``scripts/bench.py`` and debugging; a run never fails because of it). A
-  failed build leaves a ``.failed`` note next to where its objects would be, so later runs do not
-  try it again (delete the note to retry; new kernel sources try again by themselves).
+**Where the objects come from**, in this order:
 
-Cache: ``VCOMPARE_CACHE_DIR``, else ``NUMBA_CACHE_DIR``, else this package's ``__pycache__``
-when writable, else ``~/.cache/vcompare``. The file names carry a hash of the kernel sources and
-one of the numba and llvmlite versions, the Python version and the CPU (name and features), so a
-change of any of them builds again; a build removes the files of older kernel sources.
+1. **Built at install time**, inside the package (``compare/kernels/_aot/``, written by
+   ``setup.py``'s build step; an editable install writes them into the source tree). No
+   user-writable cache is involved, and the first comparison after installing pays nothing
+   (``VCOMPARE_PACKAGED_KERNELS=0`` ignores them).
+2. **The user's kernel cache**: ``VCOMPARE_CACHE_DIR``, else ``NUMBA_CACHE_DIR``, else
+   ``$XDG_CACHE_HOME/vcompare`` (``~/.cache/vcompare``). Missing or damaged objects are built
+   there, once, by the first run that needs them.
+3. **In memory**: when no cache folder can be trusted and written, the objects are built in a
+   private temporary folder, loaded, and the folder deleted (this run only; a note says so).
 
-On a CPU with AVX-512 the build asks LLVM for 512-bit vectors (numba's default prefers 256-bit
-ones): on the machine of docs/performance.md the 1.8 GB benchmark took 2.07 s instead of 2.21 s.
-``VCOMPARE_NATIVE_WIDE=0`` keeps numba's default.
+**Trust** (:mod:`convert.trust`, the rule of ``-custom`` plugins): objects are loaded only from a
+folder owned by the current user or root and writable by nobody else, only from files in that
+folder (an index naming anything but a bare file name is refused), each opened without following
+links and owned and protected the same way. A cache folder that fails the rule (a shared,
+world-writable ``/tmp/cache``) is not used: a private ``vcompare-uid<N>`` folder inside it is
+(created with mode 0700), or the objects are built in memory; one note says which.
+
+**Integrity**: the index (``vcompare-kernels-<key>.json``, written last by the build) records
+each object's size and SHA-256. The loader reads an object's bytes once, checks them, and links
+exactly those bytes; an index or object that is damaged (empty, truncated, bit-flipped, from
+another build) is never linked: the objects are built again (under the lock), or the numba path
+is used. Builds run in a child process, write temporary files and rename them into place, and are
+serialised between processes by ``flock`` on ``vcompare-kernels.lock``: a second first run waits
+for the first one and uses its objects. A failed build leaves a ``.failed`` note that keeps
+later runs from paying the build again for :data:`FAILED_RETRY_SECONDS`, then it is retried; a
+killed build leaves nothing that blocks the next run.
+
+The key in the file names hashes the kernel sources, the numba and llvmlite versions, Python, the
+CPU (name and features) and the vector width, so any change builds again; a build removes the
+files of older kernel sources. On a CPU with AVX-512 the build asks LLVM for 512-bit vectors
+(numba's default prefers 256-bit ones: on the machine of docs/performance.md the 1.8 GB benchmark
+took 2.07 s instead of 2.21 s); ``VCOMPARE_NATIVE_WIDE=0`` keeps numba's default.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.util
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
+
+from convert.trust import folder_problem, read_trusted
 
 from ._abi import PAIR_OUT, SIDE_OUT
 
@@ -51,6 +80,14 @@ _HERE = Path(__file__).resolve().parent
 _SOURCES = ("fused.py", "_jit.py", "_abi.py", "_native_build.py", "native.py", "__init__.py")
 #: Seconds a build may take before it is abandoned (then the numba path is used).
 BUILD_TIMEOUT = 900
+#: Seconds a failed build keeps later runs from trying again (then it is retried).
+FAILED_RETRY_SECONDS = 600
+#: Version of the index format (see _Index).
+INDEX_VERSION = 2
+#: The largest index file read.
+MAX_INDEX_BYTES = 1 << 16
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+_SYMBOL = re.compile(r"^[A-Za-z0-9_.$]{1,1000}$")
 
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
@@ -69,13 +106,26 @@ class Kernels(NamedTuple):
     pair_c: Callable[..., None] | None = None
 
 
+class CacheRefused(Exception):
+    """Objects that must not be linked: untrusted, damaged, or from another build (the message says which)."""
+
+
 #: Why the native kernels are or are not in use (set by :func:`kernels`).
 status: str = "not loaded yet"
+#: One-line notes for the user: objects refused, rebuilt, compiled in memory, or not usable (the
+#: command line prints them on stderr; each is said once per process).
+notes: list[str] = []
 
 _lock = threading.Lock()
 _loaded: Kernels | None = None
 _tried = False
 _keep: list = []  # ctypes callbacks and execution engines that must outlive every call
+
+
+def note(text: str) -> None:
+    """Record a note for the user (once)."""
+    if text not in notes:
+        notes.append(text)
 
 
 def enabled() -> bool:
@@ -87,7 +137,7 @@ def enabled() -> bool:
 
 def kernels(build: bool = True) -> Kernels | None:
     """The native kernels, loaded once per process (building them first if ``build`` and they
-    are not cached); None when they cannot be used (see the module docstring)."""
+    are not available); None when they cannot be used (see the module docstring)."""
     global _loaded, _tried, status
     if _tried:
         return _loaded
@@ -99,40 +149,55 @@ def kernels(build: bool = True) -> Kernels | None:
         else:
             try:
                 _loaded = _load(build)
-                status = "loaded" if _loaded is not None else "not built"
+                if _loaded is not None:
+                    status = "loaded" if not status.startswith("loaded") else status
+                else:
+                    status = "not built"
             except Exception as exc:  # noqa: BLE001 - any failure means: use numba instead
                 _loaded = None
                 status = f"unavailable ({type(exc).__name__}: {exc})"
+                note(f"compiled kernels not used ({exc}); numba's are (same numbers, slower start)")
         _tried = build or _loaded is not None
         return _loaded
 
 
 def needs_build() -> bool:
-    """True when the native kernels are enabled, not loaded yet and not cached for this machine
-    (the next comparison builds them: a command line says so before it waits)."""
+    """True when the native kernels are enabled, not loaded yet and neither built at install time
+    nor cached for this machine (the next comparison builds them: a command line says so first)."""
     if _tried or not enabled():
         return False
     try:
         import llvmlite.binding as llvm
 
-        index = _index(llvm)
-        return not index.is_file() and not index.with_suffix(".failed").is_file()
+        key = _key(llvm, _wide(llvm))
+        for folder in (_packaged_dir(), _cache_dir()):
+            if (folder / _index_name(key)).is_file():
+                return False
+        private = _cache_dir() / _private_name()
+        return not (private / _index_name(key)).is_file()
     except Exception:  # noqa: BLE001 - then kernels() reports the problem and numba is used
         return False
+
+
+def _packaged_dir() -> Path:
+    """Where the install step puts the objects (inside the package); a folder that does not
+    exist when ``VCOMPARE_PACKAGED_KERNELS=0`` (tests, and checking the user-cache path)."""
+    if os.environ.get("VCOMPARE_PACKAGED_KERNELS", "1").strip().lower() in ("0", "no", "false", "off"):
+        return _HERE / "_aot" / "disabled-by-VCOMPARE_PACKAGED_KERNELS"
+    return _HERE / "_aot"
 
 
 def _cache_dir() -> Path:
     for var in ("VCOMPARE_CACHE_DIR", "NUMBA_CACHE_DIR"):
         if os.environ.get(var):
             return Path(os.environ[var]).expanduser()
-    here = _HERE / "__pycache__"
-    try:
-        here.mkdir(exist_ok=True)
-        if os.access(here, os.W_OK):
-            return here
-    except OSError:
-        pass
-    return Path("~/.cache/vcompare").expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "vcompare"
+
+
+def _private_name() -> str:
+    getuid = getattr(os, "getuid", None)
+    return f"vcompare-uid{getuid() if getuid is not None else 0}"
 
 
 def _wide(llvm) -> bool:
@@ -142,9 +207,15 @@ def _wide(llvm) -> bool:
     return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
 
 
+_key_cache: dict = {}
+
+
 def _key(llvm, wide: bool) -> str:
     """``SOURCES-SETTINGS``: a digest of the kernel sources, then one of everything else the
-    machine code depends on (numba and llvmlite versions, Python, CPU, vector width)."""
+    machine code depends on (numba and llvmlite versions, Python, CPU, vector width). Computed
+    once per process and width."""
+    if wide in _key_cache:
+        return _key_cache[wide]
     sources = hashlib.sha256()
     for name in _SOURCES:
         sources.update((_HERE / name).read_bytes())
@@ -154,23 +225,21 @@ def _key(llvm, wide: bool) -> str:
         origin = Path(spec.origin) if spec is not None and spec.origin else None
         version = origin.with_name("_version.py") if origin is not None else None
         settings.update(version.read_bytes() if version is not None and version.is_file() else package.encode())
-    settings.update(sys.version.encode())
+    settings.update(f"{sys.version_info[0]}.{sys.version_info[1]}".encode())
     settings.update(llvm.get_host_cpu_name().encode())
     settings.update(llvm.get_host_cpu_features().flatten().encode())
     settings.update(b"wide" if wide else b"default")
-    return f"{sources.hexdigest()[:12]}-{settings.hexdigest()[:12]}"
+    _key_cache[wide] = f"{sources.hexdigest()[:12]}-{settings.hexdigest()[:12]}"
+    return _key_cache[wide]
 
 
-_index_cache: dict = {}
+def _index_name(key: str) -> str:
+    return f"vcompare-kernels-{key}.json"
 
 
 def _index(llvm) -> Path:
-    """The index file of this machine's objects (the key hashes the kernel sources: computed once
-    per process and settings, though the command line asks before loading)."""
-    place = (str(_cache_dir()), _wide(llvm))
-    if place not in _index_cache:
-        _index_cache[place] = _cache_dir() / f"vcompare-kernels-{_key(llvm, place[1])}.json"
-    return _index_cache[place]
+    """The index file of this machine's objects in the user cache (kept for tools and tests)."""
+    return _cache_dir() / _index_name(_key(llvm, _wide(llvm)))
 
 
 def _prune(folder: Path, key: str) -> None:
@@ -179,7 +248,7 @@ def _prune(folder: Path, key: str) -> None:
     current = key.split("-")[0]
     for path in folder.glob("vcompare-kernels-*"):
         stem_key = path.name[len("vcompare-kernels-"):].split(".")[0]
-        if stem_key.split("-")[0] != current:
+        if stem_key.split("-")[0] != current and path.name != "vcompare-kernels.lock":
             try:
                 path.unlink()
             except OSError:
@@ -206,45 +275,202 @@ def build(index: Path, llvm, wide: bool) -> None:
         raise RuntimeError(f"kernel build failed (exit {done.returncode}): {' | '.join(tail)}")
 
 
-def _load(build_missing: bool) -> Kernels | None:
-    import llvmlite.binding as llvm
+@dataclass(frozen=True)
+class _Entry:
+    """One object of an index: file name (bare), symbol, size and SHA-256 of its bytes."""
 
-    index = _index(llvm)
-    folder, key = index.parent, index.name[len("vcompare-kernels-"):-len(".json")]
-    failed = index.with_suffix(".failed")
-    if not index.is_file():
-        if failed.is_file():  # a build of these sources already failed here: do not pay it again
-            raise RuntimeError(f"an earlier build failed ({failed}): {failed.read_text()[:300]}")
-        if not build_missing:
-            return None
-        folder.mkdir(parents=True, exist_ok=True)
+    file: str
+    symbol: str
+    size: int
+    sha256: str
+
+
+def _entries(raw: bytes, key: str, where: Path) -> dict[str, _Entry]:
+    """The two entries of an index file's bytes, checked (CacheRefused otherwise)."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if data.get("version") != INDEX_VERSION or data.get("key") != key:
+            raise CacheRefused(f"{where}: an index of another version or build")
+        out = {}
+        for name in ("side", "pair"):
+            item = data["objects"][name]
+            entry = _Entry(str(item["file"]), str(item["symbol"]), int(item["size"]), str(item["sha256"]))
+            if not _NAME.match(entry.file) or ".." in entry.file:
+                raise CacheRefused(f"{where}: names {entry.file!r}, not a file of its own folder")
+            if not _SYMBOL.match(entry.symbol) or not re.fullmatch(r"[0-9a-f]{64}", entry.sha256):
+                raise CacheRefused(f"{where}: a malformed entry")
+            out[name] = entry
+        return out
+    except CacheRefused:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+        raise CacheRefused(f"{where}: damaged index ({type(exc).__name__})") from None
+
+
+def _load_folder(folder: Path, key: str, llvm) -> Kernels:
+    """Link the objects of ``folder`` (trusted by the caller). FileNotFoundError when there is no
+    index; CacheRefused when an index or object is untrusted, damaged or from another build."""
+    name = _index_name(key)
+    try:
+        raw = read_trusted(folder, name, MAX_INDEX_BYTES)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # PermissionError: untrusted file; other errors: unreadable
+        raise CacheRefused(f"{folder / name}: {exc}") from None
+    entries = _entries(raw, key, folder / name)
+    blobs = {}
+    for part, entry in entries.items():
         try:
-            build(index, llvm, _wide(llvm))
-        except Exception as exc:
-            try:
-                failed.write_text(f"{type(exc).__name__}: {exc}")
-            except OSError:
-                pass
-            raise
-        _prune(folder, key)
-    entries = json.loads(index.read_text())
-    side = _SIDE_T(_address(llvm, folder / entries["side"][0], entries["side"][1]))
-    pair = _PAIR_T(_address(llvm, folder / entries["pair"][0], entries["pair"][1]))
+            data = read_trusted(folder, entry.file)
+        except OSError as exc:
+            raise CacheRefused(f"{folder / entry.file}: {exc.strerror or exc}") from None
+        if len(data) != entry.size or hashlib.sha256(data).hexdigest() != entry.sha256:
+            raise CacheRefused(f"{folder / entry.file}: damaged ({len(data)} bytes, not the {entry.size} "
+                               "bytes and hash its index records)")
+        blobs[part] = data
+    side = _SIDE_T(_address(llvm, blobs["side"], entries["side"].symbol, entries["side"].file))
+    pair = _PAIR_T(_address(llvm, blobs["pair"], entries["pair"].symbol, entries["pair"].file))
     return Kernels(side=_side_caller(side), pair=_pair_caller(pair), side_c=side, pair_c=pair)
 
 
-def _address(llvm, obj: Path, symbol: str) -> int:
-    """Link one object into its own in-process engine and return ``symbol``'s address."""
+@contextlib.contextmanager
+def _flock(folder: Path) -> Iterator[None]:
+    """Serialise builds in ``folder`` between processes (released by the OS if a process dies)."""
+    import fcntl
+
+    fd = os.open(folder / "vcompare-kernels.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _usable_cache() -> tuple[Path | None, str]:
+    """The cache folder to load from and build into (trusted, created if missing), or None with
+    the reason; a private ``vcompare-uid<N>`` folder inside an untrusted one."""
+    root = _cache_dir()
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        return None, f"cannot create {root} ({exc.strerror or exc})"
+    problem = folder_problem(root)
+    if problem is None:
+        if os.access(root, os.W_OK | os.X_OK):
+            return root, ""
+        return None, f"{root} is not writable"
+    private = root / _private_name()
+    try:
+        private.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        return None, f"{root}: {problem}, and a private folder cannot be made in it ({exc.strerror or exc})"
+    inner = folder_problem(private)
+    if inner is not None:
+        return None, f"{root}: {problem}; {private}: {inner}"
+    note(f"kernel cache {root}: {problem}, so others could plant code there; using the private folder {private}")
+    return private, ""
+
+
+def _failed_recently(failed: Path) -> str | None:
+    """The message of a build that failed less than FAILED_RETRY_SECONDS ago, else None."""
+    try:
+        info = failed.stat()
+    except OSError:
+        return None
+    if time.time() - info.st_mtime >= FAILED_RETRY_SECONDS:
+        return None
+    try:
+        return failed.read_text(errors="replace")[:300]
+    except OSError:
+        return "unknown reason"
+
+
+def _build_and_load(folder: Path, key: str, llvm) -> Kernels:
+    """Under the folder's lock: load what another process may have built meanwhile, else build
+    (remembering a failure for FAILED_RETRY_SECONDS) and load."""
+    index = folder / _index_name(key)
+    failed = index.with_suffix(".failed")
+    with _flock(folder):
+        try:
+            return _load_folder(folder, key, llvm)
+        except (FileNotFoundError, CacheRefused):
+            pass
+        earlier = _failed_recently(failed)
+        if earlier is not None:
+            raise RuntimeError(f"an earlier build failed ({failed}; retried {FAILED_RETRY_SECONDS // 60} min after it): "
+                               f"{earlier}")
+        try:
+            build(index, llvm, _wide(llvm))
+        except Exception as exc:
+            with contextlib.suppress(OSError):
+                failed.write_text(f"{type(exc).__name__}: {exc}")
+            raise
+        with contextlib.suppress(OSError):
+            failed.unlink()
+        _prune(folder, key)
+        return _load_folder(folder, key, llvm)
+
+
+def _load(build_missing: bool) -> Kernels | None:
+    import llvmlite.binding as llvm
+
+    global status
+    key = _key(llvm, _wide(llvm))
+    packaged = _packaged_dir()
+    if (packaged / _index_name(key)).is_file():
+        problem = folder_problem(packaged)
+        if problem is not None:
+            note(f"kernel objects in {packaged} refused: {problem}")
+        else:
+            try:
+                loaded = _load_folder(packaged, key, llvm)
+                status = "loaded (built at install time)"
+                return loaded
+            except (CacheRefused, OSError) as exc:
+                note(f"kernel objects built at install time refused ({exc}); using the user cache")
+    folder, why = _usable_cache()
+    if folder is None:
+        if not build_missing:
+            return None
+        return _in_memory(key, llvm, why)
+    try:
+        return _load_folder(folder, key, llvm)
+    except FileNotFoundError:
+        if not build_missing:
+            return None
+    except CacheRefused as exc:
+        if not build_missing:
+            raise
+        note(f"kernel cache refused ({exc}); building the objects again")
+    return _build_and_load(folder, key, llvm)
+
+
+def _in_memory(key: str, llvm, why: str) -> Kernels:
+    """Build into a private temporary folder, link, delete the folder (this process only)."""
+    start = time.perf_counter()
+    scratch = Path(tempfile.mkdtemp(prefix="vcompare-kernels-"))
+    try:
+        build(scratch / _index_name(key), llvm, _wide(llvm))
+        loaded = _load_folder(scratch, key, llvm)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    note(f"no trusted, writable kernel cache ({why}): the kernels were compiled for this run only "
+         f"({time.perf_counter() - start:.0f} s); set VCOMPARE_CACHE_DIR to a folder of yours to keep them")
+    return loaded
+
+
+def _address(llvm, obj: bytes, symbol: str, label: str) -> int:
+    """Link one (checked) object into its own in-process engine and return ``symbol``'s address."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     _provide_runtime_symbols(llvm)
     machine = llvm.Target.from_default_triple().create_target_machine(codemodel="jitdefault")
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj.read_bytes()))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     address = engine.get_function_address(symbol)
     if not address:
-        raise RuntimeError(f"{obj.name}: symbol {symbol} not found")
+        raise CacheRefused(f"{label}: symbol {symbol} not found")
     _keep.append(engine)
     return address
 

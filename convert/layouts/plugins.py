@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..trust import owner_problem, writable_problem
 from .shapes import LayoutError
 
 #: Largest plugin file accepted, in bytes.
@@ -74,19 +75,8 @@ class PluginSet(dict):
         self.warnings: list[str] = []
 
 
-def _owner_problem(info: os.stat_result) -> str | None:
-    getuid = getattr(os, "getuid", None)
-    if getuid is not None and info.st_uid not in (getuid(), 0):
-        return f"owned by uid {info.st_uid}, not by the current user (uid {getuid()}) or root"
-    return None
-
-
-def _writable_problem(info: os.stat_result) -> str | None:
-    if info.st_mode & stat.S_IWOTH:
-        return "it is world-writable"
-    if info.st_mode & stat.S_IWGRP:
-        return "it is group-writable"
-    return None
+_owner_problem = owner_problem  # the one rule of convert.trust
+_writable_problem = writable_problem
 
 
 def check_plugin_folder(folder: Path) -> None:
