@@ -8,7 +8,7 @@ garbage collected.
 
 - :func:`map_bytes` maps ``count`` bytes of a file at ``offset`` as a read-only uint8 array.
 - :func:`read_tensor_mapped` is :func:`convert.dumpfile.read_tensor` through :func:`map_bytes`
-  for the plain case -- a float16/bfloat16/float32/float64 tensor with a non-empty shape whose
+  for the plain case -- a tensor of a plain dtype (float, integer, bool, complex) with a non-empty shape whose
   bytes are all in the file. It returns the same values (a read-only view). Anything else, and
   any tensor smaller than :data:`MIN_MAP_BYTES`, goes to ``read_tensor`` itself, which makes the
   checks and reports the errors. So this is never *less* strict than ``read_tensor``: its
@@ -29,8 +29,11 @@ import numpy as np
 #: Tensors smaller than this are read, not mapped (a mapping costs a few system calls).
 MIN_MAP_BYTES = 1 << 20
 
-#: Data-type codes mapped (DT_FLOAT, DT_FLOAT16, DT_DOUBLE, DT_BF16): the kernels read them in place.
-_MAPPED_CODES = frozenset({1, 2, 12, 27})
+#: Data-type codes mapped: every code ``decode`` returns as a plain view of the bytes -- the
+#: floats (DT_FLOAT 1, DT_FLOAT16 2, DT_DOUBLE 12, DT_BF16 27), the integers and bool (0, 3-11,
+#: DT_RESOURCE 23) and complex (16, 17). The kernels read floats, integers and bool in place;
+#: DT_UINT1 (29, bit-packed) is unpacked by ``read_tensor``.
+_MAPPED_CODES = frozenset({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 23, 27})
 
 _PAGE = mmap.ALLOCATIONGRANULARITY
 

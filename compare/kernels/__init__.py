@@ -315,10 +315,14 @@ def storage(a: np.ndarray, side: str = "left") -> tuple[np.ndarray, bool]:
     """Flatten one side to a native-endian, C-contiguous 1-D **storage buffer** the kernels read.
 
     float16 -> its bits as uint16 and bfloat16 -> its bits as int16 (both decoded to float64 in
-    the kernel, no widened copy); float32/float64 kept; bool and ints up to 16 bits -> float32
-    (exact); wider ints -> float64; longdouble -> float64; other ml_dtypes (float8_*, int4 ...)
-    -> float32; complex -> its interleaved ``(real, imag)`` floats, 2 values per element (returns
-    True as the second item). A contiguous input is not copied. Other dtypes raise CompareError.
+    the kernel, no widened copy); float32/float64 kept; bool, int8/uint8, int32/uint32 and
+    int64/uint64 kept (converted exactly to float64 in the kernel as they are read: no widened
+    copy); int16/uint16 kept as the record dtypes ``_abi.I16_CARRIER`` / ``U16_CARRIER`` (same
+    bytes, a different name: int16/uint16 themselves mean bfloat16/binary16 bits); longdouble ->
+    float64; other ml_dtypes (float8_*, int4 ...) -> float32 (a widened copy: they are rare and
+    small); complex -> its interleaved ``(real, imag)`` floats, 2 values per element (returns
+    True as the second item). A contiguous native-endian input is not copied. Other dtypes raise
+    CompareError.
     """
     kind = a.dtype.kind
     is_complex = False
@@ -337,9 +341,11 @@ def storage(a: np.ndarray, side: str = "left") -> tuple[np.ndarray, bool]:
         elif a.dtype.itemsize > 8:
             a = a.astype(np.float64)
     elif kind == "b":
-        a = a.astype(np.float32)
+        pass  # read in place (CODE_BOOL)
     elif kind in "iu":
-        a = a.astype(np.float32 if a.dtype.itemsize <= 2 else np.float64)
+        if a.dtype.itemsize == 2:
+            carrier = _abi.I16_CARRIER if kind == "i" else _abi.U16_CARRIER
+            a = np.ascontiguousarray(a.reshape(-1)).view(carrier)
     elif kind == "V":  # ml_dtypes: bfloat16, float8_*, int4 ...
         if _is_bfloat16(a.dtype):
             a = np.ascontiguousarray(a.reshape(-1)).view(np.int16)
@@ -354,7 +360,7 @@ def storage(a: np.ndarray, side: str = "left") -> tuple[np.ndarray, bool]:
 
 
 #: Storage dtypes the kernels read directly (see :func:`storage`).
-STORAGE_DTYPES = (np.dtype(np.uint16), np.dtype(np.int16), np.dtype(np.float32), np.dtype(np.float64))
+STORAGE_DTYPES = tuple(CODES)
 
 
 def _div(a: float, n: int) -> float:

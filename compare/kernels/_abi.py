@@ -14,19 +14,45 @@ NDIM = 6
 TILE = 2048
 
 #: Storage type codes: the walkers take every storage buffer as bytes plus one of these.
+#: Codes up to CODE_F64 are floats (read in place even by the contiguous fast paths); the integer
+#: and bool codes are converted exactly to float64 as they are gathered into the kernel's tile.
 CODE_F16 = 0  # IEEE binary16 bits (uint16 storage)
 CODE_BF16 = 1  # bfloat16 bits (int16 storage)
 CODE_F32 = 2
 CODE_F64 = 3
+CODE_I8 = 4
+CODE_U8 = 5
+CODE_I16 = 6  # int16 integers (carried as the record dtype I16_CARRIER: int16 itself means bfloat16 bits)
+CODE_U16 = 7  # uint16 integers (carried as U16_CARRIER: uint16 itself means binary16 bits)
+CODE_I32 = 8
+CODE_U32 = 9
+CODE_I64 = 10
+CODE_U64 = 11
+CODE_BOOL = 12  # numpy bool bytes: any non-zero byte is True (1.0), as numpy's casts read it
+
+#: The dtypes that carry int16 / uint16 *integers* in a storage buffer (one-field records, so that
+#: they are never taken for the bfloat16 / binary16 bit carriers int16 / uint16).
+I16_CARRIER = np.dtype([("int16", np.int16)])
+U16_CARRIER = np.dtype([("uint16", np.uint16)])
+
 #: storage dtype -> code
 CODES: dict[np.dtype, int] = {
     np.dtype(np.uint16): CODE_F16,
     np.dtype(np.int16): CODE_BF16,
     np.dtype(np.float32): CODE_F32,
     np.dtype(np.float64): CODE_F64,
+    np.dtype(np.int8): CODE_I8,
+    np.dtype(np.uint8): CODE_U8,
+    I16_CARRIER: CODE_I16,
+    U16_CARRIER: CODE_U16,
+    np.dtype(np.int32): CODE_I32,
+    np.dtype(np.uint32): CODE_U32,
+    np.dtype(np.int64): CODE_I64,
+    np.dtype(np.uint64): CODE_U64,
+    np.dtype(np.bool_): CODE_BOOL,
 }
 #: Bytes per element, by code.
-ITEMSIZE = np.array([2, 2, 4, 8], dtype=np.int64)
+ITEMSIZE = np.array([2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 1], dtype=np.int64)
 
 # Indices of the tuple returned by the paired pass (fused._pair_boxes).
 PR_SXY = 0  # sum x*y

@@ -55,6 +55,7 @@ from numba.extending import intrinsic, overload
 
 from . import EPS32, EPS64
 from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_F64, ITEMSIZE, NDIM, TILE  # noqa: F401 - NDIM: docs
+from ._abi import CODE_BOOL, CODE_I8, CODE_I16, CODE_I32, CODE_I64, CODE_U8, CODE_U16, CODE_U32, CODE_U64
 from ._abi import PR_A, PR_MAXABS, PR_MAXREL, PR_SABS, PR_SREL, PR_SSQ, PR_SU, PR_SW, PR_SXY  # noqa: F401
 from ._abi import SD_M2, SD_MAX, SD_MIN, SD_SSQ, SD_SUM  # noqa: F401
 from ._jit import jit
@@ -379,19 +380,62 @@ def _gather(src, o, s1, s0, rows, cols, dst):  # pragma: no cover - exercised th
 
 
 @jit
+def _gather_cast(src, o, s1, s0, rows, cols, dst, nonzero):  # pragma: no cover - via the kernels
+    """:func:`_gather` for integer and bool storage: each element converted exactly as
+    ``astype(float64)`` converts it (``nonzero``: bool bytes, any non-zero byte is 1.0). Not
+    :func:`load_f64`, which reads int16 / uint16 as bfloat16 / binary16 bits."""
+    if _contiguous(s1, s0, rows, cols):
+        row = src[o : o + rows * cols]
+        if nonzero:
+            for c in range(rows * cols):
+                dst[c] = 1.0 if row[c] != 0 else 0.0
+        else:
+            for c in range(rows * cols):
+                dst[c] = np.float64(row[c])
+        return
+    for r in range(rows):
+        b = o + r * s1
+        row = src[b : b + (cols - 1) * s0 + 1 : s0]
+        out = dst[r * cols : (r + 1) * cols]
+        for c in range(cols):
+            v = row[c]
+            out[c] = (1.0 if v != 0 else 0.0) if nonzero else np.float64(v)
+
+
+@jit
 def _gather_any(src, code, o, s1, s0, rows, cols, dst):  # pragma: no cover - via the kernels
     """:func:`_gather` from a byte buffer holding storage type ``code`` (see ``_abi.CODES``).
 
     The walkers take every storage type as bytes and a code, so they are compiled once (and
-    the ahead-of-time object of :mod:`compare.kernels.native` holds one pair of entry points)."""
+    the ahead-of-time object of :mod:`compare.kernels.native` holds one pair of entry points).
+    Integer and bool codes go through :func:`_gather_cast` (read in place, converted here: no
+    widened copy of the tensor is ever made)."""
     if code == CODE_F16:
         _gather(src.view(np.uint16), o, s1, s0, rows, cols, dst)
     elif code == CODE_BF16:
         _gather(src.view(np.int16), o, s1, s0, rows, cols, dst)
     elif code == CODE_F32:
         _gather(src.view(np.float32), o, s1, s0, rows, cols, dst)
-    else:
+    elif code == CODE_F64:
         _gather(src.view(np.float64), o, s1, s0, rows, cols, dst)
+    elif code == CODE_I8:
+        _gather_cast(src.view(np.int8), o, s1, s0, rows, cols, dst, False)
+    elif code == CODE_U8:
+        _gather_cast(src, o, s1, s0, rows, cols, dst, False)
+    elif code == CODE_I16:
+        _gather_cast(src.view(np.int16), o, s1, s0, rows, cols, dst, False)
+    elif code == CODE_U16:
+        _gather_cast(src.view(np.uint16), o, s1, s0, rows, cols, dst, False)
+    elif code == CODE_I32:
+        _gather_cast(src.view(np.int32), o, s1, s0, rows, cols, dst, False)
+    elif code == CODE_U32:
+        _gather_cast(src.view(np.uint32), o, s1, s0, rows, cols, dst, False)
+    elif code == CODE_I64:
+        _gather_cast(src.view(np.int64), o, s1, s0, rows, cols, dst, False)
+    elif code == CODE_U64:
+        _gather_cast(src.view(np.uint64), o, s1, s0, rows, cols, dst, False)
+    else:  # CODE_BOOL
+        _gather_cast(src, o, s1, s0, rows, cols, dst, True)
 
 
 @jit
@@ -624,7 +668,7 @@ def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised th
                             if j + 1 < nch:
                                 r2, c2, rows2, cols2 = _chunk(d1, d0, j + 1)
                                 _prefetch_tile(xb, isz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
-                            if _contiguous(sx1, sx0, rows, cols):  # read in place
+                            if xcode <= CODE_F64 and _contiguous(sx1, sx0, rows, cols):  # read in place
                                 s = _side_direct(xb, xcode, xs, m, s)
                             else:
                                 _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
@@ -670,7 +714,7 @@ def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, 
                                 _prefetch_tile(xb, xsz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
                                 _prefetch_tile(yb, ysz, yo + r2 * sy1 + c2 * sy0, sy1, sy0, rows2, cols2)
                             _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
-                            if _contiguous(sy1, sy0, rows, cols):  # read in place
+                            if ycode <= CODE_F64 and _contiguous(sy1, sy0, rows, cols):  # read in place
                                 s = _pair_direct(xt, yb, ycode, ys, m, prm, do_rel, do_kl, s)
                             else:
                                 _gather_any(yb, ycode, ys, sy1, sy0, rows, cols, yt)

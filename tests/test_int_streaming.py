@@ -1,0 +1,136 @@
+"""Integer and bool tensors are read in place by the kernels, like floats (issue 14): the same
+numbers as ``astype(float64)`` would give, on both kernel backends, and no widened copy in memory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compare.kernels import METRIC_NAMES, _abi, compare_arrays, native, storage
+
+ROOT = Path(__file__).resolve().parents[1]
+INT_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+
+
+def _close(a, b, rel: float = 1e-12) -> bool:
+    if a is None or b is None:
+        return a is b
+    if np.isnan(a) or np.isnan(b):
+        return bool(np.isnan(a) and np.isnan(b))
+    return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-300
+
+
+def _data(dtype, n: int = 3001, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    lo, hi = max(info.min, -(2**40)), min(info.max, 2**40)
+    x = rng.integers(lo, hi, n, dtype=dtype, endpoint=True)
+    y = x.copy()
+    y[::7] = rng.integers(lo, hi, y[::7].size, dtype=dtype, endpoint=True)
+    return x, y
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_integers_are_stored_without_a_copy(dtype) -> None:
+    x, _ = _data(dtype)
+    buf, is_complex = storage(x)
+    assert not is_complex and np.shares_memory(buf, x)  # read in place, not widened
+    assert buf.dtype in _abi.CODES and _abi.ITEMSIZE[_abi.CODES[buf.dtype]] == x.dtype.itemsize
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_integers_give_the_numbers_of_their_float64_values(dtype) -> None:
+    x, y = _data(dtype)
+    got = compare_arrays(x, y)
+    want = compare_arrays(x.astype(np.float64), y.astype(np.float64))
+    assert got.notes == want.notes
+    for name in METRIC_NAMES:
+        assert _close(got.values[name], want.values[name]), (dtype, name, got.values[name], want.values[name])
+    assert all(_close(a, b) for a, b in zip(got.std, want.std))
+
+
+def test_int16_integers_are_not_read_as_bfloat16_bits() -> None:
+    x = np.array([1, 2, 3, -4, 16384], dtype=np.int16)
+    y = np.array([1, 2, 3, -4, 16383], dtype=np.int16)
+    assert compare_arrays(x, y).values["MaxAbsoluteError"] == 1.0
+    u = np.array([1, 60000], dtype=np.uint16)
+    assert compare_arrays(u, u + np.uint16(1)).values["MaxAbsoluteError"] == 1.0
+
+
+def test_bool_bytes_other_than_0_and_1_read_as_true() -> None:
+    """A bool array whose bytes are 2 or 255 (decoded from a dump) is True there, as numpy's
+    casts read it."""
+    raw = np.frombuffer(bytes([2, 0, 255, 1, 0, 7]), dtype=np.bool_)
+    ones = np.array([1, 0, 1, 1, 0, 1], dtype=np.bool_)
+    r = compare_arrays(raw, ones)
+    assert r.values["CosineSimilarity"] == pytest.approx(1.0, abs=1e-15)
+    assert r.values["RelativeEuclideanDistance"] is None or r.values["RelativeEuclideanDistance"] == 0.0
+    assert np.shares_memory(storage(raw)[0], raw)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int64, np.bool_])
+def test_both_backends_agree_on_integer_storage(dtype) -> None:
+    """The compiled objects and numba's functions read the new codes the same way."""
+    k = native.kernels()
+    if k is None:
+        pytest.skip(f"native kernels not available: {native.status}")
+    from compare.kernels import _raw, _tile, flat_kernel_plan, fused
+
+    x, y = _data(np.int8 if dtype is np.bool_ else dtype, n=5000, seed=2)
+    if dtype is np.bool_:
+        x, y = x > 0, y > 0
+    xb, yb = storage(x)[0], storage(y)[0]
+    plan = flat_kernel_plan(x.size)
+    for fn_native, fn_numba, args in (
+        (k.side, fused._side_boxes, (*_raw(xb), *plan.left)),
+        (k.side, fused._side_boxes, (*_raw(yb), *plan.right)),
+    ):
+        a, b = fn_native(*args, _tile()), fn_numba(*args, _tile())
+        assert all(_close(float(p), float(q)) for p, q in zip(a, b)), (a, b)
+    prm = (0.0, 1.0, 1e-7, 0.0, 1.0)
+    a = k.pair(*_raw(xb), *_raw(yb), *plan.pair, prm, True, True, _tile(), _tile())
+    b = fused._pair_boxes(*_raw(xb), *_raw(yb), *plan.pair, prm, True, True, _tile(), _tile())
+    assert all(_close(float(p), float(q), 1e-9) for p, q in zip(a, b)), (a, b)
+
+
+def _peak_rss(tmp_path: Path, dtype: str, n: int) -> int:
+    """Peak RSS (KiB) of a fresh process comparing two memory-mapped .npy files of ``n`` elements."""
+    code = textwrap.dedent(f"""
+        import resource, numpy as np
+        from compare.kernels import compare_arrays, native
+        native.kernels()
+        x = np.load({str(tmp_path / "x.npy")!r}, mmap_mode="r")
+        y = np.load({str(tmp_path / "y.npy")!r}, mmap_mode="r")
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        r = compare_arrays(x, y)
+        assert r.values["CosineSimilarity"] is not None
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+    """)
+    rng = np.random.default_rng(5)
+    for name in ("x", "y"):
+        data = np.lib.format.open_memmap(tmp_path / f"{name}.npy", mode="w+", dtype=dtype, shape=(n,))
+        data[:] = rng.integers(1, 100, n).astype(dtype)
+        data.flush()
+        del data
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return int(proc.stdout.split()[-1])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "bool"])
+def test_integer_pairs_stream_like_float_pairs(tmp_path: Path, dtype: str) -> None:
+    """Comparing two 48 Mi-element integer (or bool) files costs about the memory of comparing
+    two float16 ones: pages of the mapped files, no widened copy (which would be 192-384 MiB a side)."""
+    n = 48 * 2**20
+    (tmp_path / "f").mkdir()
+    (tmp_path / "i").mkdir()
+    floats = _peak_rss(tmp_path / "f", "float16", n)
+    ints = _peak_rss(tmp_path / "i", dtype, n)
+    widened = 2 * n * 4 // 1024  # what astype(float32) of both sides would add, in KiB
+    assert ints <= floats + n * np.dtype(dtype).itemsize * 2 // 1024 + 48 * 1024, (dtype, ints, floats)
+    assert ints < widened / 2, (ints, widened)
