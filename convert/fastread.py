@@ -21,6 +21,7 @@ The file's size is checked when it is mapped.
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 
@@ -39,13 +40,17 @@ _PAGE = mmap.ALLOCATIONGRANULARITY
 
 
 def map_bytes(path: str | os.PathLike[str], offset: int, count: int) -> np.ndarray | None:
-    """``count`` bytes of ``path`` at ``offset`` as a read-only uint8 array backed by a mapping.
+    """``count`` bytes of ``path`` at ``offset`` as a read-only uint8 array backed by a mapping
+    -- or, below :data:`MIN_MAP_BYTES`, by one ``pread`` into a private buffer (a mapping costs
+    more system calls and page faults than reading a few KB: many small tensors).
 
     Returns None when the file does not hold them all (or cannot be mapped): the caller then
     reads the file the ordinary way, which reports the problem.
     """
     if offset < 0 or count <= 0:
         return None
+    if count < MIN_MAP_BYTES:
+        return read_bytes(path, offset, count)
     start = offset - offset % _PAGE
     try:
         with open(path, "rb") as f:
@@ -57,6 +62,24 @@ def map_bytes(path: str | os.PathLike[str], offset: int, count: int) -> np.ndarr
     return np.frombuffer(mapped, dtype=np.uint8, count=count, offset=offset - start)
 
 
+def read_bytes(path: str | os.PathLike[str], offset: int, count: int) -> np.ndarray | None:
+    """``count`` bytes of ``path`` at ``offset`` read with one ``pread`` as a read-only uint8
+    array; None when the file does not hold them all or cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None
+    try:
+        data = os.pread(fd, count, offset)
+    except (OSError, ValueError, OverflowError):
+        return None
+    finally:
+        os.close(fd)
+    if len(data) != count:
+        return None
+    return np.frombuffer(data, dtype=np.uint8)
+
+
 def read_tensor_mapped(header, info) -> np.ndarray:
     """:func:`convert.dumpfile.read_tensor` with the data memory-mapped (see the module docstring)."""
     from . import dumpfile
@@ -65,7 +88,7 @@ def read_tensor_mapped(header, info) -> np.ndarray:
     code = int(info.data_type)
     shape = tuple(int(d) for d in info.shape)
     if code in _MAPPED_CODES and shape and all(0 < d < (1 << 63) for d in shape):
-        needed = nbytes_for(code, int(np.prod(shape, dtype=object)))
+        needed = nbytes_for(code, math.prod(shape))
         if MIN_MAP_BYTES <= needed <= int(info.size) and info.offset >= 0 and info.offset + needed <= header.file_size:
             raw = map_bytes(header.path, int(info.offset), needed)
             if raw is not None:
@@ -83,5 +106,5 @@ def is_mapped(array: np.ndarray) -> bool:
     return isinstance(base, mmap.mmap)
 
 
-__all__ = ["MIN_MAP_BYTES", "is_mapped", "map_bytes", "read_tensor_mapped"]
+__all__ = ["MIN_MAP_BYTES", "is_mapped", "map_bytes", "read_bytes", "read_tensor_mapped"]
 
