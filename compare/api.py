@@ -109,7 +109,7 @@ def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | None = Non
         return None, None, pair_families(left_run, right_run)
     scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
                               close=close_fusion_rule is not None)
-    rule = fusion_rule
+    rule = fusion_rule.result() if isinstance(fusion_rule, BackgroundRule) else fusion_rule
     if rule is not None and not isinstance(rule, FusionRule):
         rule = load_fusion_rule(rule)
     pairing = pair_runs(left_run, right_run, fusion_rule=rule, quant_rule=quant_rule,
@@ -134,10 +134,88 @@ def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None =
     :class:`~compare.errors.PairingError` naming the row and the options needed. ``rule`` is the
     loaded ATC fusion rule (or ``None``). The selection options (``rank`` ... ``ge_graph``) apply
     to both sides (see :func:`compare.loaders.load_run`); ``mapping`` see :func:`pair_loaded`.
+    A large rule file is parsed in a forked process while the dumps are read (:class:`BackgroundRule`).
     """
+    select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
+    pending = BackgroundRule.start(fusion_rule)  # a large rule file is parsed while the dumps are read
+    try:
+        return _load_and_pair(left, right, pending or fusion_rule, select, dump_version, quant_rule=quant_rule,
+                              close_fusion_rule=close_fusion_rule, mapping=mapping)
+    finally:
+        if pending is not None:
+            pending.close()
+
+
+#: A fusion-rule file at least this large is parsed in a forked process while the dumps are read.
+BACKGROUND_RULE_BYTES = 1 << 20
+
+
+class BackgroundRule:
+    """A fusion-rule file being parsed in a forked process (:meth:`start`); :meth:`result` gives
+    the :class:`FusionRule`. Whatever goes wrong there (a malformed file, a killed process, a
+    platform without fork) makes :meth:`result` parse the file here instead, so errors are raised
+    exactly where and as they would be without the background parse (after the scenario check).
+
+    Worth it for large rules only: parsing a 8.5 MB rule of 10,000 operators takes ~1.3 s, the
+    parsed rule comes back in ~0.4 s, and the dumps are read meanwhile on the other core.
+    """
+
+    def __init__(self, path: Path, pool: object, future: object) -> None:
+        self.path = path
+        self._pool = pool
+        self._future = future
+
+    @classmethod
+    def start(cls, rule: RuleArg | None) -> BackgroundRule | None:
+        """Start parsing ``rule`` in the background when it is a large file and fork exists."""
+        import multiprocessing
+        import sys
+
+        if rule is None or isinstance(rule, FusionRule) or not sys.platform.startswith("linux"):
+            return None
+        try:
+            path = Path(rule)
+            if path.stat().st_size < BACKGROUND_RULE_BYTES:
+                return None
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+            return cls(path, pool, pool.submit(_parse_rule_quietly, str(path)))
+        except (OSError, TypeError, ValueError, RuntimeError):
+            return None
+
+    def result(self) -> FusionRule:
+        from .pairing.fusion_rule import load_fusion_rule
+
+        try:
+            parsed = self._future.result()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a broken worker: parse here
+            parsed = None
+        return parsed if isinstance(parsed, FusionRule) else load_fusion_rule(self.path)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)  # type: ignore[attr-defined]
+
+
+def _parse_rule_quietly(path: str) -> FusionRule | None:
+    """The worker of :class:`BackgroundRule`: the parsed rule, or None on any error (then the
+    caller parses it and reports the error itself)."""
+    import signal
+
+    from .pairing.fusion_rule import load_fusion_rule
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return load_fusion_rule(path)
+    except Exception:  # noqa: BLE001 - reported by the caller's own parse
+        return None
+
+
+def _load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | BackgroundRule | None, select: dict,
+                   dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
+                   mapping: PathLike | list | None):
     from .loaders import load_run
 
-    select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
     choice = choose_models(left, right, select, dump_version)
     left_run = load_run(left, version=dump_version, **choice.left)
     left_run.notes.extend(choice.left_notes)

@@ -80,3 +80,32 @@ def test_when_processes_are_used(network):
     assert use_processes(EngineOptions(processes=True), network[:10])
     assert not use_processes(EngineOptions(processes=False), network * 100)
     assert use_processes(EngineOptions(), (network * 100)[: engine.PROCESS_MIN_PAIRS])
+
+
+# --------------------------------------------------------------------------- the background rule parse
+
+
+def test_background_rule_gives_the_rule_and_its_errors(tmp_path, monkeypatch):
+    """A large fusion rule parsed in a forked process pairs exactly as one parsed here; a
+    malformed one raises the same error as without the background parse."""
+    from compare import api
+    from compare.errors import CompareError
+
+    made = make_large_network(tmp_path / "net", size_gb=0.0004, n_ops=24, seed=3)
+    direct = load_and_pair(made["left"], made["right"], made["fusion_rule"])[4]
+    monkeypatch.setattr(api, "BACKGROUND_RULE_BYTES", 1)  # every rule file in the background
+    pending = api.BackgroundRule.start(made["fusion_rule"])
+    assert pending is not None
+    pending.close()
+    background = load_and_pair(made["left"], made["right"], made["fusion_rule"])[4]
+    assert [(p.left_op, p.right_op, p.tensor_id, p.status) for p in background.pairs] == \
+           [(p.left_op, p.right_op, p.tensor_id, p.status) for p in direct.pairs]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"graph": [{"op": [{"name": 5}]}')
+    monkeypatch.setattr(api, "BACKGROUND_RULE_BYTES", 10**12)
+    with pytest.raises(CompareError) as plain:
+        load_and_pair(made["left"], made["right"], bad)
+    monkeypatch.setattr(api, "BACKGROUND_RULE_BYTES", 1)
+    with pytest.raises(CompareError) as forked:
+        load_and_pair(made["left"], made["right"], bad)
+    assert type(forked.value) is type(plain.value) and str(forked.value) == str(plain.value)
