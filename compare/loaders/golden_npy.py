@@ -25,6 +25,7 @@ kind most files have and lists the others in ``Run.skipped`` with the reason.
 from __future__ import annotations
 
 import functools
+import io
 import math
 import os
 import re
@@ -144,26 +145,30 @@ def read_npy_header(path: str | os.PathLike) -> NpyHeader:
     (:func:`check_npy_header`: no negative dimension, a numeric / bool / complex / bfloat16 data
     type). The data is not touched here; :func:`load_npy` checks that the file holds all of it.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     fmt = np.lib.format
     try:
         with open(path, "rb") as handle:
+            # one read covers the magic string and a header as np.save writes it (~128 bytes);
+            # anything else is parsed from the file itself by numpy
+            head = io.BytesIO(handle.read(_PEEK_BYTES))
             try:
-                version = fmt.read_magic(handle)
+                version = fmt.read_magic(head)
             except (ValueError, EOFError, struct_error) as exc:
                 raise DumpFormatError(path, f"not a .npy file (bad magic string: {exc})", offset=0) from None
             if version not in _HEADER_LENGTH:
                 return check_npy_header(path, _header_via_mmap(path, version))
-            saved = _saved_header(handle, version)
+            saved = _saved_header(head, version)
             if saved is not None:
                 shape, fortran, dtype = saved
+                offset = head.tell()
             else:
                 handle.seek(8)  # back to the header length, for numpy's parser
                 if version == (1, 0):
                     shape, fortran, dtype = fmt.read_array_header_1_0(handle)
                 else:
                     shape, fortran, dtype = fmt.read_array_header_2_0(handle)
-            offset = handle.tell()
+                offset = handle.tell()
     except DumpFormatError:
         raise
     except OSError as exc:
@@ -172,6 +177,10 @@ def read_npy_header(path: str | os.PathLike) -> NpyHeader:
         detail = str(exc) or type(exc).__name__
         raise DumpFormatError(path, f"bad .npy header: {detail}", offset=8) from None
     return check_npy_header(path, NpyHeader(tuple(int(d) for d in shape), np.dtype(dtype), bool(fortran), offset))
+
+
+#: Bytes read at once from the start of a ``.npy`` (its magic string and a saved header fit).
+_PEEK_BYTES = 1024
 
 
 def _saved_header(handle: BinaryIO, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype] | None:
@@ -261,10 +270,20 @@ def _is_bfloat16_void(dtype: np.dtype) -> bool:
 
 
 def logical_dtype_name(dtype: np.dtype) -> str:
-    """The data type a user would name: bfloat16 for a bare 2-byte void, else numpy's name."""
-    if dtype.hasobject:
-        return "object"
-    return "bfloat16" if _is_bfloat16_void(dtype) else dtype.name
+    """The data type a user would name: bfloat16 for a bare 2-byte void, else numpy's name
+    (remembered per dtype: a folder of goldens has a few)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        if dtype.hasobject:
+            name = "object"
+        else:
+            name = "bfloat16" if _is_bfloat16_void(dtype) else dtype.name
+        if len(_DTYPE_NAMES) < 256:
+            _DTYPE_NAMES[dtype] = name
+    return name
+
+
+_DTYPE_NAMES: dict[np.dtype, str] = {}
 
 
 def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
