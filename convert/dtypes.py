@@ -233,8 +233,21 @@ def dtype_name(code: int) -> str:
 
     UNDEFINED (0) reads as ``int8`` and RESOURCE (23) as ``int64``, as in the reference tool.
     Undecodable codes give their enum name (``DT_STRING``); unknown integers ``DT_<code>``.
+    (Remembered per code: a dump of many tensors asks for a few codes many times.)
     """
     code = int(code)
+    known = _NAME_OF_CODE.get(code)
+    if known is None:
+        known = _dtype_name(code)
+        if len(_NAME_OF_CODE) < 1024:
+            _NAME_OF_CODE[code] = known
+    return known
+
+
+_NAME_OF_CODE: dict[int, str] = {}
+
+
+def _dtype_name(code: int) -> str:
     if code in _SPECIAL_NAMES:
         return _SPECIAL_NAMES[code]
     if code in _STORAGE:
