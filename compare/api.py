@@ -204,7 +204,10 @@ def _parse_rule_quietly(path: str) -> FusionRule | None:
 
     from .pairing.fusion_rule import load_fusion_rule
 
+    from .engine import die_with_parent
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
     try:
         return load_fusion_rule(path)
     except Exception:  # noqa: BLE001 - reported by the caller's own parse

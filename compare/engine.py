@@ -441,11 +441,30 @@ def _chunks(pairs: list[Pair]) -> list[tuple[int, int]]:
 
 
 def _child_start() -> None:
-    """A worker process: Ctrl-C and SIGTERM are the parent's to handle (it stops the workers)."""
+    """A worker process: Ctrl-C and SIGTERM are the parent's to handle, and the worker dies with
+    its parent (see :func:`die_with_parent`)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
+
+
+def die_with_parent() -> None:
+    """Ask Linux to send this (forked worker) process SIGKILL when its parent exits.
+
+    A command line stopped by Ctrl-C exits at once; its workers would otherwise live on, blocked
+    on pipes that the other workers (forked from the same parent) keep open. No-op where
+    ``prctl`` is not available.
+    """
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _child_run(chunk: tuple[int, int]) -> list[MetricRow]:

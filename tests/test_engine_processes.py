@@ -109,3 +109,43 @@ def test_background_rule_gives_the_rule_and_its_errors(tmp_path, monkeypatch):
     with pytest.raises(CompareError) as forked:
         load_and_pair(made["left"], made["right"], bad)
     assert type(forked.value) is type(plain.value) and str(forked.value) == str(plain.value)
+
+
+def test_workers_die_with_their_parent(tmp_path):
+    """A worker (die_with_parent) does not outlive a parent that exits at once, as a command line
+    stopped by Ctrl-C does (it used to stay, blocked on a pipe the other worker kept open)."""
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    code = (
+        "import os, time\n"
+        "from compare.engine import die_with_parent\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    die_with_parent()\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "while not os.path.exists(" + repr(str(pid_file)) + "): time.sleep(0.01)\n"
+        "time.sleep(0.1)\n"
+        "os._exit(130)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 130, proc.stderr
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        try:
+            with open(f"/proc/{child}/stat") as stat:  # a zombie waiting for init counts as gone
+                if stat.read().split(")")[-1].split()[0] == "Z":
+                    return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"worker {child} outlived its parent")
