@@ -86,8 +86,9 @@ class _GoldenCache:
         #: Lazy kernel plans by layout signature (see _plan_key).
         self.plans: dict = {}
 
-    def load(self, ref: TensorRef) -> np.ndarray:
-        key = self.key(ref)
+    def load(self, ref: TensorRef, key: tuple[str, str, int] | None = None) -> np.ndarray:
+        """``ref``'s array, from the cache or loaded (``key``: :meth:`key` of ``ref`` if known)."""
+        key = key if key is not None else self.key(ref)
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
@@ -180,8 +181,9 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
             left = np.array(left)
     except CompareError as exc:
         return _not_compared(row, algorithms, f"left tensor unreadable: {exc}", PairStatus.NOT_COMPARABLE)
+    right_key = _GoldenCache.key(pair.right)
     try:
-        right = goldens.load(pair.right)
+        right = goldens.load(pair.right, right_key)
     except CompareError as exc:
         return _not_compared(row, algorithms, f"golden tensor unreadable: {exc}", PairStatus.NOT_COMPARABLE)
 
@@ -196,7 +198,7 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
         try:
             fast = None
             if options.fast and options.max_elements <= 0:
-                fast = _compare_planned(pair, layout_args, layout_kwargs, algorithms, goldens)
+                fast = _compare_planned(pair, layout_args, layout_kwargs, algorithms, goldens, right_key)
             if fast is None:
                 x, y, shape = prepare_pair(*layout_args, **layout_kwargs)
         except (LayoutError, ValueError) as exc:
@@ -259,7 +261,7 @@ def _fast_dtype(dtype: np.dtype) -> bool:
 
 
 def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algorithms: list[str],
-                     goldens: _GoldenCache | None = None):
+                     goldens: _GoldenCache | None = None, right_key: tuple | None = None):
     """The zero-copy comparison of a converted pair: ``(shape, KernelResult)``, or None when the
     lazy plan does not apply (then the caller takes the ordinary path). ``layout_args`` /
     ``layout_kwargs`` are :func:`prepare_pair`'s arguments, and it raises what that would raise
@@ -289,7 +291,8 @@ def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algori
             goldens.plans[key] = (plan, shape, count, scalar)
     cache = goldens.stats if goldens is not None else None
     return shape, compare_planned(xbuf, ybuf, plan, count, metrics=algorithms, scalar=scalar,
-                                  right_cache=cache, right_key=_GoldenCache.key(pair.right) if goldens is not None else None)
+                                  right_cache=cache,
+                                  right_key=(right_key or _GoldenCache.key(pair.right)) if goldens is not None else None)
 
 
 def _plan_key(layout_args: tuple, layout_kwargs: dict, goldens: _GoldenCache | None) -> tuple | None:

@@ -86,8 +86,8 @@ def read_tensor_mapped(header, info) -> np.ndarray:
     from .dtypes import decode, nbytes_for
 
     code = int(info.data_type)
-    shape = tuple(int(d) for d in info.shape)
-    if code in _MAPPED_CODES and shape and all(0 < d < (1 << 63) for d in shape):
+    shape = info.shape if type(info.shape) is tuple else tuple(int(d) for d in info.shape)
+    if code in _MAPPED_CODES and shape and 0 < min(shape) and max(shape) < (1 << 63):
         needed = nbytes_for(code, math.prod(shape))
         if MIN_MAP_BYTES <= needed <= int(info.size) and info.offset >= 0 and info.offset + needed <= header.file_size:
             raw = map_bytes(header.path, int(info.offset), needed)

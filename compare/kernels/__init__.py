@@ -472,7 +472,7 @@ def compare_planned(
     computes them waits for that result (see :class:`SideStats`).
     """
     for buf in (xbuf, ybuf):
-        if buf.ndim != 1 or buf.dtype not in STORAGE_DTYPES or not buf.dtype.isnative:
+        if buf.ndim != 1 or buf.dtype not in CODES or not buf.dtype.isnative:
             raise CompareError(f"not a kernel storage buffer: {buf.dtype} {buf.shape}")
     names = _canonical(metrics)
     bound = plan if isinstance(plan, BoundPlan) else bind_plan(plan)

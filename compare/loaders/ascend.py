@@ -665,17 +665,23 @@ def read_dump_tensor(header, info):
     against a golden of the same size -- could compare unrelated positions. The reference tool
     fails on it as well (no format name). The conversion tools still read such files.
     """
-    from convert.dtypes import Format
+    if int(info.format) not in _format_codes():
+        from convert.dtypes import Format
 
-    try:
-        Format(int(info.format))
-    except ValueError:
         known = f"0-{max(int(f) for f in Format if int(f) < 255)} and 255"
         problem = f"{info.label} has format code {info.format}, which is not an Ascend dump format (known: {known})"
         raise DumpFormatError(header.path, problem, offset=info.offset) from None
     from convert.fastread import read_tensor_mapped
 
     return read_tensor_mapped(header, info)  # large float tensors memory-mapped (read-only), others read
+
+
+@functools.lru_cache(maxsize=1)
+def _format_codes() -> frozenset[int]:
+    """The Ascend ``OutputFormat`` codes (asked once per tensor read)."""
+    from convert.dtypes import Format
+
+    return frozenset(int(f) for f in Format)
 
 
 def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
