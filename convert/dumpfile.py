@@ -439,6 +439,24 @@ def _decode_dump_data(
         raise DumpFormatError(path, problem, offset=where) from None
 
 
+#: Headers shorter than this are decoded by the protobuf runtime directly (no field walk first):
+#: they cannot hold more than MAX_TENSOR_FIELDS fields of 2 bytes in one message, nor
+#: MAX_TOP_LEVEL_FIELDS, so the walk's limits cannot be reached and decoding them is bounded.
+SMALL_HEADER_BYTES = 2 * min(MAX_TENSOR_FIELDS, MAX_TOP_LEVEL_FIELDS)
+
+
+def _decode_small(data: bytes) -> Message | None:
+    """The DumpData of a small header (see SMALL_HEADER_BYTES) when it decodes as it is; None
+    otherwise -- then the field walk decodes it and diagnoses what is wrong, byte by byte. (A
+    dump of many small tensors spends most of its header time in that walk.)"""
+    if len(data) >= SMALL_HEADER_BYTES:
+        return None
+    try:
+        return dump_proto.DumpData.FromString(data)
+    except DecodeError:
+        return None
+
+
 def _header_parts(path: Path, data: bytes, what: str, offset: int) -> list[tuple[int, int, bytes]]:
     """Top-level fields of a version-2 header (file offsets), or the wire-format diagnosis."""
     try:
@@ -519,8 +537,11 @@ def _read_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader:
         raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
     try:
         what = f"header of {hlen} bytes at byte {HEADER_LENGTH_BYTES}"
-        parts = _header_parts(path, f.read(hlen), what, HEADER_LENGTH_BYTES)
-        msg = _decode_dump_data(path, what, parts, HEADER_LENGTH_BYTES)
+        data = f.read(hlen)
+        msg = _decode_small(data)
+        if msg is None:
+            parts = _header_parts(path, data, what, HEADER_LENGTH_BYTES)
+            msg = _decode_dump_data(path, what, parts, HEADER_LENGTH_BYTES)
     except DumpFormatError as exc:
         raise _V2Failure(exc, False) from None
     data_start = HEADER_LENGTH_BYTES + hlen
@@ -598,7 +619,7 @@ def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
     """
     if version not in (None, 1, 2):
         raise ValueError(f"dump version must be 1, 2 or None (auto), not {version!r}")
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
