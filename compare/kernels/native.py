@@ -148,11 +148,12 @@ def kernels(build: bool = True) -> Kernels | None:
             status = "disabled by VCOMPARE_NATIVE=0 or NUMBA_DISABLE_JIT=1"
         else:
             try:
-                _loaded = _load(build)
-                if _loaded is not None:
-                    status = "loaded" if not status.startswith("loaded") else status
-                else:
+                status = "loading"
+                _loaded = _load(build)  # says "loaded (built at install time)" for the packaged objects
+                if _loaded is None:
                     status = "not built"
+                elif not status.startswith("loaded"):
+                    status = "loaded"
             except Exception as exc:  # noqa: BLE001 - any failure means: use numba instead
                 _loaded = None
                 status = f"unavailable ({type(exc).__name__}: {exc})"
