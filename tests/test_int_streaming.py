@@ -134,3 +134,46 @@ def test_integer_pairs_stream_like_float_pairs(tmp_path: Path, dtype: str) -> No
     widened = 2 * n * 4 // 1024  # what astype(float32) of both sides would add, in KiB
     assert ints <= floats + n * np.dtype(dtype).itemsize * 2 // 1024 + 48 * 1024, (dtype, ints, floats)
     assert ints < widened / 2, (ints, widened)
+
+
+# --------------------------------------------------------------------------- 1-byte ml_dtypes
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+ONE_BYTE = [name for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                              "float8_e4m3b11fnuz", "int4", "uint4", "float4_e2m1fn") if hasattr(ml_dtypes, name)]
+
+
+@pytest.mark.parametrize("name", ONE_BYTE)
+def test_one_byte_types_are_read_in_place_through_a_table(name: str) -> None:
+    """float8 / float4 / int4 data: no widened copy, and the numbers of their float64 values."""
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(4099).astype(np.float32).astype(dtype)
+    y = (rng.standard_normal(4099) * 0.1 + x.astype(np.float32)).astype(dtype)
+    buf = storage(x)[0]
+    assert np.shares_memory(buf, x)
+    got, want = compare_arrays(x, y), compare_arrays(x.astype(np.float64), y.astype(np.float64))
+    for metric in METRIC_NAMES:
+        assert _close(got.values[metric], want.values[metric]), (name, metric, got.values[metric], want.values[metric])
+
+
+def test_one_byte_nan_is_nan() -> None:
+    """A NaN byte of float8_e4m3fn (0x7f) reaches the metrics as NaN, as astype gives it."""
+    x = np.frombuffer(bytes([0x38, 0x7F, 0x40]), dtype=ml_dtypes.float8_e4m3fn)
+    y = np.frombuffer(bytes([0x38, 0x38, 0x40]), dtype=ml_dtypes.float8_e4m3fn)
+    got, want = compare_arrays(x, y), compare_arrays(x.astype(np.float64), y.astype(np.float64))
+    for metric in METRIC_NAMES:
+        assert _close(got.values[metric], want.values[metric]), (metric, got.values[metric], want.values[metric])
+
+
+def test_one_byte_types_agree_on_both_backends() -> None:
+    k = native.kernels()
+    if k is None:
+        pytest.skip(f"native kernels not available: {native.status}")
+    from compare.kernels import _raw, _tile, flat_kernel_plan, fused
+
+    x = np.random.default_rng(6).standard_normal(5000).astype(ml_dtypes.float8_e4m3fn)
+    plan = flat_kernel_plan(x.size)
+    a = k.side(*_raw(x), *plan.left, _tile(x))
+    b = fused._side_boxes(*_raw(x), *plan.left, _tile(x))
+    assert all(_close(float(p), float(q)) for p, q in zip(a, b)), (a, b)

@@ -27,6 +27,7 @@ text; the engine words them.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
 import threading
@@ -318,9 +319,10 @@ def storage(a: np.ndarray, side: str = "left") -> tuple[np.ndarray, bool]:
     the kernel, no widened copy); float32/float64 kept; bool, int8/uint8, int32/uint32 and
     int64/uint64 kept (converted exactly to float64 in the kernel as they are read: no widened
     copy); int16/uint16 kept as the record dtypes ``_abi.I16_CARRIER`` / ``U16_CARRIER`` (same
-    bytes, a different name: int16/uint16 themselves mean bfloat16/binary16 bits); longdouble ->
-    float64; other ml_dtypes (float8_*, int4 ...) -> float32 (a widened copy: they are rare and
-    small); complex -> its interleaved ``(real, imag)`` floats, 2 values per element (returns
+    bytes, a different name: int16/uint16 themselves mean bfloat16/binary16 bits); 1-byte
+    ml_dtypes (float8_*, float4/float6, int4/uint4 stored one a byte) kept, decoded in the kernel
+    through a 256-entry table (CODE_LUT8); longdouble -> float64; other ml_dtypes -> float32 (a
+    widened copy); complex -> its interleaved ``(real, imag)`` floats, 2 values per element (returns
     True as the second item). A contiguous native-endian input is not copied. Other dtypes raise
     CompareError.
     """
@@ -349,6 +351,8 @@ def storage(a: np.ndarray, side: str = "left") -> tuple[np.ndarray, bool]:
     elif kind == "V":  # ml_dtypes: bfloat16, float8_*, int4 ...
         if _is_bfloat16(a.dtype):
             a = np.ascontiguousarray(a.reshape(-1)).view(np.int16)
+        elif a.dtype.itemsize == 1 and not a.dtype.names:
+            pass  # read in place through a 256-entry decode table (CODE_LUT8)
         else:
             try:
                 a = a.astype(np.float32)
@@ -472,7 +476,7 @@ def compare_planned(
     computes them waits for that result (see :class:`SideStats`).
     """
     for buf in (xbuf, ybuf):
-        if buf.ndim != 1 or buf.dtype not in CODES or not buf.dtype.isnative:
+        if buf.ndim != 1 or _code_of(buf.dtype) is None or not buf.dtype.isnative:
             raise CompareError(f"not a kernel storage buffer: {buf.dtype} {buf.shape}")
     names = _canonical(metrics)
     bound = plan if isinstance(plan, BoundPlan) else bind_plan(plan)
@@ -641,30 +645,39 @@ def _compute(
             yb, ycode = _raw(yf)
             xcall = (_addr(xb), xcode, xb.shape[0])
             ycall = (_addr(yb), ycode, yb.shape[0])
+            lut = _abi.CODE_LUT8
+            xtable = _table(xf.dtype) if xcode == lut else None
+            ytable = _table(yf.dtype) if ycode == lut else None
 
-            def side(call: tuple, args: tuple) -> tuple:
+            def side(call: tuple, args: tuple, table: np.ndarray | None) -> tuple:
+                if table is not None:
+                    sc.xt[TILE:] = table
                 F.side_c(*call, *args, sc.xt_a, sc.side_a)
                 # + 0.0: the kernels may ignore the sign of zero (nsz); sequential sums never gave -0.0
                 return tuple(v + 0.0 for v in sc.side_out.tolist())
 
             def pair(prm: tuple, do_rel: bool, do_kl: bool) -> list:
                 sc.prm[0], sc.prm[1], sc.prm[2], sc.prm[3], sc.prm[4] = prm
+                if xtable is not None:
+                    sc.xt[TILE:] = xtable
+                if ytable is not None:
+                    sc.yt[TILE:] = ytable
                 flags = (1 if do_rel else 0) | (2 if do_kl else 0)
                 F.pair_c(*xcall, *ycall, *plan.pair_args, sc.prm_a, flags, sc.xt_a, sc.yt_a, sc.pair_a)
                 return [v + 0.0 for v in sc.pair_out.tolist()]
 
-            xside, yside = (xcall, plan.left_args), (ycall, plan.right_args)
+            xside, yside = (xcall, plan.left_args, xtable), (ycall, plan.right_args, ytable)
         else:  # numba's functions (or plain Python with NUMBA_DISABLE_JIT=1)
             def side(buf: np.ndarray, side_plan: tuple) -> tuple:
                 # errstate only matters without JIT, where the kernels run on numpy scalars: IEEE
                 # NaN/inf results are intended, not worth a RuntimeWarning.
                 with np.errstate(all="ignore"):
-                    return tuple(float(v) + 0.0 for v in F.side(*_raw(buf), *side_plan, _tile()))
+                    return tuple(float(v) + 0.0 for v in F.side(*_raw(buf), *side_plan, _tile(buf)))
 
             def pair(prm: tuple, do_rel: bool, do_kl: bool) -> list:
                 with np.errstate(all="ignore"):
                     return [float(v) + 0.0 for v in F.pair(*_raw(xf), *_raw(yf), *plan.plan.pair, prm, do_rel,
-                                                           do_kl, _tile(), _tile())]
+                                                           do_kl, _tile(xf), _tile(yf))]
 
             xside, yside = (xf, plan.plan.left), (yf, plan.plan.right)
 
@@ -757,14 +770,33 @@ def _passes():
     return native.Kernels(side=fused._side_boxes, pair=fused._pair_boxes)
 
 
+def _code_of(dtype: np.dtype) -> int | None:
+    """The storage code of a storage buffer's dtype (see :func:`storage`), or None."""
+    code = CODES.get(dtype)
+    if code is None and dtype.kind in "fV" and dtype.itemsize == 1 and not dtype.names:  # float8_e5m2 is "f"
+        return _abi.CODE_LUT8
+    return code
+
+
 def _raw(buf: np.ndarray) -> tuple[np.ndarray, int]:
     """A storage buffer as the kernels take it: its bytes and its type code."""
-    return buf.view(np.uint8), CODES[buf.dtype]
+    return buf.view(np.uint8), _code_of(buf.dtype)  # type: ignore[return-value]
 
 
-def _tile() -> np.ndarray:
-    """A kernel scratch tile (the kernels allocate nothing themselves)."""
-    return np.empty(TILE, dtype=np.float64)
+@functools.lru_cache(maxsize=64)
+def _table(dtype: np.dtype) -> np.ndarray:
+    """The float64 value of each of the 256 bytes of a 1-byte type (NaN where the type has NaN)."""
+    with np.errstate(all="ignore"):
+        return np.arange(256, dtype=np.uint8).view(dtype).astype(np.float64)
+
+
+def _tile(buf: np.ndarray | None = None) -> np.ndarray:
+    """A kernel scratch buffer (the kernels allocate nothing themselves): the tile, then the
+    decode table of ``buf`` when it is a 1-byte CODE_LUT8 buffer."""
+    scratch = np.empty(_abi.SCRATCH, dtype=np.float64)
+    if buf is not None and _code_of(buf.dtype) == _abi.CODE_LUT8:
+        scratch[TILE:] = _table(buf.dtype)
+    return scratch
 
 
 def _kl_side(lo: float, hi: float, total: float, n: int) -> tuple[float, float, float]:

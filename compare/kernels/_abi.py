@@ -29,6 +29,11 @@ CODE_U32 = 9
 CODE_I64 = 10
 CODE_U64 = 11
 CODE_BOOL = 12  # numpy bool bytes: any non-zero byte is True (1.0), as numpy's casts read it
+CODE_LUT8 = 13  # a 1-byte type (ml_dtypes float8_*, float4/6, int4/uint4): decoded by a 256-entry table
+
+#: Length of a kernel scratch buffer: the tile, then the 256-entry float64 decode table of a
+#: CODE_LUT8 buffer (filled by the caller; unused by other codes).
+SCRATCH = TILE + 256
 
 #: The dtypes that carry int16 / uint16 *integers* in a storage buffer (one-field records, so that
 #: they are never taken for the bfloat16 / binary16 bit carriers int16 / uint16).
@@ -52,7 +57,7 @@ CODES: dict[np.dtype, int] = {
     np.dtype(np.bool_): CODE_BOOL,
 }
 #: Bytes per element, by code.
-ITEMSIZE = np.array([2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 1], dtype=np.int64)
+ITEMSIZE = np.array([2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 1, 1], dtype=np.int64)
 
 # Indices of the tuple returned by the paired pass (fused._pair_boxes).
 PR_SXY = 0  # sum x*y

@@ -27,7 +27,7 @@ import numpy as np
 from numba import carray, cfunc, types
 
 from . import fused as F
-from ._abi import NDIM, PAIR_OUT, SIDE_OUT, TILE
+from ._abi import NDIM, PAIR_OUT, SCRATCH, SIDE_OUT
 from ._jit import FASTMATH
 
 _I64 = types.int64
@@ -50,7 +50,7 @@ def side_entry(buf, code, nbytes, dims, strides, offs, nb, tile, out):  # pragma
         carray(dims, (nb, NDIM), np.int64),
         carray(strides, (nb, NDIM), np.int64),
         carray(offs, (nb,), np.int64),
-        carray(tile, (TILE,), np.float64),
+        carray(tile, (SCRATCH,), np.float64),
     )
     o = carray(out, (SIDE_OUT,), np.float64)
     for i in range(SIDE_OUT):
@@ -74,8 +74,8 @@ def pair_entry(xbuf, xcode, xbytes, ybuf, ycode, ybytes, dims, sx, sy, ox, oy, n
         (p[0], p[1], p[2], p[3], p[4]),
         (flags & 1) != 0,
         (flags & 2) != 0,
-        carray(xtile, (TILE,), np.float64),
-        carray(ytile, (TILE,), np.float64),
+        carray(xtile, (SCRATCH,), np.float64),
+        carray(ytile, (SCRATCH,), np.float64),
     )
     o = carray(out, (PAIR_OUT,), np.float64)
     for i in range(PAIR_OUT):

@@ -55,7 +55,8 @@ from numba.extending import intrinsic, overload
 
 from . import EPS32, EPS64
 from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_F64, ITEMSIZE, NDIM, TILE  # noqa: F401 - NDIM: docs
-from ._abi import CODE_BOOL, CODE_I8, CODE_I16, CODE_I32, CODE_I64, CODE_U8, CODE_U16, CODE_U32, CODE_U64
+from ._abi import CODE_BOOL, CODE_I8, CODE_I16, CODE_I32, CODE_I64, CODE_U8, CODE_U16, CODE_U32, CODE_U64  # noqa: F401
+from ._abi import CODE_LUT8
 from ._abi import PR_A, PR_MAXABS, PR_MAXREL, PR_SABS, PR_SREL, PR_SSQ, PR_SU, PR_SW, PR_SXY  # noqa: F401
 from ._abi import SD_M2, SD_MAX, SD_MIN, SD_SSQ, SD_SUM  # noqa: F401
 from ._jit import jit
@@ -434,8 +435,23 @@ def _gather_any(src, code, o, s1, s0, rows, cols, dst):  # pragma: no cover - vi
         _gather_cast(src.view(np.int64), o, s1, s0, rows, cols, dst, False)
     elif code == CODE_U64:
         _gather_cast(src.view(np.uint64), o, s1, s0, rows, cols, dst, False)
-    else:  # CODE_BOOL
+    elif code == CODE_BOOL:
         _gather_cast(src, o, s1, s0, rows, cols, dst, True)
+    else:  # CODE_LUT8: dst is a scratch buffer whose tail (after TILE) holds the decode table
+        _gather_table(src, o, s1, s0, rows, cols, dst)
+
+
+@jit
+def _gather_table(src, o, s1, s0, rows, cols, dst):  # pragma: no cover - via the kernels
+    """:func:`_gather` of a 1-byte type through its 256-entry float64 decode table, which the
+    caller put in ``dst[TILE:TILE + 256]`` (``rows * cols <= TILE``: the tile never reaches it)."""
+    table = dst[TILE : TILE + 256]
+    for r in range(rows):
+        b = o + r * s1
+        row = src[b : b + (cols - 1) * s0 + 1 : s0]
+        out = dst[r * cols : (r + 1) * cols]
+        for c in range(cols):
+            out[c] = table[row[c]]
 
 
 @jit
