@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .heap import frozen_heap, paused_gc
 from .engine import EngineOptions, compare_pairs
 from .pairing.fusion_rule import FusionRule
 from .pairing.scenarios import Scenario
@@ -217,6 +218,14 @@ def _parse_rule_quietly(path: str) -> FusionRule | None:
 def _load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | BackgroundRule | None, select: dict,
                    dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
                    mapping: PathLike | list | None):
+    with paused_gc():
+        return _load_and_pair_now(left, right, fusion_rule, select, dump_version, quant_rule=quant_rule,
+                                  close_fusion_rule=close_fusion_rule, mapping=mapping)
+
+
+def _load_and_pair_now(left: PathLike, right: PathLike, fusion_rule: RuleArg | BackgroundRule | None, select: dict,
+                       dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
+                       mapping: PathLike | list | None):
     from .loaders import load_run
 
     choice = choose_models(left, right, select, dump_version)
@@ -447,12 +456,13 @@ def run_network(
 
         mapping = load_mapping(mapping)  # read once (and refused early when malformed)
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
-    plan = _plan_each(left, right, select, dump_version)
-    if plan is None:
-        left_run, right_run, scenario, _, pairing = load_and_pair(
-            left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
-        return _compare_one(left_run, right_run, scenario, pairing, metrics, options, refuse_same=refuse_same)
-    return _compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
+    with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
+        plan = _plan_each(left, right, select, dump_version)
+        if plan is None:
+            left_run, right_run, scenario, _, pairing = load_and_pair(
+                left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
+            return _compare_one(left_run, right_run, scenario, pairing, metrics, options, refuse_same=refuse_same)
+        return _compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
 
 
 def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = True) -> list[str]:

@@ -625,10 +625,41 @@ def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 raise DumpFormatError(path, "empty file (0 bytes)", offset=0)
+            if version != 1:
+                quick = _quick_v2(path, f, size)
+                if quick is not None:
+                    return quick
             _check_nano(path, f, size)
             return _read_any(path, f, size, version)
     except OSError as exc:
         raise DumpFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+#: Bytes read at once from the start of a dump by :func:`_quick_v2`.
+QUICK_READ_BYTES = 16384
+
+
+def _quick_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader | None:
+    """A version-2 dump whose header is small and sound, from one read of its first bytes; None
+    for anything else (a nano dump, a long or undecodable header, sizes that do not add up):
+    then the full reader diagnoses it. A dump of many small tensors spends its header time in
+    system calls; this reads each file once instead of four times."""
+    head = os.pread(f.fileno(), min(size, QUICK_READ_BYTES), 0)
+    if len(head) < HEADER_LENGTH_BYTES + 4:
+        return None
+    if int.from_bytes(head[NANO_MAGIC_OFFSET : NANO_MAGIC_OFFSET + 4], "little") == NANO_MAGIC:
+        return None
+    hlen = int.from_bytes(head[:HEADER_LENGTH_BYTES], "little")
+    if hlen == 0 or HEADER_LENGTH_BYTES + hlen > len(head):
+        return None
+    msg = _decode_small(head[HEADER_LENGTH_BYTES : HEADER_LENGTH_BYTES + hlen])
+    if msg is None:
+        return None
+    data_start = HEADER_LENGTH_BYTES + hlen
+    spans, cursor = _v2_spans(msg, data_start)
+    if cursor != size:
+        return None
+    return _assemble(path, 2, size, hlen, msg, spans)
 
 
 def _read_any(path: Path, f: BinaryIO, size: int, version: int | None) -> DumpHeader:
