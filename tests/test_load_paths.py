@@ -163,3 +163,40 @@ def test_unusual_dumps_take_the_full_reader(tmp_path, damage):
         assert str(got.value) == str(exc)
     else:
         assert read_header(path) == expected
+
+
+# ------------------------------------------------------------------ quant filter, nothing flagged
+
+
+def _rules():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = sorted(root.glob("fixtures/**/*.json"))
+    shared = root.parent / "shared"
+    found += sorted(shared.glob("real/**/*.json")) + sorted(shared.glob("cases/**/*.json"))
+    return found
+
+
+def test_quant_filter_without_flags_keeps_the_groups_a_rebuild_gives():
+    """A float network (nothing to flag) keeps its groups instead of rebuilding them; they are the
+    groups the rebuild gives, on every fusion rule at hand (fixtures; ../shared when present)."""
+    from compare.errors import CompareError
+    from compare.pairing import quant_rule
+    from compare.pairing.fusion_rule import load_fusion_rule, ops_in_group_order, rule_from_ops
+
+    checked = 0
+    for path in _rules():
+        try:
+            rule = load_fusion_rule(path)
+        except CompareError:
+            continue  # not a fusion rule (a policy, params ...)
+        filtered = quant_rule.apply_quant_filter(rule)
+        assert filtered.quant_filter_applied and not rule.quant_filter_applied
+        if any(op.quant_filtered for op in filtered.ops.values()):
+            continue
+        rebuilt = rule_from_ops(rule, ops_in_group_order(rule), warnings=filtered.warnings,
+                                skip_reasons=filtered.skip_reasons)
+        assert (filtered.groups, filtered.ops, filtered.group_of) == (rebuilt.groups, rebuilt.ops, rebuilt.group_of)
+        checked += 1
+    assert checked >= 1
