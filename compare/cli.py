@@ -14,7 +14,7 @@ Exit codes (README.md and docs/ci-gate.md document the same table):
 - 2: could not run: bad option or policy, unreadable rule file, no valid dump, a gated
   comparison of a dump with itself, and every failure to write an output file (one line naming
   the path; the comparison's summary is still printed and the other outputs still written);
-- 130 / 143: stopped by Ctrl-C / SIGTERM (:mod:`compare.signals`).
+- 130 / 143: stopped by Ctrl-C / SIGTERM (:mod:`convert.signals`).
 """
 
 from __future__ import annotations
@@ -754,7 +754,7 @@ def run(argv: Sequence[str]) -> int:
     The first argument picks the subcommand (``gate``, ``policy``); anything else is the main
     comparison, whose ``-alg 0 1 5`` form is normalised first. Ctrl-C / SIGTERM give 130 / 143.
     """
-    from .signals import Interrupted, interruptible, stop_message
+    from convert.signals import Interrupted, interruptible, stop_message
 
     args = list(argv)
     target, name = app, "vcompare"

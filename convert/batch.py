@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar, Union
 
-from compare.errors import CompareError, DumpFormatError, OptionError
+from .errors import CompareError, DumpFormatError, OptionError
 
 from .naming import FAILED_LIST_FILE, MAPPING_FILE, physical_name, update_mapping
 
@@ -164,14 +164,14 @@ def split_paths(paths: Sources) -> list[Path]:
 
 
 def _real_names(folder: Path) -> dict[str, str]:
-    from compare.loaders.ascend import read_mapping
+    from .names.hashed import read_mapping
 
     mapping, _bad = read_mapping(folder)
     return mapping
 
 
 def _lookup(name: str, mapping: dict[str, str]) -> str:
-    from compare.loaders.ascend import is_hashed_name
+    from .names.hashed import is_hashed_name
 
     if not mapping or not is_hashed_name(name):
         return name
@@ -193,7 +193,7 @@ def _folder_files(folder: Path, notes: list[str]) -> list[SourceFile]:
     except OSError as exc:
         raise CompareError(f"{folder}: cannot list the folder ({exc.strerror or exc})") from None
     if not entries:
-        from compare.loaders.ascend import resolve_dump_folder
+        from .tree import resolve_dump_folder
 
         leaf, how = resolve_dump_folder(folder)
         if leaf != folder:

@@ -47,7 +47,7 @@ def _err(message: str) -> None:
 
 def _run_safely(action: Callable[[], object]) -> object:
     """Run a library call; every expected error becomes a one-line message and exit 2 (the one place)."""
-    from compare.errors import CompareError
+    from .errors import CompareError
 
     from .layouts import LayoutError
 
@@ -79,7 +79,7 @@ def _finish(report) -> None:
 def _plugins(custom: Optional[Path]):
     if custom is None:
         return None
-    from compare.errors import OptionError
+    from .errors import OptionError
 
     from .layouts import load_plugins
 
@@ -114,7 +114,7 @@ def dump_command(
                                           help=_CUSTOM_HELP),
     workers: int = typer.Option(0, "--workers", min=0, help=_WORKERS_HELP),
 ) -> None:
-    from compare.errors import OptionError
+    from .errors import OptionError
 
     def action():
         from .convert_dump import DumpConvertOptions, convert_dumps, parse_shape
@@ -268,7 +268,7 @@ def run(argv: list[str] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    from compare.signals import Interrupted, interruptible
+    from .signals import Interrupted, interruptible
 
     try:
         with interruptible():

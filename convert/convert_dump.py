@@ -45,7 +45,7 @@ from typing import Callable
 
 import numpy as np
 
-from compare.errors import OptionError
+from .errors import OptionError
 
 from .batch import (
     ConvertReport,

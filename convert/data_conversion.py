@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compare.errors import OptionError
+from .errors import OptionError
 
 from .batch import (
     ConvertReport,
@@ -80,7 +80,7 @@ def _check_args(data_type: str, target: str, version: int | None) -> None:
 
 
 def _npy_to_golden_dump(source: SourceFile, out_dir: Path, suffix: str, version: int) -> FileOutcome:
-    from compare.loaders.golden_npy import explain_golden_name, parse_golden_name
+    from .names.golden import explain_golden_name, parse_golden_name
 
     from .dumpfile import TensorSpec, write_dump
 
@@ -132,7 +132,7 @@ def _tensor_groups(sources: list[SourceFile], report: ConvertReport) -> dict[str
 
 def _group_to_dump(base: str, members: list[tuple[SourceFile, str, int, str]], out_dir: Path,
                    version: int) -> FileOutcome:
-    from compare.loaders.ascend import parse_offline_name
+    from .names.ascend import parse_offline_name
 
     from .dumpfile import TensorSpec, write_dump
 
@@ -211,7 +211,7 @@ def _golden_dump_to_npy(source: SourceFile, out_dir: Path, version: int | None) 
 def dump_to_numpy(paths: Sources, out_dir: str | Path, data_type: str = "offline", *, version: int | None = None,
                   workers: int | None = None) -> ConvertReport:
     """Dump files -> ``.npy`` files (see the module doc). Raises OptionError when nothing can run."""
-    from compare.loaders.golden_npy import parse_golden_name
+    from .names.golden import parse_golden_name
 
     from .convert_dump import DumpConvertOptions, convert_dump_file
 

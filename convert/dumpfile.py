@@ -60,7 +60,7 @@ from typing import BinaryIO, Iterator, Sequence, Union
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
-from compare.errors import DumpFormatError
+from .errors import DumpFormatError
 
 from . import dump_proto
 from .dtypes import (

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from compare.errors import CompareError
+from .errors import CompareError
 
 #: Messages nested deeper than this are refused (a guard against runaway recursion).
 MAX_DEPTH = 100

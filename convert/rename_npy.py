@@ -6,7 +6,7 @@ turns the ``/`` of a tensor name into folders (``a/b/Conv2D:0.npy``). Symlinked 
 followed. The renamed files go to the folder's top level, where ``vcompare`` reads goldens;
 folders emptied by the move are left as they are. Other files are ignored.
 
-Already valid (left alone): a top-level file whose name :func:`compare.loaders.golden_npy.
+Already valid (left alone): a top-level file whose name :func:`convert.names.golden.
 parse_golden_name` accepts with a 16-digit timestamp.
 
 The new name of any other file, from its path below the folder without ``.npy``:
@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compare.errors import OptionError
+from .errors import OptionError
 
 from .naming import MAX_NAME_BYTES
 
@@ -68,7 +68,7 @@ def run_timestamp() -> str:
 
 def is_valid_name(name: str) -> bool:
     """A golden ``.npy`` name with a 16-digit timestamp (``parse_golden_name``'s rule)."""
-    from compare.loaders.golden_npy import parse_golden_name
+    from .names.golden import parse_golden_name
 
     parsed = parse_golden_name(name)
     return parsed is not None and parsed.kind == "npy" and len(parsed.timestamp_digits) == TIMESTAMP_DIGITS

@@ -14,15 +14,12 @@ from hypothesis import strategies as st
 
 from compare.errors import CompareError, DumpFormatError
 from compare.loaders import READERS, detect, load_run
-from compare.loaders.ascend import (
-    OfflineName,
-    clean_op_name,
-    parse_offline_name,
-    read_mapping,
-    resolve_dump_folder,
-    scan_offline,
-)
-from compare.loaders.golden_npy import NpyHeader, load_npy, parse_golden_name, read_npy_header, scan_golden
+from compare.loaders.ascend import clean_op_name, scan_offline
+from convert.names.ascend import OfflineName, parse_offline_name
+from convert.names.hashed import read_mapping
+from convert.tree import resolve_dump_folder
+from compare.loaders.golden_npy import NpyHeader, load_npy, read_npy_header, scan_golden
+from convert.names.golden import parse_golden_name
 from compare.records import Run, RunKind, TensorKind
 from conftest import shared_path
 from convert.dumpfile import TensorSpec, write_dump

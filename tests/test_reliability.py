@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from compare.api import run_network
 from compare.errors import CompareError, DumpFormatError, RuleError
 from compare.loaders import load_run
-from compare.loaders.ascend import read_dump_tensor, read_mapping
+from compare.loaders.ascend import read_dump_tensor
+from convert.names.hashed import read_mapping
 from compare.loaders.golden_npy import load_npy, read_npy_header, scan_golden
 from compare.pairing.fusion_rule import load_fusion_rule
 from compare.records import PairStatus

@@ -14,7 +14,7 @@ import pytest
 from compare.engine import EngineOptions, compare_pairs
 from compare.records import Pair, TensorKind, TensorRef
 from compare.reports.files import atomic_write
-from compare.signals import Interrupted, interruptible
+from convert.signals import Interrupted, interruptible
 
 
 def test_signals_raise_interrupted_and_handlers_are_restored() -> None:

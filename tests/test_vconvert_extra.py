@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compare.errors import OptionError
-from compare.loaders.golden_npy import parse_golden_name
+from convert.names.golden import parse_golden_name
 from convert import batch
 from convert.batch import FileOutcome, SourceFile, run_files, worker_count
 from convert.cli import run

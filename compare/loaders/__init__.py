@@ -1,7 +1,7 @@
 """Loaders: a dump folder or file -> Run of OpDump records (metadata now, tensors on demand).
 
 :func:`load_run` resolves the folder (a parent of ``time/device/model_name/model_id/data_index``
-is fine, see :func:`compare.loaders.ascend.resolve_dump_folder`), asks each reader of
+is fine, see :func:`convert.tree.resolve_dump_folder`), asks each reader of
 :data:`READERS` whether the folder is its kind and lets the first that says yes scan it.
 
 A reader is any object with ``name``, ``kinds`` (the :class:`RunKind` values it produces),
@@ -24,7 +24,10 @@ from typing import Callable, Protocol
 
 from ..errors import CompareError, DumpFormatError
 from ..records import Run, RunKind
-from .ascend import OFFLINE_FORM, cached_listing, resolve_dump_folder, scan_offline
+from convert.names.ascend import OFFLINE_FORM
+from convert.tree import resolve_dump_folder, walk_leaves
+
+from .ascend import cached_listing, scan_offline
 from .golden_npy import scan_golden
 
 __all__ = ["READERS", "Reader", "detect", "load_run", "register_reader", "resolve_dump_folder"]
@@ -137,7 +140,6 @@ def _misnamed_below(root: Path) -> list[tuple[Path, list[tuple[Path, str]]]]:
     """Folders below ``root`` (the bounded walk) that hold files, none of them usable, with the
     files and why: what a dump tree of only misnamed files is made of."""
     from .trees import MAX_DEPTH
-    from .walk import walk_leaves
 
     def holds_files(folder: Path) -> list[tuple[Path, str]] | None:
         try:

@@ -8,7 +8,7 @@ Naming rules (§2.8 of the reference-tool spec; the folder's top level only, no 
   field is digits. Only a *prefix* has to match (as in the reference tool): text after the last
   digit field is tolerated and reported in ``Run.notes``.
 * **Golden** ``{op_name}.{output_index}.{timestamp}.npy`` / ``.pb`` / ``.quant``: see
-  :mod:`compare.loaders.golden_npy`. A name is classified by its suffix first (``.npy``, ``.pb``,
+  :mod:`convert.names`. A name is classified by its suffix first (``.npy``, ``.pb``,
   ``.quant``), every other name by the offline rule -- exactly as the reference tool does.
 * ``mapping.csv`` and ``convert_failed_file_list.txt`` are not dump files; neither are folders.
 * **Hashed names**: a file whose name is all digits (or digits + ``.npy``) is renamed through
@@ -21,7 +21,6 @@ with ``time`` formatted ``YYYYMMDDhhmmss``; :func:`resolve_dump_folder` finds th
 
 from __future__ import annotations
 
-import csv
 import functools
 import os
 import re
@@ -31,10 +30,9 @@ from typing import Iterable, Sequence
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
-from .golden_npy import GOLDEN_SUFFIXES, explain_golden_name, parse_golden_name
-
-#: Files of a dump folder that are never dump files.
-IGNORED_FILES = frozenset({"mapping.csv", "convert_failed_file_list.txt"})
+from convert.names.ascend import IGNORED_FILES, OfflineName, classify_name
+from convert.names.hashed import is_hashed_name, lookup_hashed, read_mapping_rows
+from convert.tree import is_file_entry
 
 #: Substrings of an op name that mark a quantized model (§2.8 "Quant detection").
 QUANT_MARKERS = (
@@ -51,131 +49,9 @@ QUANT_MARKERS = (
     "_dequant",
 )
 
-#: Valid values of the task-type field of the long offline names.
-TASK_TYPES = {0: "AICORE", 1: "AICPU", 2: "DEBUG", 3: "HCCL", 4: "FFTSPLUS"}
-
-#: Only timestamps of exactly this many digits sort by value; all others sort as 0.
-TIMESTAMP_DIGITS = 16
-
-#: How deep :func:`resolve_dump_folder` walks below the given folder.
-MAX_SEARCH_DEPTH = 6
-
-OFFLINE_FORM = "{op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}"
-
-_OFFLINE_RE = re.compile(r"([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)((?:\.[0-9]+)+)")
-_WORD_RE = re.compile(r"[A-Za-z0-9_-]+")
-_HASHED_RE = re.compile(r"[0-9]+(?:\.npy)?")
-_TIME_DIR_RE = re.compile(r"[0-9]{14}")
 _LXSLICE_ANY_RE = re.compile(r"_lxslice[0-9]+")
 _LXSLICE_END_RE = re.compile(r".lxslice[0-9]+$")
 _SGT_RE = re.compile(r"sgt_graph_[0-9]+")
-
-
-# --------------------------------------------------------------------------------------------
-# Offline file names
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OfflineName:
-    """The fields of an offline dump file name.
-
-    ``timestamp_digits`` is the timestamp field as written; ``timestamp`` its integer value.
-    ``task_type`` is the field at position -4 of names with more than five fields (``None``
-    otherwise); it is *not* validated here (see :attr:`task_type_problem`). ``extra`` holds the
-    digit fields that are not task id, stream id or timestamp (task type, context id, thread id,
-    ...), and ``trailing`` the text after the matched prefix (``''`` for a clean name).
-    """
-
-    op_type: str
-    op_name: str
-    task_id: int
-    stream_id: int | None
-    timestamp: int
-    timestamp_digits: str
-    task_type: int | None = None
-    extra: tuple[str, ...] = ()
-    trailing: str = ""
-
-    @property
-    def sort_key(self) -> int:
-        """Timestamp used to pick the latest file: its value if it has 16 digits, else 0."""
-        return self.timestamp if len(self.timestamp_digits) == TIMESTAMP_DIGITS else 0
-
-    @property
-    def task_type_problem(self) -> str | None:
-        """Why the task-type field is invalid, or ``None`` when it is absent or valid."""
-        if self.task_type is None or self.task_type in TASK_TYPES:
-            return None
-        valid = ", ".join(f"{code} {name}" for code, name in TASK_TYPES.items())
-        return (
-            f"task-type field (4th from the end) is {self.task_type}, not one of {valid}; the "
-            "reference tool aborts the whole run for this (exit 37), vcompare skips only this file"
-        )
-
-
-def parse_offline_name(name: str) -> OfflineName | None:
-    """Parse an offline dump file name, or return ``None`` when it matches no offline form.
-
-    Forms (``op_type``/``op_name`` ``[A-Za-z0-9_-]+``, the rest digit fields):
-
-    * 4 fields ``type.name.task.timestamp``;
-    * 5 fields ``type.name.task.stream.timestamp``;
-    * 8 or more fields, the long layout ``type.name.task[.stream].timestamp.task_type.context.
-      thread.x``: the timestamp is field -5 and the task type field -4. (The reference tool sorts
-      these by their *last* field, which is not a timestamp; vcompare uses the real one.)
-    * 6 or 7 fields (no documented layout): timestamp = the last field, task type = field -4, as
-      the reference tool reads them.
-
-    Only a prefix must match; the rest (e.g. ``.npy.tmp``) is kept in ``trailing``. Fields are
-    counted in the matched prefix only.
-    """
-    match = _OFFLINE_RE.match(name)
-    if match is None:
-        return None
-    op_type, op_name, digit_part = match.group(1), match.group(2), match.group(3)
-    digits = digit_part[1:].split(".")
-    if len(digits) < 2:
-        return None
-    fields = len(digits) + 2
-    ts_pos = len(digits) - 5 if fields >= 8 else len(digits) - 1  # index into ``digits``
-    stream: int | None = int(digits[1]) if ts_pos >= 2 else None
-    used = {0, ts_pos} | ({1} if stream is not None else set())
-    extra = tuple(d for i, d in enumerate(digits) if i not in used)
-    task_type = int(digits[-4]) if fields > 5 else None
-    return OfflineName(
-        op_type=op_type,
-        op_name=op_name,
-        task_id=int(digits[0]),
-        stream_id=stream,
-        timestamp=int(digits[ts_pos]),
-        timestamp_digits=digits[ts_pos],
-        task_type=task_type,
-        extra=extra,
-        trailing=name[match.end():],
-    )
-
-
-def explain_offline_name(name: str) -> str:
-    """Why ``name`` is not an offline dump name (for ``Run.skipped`` and error messages)."""
-    fields = name.split(".")
-    expected = f"expected {OFFLINE_FORM}"
-    if len(fields) < 4:
-        return f"name matches no dump naming rule: {len(fields)} dot-separated field(s), {expected}"
-    for pos, label in ((0, "op_type"), (1, "op_name")):
-        if not _WORD_RE.fullmatch(fields[pos]):
-            return (
-                f"name matches no dump naming rule: {label} {fields[pos]!r} is not "
-                f"[A-Za-z0-9_-]+, {expected}"
-            )
-    for pos in (2, 3):
-        if not fields[pos].isdigit():
-            label = "task_id" if pos == 2 else "timestamp/stream_id"
-            return (
-                f"name matches no dump naming rule: {label} field {fields[pos]!r} is not digits, "
-                f"{expected}"
-            )
-    return f"name matches no dump naming rule, {expected}"  # pragma: no cover - defensive
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,7 +119,7 @@ class DumpEntry:
 class Classified:
     """A :class:`DumpEntry` with its kind (``offline``, ``npy``, ``pb``, ``quant``) and parse.
 
-    ``parsed`` is an :class:`OfflineName` or a ``golden_npy.GoldenName``; ``None`` with ``reason``
+    ``parsed`` is an :class:`OfflineName` or a :class:`convert.names.golden.GoldenName`; ``None`` with ``reason``
     set when the name matched no rule.
     """
 
@@ -386,102 +262,6 @@ def no_valid_files_error(folder: Path, skipped: list[tuple[Path, str]]) -> Compa
     )
 
 
-def classify_name(name: str) -> tuple[str, object | None, str | None]:
-    """Classify a file name by suffix, then by rule: ``(kind, parsed or None, reason or None)``."""
-    for kind, suffix in GOLDEN_SUFFIXES.items():
-        if name.endswith(suffix):
-            parsed = parse_golden_name(name)
-            if parsed is None:
-                return kind, None, explain_golden_name(name)
-            return kind, parsed, None
-    offline = parse_offline_name(name)
-    if offline is None:
-        return "offline", None, explain_offline_name(name)
-    return "offline", offline, None
-
-
-def is_hashed_name(name: str) -> bool:
-    """Whether a file name is a hashed name to look up in ``mapping.csv`` (digits[.npy])."""
-    return _HASHED_RE.fullmatch(name) is not None
-
-
-def read_mapping(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]]]:
-    """Read ``folder/mapping.csv``: ``({hashed: real}, bad rows)``.
-
-    Rows must have exactly two columns; the real name must be a plain file name (no ``/`` or
-    ``\\``, not ``.``/``..``, no control characters: :func:`_mapping_problem`). A hashed name
-    listed twice keeps its first row. Bad rows are returned as ``(mapping.csv path, "row N:
-    ...")``; blank lines are ignored. A missing file gives an empty map.
-    """
-    mapping, bad, _ = _read_mapping_rows(folder)
-    return mapping, bad
-
-
-def _read_mapping_rows(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]], dict[str, str]]:
-    """:func:`read_mapping` plus ``{hashed name: why its row was refused}``."""
-    path = folder / "mapping.csv"
-    mapping: dict[str, str] = {}
-    bad: list[tuple[Path, str]] = []
-    refused: dict[str, str] = {}
-    if not path.is_file():
-        return mapping, bad, refused
-    try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            rows = list(csv.reader(handle))
-    except (OSError, csv.Error) as exc:
-        return mapping, [(path, f"mapping.csv could not be read: {exc}")], refused
-    first_row: dict[str, int] = {}
-    for number, row in enumerate(rows, start=1):
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if len(row) != 2:
-            problem = f"{len(row)} columns, expected 2 (hashed_name,real_file_name)"
-            bad.append((path, f"row {number}: {problem}"))
-            if row[0].strip():
-                refused.setdefault(row[0].strip(), f"mapping.csv row {number} was refused: {problem}")
-            continue
-        hashed, real = row[0].strip(), row[1].strip()
-        problem = _mapping_problem(hashed, real)
-        if problem is None and hashed in first_row:
-            problem = f"hashed name {hashed!r} is already mapped by row {first_row[hashed]}; the first row is kept"
-        if problem:
-            bad.append((path, f"row {number}: {problem}"))
-            refused.setdefault(hashed, f"mapping.csv row {number} was refused: {problem}")
-            continue
-        first_row[hashed] = number
-        mapping[hashed] = real
-    return mapping, bad, refused
-
-
-def _mapping_problem(hashed: str, real: str) -> str | None:
-    """Why a ``hashed,real`` row of mapping.csv is refused, or None.
-
-    Policy: the real name only *names* a file of this folder (the data is always read from the
-    hashed file itself), so it must be a plain file name: no ``/`` or ``\\`` (which would point
-    into another folder, e.g. ``../../etc/x`` or ``/abs/path``), not ``.`` / ``..``, and no NUL
-    or other control characters.
-    """
-    if not hashed or not real:
-        return "empty hashed or real file name"
-    if "/" in real or "\\" in real or real in (".", ".."):
-        return f"real file name {real!r} points outside this folder (it must be a plain file name)"
-    for name in (real, hashed):
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
-            return f"file name {name!r} holds a control character"
-    return None
-
-
-def _lookup_hashed(name: str, mapping: dict[str, str]) -> str | None:
-    if name in mapping:
-        return mapping[name]
-    if name.endswith(".npy"):
-        real = mapping.get(name[:-4])
-        if real is not None and not real.endswith(".npy"):
-            return real + ".npy"
-        return real
-    return mapping.get(name + ".npy")
-
-
 def list_folder(folder: Path) -> FolderListing:
     """List and classify the top level of a dump folder (sorted by file name).
 
@@ -493,7 +273,7 @@ def list_folder(folder: Path) -> FolderListing:
     listing = FolderListing(folder=folder)
     try:
         with os.scandir(folder) as it:
-            entries = sorted((e for e in it if _is_file(e)), key=lambda e: e.name)
+            entries = sorted((e for e in it if is_file_entry(e)), key=lambda e: e.name)
     except OSError as exc:
         raise CompareError(f"cannot list dump folder {folder}: {exc.strerror or exc}") from exc
     mapping: dict[str, str] | None = None
@@ -506,9 +286,9 @@ def list_folder(folder: Path) -> FolderListing:
         name = entry.name
         if is_hashed_name(name):
             if mapping is None:
-                mapping, bad_rows, refused = _read_mapping_rows(folder)
+                mapping, bad_rows, refused = read_mapping_rows(folder)
                 listing.skipped.extend(bad_rows)
-            real = _lookup_hashed(name, mapping)
+            real = lookup_hashed(name, mapping)
             if real is None:
                 why = "no mapping.csv in the folder" if not (folder / "mapping.csv").is_file() else "not listed in mapping.csv"
                 stem = name[:-4] if name.endswith(".npy") else name
@@ -554,95 +334,6 @@ def cached_listing(folder: Path) -> FolderListing:
     Sniffing and scanning the same folder then lists it once. Treat the result as read-only.
     """
     return _cached_listing(_listing_key(Path(folder)))
-
-
-def _is_file(entry: os.DirEntry) -> bool:
-    try:
-        return entry.is_file()
-    except OSError:
-        return False
-
-
-# --------------------------------------------------------------------------------------------
-# Resolving the dump folder in a time/device/model_name/model_id/data_index tree
-# --------------------------------------------------------------------------------------------
-
-
-def _holds_dump_files(folder: Path) -> bool:
-    """Whether ``folder`` directly holds a file named by a dump naming rule (or a hashed name)."""
-    try:
-        with os.scandir(folder) as it:
-            for entry in it:
-                if entry.name in IGNORED_FILES or not _is_file(entry):
-                    continue
-                if is_hashed_name(entry.name) or classify_name(entry.name)[1] is not None:
-                    return True
-    except OSError:
-        return False
-    return False
-
-
-def _holds_any_file(folder: Path) -> bool:
-    try:
-        with os.scandir(folder) as it:
-            return any(_is_file(e) and e.name not in IGNORED_FILES for e in it)
-    except OSError:
-        return False
-
-
-def find_dump_folders(root: Path, max_depth: int = MAX_SEARCH_DEPTH) -> list[Path]:
-    """Folders at most ``max_depth`` levels below ``root`` that directly hold dump files.
-
-    A folder that holds dump files is not searched further.
-    """
-    from .walk import walk_leaves
-
-    return [folder for folder, _ in walk_leaves(root, max_depth, lambda f: True if _holds_dump_files(f) else None)]
-
-
-def _newness(folder: Path, root: Path) -> tuple:
-    """Sort key of a candidate dump folder: ``time`` dir, then numeric ``data_index``, then mtime."""
-    try:
-        rel = folder.relative_to(root.parent).parts
-    except ValueError:
-        rel = folder.parts
-    times = [part for part in rel if _TIME_DIR_RE.fullmatch(part)]
-    time = times[-1] if times else ""
-    index = int(folder.name) if folder.name.isdigit() else -1
-    try:
-        mtime = folder.stat().st_mtime_ns
-    except OSError:
-        mtime = 0
-    return (time, index, mtime, str(folder))
-
-
-def resolve_dump_folder(path: str | os.PathLike) -> tuple[Path, list[str]]:
-    """The folder that holds the dump files of ``path``, and notes on how it was chosen.
-
-    ``path`` may be the leaf folder holding the dump files or any parent of
-    ``{time}/{device_id}/{model_name}/{model_id}/{data_index}``. If ``path`` itself holds dump
-    files it is used. Otherwise folders up to :data:`MAX_SEARCH_DEPTH` levels below are searched;
-    of several, the newest is used -- by the ``time`` folder (``YYYYMMDDhhmmss``), then by the
-    numeric ``data_index``, then by modification time -- and a note names it and how many were
-    found. When nothing below holds dump files, ``path`` itself is returned (so that the error
-    about its files, or its emptiness, names it).
-
-    Raises :class:`CompareError` if ``path`` does not exist or is not a folder.
-    """
-    root = Path(path)
-    if not root.exists():
-        raise CompareError(f"dump folder {root} does not exist")
-    if not root.is_dir():
-        raise CompareError(f"{root} is a file, not a dump folder; give the folder that holds it")
-    if _holds_dump_files(root):
-        return root, []
-    candidates = find_dump_folders(root)
-    if not candidates:
-        return root, []
-    if len(candidates) == 1:
-        return candidates[0], [f"using dump folder {candidates[0]} (found under {root})"]
-    chosen = max(candidates, key=lambda f: _newness(f, root))
-    return chosen, [f"using dump folder {chosen} (newest of {len(candidates)} found under {root})"]
 
 
 # --------------------------------------------------------------------------------------------

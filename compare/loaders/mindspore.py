@@ -64,6 +64,9 @@ from pathlib import Path
 
 import numpy as np
 
+from convert.names.hashed import lookup_hashed, read_mapping
+from convert.tree import is_file_entry
+
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef, name_key
 from .stats_csv import StatRecord
@@ -554,16 +557,9 @@ def _anchor_before(anchors: tuple[list[int], list[int]], timestamp: int) -> int:
 def _files(folder: Path) -> list[os.DirEntry]:
     try:
         with os.scandir(folder) as it:
-            return sorted((e for e in it if _is_file(e)), key=lambda e: e.name)
+            return sorted((e for e in it if is_file_entry(e)), key=lambda e: e.name)
     except OSError as exc:
         raise CompareError(f"cannot list dump folder {folder}: {exc.strerror or exc}") from exc
-
-
-def _is_file(entry: os.DirEntry) -> bool:
-    try:
-        return entry.is_file()
-    except OSError:
-        return False
 
 
 def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = None) -> FamilyRun:
@@ -620,14 +616,6 @@ def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = N
 # --------------------------------------------------------------------------------------------
 # Leaf scanning: .npy (O0/O1, CPU/GPU, O2 npy)
 # --------------------------------------------------------------------------------------------
-
-
-def _lookup_hashed(name: str, mapping: dict[str, str]) -> str | None:
-    if name in mapping:
-        return mapping[name]
-    if name.endswith(".npy"):
-        return mapping.get(name[:-4])
-    return mapping.get(name + ".npy")
 
 
 def _npy_ref(op_name: str, parsed: NpyName, path: Path, notes: list[str]) -> tuple[TensorRef | None, str | None]:
@@ -849,7 +837,7 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
     Overflow records (``Opdebug...json``) go to ``run.overflow``. Raises :class:`CompareError`
     when the folder holds neither tensors nor statistics.
     """
-    from .ascend import no_valid_files_error, read_mapping
+    from .ascend import no_valid_files_error
 
     folder = Path(folder)
     run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY, family=family,
@@ -871,7 +859,7 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
             if mapping is None:
                 mapping, bad = read_mapping(folder)
                 run.skipped.extend(bad)
-            real = _lookup_hashed(name, mapping)
+            real = lookup_hashed(name, mapping, npy_suffix=False)
             if real is None:
                 run.skipped.append((path, "random-digit file name not listed in mapping.csv: cannot tell which "
                                           "tensor it is"))

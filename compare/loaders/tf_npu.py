@@ -22,16 +22,16 @@ import os
 import re
 from pathlib import Path
 
+from convert.names.ascend import OfflineName, parse_offline_name
+
 from ..errors import OptionError
 from ..records import RunKind
 from .ascend import (
     Classified,
     FolderListing,
-    OfflineName,
     cached_listing,
     clean_op_name,
     no_valid_files_error,
-    parse_offline_name,
     scan_offline,
 )
 from .mindspore import FamilyRun, is_ignored_name, is_overflow_name, merge_stats, read_overflow, stats_only_ops

@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CompareError, OptionError
-from .ascend import classify_name
+from convert.names.ascend import classify_name
+from convert.names.hashed import read_mapping
+from convert.tree import walk_leaves
 from .mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
 from .selection import Candidate, Selection, Spec, filter_by, listing_text, newest, parse_spec, values_of
 from .tf_npu import stats_csv_name
@@ -138,7 +140,6 @@ def classify_leaf(folder: Path) -> LeafInfo:
     except OSError:
         return info
     if hashed:
-        from .ascend import read_mapping
 
         mapping, _ = read_mapping(folder)
         for name in hashed[:64]:
@@ -154,7 +155,6 @@ def find_leaves(root: Path, max_depth: int = MAX_DEPTH) -> list[tuple[Path, Leaf
 
     A folder holding dump files is not searched further; symlink loops are cut.
     """
-    from .walk import walk_leaves
 
     def classify(folder: Path) -> LeafInfo | None:
         info = classify_leaf(folder)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import OutputError
-from ..signals import note_written
+from convert.signals import note_written
 
 _UMASK_LOCK = threading.Lock()
 
