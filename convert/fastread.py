@@ -9,9 +9,9 @@ garbage collected.
 - :func:`map_bytes` maps ``count`` bytes of a file at ``offset`` as a read-only uint8 array.
 - :func:`read_tensor_mapped` is :func:`convert.dumpfile.read_tensor` through :func:`map_bytes`
   for the plain case -- a tensor of a plain dtype (float, integer, bool, complex) with a non-empty shape whose
-  bytes are all in the file. It returns the same values (a read-only view). Anything else, and
-  any tensor smaller than :data:`MIN_MAP_BYTES`, goes to ``read_tensor`` itself, which makes the
-  checks and reports the errors. So this is never *less* strict than ``read_tensor``: its
+  bytes are all in the file. It returns the same values (a read-only view: mapped, or below
+  :data:`MIN_MAP_BYTES` read with one ``pread``). Anything else goes to ``read_tensor`` itself,
+  which makes the checks and reports the errors. So this is never *less* strict than ``read_tensor``: its
   conditions are a subset of ``read_tensor``'s success conditions.
 
 A file truncated by another process while it is mapped makes the next access to a vanished page
@@ -89,7 +89,7 @@ def read_tensor_mapped(header, info) -> np.ndarray:
     shape = info.shape if type(info.shape) is tuple else tuple(int(d) for d in info.shape)
     if code in _MAPPED_CODES and shape and 0 < min(shape) and max(shape) < (1 << 63):
         needed = nbytes_for(code, math.prod(shape))
-        if MIN_MAP_BYTES <= needed <= int(info.size) and info.offset >= 0 and info.offset + needed <= header.file_size:
+        if 0 < needed <= int(info.size) and info.offset >= 0 and info.offset + needed <= header.file_size:
             raw = map_bytes(header.path, int(info.offset), needed)
             if raw is not None:
                 return decode(raw, code, shape)

@@ -276,19 +276,11 @@ def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
     """
     check_npy_header(path, header)
     count = math.prod(header.shape)
-    expected = header.data_offset + count * header.dtype.itemsize
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
-    if size < expected:
-        raise DumpFormatError(
-            path,
-            f"truncated .npy: the header promises {count} x {logical_dtype_name(header.dtype)} "
-            f"({expected} bytes in all) but the file has {size} bytes",
-            offset=size,
-        )
-    array = _map_data(path, header, count) if count else None
+    # the data read first: it reads exactly what the header promises or gives None, and only then
+    # is the file's size asked for the diagnosis (one system call less a file when all is well)
+    array = _map_data(path, header, count) if count and not _too_large(header, count) else None
+    if array is None:
+        _check_size(path, header, count)
     try:
         if array is None and count == 0:
             array = np.load(path, allow_pickle=False)
@@ -305,6 +297,28 @@ def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
     elif not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
     return array
+
+
+def _too_large(header: NpyHeader, count: int) -> bool:
+    """Whether the data the header promises is beyond any file (then nothing is read at all)."""
+    return header.data_offset + count * header.dtype.itemsize >= 1 << 62
+
+
+def _check_size(path: Path, header: NpyHeader, count: int) -> None:
+    """Refuse (DumpFormatError) a file shorter than its header promises -- Python integers, before
+    anything is mapped or allocated -- or that cannot be asked for its size."""
+    expected = header.data_offset + count * header.dtype.itemsize
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    if size < expected:
+        raise DumpFormatError(
+            path,
+            f"truncated .npy: the header promises {count} x {logical_dtype_name(header.dtype)} "
+            f"({expected} bytes in all) but the file has {size} bytes",
+            offset=size,
+        )
 
 
 def _map_data(path: Path, header: NpyHeader, count: int) -> np.ndarray | None:
