@@ -77,8 +77,6 @@ class _GoldenCache:
         self._size = size
         self._items: OrderedDict[tuple[str, str, int], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
         #: One-side statistics of the goldens compared so far (a few floats each, kept for the
         #: run: a golden evicted from the LRU keeps them), shared by the worker threads.
 
@@ -93,9 +91,7 @@ class _GoldenCache:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
-                self.hits += 1
                 return hit
-            self.misses += 1
         array = ref.load()  # outside the lock: two threads may both load it (harmless)
         with self._lock:
             self._items[key] = array

@@ -58,9 +58,6 @@ from .records import Pair, Pairing, PairStatus, Run, RunKind, TensorKind, normal
 
 PathLike = str | os.PathLike[str]
 
-#: Metric cells the element-wise summary already has (the network values are in ``metrics``).
-ELEMENTWISE_KEYS = ("MinAbsoluteError", "MaxAbsoluteError", "MinRelativeError", "MaxRelativeError")
-
 #: Axis letters of layouts with a fixed rank.
 _AXES: dict[str, tuple[str, ...]] = {
     "NCHW": ("N", "C", "H", "W"),

@@ -276,7 +276,7 @@ def test_edge_table_nojit_probe():
     from compare.kernels import fused
 
     jit_disabled = os.environ.get("NUMBA_DISABLE_JIT") == "1"
-    assert (not hasattr(fused._pass1, "py_func")) == jit_disabled
+    assert (not hasattr(fused._side_boxes, "py_func")) == jit_disabled
 
 
 # --------------------------------------------------------------------------- policies
@@ -572,3 +572,33 @@ def test_suite_subset_without_jit():
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout
+
+
+# ------------------------------------------------------------------ scipy as an independent reference
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cosine_and_kl_agree_with_scipy(seed):
+    """Two metrics against SciPy's own implementations (written independently of ours):
+    CosineSimilarity = 1 - scipy.spatial.distance.cosine, KullbackLeiblerDivergence =
+    scipy.stats.entropy of the min-max-normalised, eps32-floored sides (METRICS doc)."""
+    distance = pytest.importorskip("scipy.spatial.distance", reason="scipy is part of the test extra")
+    stats = pytest.importorskip("scipy.stats", reason="scipy is part of the test extra")
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5000))
+    y = rng.standard_normal(n).astype(np.float32)
+    x = (y + rng.standard_normal(n).astype(np.float32) * 0.05).astype(np.float32)
+    result = compare_arrays(x, y)
+
+    assert result.values["CosineSimilarity"] == pytest.approx(1.0 - distance.cosine(x.astype(np.float64),
+                                                                                   y.astype(np.float64)),
+                                                              rel=1e-12, abs=1e-12)
+
+    def normalised(v: np.ndarray) -> np.ndarray:
+        v = v.astype(np.float64)
+        span = v.max() - v.min()
+        p = (v - v.min()) / span if span != 0 else v
+        return np.maximum(p, float(np.finfo(np.float32).eps))
+
+    expected = stats.entropy(normalised(x), normalised(y))
+    assert result.values["KullbackLeiblerDivergence"] == pytest.approx(expected, rel=1e-9, abs=1e-12)

@@ -72,11 +72,6 @@ PR_SW = 8  # sum w
 #: Length of the paired pass's result.
 PAIR_OUT = 9
 
-# Indices of the tuple returned by a one-side pass (fused._side_boxes).
-SD_MIN = 0
-SD_MAX = 1
-SD_SUM = 2
-SD_SSQ = 3  # sum v^2
-SD_M2 = 4  # sum (v - mean)^2, combined tile by tile (Chan et al.)
-#: Length of a one-side pass's result.
+#: Length of a one-side pass's result: (min, max, sum, sum of v^2, M2 = sum of (v - mean)^2,
+#: combined tile by tile after Chan et al.), see fused._side_boxes.
 SIDE_OUT = 5

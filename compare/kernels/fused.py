@@ -56,9 +56,6 @@ from numba.extending import intrinsic, overload
 from . import EPS32, EPS64
 from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_F64, ITEMSIZE, NDIM, TILE  # noqa: F401 - NDIM: docs
 from ._abi import CODE_BOOL, CODE_I8, CODE_I16, CODE_I32, CODE_I64, CODE_U8, CODE_U16, CODE_U32, CODE_U64  # noqa: F401
-from ._abi import CODE_LUT8
-from ._abi import PR_A, PR_MAXABS, PR_MAXREL, PR_SABS, PR_SREL, PR_SSQ, PR_SU, PR_SW, PR_SXY  # noqa: F401
-from ._abi import SD_M2, SD_MAX, SD_MIN, SD_SSQ, SD_SUM  # noqa: F401
 from ._jit import jit
 
 _DOUBLE = ir.DoubleType()
@@ -738,7 +735,3 @@ def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, 
     sxy, sabs, ssq, mab, srel, mrb, a, su, sw = s
     return (sxy, sabs, ssq, bits_f64(mab), srel, bits_f64(mrb), a, su, sw)
 
-
-#: The kernels under their historical names (the no-JIT probe test looks at ``_pass1``).
-_pass1 = _side_boxes
-_pass2 = _pair_boxes

@@ -129,13 +129,6 @@ class Classified:
     reason: str | None = None
 
 
-#: File kinds -> run kinds (npy folders become QUANT when their names are quantized).
-KIND_TO_RUN = {
-    "offline": RunKind.OFFLINE,
-    "npy": RunKind.NUMPY,
-    "pb": RunKind.STANDARD,
-    "quant": RunKind.QUANT,
-}
 _KIND_ORDER = ("offline", "npy", "pb", "quant")
 _KIND_LABEL = {
     "offline": "Ascend offline dump",

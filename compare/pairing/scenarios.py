@@ -133,11 +133,6 @@ def _given(fusion: bool, quant: bool, close: bool) -> str:
     return " and ".join(opts) if opts else "no rule option"
 
 
-def _is_golden(run: Run) -> bool:
-    """A non-quantized golden folder (Standard in the reference's words)."""
-    return run.kind in (RunKind.NUMPY, RunKind.STANDARD)
-
-
 def check_scenario(left: Run, right: Run, *, fusion: bool = False, quant: bool = False,
                    close: bool = False) -> Scenario:
     """The scenario of ``left`` vs ``right`` with the rule options given (see the module doc).
