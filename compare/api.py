@@ -76,8 +76,7 @@ class NetworkResult:
 
 def is_family_run(run: Run) -> bool:
     """A MindSpore run, or a statistics-only run: paired by scope name, not by the Ascend table."""
-    family = getattr(run, "family", "")
-    return bool(family.startswith("mindspore") or getattr(run, "stats_only", False))
+    return run.family.startswith("mindspore") or run.stats_only
 
 
 def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | None = None, *,
@@ -377,7 +376,7 @@ def _align_right(right: PathLike, select: dict, left_run: Run) -> tuple[dict, st
 
     Returns the selection and a text naming what was aligned (empty when nothing was).
     """
-    coords = getattr(left_run, "coords", None)
+    coords = left_run.coords
     if not coords or all(select[k] is not None for k in _ALIGNED):
         return select, ""
     from .loaders.selection import Selection, values_of
@@ -499,7 +498,7 @@ def _compare_one(left_run: Run, right_run: Run, scenario: Scenario | None, pairi
     notes += [f"{prefix}{n}" for n in pairing.notes]
     # compare.stats.needs_stats_mode, spelled out so that tensor comparisons never import compare.stats
     stats_sides = [side for side, run in (("left", left_run), ("right", right_run))
-                   if getattr(run, "stats_only", False)]
+                   if run.stats_only]
     if stats_sides:
         from .stats import compare_stats
 

@@ -66,6 +66,11 @@ class TensorRef:
     sub_format: int = 0
     nbytes: int = 0
     reader: Callable[[], np.ndarray] | None = field(default=None, compare=False, repr=False)
+    #: Recorded statistics (canonical names of :data:`compare.loaders.stats_csv.STAT_COLUMNS` ->
+    #: values) from a ``statistic.csv`` / GE stats CSV row, or None; with ``reader`` None the
+    #: tensor has statistics only (no data was saved). ``stats_source`` names the CSV and row.
+    stats: dict | None = field(default=None, compare=False, hash=False)
+    stats_source: str = ""
 
     @property
     def tensor_id(self) -> str:
@@ -81,6 +86,9 @@ class TensorRef:
         if self.reader is None:
             from .errors import DumpFormatError
 
+            if self.stats is not None:
+                raise DumpFormatError(self.path, f"{self.tensor_id} has statistics only ({self.stats_source}), no "
+                                                 "tensor data: compare it by its statistics")
             raise DumpFormatError(self.path, f"no data reader for {self.tensor_id}")
         return self.reader()
 
@@ -130,6 +138,22 @@ def name_key(name: str) -> str:
     return key
 
 
+@dataclass(frozen=True)
+class OverflowRecord:
+    """An ``Opdebug.Node_OpDebug.*`` overflow record (dumped when overflow detection fired)."""
+
+    path: Path
+    task_id: int | None
+    stream_id: int | None
+    timestamp: int
+    summary: str
+
+    def reason(self) -> str:
+        where = f"task {self.task_id}, stream {self.stream_id}" if self.task_id is not None else "unknown task"
+        return (f"overflow/underflow record ({where}, file {self.path.name}): {self.summary}; "
+                "an overflow record is reported, not compared")
+
+
 @dataclass
 class Run:
     """One side of a comparison: a resolved dump folder and its operators.
@@ -139,6 +163,15 @@ class Run:
     by operator name (cleaned, as in dump file names); for golden folders, by the file-name form
     of the op name. ``skipped`` lists files that were not used and why; ``notes`` tells the user
     what was chosen (e.g. which of several dump folders).
+
+    Runs read from a MindSpore or TensorFlow-NPU dump tree also say: ``family``, the layout
+    (``mindspore-sync``, ``mindspore-npy``, ``mindspore-async``, ``mindspore-o2``, ``ge`` (TF NPU /
+    GE), ``stats``; ``""`` for an Ascend or golden folder); ``coords``, where the leaf sits
+    (``rank``, ``iteration``, ``graph``, ``model_name``, ...); ``order``, op names -> position in
+    the execution order (when an execution-order file exists, every op has one); ``overflow``, the
+    overflow records; ``stats_only``, True when some tensors have statistics and no data (the
+    comparison is then by statistics, :mod:`compare.stats`); ``ran_iterations``, the iterations an
+    execution-order file says ran.
     """
 
     root: Path
@@ -148,6 +181,24 @@ class Run:
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     quantized: bool = False
+    family: str = ""
+    coords: dict = field(default_factory=dict)
+    order: dict = field(default_factory=dict)
+    overflow: list[OverflowRecord] = field(default_factory=list)
+    stats_only: bool = False
+    ran_iterations: tuple = ()
+
+    @property
+    def rank(self) -> int | None:
+        """The rank of a dump-tree leaf (``coords["rank"]``), None when it has none."""
+        value = self.coords.get("rank")
+        return int(value) if value is not None and str(value).isdigit() else None
+
+    @property
+    def iteration(self) -> int | None:
+        """The iteration of a dump-tree leaf (``coords["iteration"]``), None when it has none."""
+        value = self.coords.get("iteration")
+        return int(value) if value is not None and str(value).isdigit() else None
 
     def find(self, name: str) -> OpDump | None:
         """Look an operator up by name; golden runs also try the normalised file-name form."""

@@ -2,7 +2,7 @@
 
 Used when a side holds statistics and no tensor data (MindSpore ``statistic.csv`` with
 ``saved_data: statistic``, TensorFlow NPU ``dump_data=stats``). For every :class:`Pair` the
-statistics of each side are taken from its CSV row (:class:`StatsTensorRef`) or, for a side
+statistics of each side are taken from its CSV row (``TensorRef.stats``) or, for a side
 with tensor data, computed from the tensor (:func:`tensor_stats`); the statistics **both** sides
 have are compared: for each, the left value, the right value, ``diff = left - right`` and
 ``rel = |diff| / |right|`` (``0`` when both are 0, ``inf`` when only the right is 0). Text
@@ -147,9 +147,9 @@ def side_stats(ref: TensorRef, wanted: Iterable[str] = ()) -> tuple[dict[str, fl
 
     Raises :class:`CompareError` when the tensor must be read and cannot be.
     """
-    recorded = getattr(ref, "stats", None)
+    recorded = ref.stats
     if recorded:
-        return dict(recorded), getattr(ref, "stats_source", "") or ref.path.name
+        return dict(recorded), ref.stats_source or ref.path.name
     array = ref.load()
     return tensor_stats(array, with_hash="md5" in set(wanted)), f"computed from {ref.path.name}"
 
@@ -174,7 +174,7 @@ def compare_stats_pair(pair: Pair) -> StatsRow:
         if row.status is PairStatus.COMPARED:
             row.status = PairStatus.MISSING_LEFT if pair.left is None else PairStatus.MISSING_RIGHT
         return row
-    other_recorded = {"left": set(getattr(pair.right, "stats", {}) or {}), "right": set(getattr(pair.left, "stats", {}) or {})}
+    other_recorded = {"left": set(pair.right.stats or {}), "right": set(pair.left.stats or {})}
     try:
         left, row.left_source = side_stats(pair.left, other_recorded["left"])
     except CompareError as exc:
@@ -252,7 +252,7 @@ def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
 def needs_stats_mode(left: object, right: object) -> bool:
     """Whether a comparison must be statistics-only: a side has tensors with statistics and no
     data (``stats_only``; the whole side, or some of its tensors beside tensor files)."""
-    return bool(getattr(left, "stats_only", False) or getattr(right, "stats_only", False))
+    return bool(left.stats_only or right.stats_only)
 
 
 __all__ = ["STAT_ORDER", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",

@@ -16,9 +16,9 @@ from compare.api import run_network
 from compare.cli import app
 from compare.errors import DumpFormatError
 from compare.loaders import load_run
-from compare.loaders.mindspore import FamilyRun, StatsTensorRef, apply_order, read_execution_order
+from compare.loaders.mindspore import apply_order, read_execution_order
 from compare.loaders.stats_csv import read_stats_csv
-from compare.records import OpDump, PairStatus, RunKind
+from compare.records import OpDump, PairStatus, Run, RunKind
 from convert.layouts import convert_layout
 from convert.synthetic_mindspore import OPS, make_trees
 from conftest import shared_path
@@ -168,7 +168,7 @@ def test_statistics_beside_constants_are_all_used(tmp_path: Path) -> None:
     run = load_run(left)
     assert run.stats_only and run.ops["fc_weight"].outputs[0].reader is not None
     kernels = [run.ops[op[1]] for op in NET]
-    assert all(isinstance(t, StatsTensorRef) and t.reader is None for op in kernels for t in op.inputs + op.outputs)
+    assert all(t.stats is not None and t.reader is None for op in kernels for t in op.inputs + op.outputs)
     assert any(f"{rows} row(s): 0 gave a tensor file its statistics, {rows} are tensors with statistics only" in n
                for n in run.notes)
     right, _ = _tree(tmp_path / "tensors", stats=False, npy_ops=tuple(range(len(NET))), constants=True)
@@ -188,7 +188,7 @@ def test_statistics_beside_a_few_kernels(tmp_path: Path) -> None:
     left, rows = _tree(tmp_path / "mixed", npy_ops=(0,))
     run = load_run(left)
     conv = run.ops[NET[0][1]]
-    assert all(isinstance(t, StatsTensorRef) and t.reader is not None for t in conv.inputs + conv.outputs)
+    assert all(t.stats is not None and t.reader is not None for t in conv.inputs + conv.outputs)
     assert run.stats_only and run.ops[NET[2][1]].inputs[1].reader is None
     attached = len(_tensors(NET[0]))
     assert any(f"{rows} row(s): {attached} gave a tensor file its statistics, {rows - attached} are tensors with "
@@ -211,7 +211,7 @@ def test_repeated_rows_of_a_tensor_keep_the_latest(tmp_path: Path) -> None:
     path.write_text("\n".join([*lines, ",".join(cells)]) + "\n")
     run = load_run(root)
     ref = run.ops[NET[0][1]].inputs[0]
-    assert isinstance(ref, StatsTensorRef) and ref.stats["max"] == 123.0
+    assert ref.stats is not None and ref.stats["max"] == 123.0
     assert any("1 earlier row(s) of tensors dumped again later were superseded" in n for n in run.notes)
     assert sum(len(op.inputs) + len(op.outputs) for op in run.ops.values()) == rows
 
@@ -261,8 +261,8 @@ def test_order_file_header_is_not_a_kernel(tmp_path: Path) -> None:
     assert read_execution_order(path) == ["Default/network/Conv2D-op0", "Default/network/ReLU-op0"]
 
 
-def _run_of(ops: dict[str, int]) -> FamilyRun:
-    run = FamilyRun(root=Path("."), path=Path("."), kind=RunKind.NUMPY, family="mindspore-npy")
+def _run_of(ops: dict[str, int]) -> Run:
+    run = Run(root=Path("."), path=Path("."), kind=RunKind.NUMPY, family="mindspore-npy")
     for name, ts in ops.items():
         run.ops[name] = OpDump(name=name, op_type=None, path=Path(name), timestamp=ts)
     return run
@@ -388,6 +388,6 @@ def test_ascend_format_leaf_keeps_statistics_rows_without_dump_files(tmp_path: P
     run = load_run(roots["o2"])
     assert run.stats_only and run.ops["Default_network-extra_Add-op9"].outputs[0].reader is None
     ref = run.ops[conv].outputs[0]
-    assert isinstance(ref, StatsTensorRef) and ref.reader is not None and ref.stats["max"] == 1.0
+    assert ref.stats is not None and ref.reader is not None and ref.stats["max"] == 1.0
     assert any("2 row(s): 1 gave a tensor file its statistics, 1 are tensors with statistics only" in n
                for n in run.notes)

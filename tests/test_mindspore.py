@@ -20,8 +20,6 @@ from compare.api import run_network
 from compare.errors import DumpFormatError, OptionError, PairingError
 from compare.loaders import detect, load_run
 from compare.loaders.mindspore import (
-    FamilyRun,
-    StatsTensorRef,
     ms_dtype,
     ms_format,
     parse_npy_name,
@@ -139,7 +137,7 @@ def test_real_sync_bin_values_match_expected(variant: str) -> None:
     for block in _expected_blocks(golden):
         node, slot, iteration = block["node name"].strip(), int(block["slot"]), int(block["iteration"])
         run = load_run(shared_path(REAL, variant), iteration=iteration)
-        assert isinstance(run, FamilyRun) and run.family == "mindspore-sync" and run.iteration == iteration
+        assert run.family == "mindspore-sync" and run.iteration == iteration
         op = run.ops.get(node) or run.ops.get(node.rsplit("/", 1)[-1])  # parameters: file name = last scope part
         assert op is not None, node
         ref = op.tensor(TensorKind.OUTPUT, slot)
@@ -260,7 +258,7 @@ def test_fixture_npy(trees: dict[str, Path]) -> None:
     hashed = run.ops["Default/network-fc/MatMul-op3"].tensor(TensorKind.INPUT, 1)
     assert hashed is not None and hashed.path.name == "1234567890123.npy"
     assert "data-1" in run.ops and run.ops["data-1"].op_type == "Parameter"  # constants/
-    assert all(isinstance(t, StatsTensorRef) for op in OPS for t in run.ops[op.name].outputs)
+    assert all(t.stats is not None for op in OPS for t in run.ops[op.name].outputs)
     stats = run.ops[OPS[0].name].outputs[0].stats
     expected = tensor_value(OPS[0].name, "output", 0, (1, 2, 4, 4), 1, 1).astype(np.float64)
     assert stats["max"] == pytest.approx(expected.max()) and stats["count"] == 32
@@ -281,7 +279,7 @@ def test_fixture_statistics_only(trees: dict[str, Path]) -> None:
     run = load_run(trees["stats"])
     assert run.stats_only and run.family == "mindspore-npy"
     ref = run.ops[OPS[2].name].tensor(TensorKind.INPUT, 1)
-    assert isinstance(ref, StatsTensorRef) and ref.reader is None
+    assert ref.stats is not None and ref.reader is None
     assert ref.shape == (32, 4) and ref.dtype == "float32"
     data = tensor_value(OPS[2].name, "input", 1, (32, 4)).astype(np.float64)
     assert ref.stats["l2norm"] == pytest.approx(np.sqrt((data ** 2).sum()))
@@ -499,7 +497,7 @@ def test_committed_fixtures_read_back() -> None:
                 "o2_npy": "mindspore-o2", "tf_stats": "ge"}
     for key, family in families.items():
         run = load_run(root / key)
-        assert isinstance(run, FamilyRun) and run.family == family, key
+        assert run.family == family, key
         assert run.ops, key
     tf = load_run(root / "tf", ge_graph=root / "tf" / "ge_proto_00001_Build.txt")
     assert tf.coords["model_name"] == "ge_default_20240101120000_1"

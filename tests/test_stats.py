@@ -125,13 +125,12 @@ def test_cli_writes_the_stats_report(tmp_path: Path, trees: dict[str, Path]) -> 
 
 
 def test_tensor_side_md5_when_the_other_recorded_it(tmp_path: Path) -> None:
-    from compare.loaders.mindspore import StatsTensorRef
     from compare.records import Pair, TensorKind, TensorRef
     from compare.stats import compare_stats_pair
 
     data = np.arange(6, dtype=np.float32)
     np.save(tmp_path / "x.npy", data)
-    left = StatsTensorRef(op_name="x", kind=TensorKind.OUTPUT, index=0, dtype="float32", format="ND", shape=(6,),
+    left = TensorRef(op_name="x", kind=TensorKind.OUTPUT, index=0, dtype="float32", format="ND", shape=(6,),
                           path=tmp_path / "statistic.csv", stats={"max": 5.0, "md5": "0" * 32})
     right = TensorRef(op_name="x", kind=TensorKind.OUTPUT, index=0, dtype="float32", format="ND", shape=(6,),
                       path=tmp_path / "x.npy", reader=lambda: data)

@@ -59,7 +59,7 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -68,88 +68,8 @@ from convert.names.hashed import lookup_hashed, read_mapping
 from convert.tree import is_file_entry
 
 from ..errors import CompareError, DumpFormatError
-from ..records import OpDump, Run, RunKind, TensorKind, TensorRef, name_key
+from ..records import OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef, name_key
 from .stats_csv import StatRecord
-
-# --------------------------------------------------------------------------------------------
-# Records
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StatsTensorRef(TensorRef):
-    """A tensor with recorded statistics (``statistic.csv`` / GE stats CSV).
-
-    ``stats`` maps canonical statistic names (:data:`compare.loaders.stats_csv.STAT_COLUMNS`)
-    to values; ``reader`` is ``None`` for a statistics-only dump (no tensor data was saved).
-    ``stats_source`` names the CSV and row.
-    """
-
-    stats: dict = field(default_factory=dict, compare=False, hash=False)
-    stats_source: str = ""
-
-    def load(self) -> np.ndarray:
-        """The tensor data; :class:`DumpFormatError` saying so when only statistics were saved."""
-        if self.reader is None:
-            raise DumpFormatError(self.path, f"{self.tensor_id} has statistics only ({self.stats_source}), no "
-                                             "tensor data: compare it by its statistics")
-        return self.reader()
-
-
-@dataclass(frozen=True)
-class OverflowRecord:
-    """An ``Opdebug.Node_OpDebug.*`` overflow record (dumped when overflow detection fired)."""
-
-    path: Path
-    task_id: int | None
-    stream_id: int | None
-    timestamp: int
-    summary: str
-
-    def reason(self) -> str:
-        where = f"task {self.task_id}, stream {self.stream_id}" if self.task_id is not None else "unknown task"
-        return (f"overflow/underflow record ({where}, file {self.path.name}): {self.summary}; "
-                "an overflow record is reported, not compared")
-
-
-@dataclass
-class FamilyRun(Run):
-    """A :class:`Run` read from a MindSpore or TensorFlow-NPU dump tree.
-
-    ``family`` is the layout (``mindspore-sync``, ``mindspore-npy``, ``mindspore-async``,
-    ``mindspore-o2``, ``ge`` (TF NPU / GE), ``stats``); ``coords`` where the leaf sits (``rank``,
-    ``iteration``, ``graph``, ``model_name``, ...). ``order`` maps op names to their position in
-    the execution order (when an execution-order file exists, every op has a position: see
-    :func:`apply_order`). ``overflow`` lists overflow records. ``stats_only`` is True when some
-    tensors of the run have statistics and no tensor data (a ``statistic.csv`` row without its
-    file): the comparison is then by statistics (:mod:`compare.stats`), tensors with data giving
-    statistics computed from it. ``ran_iterations`` are the iterations the graph ran in (global
-    execution order file).
-    """
-
-    family: str = ""
-    coords: dict = field(default_factory=dict)
-    order: dict = field(default_factory=dict)
-    overflow: list = field(default_factory=list)
-    stats_only: bool = False
-    ran_iterations: tuple = ()
-
-    @property
-    def rank(self) -> int | None:
-        value = self.coords.get("rank")
-        return int(value) if value is not None and str(value).isdigit() else None
-
-    @property
-    def iteration(self) -> int | None:
-        value = self.coords.get("iteration")
-        return int(value) if value is not None and str(value).isdigit() else None
-
-    @classmethod
-    def from_run(cls, run: Run, **extra: object) -> "FamilyRun":
-        """A FamilyRun with every field of ``run`` plus ``extra``."""
-        base = {f.name: getattr(run, f.name) for f in fields(Run)}
-        return cls(**base, **extra)  # type: ignore[arg-type]
-
 
 # --------------------------------------------------------------------------------------------
 # Type and format names
@@ -482,7 +402,7 @@ def order_files(leaf: Path, graph: object, depth: int) -> tuple[Path | None, Pat
     return None, None
 
 
-def apply_order(run: FamilyRun, names: list[str]) -> None:
+def apply_order(run: Run, names: list[str]) -> None:
     """Give **every** op of the run a position in ``run.order`` (0, 1, ... in report order).
 
     Policy:
@@ -562,7 +482,7 @@ def _files(folder: Path) -> list[os.DirEntry]:
         raise CompareError(f"cannot list dump folder {folder}: {exc.strerror or exc}") from exc
 
 
-def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = None) -> FamilyRun:
+def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = None) -> Run:
     """Scan a synchronous-dump ``iteration_{n}`` folder of ``.bin`` files.
 
     One :class:`OpDump` per op name (``--`` -> ``/``); inputs and outputs by index; the op type
@@ -572,7 +492,7 @@ def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = N
     Raises :class:`CompareError` when the folder holds no ``.bin`` dump file.
     """
     folder = Path(folder)
-    run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY,
+    run = Run(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY,
                     family="mindspore-sync", coords=dict(coords or {}))
     tensors: dict[str, dict[tuple[TensorKind, int], TensorRef]] = {}
     files: dict[str, list[Path]] = {}
@@ -648,7 +568,7 @@ class _NpyGroup:
     by_tensor: dict[tuple[TensorKind, int], list[tuple[NpyName, Path]]] = field(default_factory=dict)
 
 
-def _group_npy(entries: list[tuple[str, Path]], run: FamilyRun) -> dict[str, _NpyGroup]:
+def _group_npy(entries: list[tuple[str, Path]], run: Run) -> dict[str, _NpyGroup]:
     groups: dict[str, _NpyGroup] = {}
     for name, path in entries:
         parsed = parse_npy_name(name)
@@ -660,7 +580,7 @@ def _group_npy(entries: list[tuple[str, Path]], run: FamilyRun) -> dict[str, _Np
     return groups
 
 
-def _build_npy_op(name: str, group: _NpyGroup, run: FamilyRun) -> OpDump:
+def _build_npy_op(name: str, group: _NpyGroup, run: Run) -> OpDump:
     inputs: list[TensorRef] = []
     outputs: list[TensorRef] = []
     errors: list[str] = []
@@ -682,9 +602,9 @@ def _build_npy_op(name: str, group: _NpyGroup, run: FamilyRun) -> OpDump:
                   error="; ".join(errors) if errors and not inputs and not outputs else None, timestamp=first)
 
 
-def _stats_ref(name: str, record: StatRecord, format_default: str) -> StatsTensorRef:
+def _stats_ref(name: str, record: StatRecord, format_default: str) -> TensorRef:
     """A tensor of statistics only (``reader`` None) from one statistics record."""
-    return StatsTensorRef(
+    return TensorRef(
         op_name=name, kind=record.kind, index=record.index, dtype=record.dtype or "unknown",
         format=ms_format(record.format) if record.format else format_default, shape=record.shape,
         path=record.path, nbytes=record.data_size or 0, reader=None, stats=dict(record.stats),
@@ -773,12 +693,12 @@ class StatsMerge:
         return text
 
 
-def merge_stats(run: FamilyRun, records: list[StatRecord], *, key=scope_name, format_default: str = "ND") -> StatsMerge:
+def merge_stats(run: Run, records: list[StatRecord], *, key=scope_name, format_default: str = "ND") -> StatsMerge:
     """Put every statistics record into ``run`` (nothing is left out; see :class:`StatsMerge`).
 
     The latest record of each tensor is used. A tensor of the run with that op name (exact, else
     the normalised name when it names one op) and kind and index gets the statistics (a
-    :class:`StatsTensorRef` keeping its reader); any other record becomes a statistics-only
+    :class:`TensorRef` keeping its reader); any other record becomes a statistics-only
     tensor (``reader`` None) of its op, which is created when the run has no file of it. When
     any tensor has statistics only, ``run.stats_only`` is set: the comparison is then by
     statistics (:mod:`compare.stats`), which computes the statistics of the tensors with data.
@@ -810,7 +730,7 @@ def merge_stats(run: FamilyRun, records: list[StatRecord], *, key=scope_name, fo
 
 
 def _with_stats(op: OpDump, found: dict[tuple[TensorKind, int], StatRecord]) -> OpDump:
-    """``op`` with the tensors in ``found`` turned into :class:`StatsTensorRef` (reader kept)."""
+    """``op`` with the tensors in ``found`` given their recorded statistics (reader kept)."""
     new: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
     for kind in new:
         for ref in op.tensors(kind):
@@ -818,15 +738,14 @@ def _with_stats(op: OpDump, found: dict[tuple[TensorKind, int], StatRecord]) -> 
             if record is None:
                 new[kind].append(ref)
                 continue
-            new[kind].append(StatsTensorRef(**{f.name: getattr(ref, f.name) for f in fields(TensorRef)},
-                                            stats=dict(record.stats),
+            new[kind].append(replace(ref, stats=dict(record.stats),
                                             stats_source=f"{record.path.name} row {record.line}"))
     return OpDump(name=op.name, op_type=op.op_type, path=op.path, files=op.files, inputs=tuple(new[TensorKind.INPUT]),
                   outputs=tuple(new[TensorKind.OUTPUT]), error=op.error, timestamp=op.timestamp)
 
 
 def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = None,
-             constants: Path | None = None, family: str = "mindspore-npy") -> FamilyRun:
+             constants: Path | None = None, family: str = "mindspore-npy") -> Run:
     """Scan a MindSpore ``.npy`` iteration folder (O0/O1, CPU/GPU, or O2 with ``file_format`` npy).
 
     Tensors come from the ``.npy`` files (hashed names renamed through ``mapping.csv``); the
@@ -840,7 +759,7 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
     from .ascend import no_valid_files_error
 
     folder = Path(folder)
-    run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY, family=family,
+    run = Run(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY, family=family,
                     coords=dict(coords or {}))
     entries: list[tuple[str, Path]] = []
     stats_files: list[Path] = []
@@ -883,7 +802,7 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
     return run
 
 
-def _merge_stats_files(run: FamilyRun, paths: list[Path]) -> None:
+def _merge_stats_files(run: Run, paths: list[Path]) -> None:
     """Read ``statistic.csv`` files into ``run`` (:func:`merge_stats`), with a note saying where
     every row went and one naming the refused rows (:func:`~compare.loaders.stats_csv.refused_rows_note`)."""
     from .stats_csv import read_stats_csv, refused_rows_note
@@ -946,12 +865,9 @@ def read_overflow(path: Path) -> OverflowRecord:
 
 
 __all__ = [
-    "FamilyRun",
     "NPY_FORM",
     "NpyName",
-    "OverflowRecord",
     "StatsMerge",
-    "StatsTensorRef",
     "SYNC_FORM",
     "constants_folder",
     "kernel_type",

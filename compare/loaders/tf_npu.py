@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from convert.names.ascend import OfflineName, parse_offline_name
 
 from ..errors import OptionError
-from ..records import RunKind
+from ..records import Run, RunKind
 from .ascend import (
     Classified,
     FolderListing,
@@ -34,7 +35,7 @@ from .ascend import (
     no_valid_files_error,
     scan_offline,
 )
-from .mindspore import FamilyRun, is_ignored_name, is_overflow_name, merge_stats, read_overflow, stats_only_ops
+from .mindspore import is_ignored_name, is_overflow_name, merge_stats, read_overflow, stats_only_ops
 
 _GRAPH_NAME_RE = re.compile(r'^\s*name:\s*"(.*)"\s*$')
 
@@ -103,7 +104,7 @@ def merged_listing(folder: Path, parts: tuple[Path, ...]) -> FolderListing:
 
 def scan_binary(folder: Path, *, version: int | None = None, root: Path | None = None,
                 coords: dict | None = None, family: str = "ge", fusion_rule: bool = False,
-                keep_raw_names: bool = False, listing: FolderListing | None = None) -> FamilyRun:
+                keep_raw_names: bool = False, listing: FolderListing | None = None) -> Run:
     """Scan a leaf of Ascend-format files (async r1.x, O2 ``bin``, GE, TF NPU).
 
     Dump files are read as Ascend offline dumps (:func:`compare.loaders.ascend.scan_offline`);
@@ -163,20 +164,20 @@ def scan_binary(folder: Path, *, version: int | None = None, root: Path | None =
 
     extra = dict(family=family, coords=dict(coords or {}), overflow=overflow)
     if listing.of_kind("offline"):
-        run = FamilyRun.from_run(scan_offline(folder, version=version, root=root or folder, fusion_rule=fusion_rule,
-                                              keep_raw_names=keep_raw_names, listing=listing), **extra)
+        run = replace(scan_offline(folder, version=version, root=root or folder, fusion_rule=fusion_rule,
+                                   keep_raw_names=keep_raw_names, listing=listing), **extra)
         if records:
             run.notes.append(merge_stats(run, records, key=clean).note("statistics CSV"))
         return run
     if records:
-        run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.OFFLINE,
+        run = Run(root=Path(root) if root else folder, path=folder, kind=RunKind.OFFLINE,
                         skipped=listing.skipped, notes=list(listing.notes), stats_only=True, **extra)
         run.ops = stats_only_ops(records, key=clean)
         run.notes.append(f"statistics only (dump_data=stats): {len(records)} tensor(s) in {len(run.ops)} "
                          f"operator(s) of {folder}")
         return run
     if overflow:
-        run = FamilyRun(root=Path(root) if root else folder, path=folder, kind=RunKind.OFFLINE,
+        run = Run(root=Path(root) if root else folder, path=folder, kind=RunKind.OFFLINE,
                         skipped=listing.skipped, notes=list(listing.notes), **extra)
         run.notes.append(f"the folder holds only {len(overflow)} overflow record(s)")
         return run

@@ -468,7 +468,7 @@ def _mtime(path: Path) -> int:
 
 def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = None, fusion_rule: bool = False,
                    keep_raw_names: bool = False):
-    """Read one leaf as a :class:`~compare.loaders.mindspore.FamilyRun` (its notes say which)."""
+    """Read one leaf as a :class:`~compare.records.Run` with its family fields (its notes say which)."""
     from .mindspore import (
         apply_order,
         constants_folder,

@@ -144,7 +144,7 @@ def overflow_rows(start: int, left: Run, right: Run) -> list[Pair]:
     rows = []
     index = start
     for side, run in (("left", left), ("right", right)):
-        for record in getattr(run, "overflow", ()) or ():
+        for record in run.overflow:
             name = record.path.name
             rows.append(Pair(index=index, op_type="Opdebug", left_op=name if side == "left" else NO_COUNTERPART,
                              right_op=name if side == "right" else NO_COUNTERPART, tensor_id=None, left=None,

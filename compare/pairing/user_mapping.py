@@ -395,7 +395,7 @@ def tensor_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
 
 
 def _order(run: Run) -> list[OpDump]:
-    order = getattr(run, "order", {}) or {}
+    order = run.order
     far = len(order) + 1
     return sorted(run.ops.values(), key=lambda d: (order.get(d.name, far), d.timestamp, d.name))
 
@@ -420,7 +420,7 @@ def pair_families(left: Run, right: Run, *, mapping: list[MapEntry] | str | Path
     pairing = _pair(left, right, mapping)
     start = max((p.index for p in pairing.pairs), default=-1) + 1
     pairing.pairs.extend(overflow_rows(start, left, right))
-    overflow = sum(len(getattr(r, "overflow", ()) or ()) for r in (left, right))
+    overflow = sum(len(r.overflow) for r in (left, right))
     if overflow:
         pairing.notes.append(f"{overflow} overflow record(s) (Opdebug) listed, not compared")
     pairing.pairs.sort(key=lambda p: p.index)
