@@ -19,9 +19,8 @@ from conftest import shared_path
 from compare.api import run_network
 from compare.errors import DumpFormatError, OptionError, PairingError
 from compare.loaders import detect, load_run
+from convert.names.mindspore import ms_dtype, ms_format
 from compare.loaders.mindspore import (
-    ms_dtype,
-    ms_format,
     parse_npy_name,
     parse_sync_name,
     read_sync_bin,

@@ -38,9 +38,11 @@ from typing import BinaryIO
 import numpy as np
 
 from ..errors import CompareError, DumpFormatError
+from convert.dtypes import dtype_name, format_name
 from convert.names.golden import GoldenName
 
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+from .ascend import is_quantized_name, list_folder, no_valid_files_error, read_dump_tensor
 
 #: Format name of golden tensors (no layout information), as the reference tool.
 GOLDEN_FORMAT = "RESERVED"
@@ -358,10 +360,7 @@ def _npy_ref(op_name: str, index: int, path: Path) -> tuple[TensorRef | None, st
 
 def _dumpdata_ref(op_name: str, index: int, path: Path, version: int | None) -> tuple[TensorRef | None, str | None]:
     """Output ``index`` of a golden op from a DumpData ``.pb``/``.quant`` file: its first output."""
-    from convert import dumpfile
-    from convert.dtypes import dtype_name, format_name
-
-    from .ascend import read_dump_tensor
+    from convert import dumpfile  # here, not at the top: protobuf costs ~22 ms, .npy goldens never need it
 
     try:
         header = dumpfile.read_header(path, version=version)
@@ -459,8 +458,6 @@ def scan_golden(
     reason. Raises :class:`CompareError` (naming the folder and the files) when no golden file is
     usable.
     """
-    from .ascend import is_quantized_name, list_folder, no_valid_files_error
-
     folder = Path(folder)
     listing = listing if listing is not None else list_folder(folder)
     counts = listing.counts()

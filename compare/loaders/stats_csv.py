@@ -41,6 +41,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from convert.names.mindspore import ms_dtype
+
 from ..records import TensorKind
 
 #: Header text (lower case, ``value`` suffix dropped) -> canonical statistic name.
@@ -191,7 +193,6 @@ def normalise_dtype(text: str | None) -> str | None:
             return dtype_name(int(DataType[name.upper()]))
         except KeyError:
             return name
-    from .mindspore import ms_dtype
 
     found = ms_dtype(name)
     return found if found is not None else name
