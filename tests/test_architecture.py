@@ -36,3 +36,50 @@ def test_convert_imports_without_compare():
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_no_import_cycle():
+    """No module of compare/ or convert/ imports, directly or not, a module that imports it back
+    (imports inside functions count too; ``if TYPE_CHECKING`` imports do not)."""
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (the test extra)")
+    graph = grimp.build_graph("compare", "convert", exclude_type_checking_imports=True)
+    modules = sorted(graph.modules)
+    imports = {m: sorted(graph.find_modules_directly_imported_by(m) & graph.modules) for m in modules}
+    # Tarjan's strongly connected components, iteratively: a component of two or more modules is a cycle
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+    for root in modules:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            if child < len(imports[node]):
+                work.append((node, child + 1))
+                target = imports[node][child]
+                if target not in index:
+                    work.append((target, 0))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            for target in imports[node]:
+                if target in on_stack:
+                    low[node] = min(low[node], low[target])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    assert cycles == [], cycles

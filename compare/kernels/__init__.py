@@ -39,13 +39,7 @@ import numpy as np
 
 from ..errors import CompareError, OptionError, ShapeError
 from . import _abi
-from ._abi import CODES, TILE
-
-#: float64 machine epsilon: the reference's zero threshold (cosine norms, relative-error mask, RED,
-#: KL snap-to-zero).
-EPS64: float = 2.220446049250313e-16
-#: float32 machine epsilon (2**-23): the floor of the min-max-normalised KL inputs.
-EPS32: float = 1.1920928955078125e-07
+from ._abi import CODES, EPS32, EPS64, TILE
 
 #: The 10 built-in metrics in the reference's order; the position is the ``-alg`` index and the
 #: column order of ``all``.

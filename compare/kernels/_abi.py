@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+#: float64 machine epsilon: the reference's zero threshold (cosine norms, relative-error mask, RED,
+#: KL snap-to-zero).
+EPS64: float = 2.220446049250313e-16
+#: float32 machine epsilon (2**-23): the floor of the min-max-normalised KL inputs.
+EPS32: float = 1.1920928955078125e-07
+
 #: Dims of a box (the iteration plan); the last two form the tile.
 NDIM = 6
 #: Elements per chunk (and per tile buffer: 2 x 16 KiB of float64, inside L1).
