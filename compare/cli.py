@@ -216,7 +216,7 @@ def compare(
                               "batch mode (-f DIR) do not write them")
         if single.op is not None:
             if any(v is not None for v in select.values()):
-                from .api import selected_folder
+                from .runs.each import selected_folder
 
                 left, right = selected_folder(left, **select), selected_folder(right, **select)
             if fusion_rule is not None and fusion_rule.is_dir():
@@ -538,7 +538,8 @@ def _batch(left: Path, right: Path, rules_dir: Path, output: Optional[str], *, a
     """``-f DIR``: compare every model of the dump tree with its rule file; one result file per model."""
     import time
 
-    from .api import gate_metrics, run_batch
+    from .api import gate_metrics
+    from .runs.batch import run_batch
     from .reports.network import write_report
 
     batch = run_batch(left, right, rules_dir, quant_rule=quant_rule, algorithms=algorithm, custom_dir=custom,

@@ -501,7 +501,7 @@ def compare_operator(
     if not op:
         raise OptionError("an operator name is required")
     metrics = resolve_algorithms(algorithms)
-    from .api import load_and_pair
+    from .runs.loading import load_and_pair
 
     plugins = load_plugins(custom_dir) if custom_dir else None
     left_run, right_run, _, rule, pairing = load_and_pair(

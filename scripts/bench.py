@@ -100,7 +100,7 @@ def baseline(left: str, right: str, rule: str) -> None:
     """Plain float64 numpy metrics over the same pairs (run in a subprocess by main)."""
     import numpy as np
 
-    from compare.api import load_and_pair
+    from compare.runs.loading import load_and_pair
     from convert.layouts import prepare_pair
 
     eps = np.finfo(np.float64).eps

@@ -24,7 +24,7 @@ that reads it:
 ``network``
     a copy of the whole network with 1-3 of its files mutated (sometimes the rule or mapping.csv
     too, sometimes a dump renamed with a byte that is not UTF-8), compared with
-    ``compare.api.run_network`` and written with ``write_report``.
+    ``compare.runs.folders.run_network`` and written with ``write_report``.
 
 An **escape** is any exception that is not a :class:`compare.errors.CompareError` -- and, in a
 network run, *any* exception when only dump / .npy / mapping files were mutated (per-file
@@ -615,7 +615,7 @@ def damage_network(corpus: Corpus, rng: random.Random, work: Path, *,
 
 def check_network(paths: dict[str, Path], rule_mutated: bool) -> Outcome:
     """Run the damaged network; see the module doc for what counts as an escape."""
-    from compare.api import run_network
+    from compare.runs.folders import run_network
     from compare.reports.network import write_report
 
     try:

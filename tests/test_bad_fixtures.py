@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from conftest import FIXTURES
 
-from compare.api import NetworkResult, run_network
+from compare.runs.network import NetworkResult
+from compare.runs.folders import run_network
 from compare.cli import app
 from compare.errors import RuleError
 from compare.records import PairStatus

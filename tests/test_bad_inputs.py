@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from conftest import shared_path
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.cli import app
 from compare.records import PairStatus
 

@@ -144,7 +144,8 @@ def test_same_data_guard(tmp_path: Path) -> None:
 
 
 def test_same_data_guard_in_the_api() -> None:
-    from compare.api import SameDataError, compare_network
+    from compare.runs.network import SameDataError
+    from compare.api import compare_network
 
     with pytest.raises(SameDataError):
         compare_network(DEMO / "npu", DEMO / "npu", gates=["cos>=0.99"])

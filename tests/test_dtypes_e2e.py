@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.records import PairStatus
 from convert.dtypes import DataType
 from convert.dumpfile import TensorSpec, write_dump

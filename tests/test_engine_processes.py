@@ -9,7 +9,7 @@ import os
 import pytest
 
 from compare import engine
-from compare.api import load_and_pair
+from compare.runs.loading import load_and_pair
 from compare.engine import EngineOptions, compare_pairs, use_processes
 from convert.synthetic_large import make_large_network
 
@@ -88,7 +88,7 @@ def test_when_processes_are_used(network):
 def test_background_rule_gives_the_rule_and_its_errors(tmp_path, monkeypatch):
     """A large fusion rule parsed in a forked process pairs exactly as one parsed here; a
     malformed one raises the same error as without the background parse."""
-    from compare import api
+    from compare.runs import loading as api
     from compare.errors import CompareError
 
     made = make_large_network(tmp_path / "net", size_gb=0.0004, n_ops=24, seed=3)

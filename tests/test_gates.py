@@ -17,7 +17,8 @@ import pytest
 
 from conftest import FIXTURES
 
-from compare.api import NetworkResult, run_network
+from compare.runs.network import NetworkResult
+from compare.runs.folders import run_network
 from compare.errors import OptionError
 from compare.gates import evaluate, parse_gate
 from compare.policy import Policy, load_policy

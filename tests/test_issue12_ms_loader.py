@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.cli import app
 from compare.errors import DumpFormatError
 from compare.loaders import load_run

@@ -21,7 +21,8 @@ import pytest
 
 from conftest import shared_path
 
-from compare.api import load_and_pair, run_network
+from compare.runs.loading import load_and_pair
+from compare.runs.folders import run_network
 from compare.engine import EngineOptions, compare_pairs
 from compare.kernels import Note, compare_arrays
 from compare.records import MetricRow, PairStatus

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from compare.api import run_network, to_dataframe
+from compare.runs.folders import run_network
+from compare.reports.frame import to_dataframe
 from compare.cli import app
 from compare.errors import CompareError, OptionError, PairingError
 from compare.loaders import load_run

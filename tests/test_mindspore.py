@@ -16,7 +16,7 @@ import pytest
 
 from conftest import shared_path
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.errors import DumpFormatError, OptionError, PairingError
 from compare.loaders import detect, load_run
 from convert.names.mindspore import ms_dtype, ms_format

@@ -37,7 +37,8 @@ import pytest
 
 from conftest import FIXTURES, ROOT, shared_path
 
-from compare.api import run_network, to_dataframe
+from compare.runs.folders import run_network
+from compare.reports.frame import to_dataframe
 
 REAL = FIXTURES / "mindspore_real"
 GENERATOR = ROOT / "scripts" / "make_mindspore_dumps.py"

@@ -540,7 +540,7 @@ def test_groups_properties_random() -> None:
 
 @pytest.fixture(scope="module")
 def demo_pairs() -> list:
-    from compare.api import load_and_pair
+    from compare.runs.loading import load_and_pair
 
     pairs = load_and_pair(DEMO / "npu", DEMO / "golden", DEMO / "model.json")[-1].pairs
     assert sum(p.right is not None and p.left is not None for p in pairs) >= 8

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.errors import CompareError, DumpFormatError, OptionError, OutputError
 from compare.records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, Verdict
 from compare.reports.cells import (DEFAULT_FLOAT_FORMAT, REPR_FLOAT_FORMAT, FloatFormat, metric_cell,

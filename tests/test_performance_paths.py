@@ -249,7 +249,7 @@ def test_storage_is_zero_copy_for_kernel_dtypes():
 
 @pytest.fixture(scope="module")
 def small_network(tmp_path_factory):
-    from compare.api import load_and_pair
+    from compare.runs.loading import load_and_pair
     from convert.synthetic_large import make_large_network
 
     case = make_large_network(tmp_path_factory.mktemp("net"), size_gb=0.004, n_ops=16, seed=3)

@@ -2,7 +2,7 @@
 
 - the six rows of the manual's comparison table on synthetic dumps made by ``convert.synthetic``
   / ``convert.synthetic_quant`` (real on-disk formats: binary Ascend dumps, ``.npy``, ``.pb``,
-  ``.quant``), end to end through :func:`compare.api.run_network`;
+  ``.quant``), end to end through :func:`compare.runs.folders.run_network`;
 - every unsupported folder/option combination is refused with the row the user needs;
 - the quant filter, merge(offline, quant) and merge(open, close) on hand-built rules;
 - the real ATC graphs of ../shared/real: op counts, fused-op counts, mappings, quant-filter counts;
@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from compare.api import BatchItem, run_batch, run_network
+from compare.runs.batch import BatchItem, run_batch
+from compare.runs.folders import run_network
 from compare.errors import OptionError, PairingError
 from compare.loaders import load_run
 from compare.pairing.fusion_rule import FusionRule, OutputDesc, RuleOp, group_ops, load_fusion_rule

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.errors import CompareError, DumpFormatError, RuleError
 from compare.loaders import load_run
 from compare.loaders.ascend import read_dump_tensor

@@ -24,7 +24,7 @@ import pytest
 from conftest import shared_path
 from test_pairing import REAL, desc, op
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.errors import DumpFormatError
 from compare.pairing import fusion_rule as fr
 from compare.pairing.fusion_rule import FusionGroup, OutputDesc, Relation, RuleOp, load_fusion_rule

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from compare.api import run_network, selected_folder, to_dataframe
+from compare.runs.folders import run_network
+from compare.runs.each import selected_folder
+from compare.reports.frame import to_dataframe
 from compare.cli import app
 from compare.errors import OptionError
 from compare.loaders import load_run

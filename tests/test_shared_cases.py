@@ -19,7 +19,7 @@ import pytest
 
 from conftest import shared_path
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.records import MetricRow, PairStatus
 
 NETWORK_CASES = ["ascend_vs_caffe_npy", "ascend_vs_ascend", "ascend_v1_protobuf", "quant_vs_caffe"]

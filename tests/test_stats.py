@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.cli import app
 from compare.loaders.stats_csv import column_key, parse_shape, read_stats_csv
 from compare.records import PairStatus

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import shared_path
 
-from compare.api import run_network
+from compare.runs.folders import run_network
 from compare.errors import OptionError
 from compare.loaders import load_run
 from compare.loaders.stats_csv import read_stats_csv

@@ -191,7 +191,7 @@ def test_npy_dump_npy_round_trip_is_bit_exact(dtype, shape, version, kind, data)
 
 @pytest.mark.parametrize("kind", ["caffe", "tf"])
 def test_written_dump_folder_compares_identical_to_its_npy_folder(tmp_path: Path, capsys, kind: str) -> None:
-    from compare.api import run_network
+    from compare.runs.folders import run_network
 
     npy = tmp_path / "npy"
     npy.mkdir()

@@ -268,7 +268,7 @@ def load_run(
     Selection (MindSpore / TensorFlow-NPU trees, see :mod:`compare.loaders.selection`):
     ``rank`` and ``iteration`` take a number, a list, a range (``0|5-8``) or ``all`` -- one run
     is returned, so a spec selecting several uses the largest with a note (compare each in turn
-    with :func:`compare.api.run_network`); ``graph`` a graph id; ``model_name`` the model_name
+    with :func:`compare.runs.folders.run_network`); ``graph`` a graph id; ``model_name`` the model_name
     folder, ``ge_graph`` a ``ge_proto_*_Build.txt`` whose first graph names it. ``None`` = the
     only candidate or the newest, with a note. On a folder without these levels the options are
     ignored with a note.

@@ -1,0 +1,343 @@
+"""Both sides of a comparison loaded and paired: model choice, rule files, the pairing dispatch."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..heap import paused_gc
+from ..pairing.fusion_rule import FusionRule
+from ..records import Run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..loaders.selection import Selection
+
+PathLike = str | os.PathLike[str]
+
+
+#: A rule option: a path to the JSON file, or a rule already loaded with ``load_fusion_rule``.
+RuleArg = PathLike | FusionRule
+
+
+def is_family_run(run: Run) -> bool:
+    """A MindSpore run, or a statistics-only run: paired by scope name, not by the Ascend table."""
+    return run.family.startswith("mindspore") or run.stats_only
+
+
+def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | None = None, *,
+                quant_rule: RuleArg | None = None, close_fusion_rule: RuleArg | None = None,
+                mapping: PathLike | list | None = None):
+    """Pair two loaded runs: ``(scenario, rule, pairing)``.
+
+    ``mapping`` (a mapping file or its entries) pairs through the user's names
+    (:mod:`compare.pairing.user_mapping`); without rule options a MindSpore or statistics-only
+    run is paired by scope name; everything else goes through the comparison table
+    (:func:`compare.pairing.match.pair_runs`). Raises :class:`~compare.errors.OptionError` for a
+    mapping together with a rule option.
+    """
+    from ..errors import OptionError
+    from ..pairing.fusion_rule import FusionRule, load_fusion_rule
+    from ..pairing.match import overflow_rows, pair_runs
+    from ..pairing.scenarios import check_scenario
+
+    rules = fusion_rule is not None or quant_rule is not None or close_fusion_rule is not None
+    if mapping is not None:
+        if rules:
+            raise OptionError("--mapping pairs operators by the names it lists; it cannot be combined with "
+                              "-f / -q / -cf (give one or the other)")
+        from ..pairing.user_mapping import pair_families
+
+        return None, None, pair_families(left_run, right_run, mapping=mapping)
+    if not rules and (is_family_run(left_run) or is_family_run(right_run)):
+        from ..pairing.user_mapping import pair_families
+
+        return None, None, pair_families(left_run, right_run)
+    scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
+                              close=close_fusion_rule is not None)
+    rule = fusion_rule.result() if isinstance(fusion_rule, BackgroundRule) else fusion_rule
+    if rule is not None and not isinstance(rule, FusionRule):
+        rule = load_fusion_rule(rule)
+    pairing = pair_runs(left_run, right_run, fusion_rule=rule, quant_rule=quant_rule,
+                        close_fusion_rule=close_fusion_rule, scenario=scenario)
+    start = max((p.index for p in pairing.pairs), default=-1) + 1
+    extra = overflow_rows(start, left_run, right_run)
+    if extra:
+        pairing.pairs.extend(extra)
+        pairing.notes.append(f"{len(extra)} overflow record(s) (Opdebug) listed, not compared")
+    return scenario, rule, pairing
+
+
+def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None = None, *,
+                  quant_rule: RuleArg | None = None, close_fusion_rule: RuleArg | None = None,
+                  dump_version: int | None = None, rank: object = None, iteration: object = None,
+                  graph: object = None, model_name: str | None = None, ge_graph: PathLike | None = None,
+                  mapping: PathLike | list | None = None):
+    """Load both runs, check the scenario, read the rules, pair: ``(left, right, scenario, rule, pairing)``.
+
+    The scenario (row of the manual's comparison table) is checked after both folders are read
+    and before any rule file is: an unsupported combination raises
+    :class:`~compare.errors.PairingError` naming the row and the options needed. ``rule`` is the
+    loaded ATC fusion rule (or ``None``). The selection options (``rank`` ... ``ge_graph``) apply
+    to both sides (see :func:`compare.loaders.load_run`); ``mapping`` see :func:`pair_loaded`.
+    A large rule file is parsed in a forked process while the dumps are read (:class:`BackgroundRule`).
+    """
+    select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
+    pending = BackgroundRule.start(fusion_rule)  # a large rule file is parsed while the dumps are read
+    try:
+        return _load_and_pair(left, right, pending or fusion_rule, select, dump_version, quant_rule=quant_rule,
+                              close_fusion_rule=close_fusion_rule, mapping=mapping)
+    finally:
+        if pending is not None:
+            pending.close()
+
+
+#: A fusion-rule file at least this large is parsed in a forked process while the dumps are read.
+BACKGROUND_RULE_BYTES = 1 << 20
+
+
+class BackgroundRule:
+    """A fusion-rule file being parsed in a forked process (:meth:`start`); :meth:`result` gives
+    the :class:`FusionRule`. Whatever goes wrong there (a malformed file, a killed process, a
+    platform without fork) makes :meth:`result` parse the file here instead, so errors are raised
+    exactly where and as they would be without the background parse (after the scenario check).
+
+    Worth it for large rules only: parsing a 8.5 MB rule of 10,000 operators takes ~1.3 s, the
+    parsed rule comes back in ~0.4 s, and the dumps are read meanwhile on the other core.
+    """
+
+    def __init__(self, path: Path, pool: object, future: object) -> None:
+        self.path = path
+        self._pool = pool
+        self._future = future
+
+    @classmethod
+    def start(cls, rule: RuleArg | None) -> BackgroundRule | None:
+        """Start parsing ``rule`` in the background when it is a large file and fork exists."""
+        import multiprocessing
+        import sys
+
+        if rule is None or isinstance(rule, FusionRule) or not sys.platform.startswith("linux"):
+            return None
+        try:
+            path = Path(rule)
+            if path.stat().st_size < BACKGROUND_RULE_BYTES:
+                return None
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+            return cls(path, pool, pool.submit(_parse_rule_quietly, str(path)))
+        except (OSError, TypeError, ValueError, RuntimeError):
+            return None
+
+    def result(self) -> FusionRule:
+        from ..pairing.fusion_rule import load_fusion_rule
+
+        try:
+            parsed = self._future.result()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a broken worker: parse here
+            parsed = None
+        return parsed if isinstance(parsed, FusionRule) else load_fusion_rule(self.path)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)  # type: ignore[attr-defined]
+
+
+def _parse_rule_quietly(path: str) -> FusionRule | None:
+    """The worker of :class:`BackgroundRule`: the parsed rule, or None on any error (then the
+    caller parses it and reports the error itself)."""
+    import signal
+
+    from ..pairing.fusion_rule import load_fusion_rule
+
+    from ..engine import die_with_parent
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+    try:
+        return load_fusion_rule(path)
+    except Exception:  # noqa: BLE001 - reported by the caller's own parse
+        return None
+
+
+def _load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | BackgroundRule | None, select: dict,
+                   dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
+                   mapping: PathLike | list | None):
+    with paused_gc():
+        return _load_and_pair_now(left, right, fusion_rule, select, dump_version, quant_rule=quant_rule,
+                                  close_fusion_rule=close_fusion_rule, mapping=mapping)
+
+
+def _load_and_pair_now(left: PathLike, right: PathLike, fusion_rule: RuleArg | BackgroundRule | None, select: dict,
+                       dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
+                       mapping: PathLike | list | None):
+    from ..loaders import load_run
+
+    choice = choose_models(left, right, select, dump_version)
+    left_run = load_run(left, version=dump_version, **choice.left)
+    left_run.notes.extend(choice.left_notes)
+    right_select, aligned = _align_right(right, choice.right, left_run)
+    if choice.right_open:
+        right_select = choose_right_model(right, right_select, list(left_run.ops), choice)
+    if choice.right_probe is not None and right_select == choice.probe_select:
+        right_run = choice.right_probe  # read once: the folder the model choice looked at is the one to compare
+    else:
+        right_run = load_run(right, version=dump_version, **right_select)
+    right_run.notes.extend(choice.right_notes)
+    if aligned:
+        right_run.notes.append(f"{aligned} chosen to match the left side")
+    scenario, rule, pairing = pair_loaded(left_run, right_run, fusion_rule, quant_rule=quant_rule,
+                                          close_fusion_rule=close_fusion_rule, mapping=mapping)
+    return left_run, right_run, scenario, rule, pairing
+
+
+@dataclass
+class ModelChoice:
+    """The selections of both sides after choosing among several ``model_name`` folders.
+
+    ``left`` / ``right``: the selection dicts to load each side with; ``*_notes``: why a model
+    folder was chosen (for the user); ``right_open``: the right side has several model folders
+    and the left has one, so the right is chosen once the left is loaded; ``right_probe``: the
+    right run read to learn its op names (reused when ``probe_select`` is the final selection).
+    """
+
+    left: dict
+    right: dict
+    left_notes: list[str] = field(default_factory=list)
+    right_notes: list[str] = field(default_factory=list)
+    right_open: bool = False
+    right_probe: Run | None = None
+    probe_select: dict | None = None
+
+
+def selection_of(select: dict) -> "Selection":
+    """The :class:`~compare.loaders.selection.Selection` of a selection dict (``ge_graph`` as a Path)."""
+    from ..loaders.selection import Selection
+
+    ge_graph = select.get("ge_graph")
+    return Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None})
+
+
+def _pairing_counts(names: dict[str, list[str]], other: list[str]) -> dict[str, int]:
+    """How many ops of each model folder pair by name with ``other`` (every name rule of the
+    by-name pairing: :func:`compare.pairing.user_mapping.match_names`)."""
+    from ..pairing.user_mapping import match_names
+
+    return {model: len(match_names(ops, other)[0]) for model, ops in names.items()}
+
+
+def _choice_note(other: str, chosen: str, counts: dict[str, int], sizes: dict[str, int]) -> str:
+    rest = "; ".join(f"{m}: {n}" for m, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if m != chosen)
+    return (f"model folder {chosen} chosen: {counts[chosen]} of {sizes[chosen]} ops pair with the {other} side"
+            f" (other model folders: {rest}); force one with --model-name or --ge-graph")
+
+
+def _no_pair_note(other: str, counts: dict[str, int]) -> str:
+    return (f"none of the {len(counts)} model folders ({', '.join(sorted(counts))}) has an op that pairs with the "
+            f"{other} side by name; the default choice applies (force one with --model-name or --ge-graph)")
+
+
+def choose_models(left: PathLike, right: PathLike, select: dict, version: int | None) -> ModelChoice:
+    """Choose the ``model_name`` folder of a side with several (TF-NPU / GE: GE builds several
+    graphs) by what pairs: the folder whose ops pair by name with the other side the most.
+
+    Policy: ``--model-name`` / ``--ge-graph`` given -> nothing to choose. Both sides with several
+    model folders -> the pair of folders with the most pairing ops. Only the left -> its folder
+    pairing most with the right run (read once, reused). Only the right -> chosen after the left
+    is loaded (``right_open``). Ties go to the folder with more ops, then the name. When no
+    folder pairs at all, the default choice applies (the most dump files) and a note says so.
+    """
+    from ..errors import CompareError
+    from ..loaders import load_run
+    from ..loaders.trees import leaf_op_names, model_folders
+
+    choice = ModelChoice(dict(select), dict(select))
+    if select.get("model_name") is not None or select.get("ge_graph") is not None:
+        return choice
+    selection = selection_of(select)
+    left_models = model_folders(left, selection)
+    right_models = model_folders(right, selection)
+    if not left_models:
+        choice.right_open = bool(right_models)
+        return choice
+    left_names = {m: leaf_op_names(c) for m, c in left_models.items()}
+    sizes = {m: len(ops) for m, ops in left_names.items()}
+    if right_models:
+        right_names = {m: leaf_op_names(c) for m, c in right_models.items()}
+        table = {(lm, rm): n for rm, ops in right_names.items() for lm, n in _pairing_counts(left_names, ops).items()}
+        best = max(table, key=lambda k: (table[k], sizes[k[0]] + len(right_names[k[1]]), k))
+        if table[best] == 0:
+            choice.left_notes.append(_no_pair_note("right", {m: 0 for m in left_names}))
+            return choice
+        lm, rm = best
+        choice.left["model_name"], choice.right["model_name"] = lm, rm
+        choice.left_notes.append(_choice_note("right", lm, {m: table[(m, rm)] for m in left_names}, sizes))
+        right_sizes = {m: len(ops) for m, ops in right_names.items()}
+        choice.right_notes.append(_choice_note("left", rm, {m: table[(lm, m)] for m in right_names},
+                                               right_sizes))
+        return choice
+    try:
+        probe = load_run(right, version=version, **select)
+    except CompareError:
+        return choice  # the right side's own error comes when it is loaded for the comparison
+    choice.right_probe, choice.probe_select = probe, dict(select)
+    chosen = _best_model(_pairing_counts(left_names, list(probe.ops)), sizes, "right", choice.left_notes)
+    if chosen is not None:
+        choice.left["model_name"] = chosen
+    return choice
+
+
+def choose_right_model(right: PathLike, right_select: dict, left_ops: list[str], choice: ModelChoice) -> dict:
+    """The right selection with its model folder chosen by the left run's op names (see
+    :func:`choose_models`); notes go to ``choice.right_notes``."""
+    from ..loaders.trees import leaf_op_names, model_folders
+
+    names = {m: leaf_op_names(c) for m, c in model_folders(right, selection_of(right_select)).items()}
+    if not names:
+        return right_select
+    sizes = {m: len(ops) for m, ops in names.items()}
+    chosen = _best_model(_pairing_counts(names, left_ops), sizes, "left", choice.right_notes)
+    return right_select if chosen is None else {**right_select, "model_name": chosen}
+
+
+def _best_model(counts: dict[str, int], sizes: dict[str, int], other: str, notes: list[str]) -> str | None:
+    """The model folder with the most ops pairing with the ``other`` side (ties: more ops, then the
+    name), with its note added to ``notes``; None (and a note) when no folder pairs at all."""
+    chosen = max(counts, key=lambda m: (counts[m], sizes[m], m))
+    if counts[chosen] == 0:
+        notes.append(_no_pair_note(other, counts))
+        return None
+    notes.append(_choice_note(other, chosen, counts, sizes))
+    return chosen
+
+
+#: Selection keys the right side takes from the left run when the user did not give them.
+_ALIGNED = ("rank", "graph", "iteration")
+
+
+def _align_right(right: PathLike, select: dict, left_run: Run) -> tuple[dict, str]:
+    """Selection for the right side: a rank / graph / iteration the user left to the default
+    follows the left run's, when the right tree has that value (else the right side's own default
+    applies).
+
+    Returns the selection and a text naming what was aligned (empty when nothing was).
+    """
+    coords = left_run.coords
+    if not coords or all(select[k] is not None for k in _ALIGNED):
+        return select, ""
+    from ..loaders.selection import Selection, values_of
+    from ..loaders.trees import claim
+
+    ge_graph = select.get("ge_graph")
+    candidates = claim(right, Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None}))
+    if candidates is None:
+        return select, ""
+    out = dict(select)
+    aligned = []
+    for key in _ALIGNED:
+        value = coords.get(key)
+        if select[key] is None and value is not None and str(value) in {str(v) for v in values_of(candidates, key)}:
+            out[key] = value
+            aligned.append(f"{key} {value}")
+    return out, " and ".join(aligned)

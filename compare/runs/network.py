@@ -1,0 +1,198 @@
+"""One loaded pairing compared: the rows, the notes, the unpaired tensors, the same-data guard."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..engine import EngineOptions, compare_pairs
+from ..errors import OptionError
+from ..pairing.scenarios import Scenario
+from ..records import MetricRow, Pairing, PairStatus, Run, RunKind, count_by_status
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..stats import StatsResult
+
+#: ``progress(done, total)``: called after each compared pair (see :func:`run_network`).
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class NetworkResult:
+    """Everything a network comparison produced (rows in report order).
+
+    ``scenario`` is the row of the manual's comparison table the run was (see
+    :mod:`compare.pairing.scenarios`); ``scenario.row`` is None for vcompare's by-name extension
+    and for MindSpore / TF-NPU / mapping-file pairings. ``stats`` is set (and ``rows`` empty)
+    for a statistics-only comparison (a side holds statistics and no tensor data; see
+    :mod:`compare.stats`). ``parts`` lists the ``(rank, iteration)`` compared in turn
+    (``--rank all`` / ``--iteration all`` / ``--graph all``); ``left`` / ``right`` are then the runs
+    of the last one. ``part_graphs`` gives the graph of each part when graphs were compared in turn
+    (``--graph all`` or a list), else it is empty.
+    """
+
+    rows: list[MetricRow]
+    metrics: list[str]
+    left: Run
+    right: Run
+    pairing: Pairing
+    notes: list[str] = field(default_factory=list)
+    scenario: Scenario | None = None
+    stats: "StatsResult | None" = None
+    parts: list[tuple[int | None, int | None]] = field(default_factory=list)
+    part_graphs: list[int | None] = field(default_factory=list)
+    #: Set when both sides are the same dump files (:func:`same_data`): what was found.
+    same_data: str | None = None
+
+    def summary(self) -> dict[str, int]:
+        """Row counts per status: compared / not comparable / missing on left / missing on right."""
+        if self.stats is not None and not self.rows:
+            return self.stats.summary()
+        return count_by_status(self.rows)
+
+    @property
+    def has_npy(self) -> tuple[bool, bool]:
+        """Whether each side is a folder of .npy files (the msaccucmp layout then drops Address)."""
+        return self.left.kind is RunKind.NUMPY, self.right.kind is RunKind.NUMPY
+
+
+def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = True) -> list[str]:
+    """The notes of one loaded run for the user, then (``unused_files``) the files it did not use
+    (count and the first few names with the reason, :func:`compare.loaders.ascend.unused_files_note`)."""
+    from ..loaders.ascend import unused_files_note
+
+    notes = [f"{prefix}{side}: {n}" for n in run.notes]
+    unused = unused_files_note(run.skipped) if unused_files else None
+    if unused:
+        notes.append(f"{prefix}{side}: {unused}")
+    return notes
+
+
+def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, metrics: list[str],
+                 options: EngineOptions, prefix: str = "", *, reported: list[Run] | None = None,
+                 refuse_same: bool = False) -> NetworkResult:
+    """Compare one pairing (metrics, or statistics when a side is statistics-only).
+
+    ``reported``: runs whose notes were already given (a golden side shared by every part of a
+    compare-each-in-turn run); their notes are not repeated, nor the unused files of a folder
+    already reported (the same right leaf read for several parts). The runs of this call are added.
+    """
+    reported = reported if reported is not None else []
+    same = same_data(left_run, right_run)
+    if same is not None and refuse_same:
+        raise SameDataError(f"{prefix}{same}: a gate on a run compared with itself proves nothing; compare "
+                            "different dumps, or add --allow-same (allow_same=True) if this is deliberate")
+    notes: list[str] = []
+    for side, run in (("left", left_run), ("right", right_run)):
+        if not any(run is seen for seen in reported):
+            notes += run_notes(side, run, prefix, unused_files=all(seen.path != run.path for seen in reported))
+            reported.append(run)
+    notes += [f"{prefix}{n}" for n in pairing.notes]
+    # compare.stats.needs_stats_mode, spelled out so that tensor comparisons never import compare.stats
+    stats_sides = [side for side, run in (("left", left_run), ("right", right_run))
+                   if run.stats_only]
+    if stats_sides:
+        from ..stats import compare_stats
+
+        stats = compare_stats(pairing.pairs)
+        which = " and ".join(stats_sides)
+        notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
+                     "data, so every pair is compared by its statistics (computed from the data where a side has it)")
+        return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
+                             scenario=scenario, stats=stats, same_data=same)
+    rows = compare_pairs(pairing.pairs, options)
+    rows += unpaired_rows(rows, pairing, metrics)
+    explain_missing(rows, left_run, right_run)
+    return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
+                         scenario=scenario, same_data=same)
+
+
+class SameDataError(OptionError):
+    """Both sides are the same dump files and a gate was asked for (exit 2 on the command line)."""
+
+
+def _file_ids(run: Run) -> set[tuple[int, int]]:
+    """(device, inode) of every dump file of a run (files that cannot be stat'ed are left out)."""
+    ids = set()
+    for op in run.ops.values():
+        for path in op.files or (op.path,):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            ids.add((st.st_dev, st.st_ino))
+    return ids
+
+
+def same_data(left: Run, right: Run) -> str | None:
+    """What makes the two runs the same dump, or None when they are not.
+
+    Same: both resolve to the same folder (``-l X -r X``, a parent folder whose chosen leaf is
+    the other side's folder, a symlinked folder), or both hold exactly the same files (same
+    device and inode: hard links or symlinks to the same files). Cost: one ``stat`` per file,
+    and only when both sides have as many operators.
+    """
+    left_dir, right_dir = Path(left.path).resolve(), Path(right.path).resolve()
+    if left_dir == right_dir:
+        return f"left and right are the same dump ({left_dir})"
+    if len(left.ops) != len(right.ops) or not left.ops:
+        return None
+    ids = _file_ids(left)
+    if ids and ids == _file_ids(right):
+        return f"left ({left_dir}) and right ({right_dir}) hold the same {len(ids)} dump files"
+    return None
+
+
+def unpaired_rows(rows: Sequence[MetricRow], pairing: Pairing, metrics: Sequence[str]) -> list[MetricRow]:
+    """Rows for operators that no row names yet, so that every operator of both sides appears.
+
+    In fusion mode, a left operator that is not in the rule and a golden operator that the rule
+    never refers to (neither compared nor listed in a GroundTruth cell) would otherwise be
+    mentioned nowhere; each gets one row saying so, after the rule's rows.
+    """
+    named_left = {name for row in rows for name in row.left_op.split(",")}
+    named_right = {name for row in rows for name in row.right_op.split(",")}
+    index = max((row.index for row in rows), default=-1) + 1
+    extra = []
+    for name in pairing.unmatched_left:
+        if name not in named_left:
+            extra.append(MetricRow(index, None, name, "*", None, metrics={m: None for m in metrics},
+                                   reasons=[f"operator '{name}' of the left dump is not in the fusion rule, so it "
+                                            "has no known golden counterpart"], status=PairStatus.MISSING_RIGHT))
+            index += 1
+    for name in pairing.unmatched_right:
+        if name not in named_right:
+            extra.append(MetricRow(index, None, "*", name, None, metrics={m: None for m in metrics},
+                                   reasons=[f"golden operator '{name}' is not referred to by the fusion rule "
+                                            "(no NPU operator maps to it)"], status=PairStatus.MISSING_LEFT))
+            index += 1
+    return extra if pairing.mode == "fusion" else []
+
+
+def _skipped_for(run: Run, names: Sequence[str]) -> list[str]:
+    """Skipped files whose name -- or whose reason (e.g. a refused mapping.csv row) -- mentions an op."""
+    hints = []
+    for path, why in run.skipped:
+        file_name = Path(path).name
+        if any(len(name) >= 3 and (name in file_name or f"'{name}'" in why or f" {name}." in why) for name in names):
+            hints.append(f"file {file_name} was not used: {why}")
+    return hints
+
+
+def explain_missing(rows: Sequence[MetricRow], left: Run, right: Run) -> None:
+    """Add to each missing-counterpart row the skipped files that probably belonged to it.
+
+    A dump file with a bad name (or a bad task-type field) is skipped by the loader; the row of
+    the operator it was meant for then says which file that was and why it was not used, so the
+    user does not have to cross-check the log.
+    """
+    for row in rows:
+        if row.status is PairStatus.MISSING_LEFT:
+            names = [n for n in row.left_op.split(",") if n and n != "*"] or [row.right_op]
+            row.reasons.extend(_skipped_for(left, names))
+        elif row.status is PairStatus.MISSING_RIGHT:
+            names = [n for n in row.right_op.split(",") if n and n != "*"]
+            row.reasons.extend(_skipped_for(right, names))
