@@ -8,7 +8,7 @@ the reference tool, in one run.
         python scripts/bench.py --size-gb 1.8 --small-ops 10000 --write-doc docs/performance.md --label after
 
 Cases (each generated once, cached in --workdir and keyed by its parameters, with
-``convert.synthetic_large.make_large_network``): the **large** network (``--size-gb``, ``--ops``:
+``compare.testing.synthetic_large.make_large_network``): the **large** network (``--size-gb``, ``--ops``:
 ~300 operators of NC1HWC0 / FRACTAL_Z / FRACTAL_NZ fp16 dumps against fp32 ``.npy`` goldens), the
 **many-small-tensors** network (``--small-ops``: 20 KB of dumps an operator, LLM style) and a
 **scaling curve** of many-small networks by tensor count (``--scale``; a least-squares line through
@@ -61,7 +61,7 @@ def _timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, in
 
 
 def _case(workdir: Path, size_gb: float, n_ops: int, seed: int) -> dict[str, Path]:
-    from convert.synthetic_large import make_large_network
+    from compare.testing.synthetic_large import make_large_network
 
     key = {"size_gb": size_gb, "n_ops": n_ops, "seed": seed, "version": 1}
     stamp = workdir / "params.json"

@@ -3,7 +3,7 @@
     python scripts/make_bad_fixtures.py            # rewrites fixtures/bad/
     python scripts/make_bad_fixtures.py --out DIR
 
-The clean network is :func:`convert.synthetic.make_network` with 4 channels and 8x8 images
+The clean network is :func:`compare.testing.synthetic.make_network` with 4 channels and 8x8 images
 (``clean/left`` holds the Ascend dump files of the leaf folder, ``clean/right`` the golden .npy,
 ``clean/model.json`` the fusion rule). Each case replaces one side with a copy in which some
 files are broken; ``MANIFEST.json`` lists, per case, the folders to compare and, per broken file,
@@ -31,8 +31,8 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from compare.testing.synthetic import make_network  # noqa: E402
 from convert.dumpfile import TensorSpec, read_header, read_tensor, write_dump  # noqa: E402
-from convert.synthetic import make_network  # noqa: E402
 
 OUT = ROOT / "fixtures" / "bad"
 

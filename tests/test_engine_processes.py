@@ -11,7 +11,7 @@ import pytest
 from compare import engine
 from compare.runs.loading import load_and_pair
 from compare.engine import EngineOptions, compare_pairs, use_processes
-from convert.synthetic_large import make_large_network
+from compare.testing.synthetic_large import make_large_network
 
 pytestmark = pytest.mark.skipif(not engine._can_fork(), reason="worker processes need fork (Linux)")
 

@@ -1,23 +1,22 @@
 """Bounded fuzzing (CI): mutated dumps, .npy files, rule JSON and mapping.csv, and whole runs.
 
-The mutators are those of ``scripts/fuzz.py`` (the long run, >= 10,000 inputs), driven here by
-hypothesis (``st.randoms``) plus a few hypothesis-native strategies (arbitrary JSON values spliced
-into the rule, arbitrary mapping.csv cells, arbitrary .npy header fields). The property is always
-the same: nothing but a :class:`compare.errors.CompareError` leaves a loader, and a network run
-over damaged dump / .npy / mapping files does not raise at all, loses no operator and writes no
-"internal error" row. The whole module stays well under 60 s (``max_examples`` below).
+The mutators are those of ``compare.testing.fuzz`` (``scripts/fuzz.py`` runs them for the long
+run, >= 10,000 inputs), driven here by hypothesis (``st.randoms``) plus a few hypothesis-native
+strategies (arbitrary JSON values spliced into the rule, arbitrary mapping.csv cells, arbitrary
+.npy header fields). The property is always the same: nothing but a
+:class:`compare.errors.CompareError` leaves a loader, and a network run over damaged dump /
+.npy / mapping files does not raise at all, loses no operator and writes no "internal error"
+row. The whole module stays well under 60 s (``max_examples`` below).
 """
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import random
 import shutil
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,14 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
-
 from compare.errors import CompareError
-
-_spec = importlib.util.spec_from_file_location("vcompare_fuzz", ROOT / "scripts" / "fuzz.py")
-fuzz = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = fuzz  # dataclasses look their module up there
-_spec.loader.exec_module(fuzz)
+from compare.testing import fuzz
 
 FAST = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 SLOW = settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow], deadline=None)

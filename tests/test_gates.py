@@ -273,7 +273,7 @@ def test_mixed_precision_casts_do_not_fail(tmp_path: Path) -> None:
 
 
 def test_quant_filtered_rows_do_not_fail(tmp_path: Path) -> None:
-    from convert.synthetic_quant import make_quant_network
+    from compare.testing.synthetic_quant import make_quant_network
 
     case = make_quant_network(tmp_path, seed=3)
     result = run_network(case["left"], case["caffe"], case["fusion_rule"], quant_rule=case["quant_rule"])

@@ -19,8 +19,8 @@ from compare.loaders import load_run
 from compare.loaders.mindspore import apply_order, read_execution_order
 from compare.loaders.stats_csv import read_stats_csv
 from compare.records import OpDump, PairStatus, Run, RunKind
+from compare.testing.synthetic_mindspore import OPS, make_trees
 from convert.layouts import convert_layout
-from convert.synthetic_mindspore import OPS, make_trees
 from conftest import shared_path
 
 # The header MindSpore 2.x writes with the default statistic_category ["max", "min", "l2norm"]

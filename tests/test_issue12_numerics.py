@@ -28,12 +28,11 @@ from compare.kernels import Note, compare_arrays
 from compare.records import MetricRow, PairStatus
 from compare.reports.cells import shape_cell
 from compare.reports.network import render_csv
+from compare.testing.naive import close, reference_metrics
+from compare.testing.synthetic import make_network
 from convert.dumpfile import TensorSpec, write_dump
 from convert.layouts import LayoutError, prepare_pair
 from convert.layouts.lazy import plan_pair
-from convert.synthetic import make_network
-
-from reference import close, reference_metrics
 
 TS = 1710000000000000
 ENGINE_PATHS = [pytest.param(True, id="zero-copy"), pytest.param(False, id="prepare_pair")]

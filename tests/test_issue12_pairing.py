@@ -336,7 +336,7 @@ def test_committed_real_amp_pair_pairs_every_fp32_tensor(tmp_path: Path) -> None
 
 def test_short_npy_names_pair_with_an_o2_binary_dump(tmp_path: Path) -> None:
     """A short-named O0/O1 ``.npy`` run against the O2 binary dump (``Default_network-..._Conv2D-op1``)."""
-    from convert.synthetic_mindspore import OPS, make_trees, tensor_value
+    from compare.testing.synthetic_mindspore import OPS, make_trees, tensor_value
 
     o2 = make_trees(tmp_path / "trees")["o2"]
     short = _write_tree(tmp_path / "short", [

@@ -20,7 +20,7 @@ from compare.cli import app
 from compare.errors import CompareError, OptionError, PairingError
 from compare.loaders import load_run
 from compare.records import PairStatus
-from convert.synthetic_mindspore import BASE_TS, OPS, Op, _ascend_dump, ascend_file_op, make_trees, tensor_value
+from compare.testing.synthetic_mindspore import BASE_TS, OPS, Op, _ascend_dump, ascend_file_op, make_trees, tensor_value
 
 #: Kernels of a real MindSpore 2.10 O0 dump (scope names with ``/`` written ``_``).
 MS_KERNELS = (

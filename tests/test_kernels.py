@@ -1,4 +1,4 @@
-"""Kernels against their naive float64 twins (tests/reference.py), the spec's edge table, the
+"""Kernels against their naive float64 twins (compare/testing/naive.py), the spec's edge table, the
 shared float64 truth, and once more without JIT."""
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ from compare.kernels import (
     is_scalar_like,
     resolve_algorithms,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference import close, reference_metrics  # noqa: E402
+from compare.testing.naive import close, reference_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 NAN, INF = math.nan, math.inf

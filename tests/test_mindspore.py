@@ -28,7 +28,7 @@ from compare.loaders.mindspore import (
 )
 from compare.pairing.user_mapping import load_mapping, match_names, name_key, pair_families
 from compare.records import PairStatus, RunKind, TensorKind
-from convert.synthetic_mindspore import BF16_TENSOR, OPS, make_trees, tensor_value
+from compare.testing.synthetic_mindspore import BF16_TENSOR, OPS, make_trees, tensor_value
 
 REAL = "real/mindspore/tests/ut/data/dump/gpu_dumps"
 

@@ -250,7 +250,7 @@ def test_storage_is_zero_copy_for_kernel_dtypes():
 @pytest.fixture(scope="module")
 def small_network(tmp_path_factory):
     from compare.runs.loading import load_and_pair
-    from convert.synthetic_large import make_large_network
+    from compare.testing.synthetic_large import make_large_network
 
     case = make_large_network(tmp_path_factory.mktemp("net"), size_gb=0.004, n_ops=16, seed=3)
     return load_and_pair(case["left"], case["right"], case["fusion_rule"])[-1].pairs

@@ -1,7 +1,7 @@
 """Quantized comparisons, close fusion, batch mode and the comparison-table scenarios.
 
-- the six rows of the manual's comparison table on synthetic dumps made by ``convert.synthetic``
-  / ``convert.synthetic_quant`` (real on-disk formats: binary Ascend dumps, ``.npy``, ``.pb``,
+- the six rows of the manual's comparison table on synthetic dumps made by ``compare.testing.synthetic``
+  / ``compare.testing.synthetic_quant`` (real on-disk formats: binary Ascend dumps, ``.npy``, ``.pb``,
   ``.quant``), end to end through :func:`compare.runs.folders.run_network`;
 - every unsupported folder/option combination is refused with the row the user needs;
 - the quant filter, merge(offline, quant) and merge(open, close) on hand-built rules;
@@ -36,8 +36,8 @@ from compare.pairing.quant_rule import (
 )
 from compare.pairing.scenarios import Strategy, check_scenario
 from compare.records import PairStatus
-from convert.synthetic import make_network
-from convert.synthetic_quant import make_close_fusion_network, make_quant_network, make_tf_network
+from compare.testing.synthetic import make_network
+from compare.testing.synthetic_quant import make_close_fusion_network, make_quant_network, make_tf_network
 
 from conftest import shared_path
 

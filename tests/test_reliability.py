@@ -27,9 +27,9 @@ from compare.records import PairStatus
 from compare.reports.cells import neutralise_csv_line, neutralise_text, text_cell
 from compare.reports.network import write_report
 from compare.reports.single_op import _record_mapping
+from compare.testing.synthetic import make_network
 from convert.dumpfile import TensorSpec, read_header, read_tensor, write_dump
 from convert.layouts import LayoutError, load_plugins
-from convert.synthetic import make_network
 
 runner = CliRunner()
 

@@ -18,7 +18,7 @@ from compare.loaders.selection import Candidate, Spec, filter_by, parse_spec
 from compare.loaders.trees import claim, locate, select
 from compare.loaders.selection import Selection
 from compare.records import PairStatus
-from convert.synthetic_mindspore import OPS, make_trees, tensor_value
+from compare.testing.synthetic_mindspore import OPS, make_trees, tensor_value
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,7 @@ def test_engine_does_not_turn_an_interrupt_into_a_row(tmp_path: Path) -> None:
 
 
 def test_sigterm_during_a_run(tmp_path: Path) -> None:
-    from convert.synthetic_large import make_large_network
+    from compare.testing.synthetic_large import make_large_network
 
     case = make_large_network(tmp_path / "case", size_gb=0.03, n_ops=20)
     out = tmp_path / "out"

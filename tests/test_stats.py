@@ -16,7 +16,7 @@ from compare.loaders.stats_csv import column_key, parse_shape, read_stats_csv
 from compare.records import PairStatus
 from compare.reports.stats import header, render_stats_csv, stats_output_path, value_cell, write_stats_report
 from compare.stats import StatsResult, diff_stat, tensor_stats
-from convert.synthetic_mindspore import make_trees
+from compare.testing.synthetic_mindspore import make_trees
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ def test_pair_larger_than_the_heap_limit_is_streamed(tmp_path: Path) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
         from compare.kernels import preload
         preload(blas=False)
-        from compare.api import run_network
+        from compare.runs.folders import run_network
         result = run_network({str(tmp_path / 'l')!r}, {str(tmp_path / 'r')!r})
         row = next(r for r in result.rows if r.tensor_id)
         print(row.status.value, row.metrics["MaxAbsoluteError"], row.metrics["MeanAbsoluteError"], row.reasons)

@@ -15,7 +15,7 @@ from compare.loaders import load_run
 from compare.loaders.stats_csv import read_stats_csv
 from compare.loaders.tf_npu import dump_model_name, first_graph_name, stats_csv_name
 from compare.records import PairStatus, Run, RunKind, TensorKind
-from convert.synthetic_mindspore import GRAPH_NAME, OPS, ascend_file_op, make_trees, tensor_value
+from compare.testing.synthetic_mindspore import GRAPH_NAME, OPS, ascend_file_op, make_trees, tensor_value
 
 GE_BUILD = "real/hicann-oam-tools/test/st/msaicerr/res/ori_data/complie_path/ge_proto_00000062_Build.txt"
 

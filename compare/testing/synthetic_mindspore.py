@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .dumpfile import TensorSpec, write_dump
-from .layouts import convert_layout
+from convert.dumpfile import TensorSpec, write_dump
+from convert.layouts import convert_layout
 
 TIME_DIR = "20240101120000"
 BASE_TS = 1704110400000000

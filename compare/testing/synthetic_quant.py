@@ -1,6 +1,6 @@
 """Seeded synthetic cases for the comparison table's scenarios that ``make_network`` does not cover.
 
-(``convert.synthetic.make_network`` covers scenario 1 -- non-quantized NPU dump vs Caffe ``.npy``
+(``compare.testing.synthetic.make_network`` covers scenario 1 -- non-quantized NPU dump vs Caffe ``.npy``
 -- and, used twice, scenario 6.) Everything is written in the real on-disk formats:
 
 :func:`make_quant_network` -- an AMCT-quantized Caffe CNN (``blocks`` x quant -> conv(+bn+scale)
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .dumpfile import TensorSpec, write_dump
+from convert.dumpfile import TensorSpec, write_dump
 
 TIME_DIR = "20240101120000"
 BASE_TS = 1704110400000000  # 16 digits, as the dump tools write

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .dumpfile import TensorSpec, write_dump
-from .layouts import LAYOUTS, convert_layout
+from convert.dumpfile import TensorSpec, write_dump
+from convert.layouts import LAYOUTS, convert_layout
 from .synthetic import BASE_TS, TIME_DIR, _fractal_z_shape, _nc1hwc0_shape, _Op, _rule_op
 
 CHANNELS = 48  # not a multiple of 16: NC1HWC0 carries padding, as real networks often do
