@@ -3,7 +3,7 @@
 the errors of comparing, as their subclasses.
 
 Every exception's message is the diagnosis: which file (and byte offset) or which JSON path, and
-what is wrong with it. Library code raises these; only ``compare/cli.py`` turns them into exit
+what is wrong with it. Library code raises these; only ``compare/cli/`` turns them into exit
 codes (see ``EXIT_*`` below), in one place.
 """
 

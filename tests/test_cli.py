@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from conftest import FIXTURES, ROOT
 
-from compare.cli import _normalise_argv, app
+from compare.cli import app
+from compare.cli.main import normalise_argv as _normalise_argv
 
 DEMO = FIXTURES / "demo"
 runner = CliRunner()

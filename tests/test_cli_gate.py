@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from conftest import FIXTURES
 
-from compare import cli
+from compare.cli import output as cli_output
 from compare.cli import app, run
 
 DEMO = FIXTURES / "demo"
@@ -176,7 +176,7 @@ def test_a_write_failure_after_comparing_is_exit_2_and_keeps_the_rest(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure the pre-flight check cannot see (disk full, a race): the other outputs are still
     written, the summary still printed, the failing path named on one line, exit 2."""
-    monkeypatch.setattr(cli, "_preflight", lambda path: None)
+    monkeypatch.setattr(cli_output, "preflight", lambda path: None)
     blocker = tmp_path / "file"
     blocker.write_text("x")
     previous = tmp_path / "r.json"

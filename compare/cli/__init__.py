@@ -1,0 +1,32 @@
+"""``vcompare``: the command line. Options -> public API; errors -> exit codes, in one place.
+
+Modules: :mod:`~compare.cli.main` (entry point, subcommand dispatch), :mod:`~compare.cli.network`
+(the main command's options and its one ``match`` over the modes), :mod:`~compare.cli.modes`
+(single-operator and batch runners), :mod:`~compare.cli.gate` (``gate``, ``policy``),
+:mod:`~compare.cli.output` (messages, summary, progress bar, output files) and
+:mod:`~compare.cli.startup` (every start-up trick). Runners return exit codes; only the typer
+command functions end with ``typer.Exit``.
+
+Commands: ``vcompare -l LEFT -r RIGHT ...`` (compare; options only), ``vcompare gate RESULT``
+(re-check a saved result, :func:`compare.api.regate`) and ``vcompare policy --init [PATH]``
+(write the starter policy). :func:`run` picks the command from the first argument: the main
+command takes no positional argument, so ``gate`` / ``policy`` there can only be a subcommand
+(a folder named ``gate`` is given with ``-l gate`` and stays an option value).
+
+Exit codes (README.md and docs/ci-gate.md document the same table):
+
+- 0: the comparison ran and every gate passed, or there was no gate (``Verdict.exit_code``);
+- 1: an accuracy gate failed -- a computed value violated a bound, or a waiver has expired;
+- 3: incomplete -- only rows (or gated metrics) that should have been compared and were not failed;
+- 2: could not run: bad option or policy, unreadable rule file, no valid dump, a gated
+  comparison of a dump with itself, and every failure to write an output file (one line naming
+  the path; the comparison's summary is still printed and the other outputs still written);
+- 130 / 143: stopped by Ctrl-C / SIGTERM (:mod:`convert.signals`).
+"""
+from __future__ import annotations
+
+from .gate import gate_app, policy_app
+from .main import main, run
+from .network import app
+
+__all__ = ["app", "gate_app", "main", "policy_app", "run"]

@@ -1,0 +1,255 @@
+"""The main command, ``vcompare -l LEFT -r RIGHT ...``: its options, and the choice of mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional
+
+import typer
+
+from ..errors import EXIT_CANNOT_RUN, EXIT_OK, CompareError, OptionError
+from .modes import Mode, SingleOpArgs, choose_mode, run_batch_mode, run_single_op
+from .output import Outputs, ProgressBar, check_readable, err, finish
+from .startup import start_up_done
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..policy import Policy
+    from ..reports.cells import FloatFormat
+
+app = typer.Typer(
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+EXAMPLES = """
+Examples:
+
+
+  # Ascend dump vs Caffe/TF .npy goldens, through the ATC fusion rule (om -> json):
+  vcompare -l dump/20240315101530 -r caffe_npy -f resnet50.json -o result.csv
+
+
+  # NPU vs NPU (same model, two runs), as a CI accuracy gate:
+  vcompare -l run1 -r run2 -o out/ --gate "CosineSimilarity>=0.99" --gate "MaxAbsoluteError<=0.001"
+
+
+  # only three metrics, txt table as in the manual:
+  vcompare -l npu -r golden -f model.json -alg 0,1,KullbackLeiblerDivergence -o result.txt
+
+
+  # one operator element by element (summary, per-element CSVs, top-N worst elements):
+  vcompare -l npu -r golden -f model.json -o detail/ -d pool5 -t output -i 0 -n 50
+
+
+  # MindSpore GPU run vs Ascend run (npy / .bin dump trees), every iteration in turn:
+  vcompare -l gpu_dump -r ascend_dump --rank 0 --iteration all -o out/
+
+
+  # MindSpore vs a Caffe/TF golden folder through a names file (left,right per line):
+  vcompare -l ms_dump -r caffe_npy --mapping map.csv
+
+
+  # TF NPU dump: the model_name folder of the graph in a GE build file:
+  vcompare -l npu_dump -r tf_golden --ge-graph ge_proto_00292_Build.txt
+
+
+  # CI accuracy gate (docs/ci-gate.md): policy file, JSON and JUnit results, exit 0/1/3/2:
+  vcompare -l npu -r golden -f model.json -o out/result.csv --policy gates.toml --json out/result.json
+
+
+  # re-check a saved result without recomputing (same verdict, JSON and JUnit as the live run):
+  vcompare gate out/result.json --policy gates.toml --junit out/junit.xml
+
+
+  # write a commented starter policy file:
+  vcompare policy --init gates.toml
+"""
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        from ..api import tool_version
+
+        typer.echo(f"vcompare {tool_version()}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.command(help="Compare two operator dumps tensor by tensor and write a result table.\n" + EXAMPLES)
+def compare(
+    left: Path = typer.Option(..., "-l", "--left", "-m", "--my_dump_path",
+                              help="My Output: dump folder (or any parent of time/device/model/model_id/data_index)."),
+    right: Path = typer.Option(..., "-r", "--right", "-g", "--golden_dump_path",
+                               help="Ground Truth: golden .npy folder or another dump folder."),
+    fusion_rule: Optional[Path] = typer.Option(None, "-f", "--fusion-rule", "--fusion_rule_file",
+                                               help="ATC om->json network file (atc --mode=1)."),
+    quant_rule: Optional[Path] = typer.Option(None, "-q", "--quant-rule", "--quant_fusion_rule_file",
+                                              help="AMCT quantization fusion rule JSON (see docs/quant.md)."),
+    close_fusion_rule: Optional[Path] = typer.Option(None, "-cf", "--close-fusion-rule", "--close_fusion_rule_file",
+                                                     help="om->json of the same model built with fusion off "
+                                                          "(NPU fused vs NPU un-fused)."),
+    output: Optional[str] = typer.Option(None, "-o", "-out", "--output",
+                                         help="Result file (.csv or .txt) or directory (-> result_{YYYYmmddHHMMSS}.csv)."),
+    csv_flag: bool = typer.Option(False, "-csv", "--csv", help="Write CSV even when -o ends in .txt."),
+    algorithm: str = typer.Option("all", "-alg", "--algorithm",
+                                  help="Metrics by index 0-9 or name, comma-separated, e.g. 0,1,KullbackLeiblerDivergence."),
+    custom: Optional[Path] = typer.Option(None, "-custom", "--custom", "-c", "--custom_script_path",
+                                          help="Plugin root holding format_convert/convert_{FROM}_to_{TO}.py."),
+    dump_version: Optional[int] = typer.Option(None, "-v", "--dump-version", min=1, max=2,
+                                               help="Force dump layout: 1 = protobuf, 2 = binary (default: detect per file)."),
+    layout: str = typer.Option("vcompare", "--layout", help="Column layout: vcompare or msaccucmp."),
+    gate: List[str] = typer.Option([], "--gate", help='Accuracy gate, repeatable, added to --policy: '
+                                                      '"CosineSimilarity>=0.99".'),
+    policy: Optional[Path] = typer.Option(None, "--policy",
+                                          help="Accuracy policy file (TOML, docs/policy.md; vcompare policy --init "
+                                               "writes one). With it or --gate: exit 1 gate failed, 3 incomplete."),
+    json_out: Optional[Path] = typer.Option(None, "--json",
+                                            help="Also write the whole run as JSON (docs/result-json.md)."),
+    junit_out: Optional[Path] = typer.Option(None, "--junit",
+                                             help="Also write a JUnit XML report (one testcase per tensor pair)."),
+    digits: Optional[int] = typer.Option(None, "--digits",
+                                         help="Decimals of the metric cells of -o .csv/.txt [6, as the reference]."),
+    float_format: Optional[str] = typer.Option(None, "--float-format",
+                                               help="Metric cells: fixed (%.6f, or --digits) or repr (full float64)."),
+    allow_same: bool = typer.Option(False, "--allow-same",
+                                    help="Allow a gated comparison of a dump with itself (else exit 2)."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress",
+                                            help="Progress bar on stderr [on a terminal, after 2 s]."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=version_callback,
+                                 help="Print vcompare's version and exit."),
+    max_cmp_size: int = typer.Option(0, "-max", "--max-cmp-size", min=0,
+                                     help="Compare only the first N flattened elements of each tensor (0 = all)."),
+    quiet: bool = typer.Option(False, "--quiet", help="Print only the result path and failures."),
+    op: Optional[str] = typer.Option(None, "-d", "--op", "-op", "--op_name",
+                                     help="Single-operator mode: compare this left operator element by element; "
+                                          "-o is then the output folder."),
+    tensor_type: Optional[str] = typer.Option(None, "-t", "--tensor-type",
+                                              help="Single-operator mode: input or output tensor [output]."),
+    index: Optional[int] = typer.Option(None, "-i", "--index", min=0,
+                                        help="Single-operator mode: index of the input/output tensor [0]."),
+    topn: Optional[int] = typer.Option(None, "-n", "--topn", min=1, max=10000,
+                                       help="Single-operator mode: rows of the top-N error tables, 1-10000 [20]."),
+    max_lines: Optional[int] = typer.Option(None, "--max-lines", "-ml", "--max_line", min=10000, max=1000000,
+                                            help="Single-operator mode: rows per detail CSV, 10000-1000000 [1000000]."),
+    no_details: bool = typer.Option(False, "--no-details", "--ignore_single_op_result",
+                                    help="Single-operator mode: write the summary and top-N files only."),
+    rank: Optional[str] = typer.Option(None, "--rank",
+                                       help="Dump trees: rank/device to compare: N, list 0,1, range 0-3, or all "
+                                            "(each in turn) [only one, else the first]."),
+    iteration: Optional[str] = typer.Option(None, "--iteration",
+                                            help="Dump trees: iteration to compare: N, list, range 0|5-8, or all "
+                                                 "(each in turn) [only one, else the newest]."),
+    graph: Optional[str] = typer.Option(None, "--graph",
+                                        help="MindSpore dump trees: graph id: N, list, or all (each in turn) "
+                                             "[the graph with most dump files]."),
+    model_name: Optional[str] = typer.Option(None, "--model-name",
+                                             help="TF-NPU / GE trees: the model_name folder to read [the one "
+                                                  "whose ops pair with the other side]."),
+    ge_graph: Optional[Path] = typer.Option(None, "--ge-graph",
+                                            help="TF-NPU / GE trees: ge_proto_*_Build.txt whose first graph names "
+                                                 "the model_name folder."),
+    mapping: Optional[Path] = typer.Option(None, "--mapping",
+                                           help="Pair operators through a names file (CSV left,right[:index]; "
+                                                "YAML if PyYAML is installed) first, the others by name; with -d "
+                                                "the left operator meets the one it maps to."),
+) -> None:
+    from ..kernels import native, preload
+
+    if not quiet and native.needs_build():
+        err("compiling the comparison kernels for this machine (once; about 20 s)")
+    preload(blas=False)  # load the cached kernels now (or numba, without its optional SciPy/BLAS probe)
+    for line in native.notes:  # refused, damaged or unwritable kernel caches: said even with --quiet
+        err(line)
+    start_up_done()
+    from ..reports.network import Layout
+
+    try:
+        try:
+            report_layout = Layout(layout)
+        except ValueError:
+            raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}") from None
+        from ..api import build_policy
+        from ..reports.cells import parse_float_format
+
+        number_format = parse_float_format(digits, float_format)
+        if policy is not None:
+            check_readable(policy, "--policy")
+        checked = build_policy(policy, gate)
+        single = SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details)
+        single.check()
+        for path, flag in ((left, "-l"), (right, "-r"), (fusion_rule, "-f"), (quant_rule, "-q"),
+                           (close_fusion_rule, "-cf"), (ge_graph, "--ge-graph"), (mapping, "--mapping")):
+            if path is not None:
+                check_readable(path, flag)
+        rules = {"quant_rule": quant_rule, "close_fusion_rule": close_fusion_rule}
+        select = {"rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
+                  "ge_graph": ge_graph}
+        mode = choose_mode(single, fusion_rule)
+        if mode is not Mode.NETWORK and (json_out is not None or junit_out is not None):
+            raise OptionError("--json and --junit describe a network comparison; single-operator mode (-d) and "
+                              "batch mode (-f DIR) do not write them")
+        match mode:
+            case Mode.SINGLE_OP:
+                if any(v is not None for v in select.values()):
+                    from ..runs.each import selected_folder
+
+                    left, right = selected_folder(left, **select), selected_folder(right, **select)
+                if fusion_rule is not None and fusion_rule.is_dir():
+                    raise OptionError("-d compares one operator of one model: -f must be a rule file, not a folder")
+                code = run_single_op(single, left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
+                                     dump_version=dump_version, layout=report_layout, policy=checked,
+                                     max_cmp_size=max_cmp_size, quiet=quiet, mapping=mapping, **rules)
+            case Mode.BATCH:
+                assert fusion_rule is not None
+                code = run_batch_mode(left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
+                                      dump_version=dump_version, layout=report_layout, policy=checked,
+                                      max_cmp_size=max_cmp_size, quiet=quiet, csv_flag=csv_flag,
+                                      quant_rule=quant_rule, float_format=number_format)
+            case Mode.NETWORK:
+                code = _network(left, right, fusion_rule, output, csv_flag=csv_flag, json_out=json_out,
+                                junit_out=junit_out, algorithm=algorithm, custom=custom, dump_version=dump_version,
+                                max_cmp_size=max_cmp_size, mapping=mapping, policy=checked, allow_same=allow_same,
+                                progress=progress, layout=report_layout, number_format=number_format,
+                                quiet=quiet, rules=rules, select=select)
+    except CompareError as exc:
+        err(f"error: {exc}")
+        raise typer.Exit(EXIT_CANNOT_RUN) from None
+    except ValueError as exc:
+        # a refused -custom plugin folder (convert.layouts.LayoutError) cannot run either: exit 2
+        from convert.layouts import LayoutError
+
+        if not isinstance(exc, LayoutError):
+            raise
+        err(f"error: -custom {custom}: {exc}" if custom is not None else f"error: {exc}")
+        raise typer.Exit(EXIT_CANNOT_RUN) from None
+    raise typer.Exit(code)
+
+
+def _network(left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *, csv_flag: bool,
+             json_out: Optional[Path], junit_out: Optional[Path], algorithm: str, custom: Optional[Path],
+             dump_version: Optional[int], max_cmp_size: int, mapping: Optional[Path], policy: "Policy | None",
+             allow_same: bool, progress: Optional[bool], layout: object, number_format: "FloatFormat",
+             quiet: bool, rules: dict, select: dict) -> int:
+    """The network comparison: outputs checked, compared (with the progress bar), written; the
+    notes and the summary printed. Returns the exit code; CompareErrors propagate (exit 2)."""
+    from ..api import compare_network
+
+    outputs = Outputs.plan(output, csv_flag, json_out, junit_out)
+    bar = ProgressBar(progress)
+    try:
+        result = compare_network(left, right, fusion_rule, algorithms=algorithm, custom_dir=custom,
+                                 dump_version=dump_version, max_elements=max_cmp_size, mapping=mapping,
+                                 policy=policy, allow_same=allow_same, progress=bar, **rules, **select)
+    finally:
+        bar.close()
+    result.options.update(layout=layout.value, float_format=number_format.text, csv=csv_flag)  # type: ignore[attr-defined]
+    written, failed = outputs.write(result, layout=layout, float_format=number_format)
+    network = result.network
+    if not quiet:
+        for note in result.notes:
+            err(note)
+    elif network is not None and network.same_data is not None:
+        err(f"warning: {network.same_data}")
+    return finish(result, written, failed, quiet)

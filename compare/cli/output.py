@@ -1,0 +1,257 @@
+"""What the command line prints and writes: messages, the terminal summary, the progress bar,
+the output files of a network comparison (planned before it runs, written after)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from ..errors import EXIT_CANNOT_RUN, CompareError, OutputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..api import ComparisonResult
+    from ..records import CheckFailure, MetricRow, Verdict
+
+def err(message: str) -> None:
+    typer.echo(f"vcompare: {message}", err=True)
+
+
+#: Failures and worst operators listed in the terminal summary.
+SUMMARY_FAILURES = 5
+
+
+SUMMARY_WORST = 3
+
+
+SUMMARY_METRICS = 3
+
+
+def count_line(summary: dict[str, int], expected: int) -> str:
+    compared = summary.get("compared", 0)
+    missing_left, missing_right = summary.get("missing on left", 0), summary.get("missing on right", 0)
+    not_compared = sum(summary.values()) - compared - missing_left - missing_right
+    gaps = f" ({expected} expected: not dumped / structural)" if expected else ""
+    return (f"rows: {compared} compared, {not_compared} not comparable, {missing_left} missing on left, "
+            f"{missing_right} missing on right{gaps}")
+
+
+def outcome_line(verdict: "Verdict", gated: bool) -> str:
+    if not gated:
+        return f"gate: none given (exit {verdict.exit_code})"
+    real = sum(1 for f in verdict.failures if not f.incomplete)
+    incomplete = len(verdict.failures) - real
+    parts = [f"{verdict.checked} row(s) checked"]
+    if real:
+        parts.append(f"{real} value failure(s)")
+    if incomplete:
+        parts.append(f"{incomplete} not compared")
+    if verdict.errors:
+        parts.append(f"{len(verdict.errors)} policy error(s)")
+    if verdict.waived:
+        parts.append(f"{len(verdict.waived)} waived")
+    return f"gate: {verdict.outcome.name} (exit {verdict.exit_code}): " + ", ".join(parts)
+
+
+def failure_text(failure: "CheckFailure") -> str:
+    """A failure for the terminal: value failures get the tensor in front (incomplete ones name it)."""
+    if failure.incomplete:
+        return failure.message
+    tensor = failure.tensor_id or (failure.left_op if failure.left_op != "*" else failure.right_op)
+    return f"{tensor}: {failure.message}"
+
+
+def worst_lines(rows: Sequence["MetricRow"], metrics: Sequence[str]) -> list[str]:
+    """The worst compared tensors by each metric (full precision), one line per metric."""
+    from ..kernels import METRICS
+    from ..records import PairStatus
+
+    lines = []
+    for metric in metrics[:SUMMARY_METRICS]:
+        higher = METRICS[metric].higher_is_better
+        values = [(row.metrics.get(metric), row) for row in rows if row.status is PairStatus.COMPARED]
+        values = [(float(v), row) for v, row in values if v is not None]
+        if not values or higher is None:
+            continue
+        # NaN is the worst of all; then the lowest similarity / the largest error
+        values.sort(key=lambda item: (item[0] == item[0], item[0] if higher else -item[0]))
+        worst = ", ".join(f"{row.tensor_id or row.left_op} {value!r}" for value, row in values[:SUMMARY_WORST])
+        lines.append(f"worst by {metric}: {worst}")
+    return lines
+
+
+def summary_lines(result: "ComparisonResult", *, quiet: bool = False) -> list[str]:
+    """The verdict printed at the end of every run (stderr, at most ~15 lines; one with ``quiet``):
+    row counts, the gate outcome and exit code, the first failures with full-precision values, and
+    the worst tensors by each gated metric (CosineSimilarity when there is no gate)."""
+    from ..policy import gated_metrics
+
+    verdict = result.verdict
+    counts = count_line(result.summary(), verdict.expected_gaps)
+    outcome = outcome_line(verdict, result.gated)
+    if quiet:
+        return [f"{counts}; {outcome}"]
+    lines = [counts, outcome]
+    lines += [f"  {text}" for text in verdict.errors[:SUMMARY_FAILURES]]
+    shown = verdict.failures[:SUMMARY_FAILURES]
+    lines += [f"  {failure_text(f)}" for f in shown]
+    if len(verdict.failures) > len(shown):
+        lines.append(f"  ... and {len(verdict.failures) - len(shown)} more failure(s) (all in --json / --junit)")
+    metrics = gated_metrics(result.policy) if result.policy is not None else []
+    if not metrics and "CosineSimilarity" in result.metrics:
+        metrics = ["CosineSimilarity"]
+    lines += worst_lines(result.rows, metrics)
+    return lines
+
+
+class ProgressBar:
+    """``progress(done, total)`` for :func:`compare.api.compare_network`: a rich progress bar on stderr.
+
+    Auto (``wanted`` None): only when stderr is a terminal and the comparison has run for
+    :attr:`DELAY` seconds (short runs and CI logs never see it). ``--progress``: shown from the
+    first pair, terminal or not. ``--no-progress``: never.
+    """
+
+    DELAY = 2.0
+
+    def __init__(self, wanted: Optional[bool]) -> None:
+        self.forced = wanted is True
+        self.enabled = wanted if wanted is not None else stderr_is_terminal()
+        self.started = time.monotonic()
+        self._bar: object = None
+        self._task: object = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            if not self.forced and time.monotonic() - self.started < self.DELAY:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            console = Console(stderr=True)
+            self._bar = Progress(TextColumn("comparing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                 console=console, transient=console.is_terminal)
+            self._bar.start()  # type: ignore[attr-defined]
+            self._task = self._bar.add_task("comparing", total=total)  # type: ignore[attr-defined]
+        self._bar.update(self._task, completed=done, total=total)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()  # type: ignore[attr-defined]
+            self._bar = None
+
+
+def stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@dataclass
+class Outputs:
+    """Where a network comparison writes: the ``-o`` table, ``--json``, ``--junit``.
+
+    :meth:`plan` checks them all before the comparison runs (an ``-o`` extension vcompare does not
+    write, a folder in the way, a parent that is a file or not writable: exit 2 at once, nothing
+    computed in vain); :meth:`write` writes each one and collects the failures instead of
+    stopping at the first, so one unwritable file never loses the others.
+    """
+
+    table: Path | None
+    table_format: object
+    output: Optional[str]
+    json: Path | None
+    junit: Path | None
+
+    @classmethod
+    def plan(cls, output: Optional[str], csv_flag: bool, json_out: Optional[Path], junit_out: Optional[Path]
+             ) -> "Outputs":
+        from ..reports.network import resolve_output
+
+        table, table_format = resolve_output(output, csv_flag=csv_flag)
+        for path in (table, json_out, junit_out):
+            if path is not None:
+                preflight(Path(path))
+        return cls(table, table_format, output, json_out, junit_out)
+
+    def write(self, result: "ComparisonResult", *, layout: object, float_format: object
+              ) -> tuple[list[tuple[str, Path]], list[OutputError]]:
+        """Write every output: ``([(label, path) written], [failures])``."""
+        from ..reports.network import write_report
+
+        written: list[tuple[str, Path]] = []
+        failed: list[OutputError] = []
+        network = result.network
+        jobs: list[tuple[str, object]] = []
+        if network is not None and network.stats is not None and not network.rows:
+            from ..reports.stats import write_stats_report
+
+            jobs.append(("result", lambda: write_stats_report(network.stats, self.output)))
+        elif network is not None:
+            left_npy, right_npy = network.has_npy
+            jobs.append(("result", lambda: write_report(
+                result.rows, self.table, result.metrics, table_format=self.table_format, layout=layout,
+                left_address=not left_npy, right_address=not right_npy, float_format=float_format)))
+        if self.json is not None:
+            from ..reports.result_json import write_json
+
+            jobs.append(("json", lambda: write_json(result.to_json(), self.json)))
+        if self.junit is not None:
+            from ..reports.junit import write_junit
+
+            jobs.append(("junit", lambda: write_junit(result.to_junit(), self.junit)))
+        for label, job in jobs:
+            try:
+                written.append((label, job()))  # type: ignore[operator]
+            except OutputError as exc:
+                failed.append(exc)
+        return written, failed
+
+
+def preflight(path: Path) -> None:
+    """Refuse, before any work, an output that cannot be written: a folder in its place, or a
+    nearest existing ancestor that is not a folder or not writable (:class:`OutputError`).
+    Creates nothing; the write itself still reports any later failure (disk full ...)."""
+    if path.is_dir():
+        raise OutputError(path, "is a directory (give a file name)")
+    parent = path.parent
+    while not parent.exists():
+        if parent == parent.parent:
+            break
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputError(path, f"{parent} is a file, not a folder")
+    if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(path, f"permission denied: folder {parent} is not writable")
+
+
+def finish(result: "ComparisonResult", written: Sequence[tuple[str, Path]], failed: Sequence[OutputError],
+            quiet: bool) -> int:
+    """Print what was written, the verdict summary and any write failure; return the exit code."""
+    for label, path in written:
+        typer.echo(f"{label}: {path}")
+    for line in summary_lines(result, quiet=quiet):
+        err(line)
+    for exc in failed:
+        err(f"error: {exc}")
+    if failed:
+        err(f"error: {len(failed)} output file(s) could not be written (the comparison itself ran; see the "
+             f"summary above): exit {EXIT_CANNOT_RUN}")
+        return EXIT_CANNOT_RUN
+    return result.exit_code
+
+
+def check_readable(path: Path, flag: str) -> None:
+    if not path.exists():
+        raise CompareError(f"{flag} {path}: no such file or directory")
+    if not os.access(path, os.R_OK):
+        raise CompareError(f"{flag} {path}: permission denied")
