@@ -9,24 +9,30 @@ compare, check the gates) and a saved result checked again. The work is done by
 
 from __future__ import annotations
 
+import calendar
 import datetime
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import __version__
 from .errors import OptionError
+from .gates import evaluate, parse_gate
 from .pairing.fusion_rule import FusionRule
+from .policy import Policy, gated_metrics, load_policy
 from .records import Bound, MetricRow, Verdict, count_by_status
 from .reports.frame import frame_of
+from .reports.junit import render_junit
+from .reports.result_json import decode_float, result_document
+from .reports.saved import load_result
 from .runs.folders import run_network
 from .runs.loading import PathLike, RuleArg
 from .runs.network import NetworkResult, Progress
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-
-    from .policy import Policy
 
 
 def tool_version() -> str:
@@ -36,7 +42,6 @@ def tool_version() -> str:
     try:
         return version("vcompare")
     except PackageNotFoundError:  # a source tree that was never installed
-        from . import __version__
 
         return __version__
 
@@ -52,9 +57,6 @@ def build_policy(policy: "PathLike | Policy | None" = None, gates: Sequence[str 
     None when neither is given (an ungated run). Raises :class:`OptionError` for a bad gate text
     or policy file.
     """
-    from .gates import parse_gate
-    from .policy import Policy, load_policy
-
     bounds = [g if isinstance(g, Bound) else parse_gate(g) for g in gates]
     if policy is None:
         return Policy.from_gates(bounds) if bounds else None
@@ -66,7 +68,6 @@ def gate_metrics(policy: "Policy | None") -> list[str]:
     """The metrics a policy needs computed (added to the selected ones)."""
     if policy is None:
         return []
-    from .policy import gated_metrics
 
     return gated_metrics(policy)
 
@@ -74,9 +75,6 @@ def gate_metrics(policy: "Policy | None") -> list[str]:
 def check_rows(rows: Sequence[MetricRow], policy: "Policy | None", *, today: "datetime.date | None" = None
                ) -> Verdict:
     """The verdict of ``rows`` under ``policy`` (:func:`compare.gates.evaluate`); NOT_GATED for None."""
-    from .gates import evaluate
-    from .policy import Policy
-
     return evaluate(rows, policy if policy is not None else Policy(strict=False), today=today)
 
 
@@ -131,8 +129,6 @@ class ComparisonResult:
         For a saved JSON result re-checked by :func:`regate`, inputs, options, notes, timing and
         creation time are the saved run's, so only the verdict can differ.
         """
-        from .reports.result_json import result_document
-
         created = None
         version = tool_version()
         if self.document is not None:
@@ -146,17 +142,12 @@ class ComparisonResult:
 
     def to_junit(self) -> str:
         """The JUnit XML report (one testcase per row, grouped by operator; ``timing["compare"]`` seconds)."""
-        from .reports.junit import render_junit
-
         return render_junit(self.rows, self.verdict if self.gated else None, suite_name=JUNIT_SUITE,
                             time_seconds=float(self.timing.get("compare", 0.0) or 0.0))
 
 
 def _created_seconds(text: object) -> float | None:
     """Seconds since the epoch of a document's ``created`` (``YYYY-mm-ddTHH:MM:SSZ``), or None."""
-    import calendar
-    import time
-
     if not isinstance(text, str):
         return None
     try:
@@ -210,8 +201,6 @@ def compare_network(
     (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
     comparison table does not support); per-operator problems are rows with a FailReason.
     """
-    import time
-
     started = time.perf_counter()
     checked = build_policy(policy, gates)
     result = run_network(left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
@@ -262,11 +251,6 @@ def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: 
     result gives back the same rows, so the same policy gives the same verdict as the live run;
     a CSV holds what its cells print (docs/result-json.md says what each format keeps).
     """
-    import time
-
-    from .reports.result_json import decode_float
-    from .reports.saved import load_result
-
     checked = build_policy(policy, gates)
     if checked is None:
         raise OptionError("nothing to check: give a policy file (--policy FILE) and/or --gate METRIC>=NUMBER")

@@ -21,11 +21,14 @@ Performance (docs/performance.md):
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,8 +38,16 @@ from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
 from convert.layouts.prepare import converts_layout
 
 from .errors import CompareError
-from .kernels import (Note, SideStats, bind_plan, compare_arrays, compare_planned, is_scalar_like,
-                      resolve_algorithms, storage)
+from .kernels import (
+    Note,
+    SideStats,
+    bind_plan,
+    compare_arrays,
+    compare_planned,
+    is_scalar_like,
+    resolve_algorithms,
+    storage,
+)
 from .records import MetricRow, Pair, PairStatus, TensorRef
 
 #: Golden arrays kept in memory at most (they are reused by consecutive pairs most of the time).
@@ -419,7 +430,6 @@ def use_processes(options: EngineOptions, pairs: Sequence[Pair]) -> bool:
 
 def _can_fork() -> bool:
     import multiprocessing
-    import sys
 
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
@@ -442,8 +452,6 @@ def _chunks(pairs: list[Pair]) -> list[tuple[int, int]]:
 def _child_start() -> None:
     """A worker process: Ctrl-C and SIGTERM are the parent's to handle, and the worker dies with
     its parent (see :func:`die_with_parent`)."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent()
@@ -456,9 +464,6 @@ def die_with_parent() -> None:
     on pipes that the other workers (forked from the same parent) keep open. No-op where
     ``prctl`` is not available.
     """
-    import ctypes
-    import signal
-
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -482,7 +487,6 @@ def _iter_processes(pairs: list[Pair], options: EngineOptions, workers: int) -> 
     that dies (killed, out of memory) does not hang or abort the run: the pairs not compared yet
     are compared in this process, on threads."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     global _FORKED

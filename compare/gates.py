@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .errors import OptionError
-from .kernels import BOOL_CAPABLE
+from .kernels import BOOL_CAPABLE, resolve_algorithms
 from .policy import BoundResolver, Policy, Waiver
 from .records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, Verdict
 
@@ -61,8 +61,6 @@ def parse_gate(text: str) -> Bound:
     Raises :class:`OptionError` showing the accepted form for a malformed text, an unknown metric,
     StandardDeviation, or a number that is not one (NaN included).
     """
-    from .kernels import resolve_algorithms
-
     match = _GATE_RE.match(text)
     if not match:
         raise OptionError(f"bad --gate {text!r}: {_FORM}")

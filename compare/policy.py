@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OptionError
+from .kernels import ALIASES, METRIC_NAMES, METRICS
 from .records import Bound, MetricRow
 
 #: The waiver ``metrics`` entry that covers rows (or gated metrics) that were not computed.
@@ -300,8 +301,6 @@ class Policy:
 
 def gated_metrics(policy: Policy) -> list[str]:
     """The metrics the comparison must compute for this policy, in the report's column order."""
-    from .kernels import METRIC_NAMES
-
     wanted = {b.metric for b in policy.defaults + policy.gates}
     wanted.update(b.metric for rule in policy.rules for b in rule.bounds)
     if policy.dtype_defaults:
@@ -417,8 +416,6 @@ class _Reader:
                ) -> tuple[tuple[Bound, ...], frozenset[str]]:
         """The metric keys of a table: ``Metric = 0.99`` (direction from the metric), ``">= 0.99"``,
         a list of such strings, or ``"off"``."""
-        from .kernels import METRICS
-
         bounds: list[Bound] = []
         off: set[str] = set()
         for key in keys:
@@ -512,8 +509,6 @@ def _toml_text(value: Any) -> str:
 
 def _metric_key(key: str) -> str | None:
     """The canonical metric a TOML key names (name or alias, see :data:`compare.kernels.ALIASES`)."""
-    from .kernels import ALIASES
-
     return ALIASES.get(re.sub(r"[\s_\-]", "", key).lower())
 
 

@@ -16,6 +16,8 @@ from typing import Callable
 
 import numpy as np
 
+from .errors import DumpFormatError
+
 
 class TensorKind(str, Enum):
     """Whether a tensor is an operator input or output."""
@@ -84,8 +86,6 @@ class TensorRef:
         bytes cannot be decoded.
         """
         if self.reader is None:
-            from .errors import DumpFormatError
-
             if self.stats is not None:
                 raise DumpFormatError(self.path, f"{self.tensor_id} has statistics only ({self.stats_source}), no "
                                                  "tensor data: compare it by its statistics")

@@ -53,8 +53,20 @@ from typing import Any
 
 import numpy as np
 
+from convert.layouts import (
+    LayoutError,
+    assumed_golden_format,
+    format_key,
+    load_plugins,
+    prepare_pair,
+    resolve_golden_format,
+)
+
+from .engine import note_text
 from .errors import CompareError, OptionError, ShapeError
-from .records import Pair, Pairing, PairStatus, Run, RunKind, TensorKind, normalize_golden_name
+from .kernels import compare_arrays, is_scalar_like, resolve_algorithms
+from .records import MetricRow, Pair, Pairing, PairStatus, Run, RunKind, TensorKind, normalize_golden_name
+from .runs.loading import load_and_pair
 
 PathLike = str | os.PathLike[str]
 
@@ -236,8 +248,6 @@ class OperatorResult:
 
     def to_metric_row(self):
         """The result as a network-report :class:`~compare.records.MetricRow` (for gates)."""
-        from .records import MetricRow
-
         return MetricRow(index=0, op_type=self.pair.op_type if self.pair else None, left_op=self.left_op,
                          right_op=self.right_op, tensor_id=self.tensor_id, left_dtype=self.left_dtype,
                          right_dtype=self.right_dtype, shape=tuple(self.shape), metrics=dict(self.metrics),
@@ -401,7 +411,6 @@ def _golden_format_guess(pair: Pair, right: Run, left_format: str, golden_rank: 
     """Golden layout for by-name pairs against a golden folder (no rule says it)."""
     if pair.golden_format or right.kind is RunKind.OFFLINE:
         return pair.golden_format
-    from convert.layouts import assumed_golden_format
 
     return assumed_golden_format(left_format, golden_rank)
 
@@ -416,8 +425,6 @@ def _detail_destination(left_format: str, golden_format: str) -> str:
 
 def prepare_operator(pair: Pair, right_run: Run, *, plugins: Any = None) -> dict[str, Any]:
     """Load and prepare both tensors of ``pair`` for element-wise comparison (module doc, step 2)."""
-    from convert.layouts import LayoutError, format_key, prepare_pair, resolve_golden_format
-
     assert pair.left is not None and pair.right is not None
     left = pair.left.load()
     right = pair.right.load()
@@ -489,11 +496,6 @@ def compare_operator(
     does not exist or has no golden counterpart, :class:`~compare.errors.ShapeError` when the two
     tensors cannot be brought to one layout, other CompareErrors for unreadable inputs.
     """
-    from convert.layouts import load_plugins
-
-    from .engine import note_text
-    from .kernels import compare_arrays, is_scalar_like, resolve_algorithms
-
     tensor_kind = _kind(kind)
     if isinstance(index, bool) or int(index) != index or index < 0:
         raise OptionError(f"tensor index must be a non-negative integer, not {index!r}")
@@ -501,7 +503,6 @@ def compare_operator(
     if not op:
         raise OptionError("an operator name is required")
     metrics = resolve_algorithms(algorithms)
-    from .runs.loading import load_and_pair
 
     plugins = load_plugins(custom_dir) if custom_dir else None
     left_run, right_run, _, rule, pairing = load_and_pair(

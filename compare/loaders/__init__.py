@@ -22,13 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from ..errors import CompareError, DumpFormatError
-from ..records import Run, RunKind
 from convert.names.ascend import OFFLINE_FORM
 from convert.tree import resolve_dump_folder, walk_leaves
 
-from .ascend import cached_listing, scan_offline
+from ..errors import CompareError, DumpFormatError
+from ..records import Run, RunKind
+from .ascend import cached_listing, is_quantized_name, misnamed_summary, scan_offline
 from .golden_npy import scan_golden
+from .selection import Selection
+from .trees import MAX_DEPTH, claim, load_selected, select
 
 __all__ = ["READERS", "Reader", "detect", "load_run", "register_reader", "resolve_dump_folder"]
 
@@ -65,8 +67,6 @@ def _majority(folder: Path) -> str | None:
 
 
 def _sniff_family(folder: Path) -> bool:
-    from .trees import claim
-
     return claim(folder) is not None
 
 
@@ -76,9 +76,6 @@ def _explain_family(folder: Path) -> str:
 
 
 def _scan_family(folder: Path, *, version: int | None = None, root: Path | None = None) -> Run:
-    from .selection import Selection
-    from .trees import claim, load_selected
-
     candidates = claim(folder)
     if candidates is None:
         raise CompareError(f"{folder}: {_explain_family(folder)}")
@@ -139,8 +136,6 @@ def register_reader(reader: Reader, *, first: bool = False) -> None:
 def _misnamed_below(root: Path) -> list[tuple[Path, list[tuple[Path, str]]]]:
     """Folders below ``root`` (the bounded walk) that hold files, none of them usable, with the
     files and why: what a dump tree of only misnamed files is made of."""
-    from .trees import MAX_DEPTH
-
     def holds_files(folder: Path) -> list[tuple[Path, str]] | None:
         try:
             listing = cached_listing(folder)
@@ -157,8 +152,6 @@ def _no_reader_error(folder: Path, tried: list[str]) -> CompareError:
     A folder of only sub-folders whose files are all misnamed (a dump tree written with a wrong
     naming) names those folders and files, not "empty".
     """
-    from .ascend import misnamed_summary
-
     try:
         listing = cached_listing(folder)
     except CompareError as exc:
@@ -220,20 +213,13 @@ def detect(path: str | os.PathLike) -> RunKind:
     Only file names are looked at (npy folders whose op names are quantized give QUANT).
     Raises :class:`CompareError` / :class:`DumpFormatError` when no reader claims the folder.
     """
-    from .trees import claim
-
     candidates = claim(path)
     if candidates is not None:
-        from .selection import Selection
-        from .trees import select
-
         chosen = select(candidates, Selection(), where=str(path))
         return RunKind.OFFLINE if chosen and chosen[0].kind == "offline" else RunKind.NUMPY
     folder, _ = resolve_dump_folder(path)
     reader = _choose_reader(folder, None)
     if reader.name == "golden-npy":
-        from .ascend import is_quantized_name
-
         listing = cached_listing(folder)
         majority = listing.majority()
         if majority == "npy":
@@ -277,15 +263,11 @@ def load_run(
     usable dump file (the message names the folder and lists the files and why);
     :class:`~compare.errors.OptionError` when a selection matches nothing (listing what there is).
     """
-    from .selection import Selection
-
     selection = Selection(rank=rank, iteration=iteration, graph=graph, model_name=model_name,
                           ge_graph=Path(ge_graph) if ge_graph is not None else None)
     selection.specs()  # validate the option syntax before touching the disk
     trees_declined = False
     if kind is None or kind in (RunKind.NUMPY, RunKind.OFFLINE):
-        from .trees import claim, load_selected
-
         candidates = claim(path, selection)
         trees_declined = candidates is None
         if candidates is not None:

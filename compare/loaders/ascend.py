@@ -28,11 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..errors import CompareError, DumpFormatError
-from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+from convert import dumpfile
+from convert.dtypes import Format, dtype_name, format_name
+from convert.fastread import read_tensor_mapped
 from convert.names.ascend import IGNORED_FILES, OfflineName, classify_name
 from convert.names.hashed import is_hashed_name, lookup_hashed, read_mapping_rows
 from convert.tree import is_file_entry
+
+from ..errors import CompareError, DumpFormatError
+from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
 
 #: Substrings of an op name that mark a quantized model (§2.8 "Quant detection").
 QUANT_MARKERS = (
@@ -335,8 +339,6 @@ def cached_listing(folder: Path) -> FolderListing:
 
 
 def _dumpfile():
-    from convert import dumpfile
-
     return dumpfile
 
 
@@ -350,12 +352,9 @@ def read_dump_tensor(header, info):
     fails on it as well (no format name). The conversion tools still read such files.
     """
     if int(info.format) not in _format_codes():
-        from convert.dtypes import Format
-
         known = f"0-{max(int(f) for f in Format if int(f) < 255)} and 255"
         problem = f"{info.label} has format code {info.format}, which is not an Ascend dump format (known: {known})"
         raise DumpFormatError(header.path, problem, offset=info.offset) from None
-    from convert.fastread import read_tensor_mapped
 
     return read_tensor_mapped(header, info)  # large float tensors memory-mapped (read-only), others read
 
@@ -363,15 +362,11 @@ def read_dump_tensor(header, info):
 @functools.lru_cache(maxsize=1)
 def _format_codes() -> frozenset[int]:
     """The Ascend ``OutputFormat`` codes (asked once per tensor read)."""
-    from convert.dtypes import Format
-
     return frozenset(int(f) for f in Format)
 
 
 def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
     """TensorRefs (metadata + lazy reader) for the inputs and outputs of a parsed dump header."""
-    from convert.dtypes import dtype_name, format_name
-
     read_tensor = read_dump_tensor
 
     def refs(infos: Iterable, kind: TensorKind) -> tuple[TensorRef, ...]:

@@ -30,17 +30,19 @@ import math
 import os
 import re
 import struct
-from struct import error as struct_error
 from dataclasses import dataclass
 from pathlib import Path
+from struct import error as struct_error
 from typing import BinaryIO
 
+import ml_dtypes
 import numpy as np
 
-from ..errors import CompareError, DumpFormatError
 from convert.dtypes import dtype_name, format_name
+from convert.fastread import map_bytes
 from convert.names.golden import GoldenName
 
+from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
 from .ascend import is_quantized_name, list_folder, no_valid_files_error, read_dump_tensor
 
@@ -293,8 +295,6 @@ def load_npy(path: Path, header: NpyHeader) -> np.ndarray:
     if tuple(array.shape) != header.shape or array.dtype != header.dtype:
         raise DumpFormatError(path, f"the .npy file changed while it was read (now {array.dtype} {array.shape})")
     if _is_bfloat16_void(array.dtype):
-        import ml_dtypes
-
         array = array.view(ml_dtypes.bfloat16)
     elif not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
@@ -327,8 +327,6 @@ def _map_data(path: Path, header: NpyHeader, count: int) -> np.ndarray | None:
     """The data of a checked ``.npy`` mapped read-only, from the header already read (what
     ``np.load(mmap_mode="r")`` does, without parsing the header again: ~0.1 ms a file); None when
     the file cannot be mapped (the caller then lets numpy report the problem)."""
-    from convert.fastread import map_bytes
-
     dtype = header.dtype
     if dtype.hasobject or dtype.itemsize == 0:
         return None

@@ -62,14 +62,18 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
+from convert.dumpfile import read_header
 from convert.names.hashed import lookup_hashed, read_mapping
 from convert.names.mindspore import NPY_CARRIERS, ms_dtype, ms_format
 from convert.tree import is_file_entry
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef, name_key
+from .ascend import no_valid_files_error
+from .golden_npy import load_npy, logical_dtype_name, read_npy_header
 from .stats_csv import StatRecord, read_stats_csv, refused_rows_note
 
 # --------------------------------------------------------------------------------------------
@@ -92,8 +96,6 @@ def kernel_type(op_name: str) -> str | None:
 
 def _numpy_storage(name: str) -> np.dtype:
     if name == "bfloat16":
-        import ml_dtypes
-
         return np.dtype(ml_dtypes.bfloat16)
     if name in ("int4", "uint1"):
         raise ValueError(name)
@@ -457,8 +459,6 @@ def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = N
         tensors.setdefault(parsed.op_name, {})[(parsed.kind, parsed.index)] = ref
         files.setdefault(parsed.op_name, []).append(path)
     if not tensors:
-        from .ascend import no_valid_files_error
-
         raise no_valid_files_error(folder, run.skipped)
     for name in sorted(tensors):
         refs = tensors[name]
@@ -479,8 +479,6 @@ def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = N
 
 
 def _npy_ref(op_name: str, parsed: NpyName, path: Path, notes: list[str]) -> tuple[TensorRef | None, str | None]:
-    from .golden_npy import load_npy, logical_dtype_name, read_npy_header
-
     try:
         header = read_npy_header(path)
     except DumpFormatError as exc:
@@ -696,8 +694,6 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
     Overflow records (``Opdebug...json``) go to ``run.overflow``. Raises :class:`CompareError`
     when the folder holds neither tensors nor statistics.
     """
-    from .ascend import no_valid_files_error
-
     folder = Path(folder)
     run = Run(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY, family=family,
                     coords=dict(coords or {}))
@@ -787,8 +783,6 @@ def read_overflow(path: Path) -> OverflowRecord:
             summary = f"unreadable JSON ({exc})"
     else:
         try:
-            from convert.dumpfile import read_header
-
             header = read_header(path)
             parts = [f"{len(header.outputs)} output(s) of {', '.join(str(int(o.size)) for o in header.outputs) or 0} "
                      f"bytes", f"{len(header.inputs)} input(s)"]

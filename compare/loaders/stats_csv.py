@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from convert.dtypes import DataType, dtype_name
 from convert.names.mindspore import ms_dtype
 
 from ..records import TensorKind
@@ -187,8 +188,6 @@ def normalise_dtype(text: str | None) -> str | None:
         return None
     name = text.strip()
     if name.upper().startswith("DT_"):
-        from convert.dtypes import DataType, dtype_name
-
         try:
             return dtype_name(int(DataType[name.upper()]))
         except KeyError:

@@ -36,6 +36,7 @@ from .ascend import (
     scan_offline,
 )
 from .mindspore import is_ignored_name, is_overflow_name, merge_stats, read_overflow, stats_only_ops
+from .stats_csv import read_stats_csv, refused_rows_note
 
 _GRAPH_NAME_RE = re.compile(r'^\s*name:\s*"(.*)"\s*$')
 
@@ -113,8 +114,6 @@ def scan_binary(folder: Path, *, version: int | None = None, root: Path | None =
     ``acl_dump_*.json`` and kernel-argument JSON files are ignored. ``listing``: the files to
     read instead of ``folder``'s own (:func:`merged_listing`).
     """
-    from .stats_csv import read_stats_csv, refused_rows_note
-
     folder = Path(folder)
     base = listing if listing is not None else cached_listing(folder)
     keep: list[Classified] = []

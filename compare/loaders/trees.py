@@ -41,13 +41,27 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CompareError, OptionError
 from convert.names.ascend import classify_name
 from convert.names.hashed import read_mapping
 from convert.tree import walk_leaves
-from .mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
+
+from ..errors import CompareError, OptionError
+from .ascend import OfflineName, cached_listing, clean_op_name
+from .mindspore import (
+    apply_order,
+    constants_folder,
+    is_ignored_name,
+    is_overflow_name,
+    order_files,
+    parse_npy_name,
+    parse_sync_name,
+    read_execution_order,
+    read_global_order,
+    scan_npy,
+    scan_sync,
+)
 from .selection import Candidate, Selection, Spec, filter_by, listing_text, newest, parse_spec, values_of
-from .tf_npu import stats_csv_name
+from .tf_npu import check_model_folder, first_graph_name, merged_listing, scan_binary, stats_csv_name
 
 #: How deep the walk goes below the given path.
 MAX_DEPTH = 8
@@ -267,8 +281,6 @@ def _where(root: Path) -> str:
 
 
 def _pick_model(candidates: list[Candidate], selection: Selection, where: str, notes: list[str]) -> list[Candidate]:
-    from .tf_npu import check_model_folder, first_graph_name
-
     names = [str(v) for v in values_of(candidates, "model_name")]
     if selection.ge_graph is not None:
         graph = first_graph_name(selection.ge_graph)
@@ -469,17 +481,6 @@ def _mtime(path: Path) -> int:
 def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = None, fusion_rule: bool = False,
                    keep_raw_names: bool = False):
     """Read one leaf as a :class:`~compare.records.Run` with its family fields (its notes say which)."""
-    from .mindspore import (
-        apply_order,
-        constants_folder,
-        order_files,
-        read_execution_order,
-        read_global_order,
-        scan_npy,
-        scan_sync,
-    )
-    from .tf_npu import merged_listing, scan_binary
-
     c = candidate
     coords = dict(c.coords)
     if c.kind == "sync":
@@ -552,8 +553,6 @@ def leaf_op_names(candidate: Candidate) -> list[str]:
     """The op names a leaf's run will have, from its file names where they tell (Ascend-format
     dumps and per-operator stats CSVs: cleaned as :func:`compare.loaders.ascend.clean_op_name`
     does without a fusion rule); other leaves are scanned (metadata only)."""
-    from .ascend import OfflineName, cached_listing, clean_op_name
-
     if candidate.kind != "offline":
         return list(scan_candidate(candidate, root=candidate.path).ops)
     names: dict[str, None] = {}

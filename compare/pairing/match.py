@@ -29,7 +29,6 @@ Pairs are returned stably sorted by ``index``; within an index, inputs come befo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import PairingError

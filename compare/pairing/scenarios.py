@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ..errors import PairingError
+from ..loaders.ascend import is_quantized_name
 from ..records import Run, RunKind
 
 #: The manual's table: row -> (left, right, rule options it needs).
@@ -101,8 +102,6 @@ def _needs(row: int) -> str:
 
 
 def _example_marker(run: Run) -> str:
-    from ..loaders.ascend import is_quantized_name
-
     for op in sorted(run.ops.values(), key=lambda op: (op.timestamp, op.name)):
         if is_quantized_name(op.name):
             return f" (op names such as {op.name!r} carry a quantization marker)"

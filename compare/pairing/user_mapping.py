@@ -60,7 +60,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import OptionError, PairingError
+from convert.layouts import LayoutError, convert_layout
+from convert.layouts.prepare import paddable_axes, slice_to_golden
+
+from ..errors import OptionError, PairingError, ShapeError
 from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef, name_key
 from .match import one_sided_pair, op_tensor_rows, overflow_rows
 
@@ -355,12 +358,6 @@ def is_plain(ref: TensorRef) -> bool:
 
 
 def _to_host(ref: TensorRef, dst: str, shape: tuple[int, ...]) -> np.ndarray:
-    from convert.layouts import LayoutError, convert_layout
-
-    from ..errors import ShapeError
-
-    from convert.layouts.prepare import paddable_axes, slice_to_golden
-
     array = ref.load()
     try:
         out = np.asarray(convert_layout(array, ref.format, dst, tuple(ref.shape), shape))

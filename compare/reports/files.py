@@ -21,8 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import OutputError
 from convert.signals import note_written
+
+from ..errors import OutputError
 
 _UMASK_LOCK = threading.Lock()
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..records import MetricRow
+from .cells import std_cell
+from .network import header
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -27,9 +29,6 @@ def frame_of(rows: Sequence[MetricRow], metrics: Sequence[str]) -> "pd.DataFrame
     (``Rank, Graph, Iteration`` when graphs were).
     """
     import pandas as pd
-
-    from .cells import std_cell
-    from .network import header
 
     nan = float("nan")
     records = []

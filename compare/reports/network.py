@@ -34,6 +34,7 @@ from ..errors import OptionError
 from ..records import MetricRow
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
 from .files import atomic_write_text
+from .parquet import require_pyarrow, write_parquet
 
 STD_NAME = "StandardDeviation"
 
@@ -188,8 +189,6 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
             f"-o {text}: vcompare does not write {path.suffix!r} files; -o writes .csv, .txt, .parquet "
             "or a folder (for a timestamped .csv); for a JSON result use --json FILE, for JUnit --junit FILE")
     if kind is TableFormat.PARQUET:
-        from .parquet import require_pyarrow
-
         require_pyarrow()
     if kind is TableFormat.TXT and csv_flag:
         return path, TableFormat.CSV
@@ -209,8 +208,6 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
     layout = Layout(layout)
     table_format = TableFormat(table_format)
     if table_format is TableFormat.PARQUET:
-        from .parquet import write_parquet
-
         return write_parquet(rows, path, metrics)
     address = {"left_address": left_address, "right_address": right_address}
     render = render_txt if table_format is TableFormat.TXT else render_csv

@@ -42,6 +42,7 @@ from typing import Any
 from ..errors import DumpFormatError, OptionError
 from ..records import MetricRow, PairStatus
 from .cells import DANGEROUS_START, NOT_COMPUTED
+from .parquet import METADATA_KEY, STD_COLUMNS, require_pyarrow
 from .result_json import STD_KEYS, STD_NAME, decode_float, load_document
 
 
@@ -419,8 +420,6 @@ def _csv_row(plan: _CsvPlan, cells: list[str]) -> MetricRow:
 
 
 def _load_parquet(path: Path) -> SavedResult:
-    from .parquet import METADATA_KEY, STD_COLUMNS, require_pyarrow
-
     require_pyarrow()
     import pyarrow.parquet as pq
 

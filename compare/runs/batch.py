@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import CompareError, OptionError, PairingError
+from ..pairing.fusion_rule import load_fusion_rule
 from .folders import run_network
 from .loading import PathLike, RuleArg
 from .network import NetworkResult
+
 
 @dataclass
 class BatchItem:
@@ -49,8 +53,6 @@ class BatchResult(list):
 
 
 def _digit_runs(name: str) -> list[str]:
-    import re
-
     return re.findall(r"\d+", name)
 
 
@@ -72,8 +74,6 @@ def batch_models(left_root: PathLike) -> list[tuple[str, str, str, str, Path]]:
     largest step is used (numerically; the reference compares the names as strings, so ``9``
     beats ``10`` there). Raises :class:`~compare.errors.OptionError` when there is none.
     """
-    from ..errors import OptionError
-
     root = Path(left_root)
     if not root.is_dir():
         raise OptionError(f"batch mode: {root} is not a folder (give the dump time folder, "
@@ -94,9 +94,6 @@ def batch_models(left_root: PathLike) -> list[tuple[str, str, str, str, Path]]:
 
 def _batch_rules(rules_dir: Path) -> dict[str, Path]:
     """Graph name -> rule file, for every ``*.json`` of ``rules_dir`` (first file wins)."""
-    from ..errors import OptionError
-    from ..pairing.fusion_rule import load_fusion_rule
-
     files = sorted(rules_dir.glob("*.json"))
     if not files:
         raise OptionError(f"batch mode: {rules_dir} holds no *.json rule file")
@@ -149,8 +146,6 @@ def run_batch(
     Raises :class:`~compare.errors.OptionError` for a bad layout or an empty rule folder and
     :class:`~compare.errors.PairingError` when no model could be compared at all.
     """
-    from ..errors import CompareError, PairingError
-
     rules = _batch_rules(Path(rules_dir))
     batch = BatchResult()
     for device, model, model_id, step, leaf in batch_models(left_root):

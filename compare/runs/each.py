@@ -6,9 +6,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..engine import EngineOptions
+from ..errors import CompareError, OptionError, PairingError
+from ..loaders import load_run
+from ..loaders.selection import Selection, parse_spec
+from ..loaders.trees import claim, leaf_op_names, load_selected, scan_candidate
+from ..loaders.trees import select
+from ..loaders.trees import select as select_leaves
 from ..records import MetricRow, Run
+from ..stats import StatsResult, ordered_stats
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
 from .network import NetworkResult, SameDataError, compare_loaded
+
 
 @dataclass
 class EachPlan:
@@ -36,11 +44,6 @@ def _is_multi(spec: object) -> bool:
 def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None) -> EachPlan | None:
     """The compare-each-in-turn plan when ``rank`` / ``graph`` / ``iteration`` select several
     values, else None."""
-    from ..errors import OptionError
-    from ..loaders.selection import parse_spec
-    from ..loaders.trees import claim
-    from ..loaders.trees import select as select_leaves
-
     rank_spec = parse_spec(select["rank"], "--rank")
     iter_spec = parse_spec(select["iteration"], "--iteration")
     graph_spec = parse_spec(select["graph"], "--graph")
@@ -57,8 +60,6 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
     chosen = select_leaves(left_leaves, selection_of(choice.left), where=str(left), keep_all=True, notes=notes)
     right_select = choice.right
     if choice.right_open and chosen:
-        from ..loaders.trees import leaf_op_names
-
         right_select = choose_right_model(right, right_select, leaf_op_names(chosen[0]), choice)
     notes += [f"right: {n}" for n in choice.right_notes]
     return EachPlan(Path(left), Path(right), chosen, claim(right, selection), select, version, notes,
@@ -73,12 +74,6 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
     A right side without rank / graph / iteration levels (a golden folder) is read once and used
     for every part; its notes (and its unused-file summary) are reported once.
     """
-    from ..errors import CompareError
-    from ..loaders import load_run
-    from ..loaders.selection import Selection
-    from ..loaders.trees import load_selected, scan_candidate
-    from ..stats import StatsResult
-
     rows: list[MetricRow] = []
     stats_rows: list = []
     stat_names: list[str] = []
@@ -130,13 +125,9 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
             part_graphs.append(graph)
         last = part
     if last is None:
-        from ..errors import PairingError
-
         raise PairingError("no rank / iteration could be compared: " + "; ".join(notes[-10:]))
     stats = None
     if stats_rows:
-        from ..stats import ordered_stats
-
         stats = StatsResult(stats_rows, ordered_stats(stat_names))
     if plan.by_graph:
         notes.insert(0, f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
@@ -172,10 +163,6 @@ def selected_folder(path: PathLike, *, rank: object = None, iteration: object = 
     :class:`~compare.errors.OptionError` when the selection matches nothing or several
     (rank, iteration) pairs.
     """
-    from ..errors import OptionError
-    from ..loaders.selection import Selection
-    from ..loaders.trees import claim, select
-
     selection = Selection(rank=rank, iteration=iteration, graph=graph, model_name=model_name,
                           ge_graph=Path(ge_graph) if ge_graph is not None else None)
     for spec, flag in zip(selection.specs(), ("--rank", "--iteration", "--graph")):

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from convert.layouts import load_plugins
+
 from ..engine import EngineOptions
 from ..heap import frozen_heap
+from ..kernels import resolve_algorithms
+from ..pairing.user_mapping import load_mapping
 from .each import compare_each, plan_each
 from .loading import PathLike, RuleArg, load_and_pair
 from .network import NetworkResult, Progress, compare_loaded
+
 
 def run_network(
     left: PathLike,
@@ -53,10 +58,6 @@ def run_network(
     When a side holds statistics and no tensor data the comparison is statistics-only: the result
     has ``stats`` (a :class:`compare.stats.StatsResult`) and no metric rows.
     """
-    from convert.layouts import load_plugins
-
-    from ..kernels import resolve_algorithms
-
     metrics = resolve_algorithms(algorithms)
     for name in extra_metrics:
         if name not in metrics:
@@ -65,8 +66,6 @@ def run_network(
     options = EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements, progress=progress)
     rules = dict(quant_rule=quant_rule, close_fusion_rule=close_fusion_rule)
     if mapping is not None and not isinstance(mapping, list):
-        from ..pairing.user_mapping import load_mapping
-
         mapping = load_mapping(mapping)  # read once (and refused early when malformed)
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)

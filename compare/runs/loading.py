@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ..engine import die_with_parent
+from ..errors import CompareError, OptionError
 from ..heap import paused_gc
-from ..pairing.fusion_rule import FusionRule
+from ..loaders import load_run
+from ..loaders.selection import Selection, values_of
+from ..loaders.trees import claim, leaf_op_names, model_folders
+from ..pairing.fusion_rule import FusionRule, load_fusion_rule
+from ..pairing.match import overflow_rows, pair_runs
+from ..pairing.scenarios import check_scenario
+from ..pairing.user_mapping import match_names, pair_families
 from ..records import Run
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..loaders.selection import Selection
 
 PathLike = str | os.PathLike[str]
 
@@ -37,22 +44,14 @@ def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | None = Non
     (:func:`compare.pairing.match.pair_runs`). Raises :class:`~compare.errors.OptionError` for a
     mapping together with a rule option.
     """
-    from ..errors import OptionError
-    from ..pairing.fusion_rule import FusionRule, load_fusion_rule
-    from ..pairing.match import overflow_rows, pair_runs
-    from ..pairing.scenarios import check_scenario
-
     rules = fusion_rule is not None or quant_rule is not None or close_fusion_rule is not None
     if mapping is not None:
         if rules:
             raise OptionError("--mapping pairs operators by the names it lists; it cannot be combined with "
                               "-f / -q / -cf (give one or the other)")
-        from ..pairing.user_mapping import pair_families
 
         return None, None, pair_families(left_run, right_run, mapping=mapping)
     if not rules and (is_family_run(left_run) or is_family_run(right_run)):
-        from ..pairing.user_mapping import pair_families
-
         return None, None, pair_families(left_run, right_run)
     scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
                               close=close_fusion_rule is not None)
@@ -116,7 +115,6 @@ class BackgroundRule:
     def start(cls, rule: RuleArg | None) -> BackgroundRule | None:
         """Start parsing ``rule`` in the background when it is a large file and fork exists."""
         import multiprocessing
-        import sys
 
         if rule is None or isinstance(rule, FusionRule) or not sys.platform.startswith("linux"):
             return None
@@ -124,7 +122,6 @@ class BackgroundRule:
             path = Path(rule)
             if path.stat().st_size < BACKGROUND_RULE_BYTES:
                 return None
-            from concurrent.futures import ProcessPoolExecutor
 
             pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
             return cls(path, pool, pool.submit(_parse_rule_quietly, str(path)))
@@ -132,8 +129,6 @@ class BackgroundRule:
             return None
 
     def result(self) -> FusionRule:
-        from ..pairing.fusion_rule import load_fusion_rule
-
         try:
             parsed = self._future.result()  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - a broken worker: parse here
@@ -147,12 +142,6 @@ class BackgroundRule:
 def _parse_rule_quietly(path: str) -> FusionRule | None:
     """The worker of :class:`BackgroundRule`: the parsed rule, or None on any error (then the
     caller parses it and reports the error itself)."""
-    import signal
-
-    from ..pairing.fusion_rule import load_fusion_rule
-
-    from ..engine import die_with_parent
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
     try:
@@ -172,8 +161,6 @@ def _load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | Backg
 def _load_and_pair_now(left: PathLike, right: PathLike, fusion_rule: RuleArg | BackgroundRule | None, select: dict,
                        dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
                        mapping: PathLike | list | None):
-    from ..loaders import load_run
-
     choice = choose_models(left, right, select, dump_version)
     left_run = load_run(left, version=dump_version, **choice.left)
     left_run.notes.extend(choice.left_notes)
@@ -213,8 +200,6 @@ class ModelChoice:
 
 def selection_of(select: dict) -> "Selection":
     """The :class:`~compare.loaders.selection.Selection` of a selection dict (``ge_graph`` as a Path)."""
-    from ..loaders.selection import Selection
-
     ge_graph = select.get("ge_graph")
     return Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None})
 
@@ -222,8 +207,6 @@ def selection_of(select: dict) -> "Selection":
 def _pairing_counts(names: dict[str, list[str]], other: list[str]) -> dict[str, int]:
     """How many ops of each model folder pair by name with ``other`` (every name rule of the
     by-name pairing: :func:`compare.pairing.user_mapping.match_names`)."""
-    from ..pairing.user_mapping import match_names
-
     return {model: len(match_names(ops, other)[0]) for model, ops in names.items()}
 
 
@@ -248,10 +231,6 @@ def choose_models(left: PathLike, right: PathLike, select: dict, version: int | 
     is loaded (``right_open``). Ties go to the folder with more ops, then the name. When no
     folder pairs at all, the default choice applies (the most dump files) and a note says so.
     """
-    from ..errors import CompareError
-    from ..loaders import load_run
-    from ..loaders.trees import leaf_op_names, model_folders
-
     choice = ModelChoice(dict(select), dict(select))
     if select.get("model_name") is not None or select.get("ge_graph") is not None:
         return choice
@@ -291,8 +270,6 @@ def choose_models(left: PathLike, right: PathLike, select: dict, version: int | 
 def choose_right_model(right: PathLike, right_select: dict, left_ops: list[str], choice: ModelChoice) -> dict:
     """The right selection with its model folder chosen by the left run's op names (see
     :func:`choose_models`); notes go to ``choice.right_notes``."""
-    from ..loaders.trees import leaf_op_names, model_folders
-
     names = {m: leaf_op_names(c) for m, c in model_folders(right, selection_of(right_select)).items()}
     if not names:
         return right_select
@@ -326,8 +303,6 @@ def _align_right(right: PathLike, select: dict, left_run: Run) -> tuple[dict, st
     coords = left_run.coords
     if not coords or all(select[k] is not None for k in _ALIGNED):
         return select, ""
-    from ..loaders.selection import Selection, values_of
-    from ..loaders.trees import claim
 
     ge_graph = select.get("ge_graph")
     candidates = claim(right, Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None}))

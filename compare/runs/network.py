@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 
 from ..engine import EngineOptions, compare_pairs
 from ..errors import OptionError
+from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
 from ..records import MetricRow, Pairing, PairStatus, Run, RunKind, count_by_status
+from ..stats import compare_stats
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats import StatsResult
@@ -62,8 +64,6 @@ class NetworkResult:
 def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = True) -> list[str]:
     """The notes of one loaded run for the user, then (``unused_files``) the files it did not use
     (count and the first few names with the reason, :func:`compare.loaders.ascend.unused_files_note`)."""
-    from ..loaders.ascend import unused_files_note
-
     notes = [f"{prefix}{side}: {n}" for n in run.notes]
     unused = unused_files_note(run.skipped) if unused_files else None
     if unused:
@@ -95,8 +95,6 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
     stats_sides = [side for side, run in (("left", left_run), ("right", right_run))
                    if run.stats_only]
     if stats_sides:
-        from ..stats import compare_stats
-
         stats = compare_stats(pairing.pairs)
         which = " and ".join(stats_sides)
         notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
