@@ -7,10 +7,6 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import EXIT_CANNOT_RUN, EXIT_OK, CompareError, OptionError
-from .output import Outputs, check_readable, err, finish, preflight
-from .startup import start_up_done
-
 gate_app = typer.Typer(add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
                        rich_markup_mode=None, pretty_exceptions_enable=False)
 
@@ -43,22 +39,10 @@ def gate_command(
     junit_out: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report."),
     quiet: bool = typer.Option(False, "--quiet", help="One summary line."),
 ) -> None:
-    from ..api import regate
+    from .modes import run_gate  # here: the runner loads the readers and numpy (--help stays fast)
 
-    start_up_done()
-    try:
-        if policy is not None:
-            check_readable(policy, "--policy")
-        outputs = Outputs(None, None, None, json_out, junit_out)
-        for path in (json_out, junit_out):
-            if path is not None:
-                preflight(path)
-        result = regate(saved, policy=policy, gates=gate)
-        written, failed = outputs.write(result, layout=None, float_format=None)
-    except CompareError as exc:
-        err(f"error: {exc}")
-        raise typer.Exit(EXIT_CANNOT_RUN) from None
-    raise typer.Exit(finish(result, written, failed, quiet))
+    raise typer.Exit(run_gate(saved, policy=policy, gates=tuple(gate), json_out=json_out, junit_out=junit_out,
+                              quiet=quiet))
 
 
 #: Where ``vcompare policy --init`` writes when no path is given.
@@ -73,19 +57,6 @@ def policy_command(
     init: bool = typer.Option(False, "--init", help="Write the starter policy file."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
-    from ..policy import starter_policy
-    from ..reports.files import atomic_write_text
+    from .modes import run_policy_init  # here: see gate_command
 
-    target = path if path is not None else Path(DEFAULT_POLICY)
-    try:
-        if not init:
-            raise OptionError("vcompare policy: nothing to do; vcompare policy --init [PATH] writes a starter file")
-        if target.exists() and not force:
-            raise OptionError(f"{target} exists; add --force to overwrite it")
-        written = atomic_write_text(target, starter_policy())
-    except CompareError as exc:
-        err(f"error: {exc}")
-        raise typer.Exit(EXIT_CANNOT_RUN) from None
-    typer.echo(f"policy: {written}")
-    err(f"edit it, then: vcompare -l LEFT -r RIGHT ... --policy {written}")
-    raise typer.Exit(EXIT_OK)
+    raise typer.Exit(run_policy_init(path if path is not None else Path(DEFAULT_POLICY), init=init, force=force))

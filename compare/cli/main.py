@@ -6,10 +6,11 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .echo import err
 from .gate import gate_app, policy_app
 from .network import app
-from .output import err
 from .startup import hold_gc
+
 
 def normalise_argv(argv: list[str]) -> list[str]:
     """Accept the reference tool's ``-alg 0 1 5`` (several index tokens) as ``-alg 0,1,5``."""

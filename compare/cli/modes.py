@@ -1,8 +1,11 @@
-"""The single-operator (``-d``) and batch (``-f DIR``) modes of the main command; each runner
-returns the exit code."""
+"""The runners of the command line: the main command (:func:`run_compare`: one ``match`` over
+network, single-operator (``-d``) and batch (``-f DIR``) modes) and the ``gate`` / ``policy``
+subcommands. Each runner returns the exit code; none raises ``typer.Exit``. This module loads
+numpy, numba and the readers: the typer command modules import it only when a command runs."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -10,8 +13,22 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ..errors import EXIT_OK, OptionError
-from .output import err, failure_text, outcome_line
+from convert.layouts import LayoutError
+
+from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
+from ..errors import EXIT_CANNOT_RUN, EXIT_OK, CompareError, OptionError
+from ..kernels import native, preload, resolve_algorithms
+from ..policy import starter_policy
+from ..reports.cells import FloatFormat, parse_float_format
+from ..reports.files import atomic_write_text
+from ..reports.network import Layout, write_report
+from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
+from ..runs.batch import run_batch
+from ..runs.each import selected_folder
+from ..single_op import compare_operator
+from .echo import err
+from .output import Outputs, ProgressBar, check_readable, failure_text, finish, outcome_line, preflight
+from .startup import start_up_done
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..policy import Policy
@@ -65,8 +82,6 @@ class SingleOpArgs:
 def gate_exit(policy: "Policy | None", rows: list, quiet: bool) -> int:
     """Batch and single-operator modes: check ``rows`` against the policy, print the failures,
     return the verdict's exit code (0 without a policy)."""
-    from ..api import check_rows
-
     verdict = check_rows(rows, policy)
     if policy is None:
         return EXIT_OK
@@ -84,12 +99,6 @@ def run_batch_mode(left: Path, right: Path, rules_dir: Path, output: Optional[st
                    max_cmp_size: int, quiet: bool, csv_flag: bool, quant_rule: Optional[Path],
                    float_format: object) -> int:
     """``-f DIR``: compare every model of the dump tree with its rule file; one result file per model."""
-    import time
-
-    from ..api import gate_metrics
-    from ..runs.batch import run_batch
-    from ..reports.network import write_report
-
     batch = run_batch(left, right, rules_dir, quant_rule=quant_rule, algorithms=algorithm, custom_dir=custom,
                       dump_version=dump_version, max_elements=max_cmp_size, extra_metrics=gate_metrics(policy))
     outdir = Path(output) if output else Path.cwd()
@@ -126,24 +135,12 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
     Returns the exit code (0, or the verdict's code under a policy); CompareErrors propagate to
     the caller's handler (exit 2).
     """
-    from ..kernels import resolve_algorithms
-    from ..reports.network import Layout
-    from ..reports.single_op import (
-        MAX_LINES_DEFAULT,
-        TOPN_DEFAULT,
-        check_limits,
-        render_top_table,
-        write_operator_report,
-    )
-    from ..single_op import compare_operator
-
     topn = args.topn if args.topn is not None else TOPN_DEFAULT
     max_lines = args.max_lines if args.max_lines is not None else MAX_LINES_DEFAULT
     check_limits(topn, max_lines)
     outdir = Path(output) if output else Path.cwd()
     if outdir.exists() and not outdir.is_dir():
         raise OptionError(f"-o {outdir}: in single-operator mode -o is an output folder, and this is a file")
-    from ..api import gate_metrics
 
     metrics = resolve_algorithms(algorithm)
     metrics += [name for name in gate_metrics(policy) if name not in metrics]
@@ -167,3 +164,173 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
         err(f"{result.tensor_id}: {result.count} elements, {len(files.details)} detail file(s) in {outdir}")
     typer.echo(f"result: {files.summary}")
     return gate_exit(policy, [result.to_metric_row()], quiet)
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """The main command's options as given (see ``vcompare --help``); paths not checked yet."""
+
+    left: Path
+    right: Path
+    fusion_rule: Optional[Path]
+    quant_rule: Optional[Path]
+    close_fusion_rule: Optional[Path]
+    output: Optional[str]
+    csv_flag: bool
+    algorithm: str
+    custom: Optional[Path]
+    dump_version: Optional[int]
+    layout: str
+    gate: tuple[str, ...]
+    policy: Optional[Path]
+    json_out: Optional[Path]
+    junit_out: Optional[Path]
+    digits: Optional[int]
+    float_format: Optional[str]
+    allow_same: bool
+    progress: Optional[bool]
+    max_cmp_size: int
+    quiet: bool
+    op: Optional[str]
+    tensor_type: Optional[str]
+    index: Optional[int]
+    topn: Optional[int]
+    max_lines: Optional[int]
+    no_details: bool
+    rank: Optional[str]
+    iteration: Optional[str]
+    graph: Optional[str]
+    model_name: Optional[str]
+    ge_graph: Optional[Path]
+    mapping: Optional[Path]
+
+
+def run_compare(o: CompareOptions) -> int:
+    """The main command: kernels loaded, options checked, one mode run; returns the exit code
+    (CompareErrors and refused ``-custom`` plugin folders: their message on stderr, exit 2)."""
+    left, right, fusion_rule, quant_rule = o.left, o.right, o.fusion_rule, o.quant_rule
+    close_fusion_rule, output, csv_flag, algorithm = o.close_fusion_rule, o.output, o.csv_flag, o.algorithm
+    custom, dump_version, layout, gate = o.custom, o.dump_version, o.layout, o.gate
+    policy, json_out, junit_out, digits = o.policy, o.json_out, o.junit_out, o.digits
+    float_format, allow_same, progress, max_cmp_size = o.float_format, o.allow_same, o.progress, o.max_cmp_size
+    quiet, op, tensor_type, index = o.quiet, o.op, o.tensor_type, o.index
+    topn, max_lines, no_details, rank = o.topn, o.max_lines, o.no_details, o.rank
+    iteration, graph, model_name, ge_graph = o.iteration, o.graph, o.model_name, o.ge_graph
+    mapping = o.mapping
+    if not quiet and native.needs_build():
+        err("compiling the comparison kernels for this machine (once; about 20 s)")
+    preload(blas=False)  # load the cached kernels now (or numba, without its optional SciPy/BLAS probe)
+    for line in native.notes:  # refused, damaged or unwritable kernel caches: said even with --quiet
+        err(line)
+    start_up_done()
+    try:
+        report_layout = Layout(layout)  # checked by the command: vcompare or msaccucmp
+        number_format = parse_float_format(digits, float_format)
+        if policy is not None:
+            check_readable(policy, "--policy")
+        checked = build_policy(policy, gate)
+        single = SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details)
+        single.check()
+        for path, flag in ((left, "-l"), (right, "-r"), (fusion_rule, "-f"), (quant_rule, "-q"),
+                           (close_fusion_rule, "-cf"), (ge_graph, "--ge-graph"), (mapping, "--mapping")):
+            if path is not None:
+                check_readable(path, flag)
+        rules = {"quant_rule": quant_rule, "close_fusion_rule": close_fusion_rule}
+        select = {"rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
+                  "ge_graph": ge_graph}
+        mode = choose_mode(single, fusion_rule)
+        if mode is not Mode.NETWORK and (json_out is not None or junit_out is not None):
+            raise OptionError("--json and --junit describe a network comparison; single-operator mode (-d) and "
+                              "batch mode (-f DIR) do not write them")
+        match mode:
+            case Mode.SINGLE_OP:
+                if any(v is not None for v in select.values()):
+                    left, right = selected_folder(left, **select), selected_folder(right, **select)
+                if fusion_rule is not None and fusion_rule.is_dir():
+                    raise OptionError("-d compares one operator of one model: -f must be a rule file, not a folder")
+                code = run_single_op(single, left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
+                                     dump_version=dump_version, layout=report_layout, policy=checked,
+                                     max_cmp_size=max_cmp_size, quiet=quiet, mapping=mapping, **rules)
+            case Mode.BATCH:
+                assert fusion_rule is not None
+                code = run_batch_mode(left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
+                                      dump_version=dump_version, layout=report_layout, policy=checked,
+                                      max_cmp_size=max_cmp_size, quiet=quiet, csv_flag=csv_flag,
+                                      quant_rule=quant_rule, float_format=number_format)
+            case Mode.NETWORK:
+                code = _network(left, right, fusion_rule, output, csv_flag=csv_flag, json_out=json_out,
+                                junit_out=junit_out, algorithm=algorithm, custom=custom, dump_version=dump_version,
+                                max_cmp_size=max_cmp_size, mapping=mapping, policy=checked, allow_same=allow_same,
+                                progress=progress, layout=report_layout, number_format=number_format,
+                                quiet=quiet, rules=rules, select=select)
+    except CompareError as exc:
+        err(f"error: {exc}")
+        return EXIT_CANNOT_RUN
+    except ValueError as exc:
+        # a refused -custom plugin folder (convert.layouts.LayoutError) cannot run either: exit 2
+        if not isinstance(exc, LayoutError):
+            raise
+        err(f"error: -custom {custom}: {exc}" if custom is not None else f"error: {exc}")
+        return EXIT_CANNOT_RUN
+    return code
+
+
+def _network(left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *, csv_flag: bool,
+             json_out: Optional[Path], junit_out: Optional[Path], algorithm: str, custom: Optional[Path],
+             dump_version: Optional[int], max_cmp_size: int, mapping: Optional[Path], policy: "Policy | None",
+             allow_same: bool, progress: Optional[bool], layout: object, number_format: "FloatFormat",
+             quiet: bool, rules: dict, select: dict) -> int:
+    """The network comparison: outputs checked, compared (with the progress bar), written; the
+    notes and the summary printed. Returns the exit code; CompareErrors propagate (exit 2)."""
+    outputs = Outputs.plan(output, csv_flag, json_out, junit_out)
+    bar = ProgressBar(progress)
+    try:
+        result = compare_network(left, right, fusion_rule, algorithms=algorithm, custom_dir=custom,
+                                 dump_version=dump_version, max_elements=max_cmp_size, mapping=mapping,
+                                 policy=policy, allow_same=allow_same, progress=bar, **rules, **select)
+    finally:
+        bar.close()
+    result.options.update(layout=layout.value, float_format=number_format.text, csv=csv_flag)  # type: ignore[attr-defined]
+    written, failed = outputs.write(result, layout=layout, float_format=number_format)
+    network = result.network
+    if not quiet:
+        for note in result.notes:
+            err(note)
+    elif network is not None and network.same_data is not None:
+        err(f"warning: {network.same_data}")
+    return finish(result, written, failed, quiet)
+
+
+def run_gate(saved: Path, *, policy: Optional[Path], gates: tuple[str, ...], json_out: Optional[Path],
+             junit_out: Optional[Path], quiet: bool) -> int:
+    """``vcompare gate RESULT``: a saved result checked again; its outputs written; the exit code."""
+    start_up_done()
+    try:
+        if policy is not None:
+            check_readable(policy, "--policy")
+        outputs = Outputs(None, None, None, json_out, junit_out)
+        for path in (json_out, junit_out):
+            if path is not None:
+                preflight(path)
+        result = regate(saved, policy=policy, gates=list(gates))
+        written, failed = outputs.write(result, layout=None, float_format=None)
+    except CompareError as exc:
+        err(f"error: {exc}")
+        return EXIT_CANNOT_RUN
+    return finish(result, written, failed, quiet)
+
+
+def run_policy_init(target: Path, *, init: bool, force: bool) -> int:
+    """``vcompare policy --init [PATH]``: the commented starter policy written; the exit code."""
+    try:
+        if not init:
+            raise OptionError("vcompare policy: nothing to do; vcompare policy --init [PATH] writes a starter file")
+        if target.exists() and not force:
+            raise OptionError(f"{target} exists; add --force to overwrite it")
+        written = atomic_write_text(target, starter_policy())
+    except CompareError as exc:
+        err(f"error: {exc}")
+        return EXIT_CANNOT_RUN
+    typer.echo(f"policy: {written}")
+    err(f"edit it, then: vcompare -l LEFT -r RIGHT ... --policy {written}")
+    return EXIT_OK

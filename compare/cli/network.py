@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import typer
 
-from ..errors import EXIT_CANNOT_RUN, EXIT_OK, CompareError, OptionError
-from .modes import Mode, SingleOpArgs, choose_mode, run_batch_mode, run_single_op
-from .output import Outputs, ProgressBar, check_readable, err, finish
-from .startup import start_up_done
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..policy import Policy
-    from ..reports.cells import FloatFormat
+from ..errors import EXIT_OK
 
 app = typer.Typer(
     add_completion=False,
@@ -71,7 +64,7 @@ Examples:
 
 def version_callback(value: bool) -> None:
     if value:
-        from ..api import tool_version
+        from ..api import tool_version  # here: the API module loads the readers; --version alone needs none
 
         typer.echo(f"vcompare {tool_version()}")
         raise typer.Exit(EXIT_OK)
@@ -155,101 +148,16 @@ def compare(
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
                                                 "the left operator meets the one it maps to."),
 ) -> None:
-    from ..kernels import native, preload
+    if layout not in ("vcompare", "msaccucmp"):
+        raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}")
+    # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)
+    from .modes import CompareOptions, run_compare
 
-    if not quiet and native.needs_build():
-        err("compiling the comparison kernels for this machine (once; about 20 s)")
-    preload(blas=False)  # load the cached kernels now (or numba, without its optional SciPy/BLAS probe)
-    for line in native.notes:  # refused, damaged or unwritable kernel caches: said even with --quiet
-        err(line)
-    start_up_done()
-    from ..reports.network import Layout
-
-    try:
-        try:
-            report_layout = Layout(layout)
-        except ValueError:
-            raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}") from None
-        from ..api import build_policy
-        from ..reports.cells import parse_float_format
-
-        number_format = parse_float_format(digits, float_format)
-        if policy is not None:
-            check_readable(policy, "--policy")
-        checked = build_policy(policy, gate)
-        single = SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details)
-        single.check()
-        for path, flag in ((left, "-l"), (right, "-r"), (fusion_rule, "-f"), (quant_rule, "-q"),
-                           (close_fusion_rule, "-cf"), (ge_graph, "--ge-graph"), (mapping, "--mapping")):
-            if path is not None:
-                check_readable(path, flag)
-        rules = {"quant_rule": quant_rule, "close_fusion_rule": close_fusion_rule}
-        select = {"rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
-                  "ge_graph": ge_graph}
-        mode = choose_mode(single, fusion_rule)
-        if mode is not Mode.NETWORK and (json_out is not None or junit_out is not None):
-            raise OptionError("--json and --junit describe a network comparison; single-operator mode (-d) and "
-                              "batch mode (-f DIR) do not write them")
-        match mode:
-            case Mode.SINGLE_OP:
-                if any(v is not None for v in select.values()):
-                    from ..runs.each import selected_folder
-
-                    left, right = selected_folder(left, **select), selected_folder(right, **select)
-                if fusion_rule is not None and fusion_rule.is_dir():
-                    raise OptionError("-d compares one operator of one model: -f must be a rule file, not a folder")
-                code = run_single_op(single, left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
-                                     dump_version=dump_version, layout=report_layout, policy=checked,
-                                     max_cmp_size=max_cmp_size, quiet=quiet, mapping=mapping, **rules)
-            case Mode.BATCH:
-                assert fusion_rule is not None
-                code = run_batch_mode(left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
-                                      dump_version=dump_version, layout=report_layout, policy=checked,
-                                      max_cmp_size=max_cmp_size, quiet=quiet, csv_flag=csv_flag,
-                                      quant_rule=quant_rule, float_format=number_format)
-            case Mode.NETWORK:
-                code = _network(left, right, fusion_rule, output, csv_flag=csv_flag, json_out=json_out,
-                                junit_out=junit_out, algorithm=algorithm, custom=custom, dump_version=dump_version,
-                                max_cmp_size=max_cmp_size, mapping=mapping, policy=checked, allow_same=allow_same,
-                                progress=progress, layout=report_layout, number_format=number_format,
-                                quiet=quiet, rules=rules, select=select)
-    except CompareError as exc:
-        err(f"error: {exc}")
-        raise typer.Exit(EXIT_CANNOT_RUN) from None
-    except ValueError as exc:
-        # a refused -custom plugin folder (convert.layouts.LayoutError) cannot run either: exit 2
-        from convert.layouts import LayoutError
-
-        if not isinstance(exc, LayoutError):
-            raise
-        err(f"error: -custom {custom}: {exc}" if custom is not None else f"error: {exc}")
-        raise typer.Exit(EXIT_CANNOT_RUN) from None
-    raise typer.Exit(code)
-
-
-def _network(left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *, csv_flag: bool,
-             json_out: Optional[Path], junit_out: Optional[Path], algorithm: str, custom: Optional[Path],
-             dump_version: Optional[int], max_cmp_size: int, mapping: Optional[Path], policy: "Policy | None",
-             allow_same: bool, progress: Optional[bool], layout: object, number_format: "FloatFormat",
-             quiet: bool, rules: dict, select: dict) -> int:
-    """The network comparison: outputs checked, compared (with the progress bar), written; the
-    notes and the summary printed. Returns the exit code; CompareErrors propagate (exit 2)."""
-    from ..api import compare_network
-
-    outputs = Outputs.plan(output, csv_flag, json_out, junit_out)
-    bar = ProgressBar(progress)
-    try:
-        result = compare_network(left, right, fusion_rule, algorithms=algorithm, custom_dir=custom,
-                                 dump_version=dump_version, max_elements=max_cmp_size, mapping=mapping,
-                                 policy=policy, allow_same=allow_same, progress=bar, **rules, **select)
-    finally:
-        bar.close()
-    result.options.update(layout=layout.value, float_format=number_format.text, csv=csv_flag)  # type: ignore[attr-defined]
-    written, failed = outputs.write(result, layout=layout, float_format=number_format)
-    network = result.network
-    if not quiet:
-        for note in result.notes:
-            err(note)
-    elif network is not None and network.same_data is not None:
-        err(f"warning: {network.same_data}")
-    return finish(result, written, failed, quiet)
+    raise typer.Exit(run_compare(CompareOptions(
+        left=left, right=right, fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
+        output=output, csv_flag=csv_flag, algorithm=algorithm, custom=custom, dump_version=dump_version,
+        layout=layout, gate=tuple(gate), policy=policy, json_out=json_out, junit_out=junit_out, digits=digits,
+        float_format=float_format, allow_same=allow_same, progress=progress, max_cmp_size=max_cmp_size,
+        quiet=quiet, op=op, tensor_type=tensor_type, index=index, topn=topn, max_lines=max_lines,
+        no_details=no_details, rank=rank, iteration=iteration, graph=graph, model_name=model_name,
+        ge_graph=ge_graph, mapping=mapping)))

@@ -14,14 +14,18 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from ..errors import EXIT_CANNOT_RUN, CompareError, OutputError
+from ..kernels import METRICS
+from ..policy import gated_metrics
+from ..records import PairStatus
+from ..reports.junit import write_junit
+from ..reports.network import resolve_output, write_report
+from ..reports.result_json import write_json
+from ..reports.stats import write_stats_report
+from .echo import err
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import ComparisonResult
     from ..records import CheckFailure, MetricRow, Verdict
-
-def err(message: str) -> None:
-    typer.echo(f"vcompare: {message}", err=True)
-
 
 #: Failures and worst operators listed in the terminal summary.
 SUMMARY_FAILURES = 5
@@ -69,9 +73,6 @@ def failure_text(failure: "CheckFailure") -> str:
 
 def worst_lines(rows: Sequence["MetricRow"], metrics: Sequence[str]) -> list[str]:
     """The worst compared tensors by each metric (full precision), one line per metric."""
-    from ..kernels import METRICS
-    from ..records import PairStatus
-
     lines = []
     for metric in metrics[:SUMMARY_METRICS]:
         higher = METRICS[metric].higher_is_better
@@ -90,8 +91,6 @@ def summary_lines(result: "ComparisonResult", *, quiet: bool = False) -> list[st
     """The verdict printed at the end of every run (stderr, at most ~15 lines; one with ``quiet``):
     row counts, the gate outcome and exit code, the first failures with full-precision values, and
     the worst tensors by each gated metric (CosineSimilarity when there is no gate)."""
-    from ..policy import gated_metrics
-
     verdict = result.verdict
     counts = count_line(result.summary(), verdict.expected_gaps)
     outcome = outcome_line(verdict, result.gated)
@@ -175,8 +174,6 @@ class Outputs:
     @classmethod
     def plan(cls, output: Optional[str], csv_flag: bool, json_out: Optional[Path], junit_out: Optional[Path]
              ) -> "Outputs":
-        from ..reports.network import resolve_output
-
         table, table_format = resolve_output(output, csv_flag=csv_flag)
         for path in (table, json_out, junit_out):
             if path is not None:
@@ -186,15 +183,11 @@ class Outputs:
     def write(self, result: "ComparisonResult", *, layout: object, float_format: object
               ) -> tuple[list[tuple[str, Path]], list[OutputError]]:
         """Write every output: ``([(label, path) written], [failures])``."""
-        from ..reports.network import write_report
-
         written: list[tuple[str, Path]] = []
         failed: list[OutputError] = []
         network = result.network
         jobs: list[tuple[str, object]] = []
         if network is not None and network.stats is not None and not network.rows:
-            from ..reports.stats import write_stats_report
-
             jobs.append(("result", lambda: write_stats_report(network.stats, self.output)))
         elif network is not None:
             left_npy, right_npy = network.has_npy
@@ -202,12 +195,8 @@ class Outputs:
                 result.rows, self.table, result.metrics, table_format=self.table_format, layout=layout,
                 left_address=not left_npy, right_address=not right_npy, float_format=float_format)))
         if self.json is not None:
-            from ..reports.result_json import write_json
-
             jobs.append(("json", lambda: write_json(result.to_json(), self.json)))
         if self.junit is not None:
-            from ..reports.junit import write_junit
-
             jobs.append(("junit", lambda: write_junit(result.to_junit(), self.junit)))
         for label, job in jobs:
             try:
