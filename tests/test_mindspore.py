@@ -26,7 +26,8 @@ from compare.loaders.mindspore import (
     read_sync_bin,
     scan_sync,
 )
-from compare.pairing.user_mapping import load_mapping, match_names, name_key, pair_families
+from compare.pairing.mapping_file import load_mapping
+from compare.pairing.user_mapping import match_names, name_key, pair_families
 from compare.records import PairStatus, RunKind, TensorKind
 from compare.testing.synthetic_mindspore import BF16_TENSOR, OPS, make_trees, tensor_value
 

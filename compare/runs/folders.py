@@ -9,7 +9,7 @@ from convert.layouts import load_plugins
 from ..engine import EngineOptions
 from ..heap import frozen_heap
 from ..kernels import resolve_algorithms
-from ..pairing.user_mapping import load_mapping
+from ..pairing.mapping_file import load_mapping
 from .each import compare_each, plan_each
 from .loading import PathLike, RuleArg, load_and_pair
 from .network import NetworkResult, Progress, compare_loaded

@@ -1,0 +1,81 @@
+"""By-name pairing (vcompare's extension for folders without a rule): operators matched by exact,
+then normalised name; tensors by kind and index."""
+
+from __future__ import annotations
+
+from ..errors import PairingError
+from ..records import OpDump, Pair, Pairing, Run, RunKind, TensorKind, TensorRef, normalize_golden_name
+from .rows import KINDS, by_time, op_tensor_rows, sample_names
+
+MODE_BY_NAME = "by-name"
+
+
+def _match_names(left: Run, right: Run) -> tuple[dict[str, str], int]:
+    """left op name -> right op name: exact first, else by the normalised form; each right op once.
+
+    Returns the mapping and how many names matched only after normalising.
+    """
+    by_norm: dict[str, str] = {}
+    for name in right.ops:
+        by_norm.setdefault(normalize_golden_name(name), name)
+    matched: dict[str, str] = {name: name for name in left.ops if name in right.ops}
+    taken = set(matched.values())
+    normalised = 0
+    for name in left.ops:
+        if name in matched:
+            continue
+        other = by_norm.get(normalize_golden_name(name))
+        if other is not None and other not in taken:
+            matched[name] = other
+            taken.add(other)
+            normalised += 1
+    return matched, normalised
+
+
+def _by_name_rows(
+    index: int, kinds: tuple[TensorKind, ...], left: OpDump | None, right: OpDump | None, right_kind: RunKind
+) -> list[Pair]:
+    """:func:`op_tensor_rows` with the golden target shape rule of by-name pairing."""
+
+    def golden_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
+        target = a.original_shape or (b.shape if right_kind is not RunKind.OFFLINE else None) or None
+        return Pair(**base, tensor_id=a.tensor_id, left=a, right=b, target_shape=target)
+
+    return op_tensor_rows(index, kinds, left, right, golden_pair)
+
+
+def pair_by_name(left: Run, right: Run) -> Pairing:
+    """Pair two runs without a rule by op name and tensor index (vcompare extension).
+
+    Op names match exactly, else after ``/`` and ``.`` become ``_``. When an Ascend dump meets a
+    golden folder only outputs are compared (golden folders hold outputs only) and
+    ``golden_format`` is None: the engine brings the left device layout to the golden layout
+    using ``original_shape`` (else the golden shape, given as ``target_shape``). Index order:
+    left ops by timestamp (ties by name), then right-only ops. Every tensor without a counterpart
+    gets a row with ``*`` on the missing side.
+    """
+    matched, normalised = _match_names(left, right)
+    if not matched:
+        raise PairingError(
+            f"no operator of {left.path} matches one of {right.path} by name: "
+            f"left has {sample_names(left.ops)}; right has {sample_names(right.ops)}"
+        )
+    mixed = (left.kind is RunKind.OFFLINE) != (right.kind is RunKind.OFFLINE)
+    kinds: tuple[TensorKind, ...] = (TensorKind.OUTPUT,) if mixed else KINDS
+    notes = ["paired by operator name and tensor index (no fusion rule)"]
+    if normalised:
+        notes.append(f"{normalised} operator name(s) matched only after turning '/' and '.' into '_'")
+    if mixed:
+        notes.append("only outputs are compared: a golden folder holds operator outputs only")
+    used_right = set(matched.values())
+    left_order = by_time(left.ops.values())
+    right_only = by_time(d for name, d in right.ops.items() if name not in used_right)
+    pairs: list[Pair] = []
+    for index, dump in enumerate(left_order):
+        other = right.ops.get(matched[dump.name]) if dump.name in matched else None
+        pairs.extend(_by_name_rows(index, kinds, dump, other, right.kind))
+    for index, dump in enumerate(right_only, start=len(left_order)):
+        pairs.extend(_by_name_rows(index, kinds, None, dump, right.kind))
+    unmatched_left = [d.name for d in left_order if d.name not in matched]
+    unmatched_right = [d.name for d in right_only]
+    return Pairing(pairs, unmatched_left, unmatched_right, MODE_BY_NAME, notes)
