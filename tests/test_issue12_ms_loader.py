@@ -10,18 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import shared_path
 from typer.testing import CliRunner
 
-from compare.runs.folders import run_network
 from compare.cli import app
 from compare.errors import DumpFormatError
 from compare.loaders import load_run
-from compare.loaders.mindspore import apply_order, read_execution_order
+from compare.loaders.ms_order import apply_order, read_execution_order
 from compare.loaders.stats_csv import read_stats_csv
 from compare.records import OpDump, PairStatus, Run, RunKind
+from compare.runs.folders import run_network
 from compare.testing.synthetic_mindspore import OPS, make_trees
 from convert.layouts import convert_layout
-from conftest import shared_path
 
 # The header MindSpore 2.x writes with the default statistic_category ["max", "min", "l2norm"]
 # (seed 001: "Op Type, Op Name, Task ID, Stream ID, Timestamp, IO, Slot, Data Size, Data Type,

@@ -52,14 +52,12 @@ i.e. its first dump; it places the ops an execution order file does not list
 
 from __future__ import annotations
 
-import bisect
-import csv
 import functools
 import json
 import math
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import ml_dtypes
@@ -67,31 +65,14 @@ import numpy as np
 
 from convert.dumpfile import read_header
 from convert.names.hashed import lookup_hashed, read_mapping
-from convert.names.mindspore import NPY_CARRIERS, ms_dtype, ms_format
+from convert.names.mindspore import NPY_CARRIERS, kernel_type, ms_dtype, ms_format, scope_name
 from convert.tree import is_file_entry
 
 from ..errors import CompareError, DumpFormatError
-from ..records import OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef, name_key
+from ..records import OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef
 from .ascend import no_valid_files_error
 from .golden_npy import load_npy, logical_dtype_name, read_npy_header
-from .stats_csv import StatRecord, read_stats_csv, refused_rows_note
-
-# --------------------------------------------------------------------------------------------
-# Names
-# --------------------------------------------------------------------------------------------
-
-def scope_name(file_op_name: str) -> str:
-    """The op name of a file name: ``--`` back to ``/`` (see the module doc)."""
-    return file_op_name.replace("--", "/")
-
-
-_KERNEL_RE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)-op\d+")
-
-
-def kernel_type(op_name: str) -> str | None:
-    """The op type a kernel name carries (``.../conv3-Conv2d/Conv2D-op12`` -> ``Conv2D``), or None."""
-    match = _KERNEL_RE.fullmatch(op_name.rsplit("/", 1)[-1])
-    return match.group(1) if match else None
+from .ms_stats import merge_stats_files
 
 
 def _numpy_storage(name: str) -> np.dtype:
@@ -260,157 +241,6 @@ def is_ignored_name(name: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-#: Header texts of execution order files (lower case; MindSpore 2.x writes
-#: ``NodeExecutionOrder-FullNameWithScope``).
-_ORDER_HEADERS = frozenset({"nodeexecutionorder-fullnamewithscope", "op_name", "name", "kernel", "kernel_name",
-                            "node_name", "op", "fullnamewithscope"})
-_OP_ID_TAIL = re.compile(r"-op\d+$")
-
-
-def _is_order_header(cell: str) -> bool:
-    """A first row that names the column: a known header text, or a cell that is neither a
-    scoped name (no ``/``) nor a kernel name (no ``-op{N}`` at the end)."""
-    text = cell.strip()
-    if text.lower().replace(" ", "_") in _ORDER_HEADERS or text.lower() in _ORDER_HEADERS:
-        return True
-    return "/" not in text and _OP_ID_TAIL.search(text) is None
-
-
-def read_execution_order(path: Path) -> list[str]:
-    """Kernel names of ``ms_execution_order_graph_{id}.csv`` in execution order.
-
-    The first cell of every non-empty row is a name (the last one when the row starts with a
-    number). The first row is a header, and skipped, when :func:`_is_order_header` says so
-    (MindSpore 2.x writes ``NodeExecutionOrder-FullNameWithScope``). Unreadable -> ``[]``.
-    """
-    names: list[str] = []
-    first = True
-    try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            for row in csv.reader(handle):
-                cells = [c.strip() for c in row if c.strip()]
-                if not cells:
-                    continue
-                cell = cells[-1] if len(cells) > 1 and cells[0].isdigit() else cells[0]
-                if first:
-                    first = False
-                    if _is_order_header(cell):
-                        continue
-                names.append(scope_name(cell))
-    except OSError:
-        return []
-    return names
-
-
-def read_global_order(path: Path) -> tuple[int, ...]:
-    """The iterations listed in ``ms_global_execution_order_graph_{id}.csv`` (sorted, unique)."""
-    found: set[int] = set()
-    try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            for row in csv.reader(handle):
-                for cell in row:
-                    text = cell.strip()
-                    if text.isdigit():
-                        found.add(int(text))
-                        break
-    except OSError:
-        return ()
-    return tuple(sorted(found))
-
-
-def order_files(leaf: Path, graph: object, depth: int) -> tuple[Path | None, Path | None]:
-    """``(execution order csv, global execution order csv)`` for a leaf, or ``None`` each.
-
-    Looked up in ``execution_order/`` of the ancestors up to ``depth`` levels above the leaf
-    (``rank_N/execution_order`` for npy dumps, depth 3; ``device_N/execution_order`` for sync
-    dumps, depth 1; ``{device_id}/execution_order`` for r1.x asynchronous dumps, whose leaf is
-    ``{device_id}/{net}_graph_{g}/{g}/{iteration}``, depth 3 -- the manuals' layout).
-    For an unknown graph id the only ``ms_execution_order_graph_*.csv`` is used.
-    """
-    folder = leaf
-    for _ in range(depth + 1):
-        order_dir = folder / "execution_order"
-        if order_dir.is_dir():
-            if graph is not None:
-                local = order_dir / f"ms_execution_order_graph_{graph}.csv"
-                glob = order_dir / f"ms_global_execution_order_graph_{graph}.csv"
-                return (local if local.is_file() else None, glob if glob.is_file() else None)
-            locals_ = sorted(order_dir.glob("ms_execution_order_graph_*.csv"))
-            globals_ = sorted(order_dir.glob("ms_global_execution_order_graph_*.csv"))
-            return (locals_[0] if len(locals_) == 1 else None, globals_[0] if len(globals_) == 1 else None)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    return None, None
-
-
-def apply_order(run: Run, names: list[str]) -> None:
-    """Give **every** op of the run a position in ``run.order`` (0, 1, ... in report order).
-
-    Policy:
-
-    * an op listed in the execution order (its name matched exactly or normalised, see
-      :func:`compare.records.name_key`; the first listing counts) takes its place
-      in the file;
-    * an op the file does not list -- Parameters are never listed, and MindSpore may give a kernel
-      another ``-opN`` id in the order file than in its file names -- is placed by its **first
-      dump timestamp** (``OpDump.timestamp``, the earliest timestamp of its files): right after
-      the listed op dumped last at or before that time (before every listed op when none was);
-      several such ops after one listed op go by timestamp. It is never matched to an order
-      entry by guessing its ``-opN`` id (the ids are not reliable, and the timestamp places it
-      where it ran). The order file and the dump times can disagree (on CPU the runtime
-      launches independent kernels, e.g. optimizer updates, before their place in the file):
-      listed ops keep the file's order;
-    * an op without a dump timestamp (``0``: synchronous ``.bin`` names have none) goes after
-      all the others, by name.
-
-    A note says how many ops were found in the file and how the others were placed. An empty
-    ``names`` changes nothing.
-    """
-    if not names:
-        return
-    by_key: dict[str, int] = {}
-    for position, name in enumerate(names):
-        by_key.setdefault(name_key(name), position)
-    listed = {name: by_key[name_key(name)] for name in run.ops if name_key(name) in by_key}
-    anchors = _order_anchors([(run.ops[n].timestamp, p) for n, p in listed.items() if run.ops[n].timestamp > 0])
-    keys: dict[str, tuple[int, int, int, str]] = {}
-    by_time = untimed = 0
-    for name, op in run.ops.items():
-        if name in listed:
-            keys[name] = (listed[name], 0, op.timestamp, name)
-        elif op.timestamp > 0:
-            keys[name] = (_anchor_before(anchors, op.timestamp), 1, op.timestamp, name)
-            by_time += 1
-        else:
-            keys[name] = (len(names), 2, 0, name)
-            untimed += 1
-    run.order.clear()
-    for rank, name in enumerate(sorted(keys, key=keys.__getitem__)):
-        run.order[name] = rank
-    note = f"operators ordered by the execution order file ({len(listed)} of {len(run.ops)} found in it"
-    if by_time:
-        note += (f"; the other {by_time} (Parameters, or kernels listed under another -opN id) placed by their "
-                 "first dump timestamp, each after the listed operator dumped last before it")
-    if untimed:
-        note += f"; {untimed} without a dump timestamp put last, by name"
-    run.notes.append(note + ")")
-
-
-def _order_anchors(timed: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    """``(timestamps, order positions)`` of the listed ops, by timestamp (then position)."""
-    ordered = sorted(timed)
-    return [t for t, _ in ordered], [p for _, p in ordered]
-
-
-def _anchor_before(anchors: tuple[list[int], list[int]], timestamp: int) -> int:
-    """The order position of the listed op dumped last at or before ``timestamp`` (on a tie of
-    timestamps the largest position); -1 when every listed op was dumped after it."""
-    times, positions = anchors
-    found = bisect.bisect_right(times, timestamp)
-    return positions[found - 1] if found else -1
-
-
 # --------------------------------------------------------------------------------------------
 # Leaf scanning: synchronous .bin
 # --------------------------------------------------------------------------------------------
@@ -540,148 +370,6 @@ def _build_npy_op(name: str, group: _NpyGroup, run: Run) -> OpDump:
                   error="; ".join(errors) if errors and not inputs and not outputs else None, timestamp=first)
 
 
-def _stats_ref(name: str, record: StatRecord, format_default: str) -> TensorRef:
-    """A tensor of statistics only (``reader`` None) from one statistics record."""
-    return TensorRef(
-        op_name=name, kind=record.kind, index=record.index, dtype=record.dtype or "unknown",
-        format=ms_format(record.format) if record.format else format_default, shape=record.shape,
-        path=record.path, nbytes=record.data_size or 0, reader=None, stats=dict(record.stats),
-        stats_source=f"{record.path.name} row {record.line}")
-
-
-def _latest_records(records: list[StatRecord], key) -> tuple[dict[tuple[str, TensorKind, int], StatRecord], int]:
-    """One record per tensor ``(op name, kind, index)``: the latest timestamp wins (the last row
-    on a tie), as with dump files. Returns them and how many earlier rows were superseded."""
-    latest: dict[tuple[str, TensorKind, int], StatRecord] = {}
-    superseded = 0
-    for record in records:
-        slot = (key(record.op_name), record.kind, record.index)
-        previous = latest.get(slot)
-        if previous is not None:
-            superseded += 1
-            if record.timestamp < previous.timestamp:
-                continue
-        latest[slot] = record
-    return latest, superseded
-
-
-def stats_only_ops(records: list[StatRecord], *, key=scope_name, format_default: str = "ND") -> dict[str, OpDump]:
-    """Operators made of statistics records only (no tensor data; ``reader`` None).
-
-    One tensor per ``(op, kind, index)``, the latest row winning; an op's ``timestamp`` is the
-    earliest of its rows (its first dump).
-    """
-    latest, _ = _latest_records(records, key)
-    grouped: dict[str, list[StatRecord]] = {}
-    for (name, _, _), record in latest.items():
-        grouped.setdefault(name, []).append(record)
-    ops: dict[str, OpDump] = {}
-    for name in sorted(grouped):
-        ops[name] = _stats_op(name, grouped[name], format_default)
-    return ops
-
-
-def _stats_op(name: str, records: list[StatRecord], format_default: str, base: OpDump | None = None) -> OpDump:
-    """``base`` (or a new op) with a statistics-only tensor added for each record."""
-    refs: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
-    if base is not None:
-        for kind in refs:
-            refs[kind].extend(base.tensors(kind))
-    stamps = [r.timestamp for r in records if r.timestamp > 0]
-    if base is not None and base.timestamp > 0:
-        stamps.append(base.timestamp)
-    paths = tuple(dict.fromkeys(r.path for r in records))
-    for record in records:
-        refs[record.kind].append(_stats_ref(name, record, format_default))
-    inputs = tuple(sorted(refs[TensorKind.INPUT], key=lambda r: r.index))
-    outputs = tuple(sorted(refs[TensorKind.OUTPUT], key=lambda r: r.index))
-    if base is not None:
-        return OpDump(name=base.name, op_type=base.op_type, path=base.path, files=base.files + paths, inputs=inputs,
-                      outputs=outputs, error=base.error, timestamp=min(stamps, default=0))
-    return OpDump(name=name, op_type=records[0].op_type, path=paths[0], files=paths, inputs=inputs, outputs=outputs,
-                  timestamp=min(stamps, default=0))
-
-
-@dataclass(frozen=True)
-class StatsMerge:
-    """Where the rows of a run's statistics files went (each row counted once):
-    ``attached`` gave a tensor file its statistics, ``stats_only`` became a tensor without data,
-    ``superseded`` are earlier rows of a tensor that has a later one (an op run several times)."""
-
-    rows: int
-    attached: int
-    stats_only: int
-    superseded: int
-    files: int
-
-    def note(self, source: str) -> str:
-        """The note for ``run.notes`` (``source`` names the statistics file)."""
-        if self.stats_only and not self.attached and not self.files:
-            text = f"statistics only: {self.stats_only} tensor(s) from {source} (no .npy data)"
-        else:
-            text = (f"{source}: {self.rows} row(s): {self.attached} gave a tensor file its statistics, "
-                    f"{self.stats_only} are tensors with statistics only (no tensor file)")
-        if self.superseded:
-            text += (f"; {self.superseded} earlier row(s) of tensors dumped again later were superseded "
-                     "(the latest row of each tensor is used)")
-        if self.stats_only and self.files:
-            text += (f"; as {self.stats_only} tensor(s) have statistics and no data, this side is compared by "
-                     f"statistics: its {self.files} tensor file(s) give statistics computed from their data "
-                     "(or their statistic.csv row)")
-        return text
-
-
-def merge_stats(run: Run, records: list[StatRecord], *, key=scope_name, format_default: str = "ND") -> StatsMerge:
-    """Put every statistics record into ``run`` (nothing is left out; see :class:`StatsMerge`).
-
-    The latest record of each tensor is used. A tensor of the run with that op name (exact, else
-    the normalised name when it names one op) and kind and index gets the statistics (a
-    :class:`TensorRef` keeping its reader); any other record becomes a statistics-only
-    tensor (``reader`` None) of its op, which is created when the run has no file of it. When
-    any tensor has statistics only, ``run.stats_only`` is set: the comparison is then by
-    statistics (:mod:`compare.stats`), which computes the statistics of the tensors with data.
-    """
-    files = sum(len(op.inputs) + len(op.outputs) for op in run.ops.values())
-    latest, superseded = _latest_records(records, key)
-    by_key: dict[str, list[str]] = {}
-    for name in run.ops:
-        by_key.setdefault(name_key(name), []).append(name)
-    attach: dict[str, dict[tuple[TensorKind, int], StatRecord]] = {}
-    extra: dict[str, list[StatRecord]] = {}
-    for (name, kind, index), record in latest.items():
-        target = name if name in run.ops else None
-        if target is None and len(by_key.get(name_key(name), ())) == 1:
-            target = by_key[name_key(name)][0]
-        if target is not None and run.ops[target].tensor(kind, index) is not None:
-            attach.setdefault(target, {})[(kind, index)] = record
-        else:
-            extra.setdefault(target or name, []).append(record)
-    for name, found in attach.items():
-        run.ops[name] = _with_stats(run.ops[name], found)
-    for name in sorted(extra):
-        run.ops[name] = _stats_op(name, extra[name], format_default, base=run.ops.get(name))
-    merge = StatsMerge(rows=len(records), attached=sum(len(v) for v in attach.values()),
-                       stats_only=sum(len(v) for v in extra.values()), superseded=superseded, files=files)
-    if merge.stats_only:
-        run.stats_only = True
-    return merge
-
-
-def _with_stats(op: OpDump, found: dict[tuple[TensorKind, int], StatRecord]) -> OpDump:
-    """``op`` with the tensors in ``found`` given their recorded statistics (reader kept)."""
-    new: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
-    for kind in new:
-        for ref in op.tensors(kind):
-            record = found.get((kind, ref.index))
-            if record is None:
-                new[kind].append(ref)
-                continue
-            new[kind].append(replace(ref, stats=dict(record.stats),
-                                            stats_source=f"{record.path.name} row {record.line}"))
-    return OpDump(name=op.name, op_type=op.op_type, path=op.path, files=op.files, inputs=tuple(new[TensorKind.INPUT]),
-                  outputs=tuple(new[TensorKind.OUTPUT]), error=op.error, timestamp=op.timestamp)
-
-
 def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = None,
              constants: Path | None = None, family: str = "mindspore-npy") -> Run:
     """Scan a MindSpore ``.npy`` iteration folder (O0/O1, CPU/GPU, or O2 with ``file_format`` npy).
@@ -729,28 +417,13 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
     groups = _group_npy(entries, run)
     for name in sorted(groups):
         run.ops[name] = _build_npy_op(name, groups[name], run)
-    _merge_stats_files(run, stats_files)
+    merge_stats_files(run, stats_files)
     if not run.ops:
         if run.overflow:
             run.notes.append(f"the folder holds only {len(run.overflow)} overflow record(s)")
             return run
         raise no_valid_files_error(folder, run.skipped)
     return run
-
-
-def _merge_stats_files(run: Run, paths: list[Path]) -> None:
-    """Read ``statistic.csv`` files into ``run`` (:func:`merge_stats`), with a note saying where
-    every row went and one naming the refused rows (:func:`~compare.loaders.stats_csv.refused_rows_note`)."""
-
-    parsed = [read_stats_csv(path) for path in paths]
-    records = [record for item in parsed for record in item.records]
-    for item in parsed:
-        run.skipped.extend(item.skipped)
-    if records:
-        run.notes.append(merge_stats(run, records).note(str(paths[0]) if len(paths) == 1 else "statistic.csv"))
-    refused = refused_rows_note(parsed)
-    if refused:
-        run.notes.append(f"statistics rows not used: {refused}")
 
 
 def constants_folder(leaf: Path) -> Path | None:
@@ -800,21 +473,14 @@ def read_overflow(path: Path) -> OverflowRecord:
 __all__ = [
     "NPY_FORM",
     "NpyName",
-    "StatsMerge",
     "SYNC_FORM",
     "constants_folder",
-    "kernel_type",
-    "merge_stats",
-    "stats_only_ops",
     "SyncName",
     "check_sync_file",
     "parse_npy_name",
     "parse_sync_name",
-    "read_execution_order",
-    "read_global_order",
     "read_overflow",
     "read_sync_bin",
     "scan_npy",
     "scan_sync",
-    "scope_name",
 ]

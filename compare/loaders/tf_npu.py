@@ -35,7 +35,8 @@ from .ascend import (
     no_valid_files_error,
     scan_offline,
 )
-from .mindspore import is_ignored_name, is_overflow_name, merge_stats, read_overflow, stats_only_ops
+from .mindspore import is_ignored_name, is_overflow_name, read_overflow
+from .ms_stats import merge_stats, stats_only_ops
 from .stats_csv import read_stats_csv, refused_rows_note
 
 _GRAPH_NAME_RE = re.compile(r'^\s*name:\s*"(.*)"\s*$')

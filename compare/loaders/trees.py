@@ -48,18 +48,15 @@ from convert.tree import walk_leaves
 from ..errors import CompareError, OptionError
 from .ascend import OfflineName, cached_listing, clean_op_name
 from .mindspore import (
-    apply_order,
     constants_folder,
     is_ignored_name,
     is_overflow_name,
-    order_files,
     parse_npy_name,
     parse_sync_name,
-    read_execution_order,
-    read_global_order,
     scan_npy,
     scan_sync,
 )
+from .ms_order import apply_order, order_files, read_execution_order, read_global_order
 from .selection import Candidate, Selection, Spec, filter_by, listing_text, newest, parse_spec, values_of
 from .tf_npu import check_model_folder, first_graph_name, merged_listing, scan_binary, stats_csv_name
 

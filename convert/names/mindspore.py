@@ -1,7 +1,10 @@
-"""MindSpore's names of data types and formats, as its dump files, statistics CSVs and
-execution-order files write them, mapped to vcompare's (numpy-style dtype names, layout names)."""
+"""MindSpore's names: data types and formats as its dump files, statistics CSVs and
+execution-order files write them, mapped to vcompare's (numpy-style dtype names, layout names);
+the scope name a dump-file name spells (``--`` for ``/``) and the op type a kernel name carries."""
 
 from __future__ import annotations
+
+import re
 
 #: MindSpore type names (lower case, ``knumbertype`` prefix dropped) -> numpy-style names.
 _MS_TYPES = {
@@ -62,3 +65,17 @@ def ms_format(text: str) -> str:
     """vcompare layout name of a MindSpore format name (``DefaultFormat`` -> ``ND``)."""
     key = text.strip()
     return _MS_FORMATS.get(key.lower(), key.upper())
+
+
+def scope_name(file_op_name: str) -> str:
+    """The op name of a file name: ``--`` back to ``/`` (see the module doc)."""
+    return file_op_name.replace("--", "/")
+
+
+_KERNEL_RE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)-op\d+")
+
+
+def kernel_type(op_name: str) -> str | None:
+    """The op type a kernel name carries (``.../conv3-Conv2d/Conv2D-op12`` -> ``Conv2D``), or None."""
+    match = _KERNEL_RE.fullmatch(op_name.rsplit("/", 1)[-1])
+    return match.group(1) if match else None
