@@ -21,7 +21,8 @@ from . import __version__
 from .errors import OptionError
 from .gates import evaluate, parse_gate
 from .pairing.fusion_rule import FusionRule
-from .policy import Policy, gated_metrics, load_policy
+from .policy import Policy, gated_metrics
+from .policy_file import load_policy
 from .records import Bound, MetricRow, Verdict, count_by_status
 from .reports.frame import frame_of
 from .reports.junit import render_junit

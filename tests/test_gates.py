@@ -21,7 +21,8 @@ from compare.runs.network import NetworkResult
 from compare.runs.folders import run_network
 from compare.errors import OptionError
 from compare.gates import evaluate, parse_gate
-from compare.policy import Policy, load_policy
+from compare.policy import Policy
+from compare.policy_file import load_policy
 from compare.records import Bound, MetricRow, Outcome, PairStatus
 
 DEMO = FIXTURES / "demo"

@@ -17,10 +17,9 @@ from compare.policy import (
     Policy,
     dtype_bounds,
     gated_metrics,
-    load_policy,
     names_text,
-    starter_policy,
 )
+from compare.policy_file import load_policy, starter_policy
 from compare.records import MetricRow, Outcome, PairStatus
 
 TODAY = datetime.date(2026, 11, 23)

@@ -18,7 +18,7 @@ from convert.layouts import LayoutError
 from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
 from ..errors import EXIT_CANNOT_RUN, EXIT_OK, CompareError, OptionError
 from ..kernels import native, preload, resolve_algorithms
-from ..policy import starter_policy
+from ..policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format
 from ..reports.files import atomic_write_text
 from ..reports.network import Layout, write_report
