@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from . import __version__
 from .errors import OptionError
 from .gates import evaluate, parse_gate
-from .pairing.fusion_rule import FusionRule
+from .pairing.rule_records import FusionRule
 from .policy import Policy, gated_metrics
 from .policy_file import load_policy
 from .records import Bound, MetricRow, Verdict, count_by_status

@@ -17,7 +17,6 @@ from compare.loaders.golden_npy import read_npy_header
 from convert import dumpfile
 from convert.dumpfile import read_header, write_dump
 
-
 # ------------------------------------------------------------------------------- compare.heap
 
 
@@ -183,7 +182,8 @@ def test_quant_filter_without_flags_keeps_the_groups_a_rebuild_gives():
     groups the rebuild gives, on every fusion rule at hand (fixtures; ../shared when present)."""
     from compare.errors import CompareError
     from compare.pairing import quant_rule
-    from compare.pairing.fusion_rule import load_fusion_rule, ops_in_group_order, rule_from_ops
+    from compare.pairing.fusion_groups import ops_in_group_order, rule_from_ops
+    from compare.pairing.fusion_rule import load_fusion_rule
 
     checked = 0
     for path in _rules():

@@ -16,22 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import shared_path
 
 from compare.errors import PairingError, RuleError
-from compare.pairing.fusion_rule import (
-    FusionRule,
-    Origin,
-    OutputDesc,
-    Relation,
-    RuleOp,
-    golden_origin,
-    group_key,
-    load_fusion_rule,
-)
+from compare.pairing.fusion_groups import golden_origin, group_key
+from compare.pairing.fusion_rule import load_fusion_rule
 from compare.pairing.match import pair_runs
+from compare.pairing.rule_records import FusionRule, Origin, OutputDesc, Relation, RuleOp
 from compare.records import OpDump, Pair, PairStatus, Run, RunKind, TensorKind, TensorRef
-
-from conftest import shared_path
 
 IN, OUT = TensorKind.INPUT, TensorKind.OUTPUT
 
@@ -493,7 +485,7 @@ def rows(pairing_pairs: list[Pair]) -> list[tuple]:
 
 
 def make_rule(ops: list[RuleOp]) -> FusionRule:
-    from compare.pairing.fusion_rule import group_ops
+    from compare.pairing.fusion_groups import group_ops
 
     groups = group_ops(ops)
     return FusionRule(Path("rule.json"), {o.name: o for o in ops}, groups,

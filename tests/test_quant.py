@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import shared_path
 
-from compare.runs.batch import BatchItem, run_batch
-from compare.runs.folders import run_network
 from compare.errors import OptionError, PairingError
 from compare.loaders import load_run
-from compare.pairing.fusion_rule import FusionRule, OutputDesc, RuleOp, group_ops, load_fusion_rule
+from compare.pairing.fusion_groups import group_ops
+from compare.pairing.fusion_rule import load_fusion_rule
 from compare.pairing.quant_rule import (
     QuantOutput,
     apply_quant_filter,
@@ -34,12 +34,13 @@ from compare.pairing.quant_rule import (
     quant_filtered_names,
     quant_output_types,
 )
+from compare.pairing.rule_records import FusionRule, OutputDesc, RuleOp
 from compare.pairing.scenarios import Strategy, check_scenario
 from compare.records import PairStatus
+from compare.runs.batch import BatchItem, run_batch
+from compare.runs.folders import run_network
 from compare.testing.synthetic import make_network
 from compare.testing.synthetic_quant import make_close_fusion_network, make_quant_network, make_tf_network
-
-from conftest import shared_path
 
 S = PairStatus
 MIDDLE_REASON = "between a quant and a dequant op: int8/int32 data has no float golden"

@@ -24,10 +24,12 @@ import pytest
 from conftest import shared_path
 from test_pairing import REAL, desc, op
 
-from compare.runs.folders import run_network
 from compare.errors import DumpFormatError
+from compare.pairing import fusion_groups as fg
 from compare.pairing import fusion_rule as fr
-from compare.pairing.fusion_rule import FusionGroup, OutputDesc, Relation, RuleOp, load_fusion_rule
+from compare.pairing.fusion_rule import load_fusion_rule
+from compare.pairing.rule_records import FusionGroup, OutputDesc, Relation, RuleOp
+from compare.runs.folders import run_network
 from convert import dumpfile
 from convert.dumpfile import read_header, write_dump
 
@@ -38,14 +40,14 @@ from convert.dumpfile import read_header, write_dump
 def _old_group_ops(ops: list[RuleOp]) -> list[FusionGroup]:
     by_key: dict[str, FusionGroup] = {}
     for one in ops:
-        key = fr.group_key(one)
+        key = fg.group_key(one)
         group = by_key.get(key)
         if group is None:
             by_key[key] = FusionGroup(len(by_key), key, [one], Relation.ONE_TO_ONE)
         elif all(member.name != one.name for member in group.ops):
             group.ops.append(one)
     for group in by_key.values():
-        group.relation = fr.relation_of(group.ops)
+        group.relation = fg.relation_of(group.ops)
     return list(by_key.values())
 
 
@@ -59,10 +61,10 @@ def _old_rename_adjust(ops: list[RuleOp]) -> None:
             continue
         name = group.key
         if one.descs:
-            descs = tuple(d if d.origin_name else fr.replace(d, origin_name=name) for d in one.descs)
+            descs = tuple(d if d.origin_name else fg.replace(d, origin_name=name) for d in one.descs)
         else:
             descs = (OutputDesc(0, name, None, "", None),)
-        ops[position[one.name]] = fr.replace(one, descs=descs)
+        ops[position[one.name]] = fg.replace(one, descs=descs)
 
 
 def _old_load(path: Path) -> tuple[dict[str, RuleOp], list[tuple[int, str, list[str], Relation]]]:

@@ -7,7 +7,7 @@ merge(offline, quant), merge(open, close) or the quant rule alone, quant filter 
 pairs with one of these strategies:
 
 - **fusion** (a fusion rule is given; spec §3.4-3.6): rows per fusion group, golden tensors found
-  through the rule (:func:`compare.pairing.fusion_rule.golden_origin`). Ops the quant filter
+  through the rule (:func:`compare.pairing.fusion_groups.golden_origin`). Ops the quant filter
   flagged (between a quant and a dequant op) give one NOT_COMPARABLE row each, with the reason.
 - **quant** (scenario 3, quantized Caffe vs Caffe, ``-q`` only): the fusion strategy over the
   quant rule, but only output 0 of each left op is compared, as it is (no layout conversion): the
@@ -42,7 +42,7 @@ from ..records import (
     TensorRef,
 )
 from .by_name import pair_by_name
-from .fusion_rule import FusionGroup, FusionRule, NewOperator, Relation, RuleOp, golden_origin
+from .fusion_groups import NewOperator, golden_origin
 from .npu import pair_npu_vs_npu
 from .quant_rule import RuleLike, build_rule
 from .rows import (
@@ -57,6 +57,7 @@ from .rows import (
     shape_text,
     type_text,
 )
+from .rule_records import FusionGroup, FusionRule, Relation, RuleOp
 from .scenarios import Scenario, Strategy, check_scenario
 
 MODE_FUSION = "fusion"

@@ -68,14 +68,9 @@ from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 
-from .fusion_rule import (
-    FusionRule,
-    OutputDesc,
-    RuleOp,
-    load_fusion_rule,
-    ops_in_group_order,
-    rule_from_ops,
-)
+from .fusion_groups import ops_in_group_order, rule_from_ops
+from .fusion_rule import load_fusion_rule
+from .rule_records import FusionRule, OutputDesc, RuleOp
 
 #: Name substrings that mark a quant op (name class +2).
 QUANT_PATTERNS = ("_quant_layer", "/AscendQuant", "/AscendWeightQuant", ".quant", ".weight_quant")

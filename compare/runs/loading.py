@@ -15,9 +15,10 @@ from ..heap import paused_gc
 from ..loaders import load_run
 from ..loaders.selection import Selection, values_of
 from ..loaders.trees import claim, leaf_op_names, model_folders
-from ..pairing.fusion_rule import FusionRule, load_fusion_rule
+from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.match import pair_runs
 from ..pairing.rows import overflow_rows
+from ..pairing.rule_records import FusionRule
 from ..pairing.scenarios import check_scenario
 from ..pairing.user_mapping import match_names, pair_families
 from ..records import Run

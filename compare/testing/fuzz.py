@@ -518,7 +518,8 @@ def read_npy_file(path: Path) -> None:
 
 def read_rule_file(path: Path) -> None:
     """Load a fusion rule, apply the quant filter and look up every op's golden origins."""
-    from compare.pairing.fusion_rule import golden_origin, load_fusion_rule
+    from compare.pairing.fusion_groups import golden_origin
+    from compare.pairing.fusion_rule import load_fusion_rule
     from compare.pairing.quant_rule import apply_quant_filter
     from compare.records import TensorKind
 
