@@ -66,6 +66,7 @@ import numpy as np
 
 from convert.names.hashed import lookup_hashed, read_mapping
 from convert.names.mindspore import NPY_CARRIERS, ms_dtype, ms_format
+from convert.npy import load_npy, logical_dtype_name, read_npy_header
 from convert.tree import is_file_entry
 
 from ..errors import CompareError, DumpFormatError
@@ -479,8 +480,6 @@ def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = N
 
 
 def _npy_ref(op_name: str, parsed: NpyName, path: Path, notes: list[str]) -> tuple[TensorRef | None, str | None]:
-    from .golden_npy import load_npy, logical_dtype_name, read_npy_header
-
     try:
         header = read_npy_header(path)
     except DumpFormatError as exc:
