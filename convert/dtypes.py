@@ -156,7 +156,7 @@ _PROTO_SPELLING = {
 @functools.cache
 def _bfloat16() -> np.dtype:
     """``ml_dtypes.bfloat16``, imported on first use (most dumps hold no bf16 tensor)."""
-    import ml_dtypes
+    import ml_dtypes  # here: ml_dtypes costs ~5 ms at start-up; most dumps hold no bf16 tensor
 
     return np.dtype(ml_dtypes.bfloat16)
 

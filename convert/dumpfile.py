@@ -1,4 +1,4 @@
-"""Reading and writing Ascend operator dump files (``{op_type}.{op_name}.{task}...{timestamp}``).
+"""Reading Ascend operator dump files (``{op_type}.{op_name}.{task}...{timestamp}``).
 
 Two layouts exist; both carry one ``DumpData`` message (:mod:`convert.dump_proto`).
 
@@ -14,9 +14,10 @@ Version 2, "big dump" (the default of the dump tools)::
 
 Version 1, pure protobuf: the whole file is one serialized DumpData and the tensor bytes are the
 ``data`` fields of ``OpInput`` (field 4) / ``OpOutput`` (field 5). The reader walks the
-protobuf wire format of the top-level message to find where each ``data`` value starts in the
-file, so that :func:`read_tensor` reads one tensor at its offset like for version 2; the rest of
-the message (with the ``data`` values cut out) is decoded by the protobuf runtime.
+protobuf wire format of the top-level message (:mod:`convert.dumpwire`) to find where each
+``data`` value starts in the file, so that :func:`read_tensor` reads one tensor at its offset like
+for version 2; the rest of the message (with the ``data`` values cut out) is decoded by the
+protobuf runtime.
 
 Auto-detection (``version=None``), per file:
 
@@ -40,12 +41,15 @@ Policy on odd tensors:
 * Tensors with an undecodable data type (``DT_STRING`` ...) are listed; :func:`read_tensor`
   raises for them.
 
-Size limits (bounded cost for crafted files): more than :data:`MAX_TOP_LEVEL_FIELDS` top-level
-fields (v1 file or v2 header), more than :data:`MAX_TENSOR_FIELDS` fields in one v1 element, or a
-shape of more than :data:`MAX_RANK` dimensions is refused, at the offending field's byte.
+Size limits (bounded cost for crafted files, :mod:`convert.dumpwire`): more than
+:data:`~convert.dumpwire.MAX_TOP_LEVEL_FIELDS` top-level fields (v1 file or v2 header), more than
+:data:`~convert.dumpwire.MAX_TENSOR_FIELDS` fields in one v1 element, or a shape of more than
+:data:`~convert.dumpwire.MAX_RANK` dimensions is refused, at the offending field's byte.
 
-Every failure is a :class:`compare.errors.DumpFormatError` whose message is the diagnosis and
+Every failure is a :class:`convert.errors.DumpFormatError` whose message is the diagnosis and
 whose ``offset`` is the byte where the problem is.
+
+Writing dump files is :mod:`convert.dumpwrite`.
 """
 
 from __future__ import annotations
@@ -53,54 +57,48 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator, Sequence, Union
+from typing import BinaryIO, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
-from .errors import DumpFormatError
-
 from . import dump_proto
 from .dtypes import (
-    DataType,
     UnsupportedDataType,
-    code_for_numpy,
     count_for_nbytes,
     data_type_label,
     decode,
     dtype_name,
     element_count,
-    format_code,
     format_name,
     nbytes_for,
     numpy_dtype,
 )
+from .dumpwire import (
+    DUMP_BUFFER,
+    DUMP_INPUT,
+    DUMP_OUTPUT,
+    DUMP_SPACE,
+    MAX_RANK,
+    MAX_TENSOR_FIELDS,
+    MAX_TOP_LEVEL_FIELDS,
+    TOP_LEVEL_NAMES,
+    WireError,
+    strip_data,
+    walk_fields,
+)
+from .errors import DumpFormatError
 
 PathLike = Union[str, "os.PathLike[str]"]
-Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
 
 HEADER_LENGTH_BYTES = 8
 #: Dimensions at or above this are negative int64 values written into the uint64 ``Shape.dim``.
 _INT64_SIGN = 1 << 63
 NANO_MAGIC = 0x5A5A5A5A
 NANO_MAGIC_OFFSET = 8
-
-#: Protobuf field numbers used by the version-1 walker.
-_DUMP_OUTPUT, _DUMP_INPUT, _DUMP_BUFFER, _DUMP_SPACE = 3, 4, 5, 8
-_DATA_FIELD = {_DUMP_OUTPUT: 5, _DUMP_INPUT: 4, _DUMP_BUFFER: 2, _DUMP_SPACE: 2}
-
-_WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_SGROUP, _WIRE_EGROUP, _WIRE_I32 = 0, 1, 2, 3, 4, 5
-
-#: Limits that bound the cost of reading a crafted header (docs/reliability.md). A real dump has
-#: one top-level field per tensor, buffer, workspace, attribute and header value, about a dozen
-#: fields per tensor, and shapes of rank <= 8; a file over a limit is refused (DumpFormatError at
-#: the offending field) before the protobuf runtime decodes it, so a file of millions of tiny
-#: fields costs a walk of at most the limit, not millions of Python objects.
-MAX_TOP_LEVEL_FIELDS = 100_000
-MAX_TENSOR_FIELDS = 10_000  # fields of one OpInput/OpOutput/OpBuffer/Workspace (version 1)
-MAX_RANK = 256  # dimensions of a shape or original shape
 
 
 # ----------------------------------------------------------------------------------- records
@@ -170,200 +168,6 @@ class DumpHeader:
         return self.inputs + self.outputs
 
 
-# ------------------------------------------------------------------------------ wire walker
-
-
-class _WireError(Exception):
-    """A protobuf wire-format problem at ``offset`` (absolute in the file)."""
-
-    def __init__(self, problem: str, offset: int) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.offset = offset
-
-
-class _FieldLimit(_WireError):
-    """A message with more fields than its limit (see :data:`MAX_TOP_LEVEL_FIELDS`)."""
-
-
-@dataclass(frozen=True)
-class _Field:
-    number: int
-    wire_type: int
-    start: int  # first byte of the tag
-    tag_end: int  # one past the tag
-    value_start: int  # first byte of the value (after the length prefix for LEN fields)
-    end: int  # one past the last byte
-
-
-def _varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
-    """Decode a base-128 varint at ``pos``; returns (value, position after it)."""
-    start = pos
-    result = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise _WireError("varint runs past the end of its message", start)
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise _WireError("varint longer than 10 bytes", start)
-
-
-def _fields(buf: Buffer, start: int, end: int, limit: int | None = None, what: str = "") -> Iterator[_Field]:
-    """The fields of the message occupying ``buf[start:end]``, in wire order.
-
-    With ``limit``, the field after the ``limit``-th raises ``_FieldLimit`` (at its tag) saying
-    that ``what`` has more than ``limit`` fields, before anything past it is read.
-    """
-    pos = start
-    count = 0
-    while pos < end:
-        count += 1
-        if limit is not None and count > limit:
-            raise _FieldLimit(f"{what} has more than {limit} fields (the limit for a dump)", pos)
-        field = _next_field(buf, pos, end)
-        if field.wire_type == _WIRE_EGROUP:
-            raise _WireError(f"unmatched end-group of field {field.number}", pos)
-        yield field
-        pos = field.end
-
-
-_MAX_FIELD_NUMBER = (1 << 29) - 1
-
-
-def _tag(buf: Buffer, pos: int, end: int) -> tuple[int, int, int]:
-    """(field number, wire type, position after the tag) of the tag at ``pos``."""
-    key, after = _varint(buf, pos, end)
-    number, wire_type = key >> 3, key & 7
-    if number == 0:
-        raise _WireError("field number 0 (not a protobuf tag)", pos)
-    if number > _MAX_FIELD_NUMBER:
-        raise _WireError(f"field number {number} is out of the protobuf range", pos)
-    if wire_type > _WIRE_I32:
-        raise _WireError(f"invalid wire type {wire_type} in the tag of field {number}", pos)
-    return number, wire_type, after
-
-
-def _skip_scalar(buf: Buffer, wire_type: int, pos: int, end: int) -> tuple[int, int]:
-    """(value start, value end) of a varint / fixed / length-delimited value at ``pos``."""
-    if wire_type == _WIRE_VARINT:
-        return pos, _varint(buf, pos, end)[1]
-    if wire_type == _WIRE_I64:
-        return pos, pos + 8
-    if wire_type == _WIRE_I32:
-        return pos, pos + 4
-    length, value_start = _varint(buf, pos, end)
-    return value_start, value_start + length
-
-
-def _next_field(buf: Buffer, pos: int, end: int) -> _Field:
-    start = pos
-    number, wire_type, tag_end = _tag(buf, pos, end)
-    if wire_type == _WIRE_SGROUP:
-        value_start, pos = tag_end, _skip_group(buf, number, tag_end, end)
-    elif wire_type == _WIRE_EGROUP:
-        value_start, pos = tag_end, tag_end
-    else:
-        value_start, pos = _skip_scalar(buf, wire_type, tag_end, end)
-    if pos > end:
-        problem = f"field {number} runs {pos - end} bytes past the end of its message"
-        raise _WireError(problem, start)
-    return _Field(number, wire_type, start, tag_end, value_start, pos)
-
-
-def _skip_group(buf: Buffer, number: int, pos: int, end: int) -> int:
-    """Position after the end-group tag closing a group of field ``number`` (nesting allowed).
-
-    Iterative, so a crafted file of nested start-group tags cannot exhaust the Python stack.
-    """
-    open_groups = [number]
-    while pos < end:
-        start = pos
-        inner, wire_type, pos = _tag(buf, pos, end)
-        if wire_type == _WIRE_SGROUP:
-            open_groups.append(inner)
-        elif wire_type == _WIRE_EGROUP:
-            if inner != open_groups[-1]:
-                problem = f"end-group of field {inner} closes group {open_groups[-1]}"
-                raise _WireError(problem, start)
-            open_groups.pop()
-            if not open_groups:
-                return pos
-        else:
-            pos = _skip_scalar(buf, wire_type, pos, end)[1]
-    raise _WireError(f"group of field {open_groups[-1]} is not closed", pos)
-
-
-def _len_prefix(length: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = length & 0x7F
-        length >>= 7
-        if length:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-@dataclass(frozen=True)
-class _Stripped:
-    """A DumpData with its data values cut out, plus where those values are in the file.
-
-    ``parts`` are the top-level fields as (field number, file offset of the tag, bytes without
-    data values); their concatenation is the message to decode.
-    """
-
-    parts: tuple[tuple[int, int, bytes], ...]
-    spans: dict[int, list[tuple[int, int]]]  # top-level field -> [(offset, size)] per element
-    has_known_field: bool
-
-
-def _strip_data(buf: Buffer, start: int, end: int) -> _Stripped:
-    """Copy the DumpData at ``buf[start:end]`` without the data values of tensors/buffers/spaces.
-
-    ``spans[f]`` lists, per element of repeated field ``f`` (3 output, 4 input, 5 buffer,
-    8 space) in wire order, the absolute offset and size of its (last) data value.
-    """
-    parts: list[tuple[int, int, bytes]] = []
-    spans: dict[int, list[tuple[int, int]]] = {f: [] for f in _DATA_FIELD}
-    known = False
-    for field in _fields(buf, start, end, MAX_TOP_LEVEL_FIELDS, "the DumpData message: top-level"):
-        known = known or (1 <= field.number <= 8)
-        if field.number in _DATA_FIELD and field.wire_type == _WIRE_LEN:
-            name = f"{_TOP_LEVEL_NAMES[field.number]} {len(spans[field.number])}"
-            body, span = _strip_element(buf, field, _DATA_FIELD[field.number], name)
-            spans[field.number].append(span)
-            piece = bytes(buf[field.start : field.tag_end]) + _len_prefix(len(body)) + body
-        else:
-            piece = bytes(buf[field.start : field.end])
-        parts.append((field.number, field.start, piece))
-    return _Stripped(tuple(parts), spans, known)
-
-
-def _strip_element(buf: Buffer, element: _Field, data_field: int, name: str) -> tuple[bytes, tuple[int, int]]:
-    """One OpInput/OpOutput/OpBuffer/Workspace without its data, and its data's (offset, size).
-
-    ``name`` (e.g. ``input 0``) names the element in the diagnosis when it has more than
-    :data:`MAX_TENSOR_FIELDS` fields (raised at the element's tag).
-    """
-    pieces: list[bytes] = []
-    span = (element.value_start, 0)
-    try:
-        fields = list(_fields(buf, element.value_start, element.end, MAX_TENSOR_FIELDS, name))
-    except _FieldLimit as wire:
-        raise _FieldLimit(wire.problem, element.start) from None
-    for field in fields:
-        if field.number == data_field and field.wire_type == _WIRE_LEN:
-            span = (field.value_start, field.end - field.value_start)
-        else:
-            pieces.append(bytes(buf[field.start : field.end]))
-    return b"".join(pieces), span
 
 
 # ---------------------------------------------------------------------------------- reading
@@ -401,12 +205,6 @@ def _elements_in(code: int, size: int) -> int:
         return size
 
 
-_TOP_LEVEL_NAMES = {
-    1: "version", 2: "dump_time", 3: "output", 4: "input", 5: "buffer", 6: "op_name", 7: "attr",
-    8: "space",
-}  # fmt: skip
-
-
 def _undecodable_part(parts: Sequence[tuple[int, int, bytes]]) -> tuple[str, int] | None:
     """(description, file offset) of the first top-level field that does not decode alone."""
     seen: dict[int, int] = {}
@@ -416,7 +214,7 @@ def _undecodable_part(parts: Sequence[tuple[int, int, bytes]]) -> tuple[str, int
         try:
             dump_proto.DumpData.FromString(piece)
         except DecodeError:
-            name = _TOP_LEVEL_NAMES.get(number, f"field {number}")
+            name = TOP_LEVEL_NAMES.get(number, f"field {number}")
             if number in (3, 4, 5, 7, 8):
                 name = f"{name} {index}"
             why = "is not valid UTF-8" if number in (1, 6) else "does not decode"
@@ -460,8 +258,8 @@ def _decode_small(data: bytes) -> Message | None:
 def _header_parts(path: Path, data: bytes, what: str, offset: int) -> list[tuple[int, int, bytes]]:
     """Top-level fields of a version-2 header (file offsets), or the wire-format diagnosis."""
     try:
-        fields = list(_fields(data, 0, len(data), MAX_TOP_LEVEL_FIELDS, "the DumpData message: top-level"))
-    except _WireError as wire:
+        fields = list(walk_fields(data, 0, len(data), MAX_TOP_LEVEL_FIELDS, "the DumpData message: top-level"))
+    except WireError as wire:
         where = offset + wire.offset
         problem = f"{what} is not a valid DumpData protobuf ({wire.problem} at byte {where})"
         raise DumpFormatError(path, problem, offset=where) from None
@@ -478,10 +276,10 @@ def _assemble(
 ) -> DumpHeader:
     _check_ranks(path, msg, spans)
     inputs = tuple(
-        _tensor_info("input", i, m, *spans[_DUMP_INPUT][i]) for i, m in enumerate(msg.input)
+        _tensor_info("input", i, m, *spans[DUMP_INPUT][i]) for i, m in enumerate(msg.input)
     )
     outputs = tuple(
-        _tensor_info("output", i, m, *spans[_DUMP_OUTPUT][i]) for i, m in enumerate(msg.output)
+        _tensor_info("output", i, m, *spans[DUMP_OUTPUT][i]) for i, m in enumerate(msg.output)
     )
     return DumpHeader(
         path=path,
@@ -492,15 +290,15 @@ def _assemble(
         dump_time=int(msg.dump_time),
         inputs=inputs,
         outputs=outputs,
-        buffers=tuple(spans[_DUMP_BUFFER]),
-        spaces=tuple(spans[_DUMP_SPACE]),
+        buffers=tuple(spans[DUMP_BUFFER]),
+        spaces=tuple(spans[DUMP_SPACE]),
         attrs=tuple((a.name, a.value) for a in msg.attr),
     )
 
 
 def _check_ranks(path: Path, msg: Message, spans: dict[int, list[tuple[int, int]]]) -> None:
     """Refuse a shape of more than :data:`MAX_RANK` dimensions (offset: that tensor's data)."""
-    for kind, field, items in (("input", _DUMP_INPUT, msg.input), ("output", _DUMP_OUTPUT, msg.output)):
+    for kind, field, items in (("input", DUMP_INPUT, msg.input), ("output", DUMP_OUTPUT, msg.output)):
         for i, item in enumerate(items):
             for shape_name, shape in (("shape", item.shape), ("original_shape", item.original_shape)):
                 rank = len(shape.dim)
@@ -555,10 +353,10 @@ def _v2_spans(msg: Message, data_start: int) -> tuple[dict[int, list[tuple[int, 
     cursor = data_start
     spans: dict[int, list[tuple[int, int]]] = {}
     for field, items in (
-        (_DUMP_INPUT, msg.input),
-        (_DUMP_OUTPUT, msg.output),
-        (_DUMP_BUFFER, msg.buffer),
-        (_DUMP_SPACE, msg.space),
+        (DUMP_INPUT, msg.input),
+        (DUMP_OUTPUT, msg.output),
+        (DUMP_BUFFER, msg.buffer),
+        (DUMP_SPACE, msg.space),
     ):
         spans[field] = []
         for item in items:
@@ -588,8 +386,8 @@ def _read_v1(path: Path, f: BinaryIO, size: int) -> DumpHeader:
     """Version-1 header: walk the whole message, decode it without its data values."""
     with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
         try:
-            stripped = _strip_data(buf, 0, size)
-        except _WireError as wire:
+            stripped = strip_data(buf, 0, size)
+        except WireError as wire:
             detail = f"{wire.problem} at byte {wire.offset}"
             problem = f"the file is not a valid DumpData protobuf ({detail})"
             raise DumpFormatError(path, problem, offset=wire.offset) from None
@@ -783,139 +581,9 @@ def _read_at(fd: int, buf: memoryview, offset: int) -> int:
         return f.readinto(buf) or 0
 
 
-# ---------------------------------------------------------------------------------- writing
-
-
-@dataclass
-class TensorSpec:
-    """A tensor to write into a dump.
-
-    ``data_type`` defaults to the code of ``array.dtype`` (bool -> DT_BOOL, bfloat16 -> DT_BF16,
-    float64 -> DT_DOUBLE ...); when given, a decodable type's array is converted to its storage
-    dtype, and an undecodable type (``DT_STRING`` ...) gets the array's raw bytes. ``shape``
-    (default ``array.shape``) is recorded as given, even if it disagrees with the array (useful
-    for writing deliberately inconsistent files). ``format`` is a name (``NC1HWC0``) or code.
-
-    UINT1 (``data_type=29``): ``array`` holds the bit values (nonzero = 1) with
-    ``prod(shape)`` elements, packed MSB first on writing; a uint8 array of exactly
-    ``ceil(prod(shape)/8)`` bytes (when that differs from ``prod(shape)``) is taken as already
-    packed bits.
-    """
-
-    array: np.ndarray
-    format: str | int = "ND"
-    data_type: int | None = None
-    shape: tuple[int, ...] | None = None
-    original_shape: tuple[int, ...] | None = None
-    address: int = 0
-    sub_format: int = 0
-
-
-TensorLike = Union[TensorSpec, np.ndarray]
-
-
-@dataclass(frozen=True)
-class _Encoded:
-    spec: TensorSpec
-    code: int
-    format: int
-    shape: tuple[int, ...]
-    payload: bytes
-
-
-def _encode(item: TensorLike) -> _Encoded:
-    spec = item if isinstance(item, TensorSpec) else TensorSpec(np.asarray(item))
-    array = np.asarray(spec.array)
-    code = int(spec.data_type) if spec.data_type is not None else code_for_numpy(array.dtype)
-    shape = tuple(int(d) for d in (array.shape if spec.shape is None else spec.shape))
-    fmt = format_code(spec.format) if isinstance(spec.format, str) else int(spec.format)
-    return _Encoded(spec, code, fmt, shape, _payload(array, code, shape))
-
-
-def _payload(array: np.ndarray, code: int, shape: tuple[int, ...]) -> bytes:
-    if code == DataType.DT_UINT1:
-        count = element_count(shape)
-        packed = (count + 7) // 8
-        if array.size != count and array.dtype == np.uint8 and array.size == packed:
-            return array.tobytes()
-        if array.size != count:
-            raise ValueError(
-                f"UINT1 tensor of shape {shape} needs {count} bit values or {packed} packed "
-                f"bytes, got {array.size} elements"
-            )
-        return np.packbits(array.reshape(-1) != 0).tobytes()
-    try:
-        storage = numpy_dtype(code)
-    except UnsupportedDataType:
-        return np.ascontiguousarray(array).tobytes()
-    return np.ascontiguousarray(array, dtype=storage).tobytes()
-
-
-def _fill(target: Message, enc: _Encoded, with_data: bool) -> None:
-    target.data_type = enc.code
-    target.format = enc.format
-    target.shape.SetInParent()
-    target.shape.dim.extend(enc.shape)
-    if enc.spec.original_shape is not None:
-        target.original_shape.SetInParent()
-        target.original_shape.dim.extend(int(d) for d in enc.spec.original_shape)
-    target.size = len(enc.payload)
-    target.address = int(enc.spec.address)
-    target.sub_format = int(enc.spec.sub_format)
-    if with_data:
-        target.data = enc.payload
-
-
-def write_dump(
-    path: PathLike,
-    *,
-    inputs: Sequence[TensorLike] = (),
-    outputs: Sequence[TensorLike] = (),
-    op_name: str = "",
-    version: int = 2,
-    dump_time: int = 0,
-    buffers: Sequence[bytes] = (),
-) -> Path:
-    """Write an Ascend dump file (version 2 binary or version 1 pure protobuf); return its path.
-
-    ``inputs`` / ``outputs`` are :class:`TensorSpec` or plain arrays; ``buffers`` raw L1
-    buffer contents. The DumpData ``version`` string is ``"2.0"`` / ``"1.0"``. Reading the file
-    back with :func:`read_header` / :func:`read_tensor` gives the same bytes, dtypes and shapes.
-    """
-    if version not in (1, 2):
-        raise ValueError(f"dump version must be 1 or 2, not {version!r}")
-    enc_in = [_encode(t) for t in inputs]
-    enc_out = [_encode(t) for t in outputs]
-    inline = version == 1
-    msg = dump_proto.DumpData(version=f"{version}.0", dump_time=int(dump_time), op_name=op_name)
-    for enc in enc_out:
-        _fill(msg.output.add(), enc, inline)
-    for enc in enc_in:
-        _fill(msg.input.add(), enc, inline)
-    for blob in buffers:
-        buf = msg.buffer.add(buffer_type=0, size=len(blob))
-        if inline:
-            buf.data = bytes(blob)
-    header = msg.SerializeToString()
-    path = Path(path)
-    with open(path, "wb") as f:
-        if inline:
-            f.write(header)
-        else:
-            f.write(struct.pack("<Q", len(header)))
-            f.write(header)
-            for enc in enc_in + enc_out:
-                f.write(enc.payload)
-            for blob in buffers:
-                f.write(bytes(blob))
-    return path
-
-
 __all__ = [
     "DumpHeader",
     "TensorInfo",
-    "TensorSpec",
     "read_header",
     "read_tensor",
-    "write_dump",
 ]

@@ -12,7 +12,7 @@ import pytest
 from compare.runs.folders import run_network
 from compare.records import PairStatus
 from convert.dtypes import DataType
-from convert.dumpfile import TensorSpec, write_dump
+from convert.dumpwrite import TensorSpec, write_dump
 
 TS = 1700000000000000
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from compare.errors import DumpFormatError
 from convert import dump_proto
 from convert.dtypes import DataType, Format
-from convert.dumpfile import DumpHeader, TensorSpec, read_header, read_tensor, write_dump
+from convert.dumpfile import DumpHeader, read_header, read_tensor
+from convert.dumpwrite import TensorSpec, write_dump
 
 from conftest import shared_path
 

@@ -4,7 +4,7 @@
 (groups), ND<->FRACTAL_NZ, NCDHW<->NDC1HWC0 and the 4-D transposes on the converters
 themselves. This file adds what was missing -- the 5-D transposes, the FRACTAL_NZ -> NCHW / NHWC
 keys, NHWC / HWCN -> FRACTAL_Z with groups -- and runs every pair through
-:func:`convert.convert_dump.convert_tensor` (what ``vconvert dump -f`` / ``shape`` call), with
+:func:`convert.tool.convert_dump.convert_tensor` (what ``vconvert dump -f`` / ``shape`` call), with
 channel and matrix sizes that are not multiples of 16. ``test_every_pair_is_covered`` fails when
 a converter is registered without a round trip here or in ``test_layouts.py``.
 """
@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convert.convert_dump import convert_tensor
+from convert.tool.convert_dump import convert_tensor
 from convert.dtypes import format_code
 from convert.dumpfile import TensorInfo
 from convert.layouts import LAYOUTS, group_geometry

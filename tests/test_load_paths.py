@@ -12,10 +12,10 @@ import pytest
 
 from compare.errors import DumpFormatError
 from compare.heap import frozen_heap, paused_gc
-from compare.loaders import golden_npy
-from compare.loaders.golden_npy import read_npy_header
-from convert import dumpfile
-from convert.dumpfile import read_header, write_dump
+from convert import dumpfile, npy
+from convert.dumpfile import read_header
+from convert.dumpwrite import write_dump
+from convert.npy import read_npy_header
 
 # ------------------------------------------------------------------------------- compare.heap
 
@@ -71,16 +71,16 @@ def test_garbage_made_while_paused_is_collected_afterwards():
 
 
 def test_files_sharing_a_header_share_the_parse(tmp_path):
-    golden_npy._KNOWN_HEADERS.clear()
+    npy._KNOWN_HEADERS.clear()
     first, second = tmp_path / "a.npy", tmp_path / "b.npy"
     np.save(first, np.arange(6, dtype=np.float32).reshape(2, 3))
     np.save(second, np.ones((2, 3), dtype=np.float32))
     h1 = read_npy_header(first)
-    assert len(golden_npy._KNOWN_HEADERS) == 1
+    assert len(npy._KNOWN_HEADERS) == 1
     h2 = read_npy_header(second)
     assert h2 is h1  # remembered, not parsed again
     assert (h1.shape, h1.dtype, h1.fortran_order) == ((2, 3), np.dtype(np.float32), False)
-    assert np.array_equal(golden_npy.load_npy(second, h2), np.ones((2, 3), dtype=np.float32))
+    assert np.array_equal(npy.load_npy(second, h2), np.ones((2, 3), dtype=np.float32))
 
 
 def test_a_different_header_is_parsed_not_taken_from_memory(tmp_path):
@@ -97,22 +97,22 @@ def test_a_different_header_is_parsed_not_taken_from_memory(tmp_path):
 
 
 def test_memory_is_bounded(tmp_path, monkeypatch):
-    golden_npy._KNOWN_HEADERS.clear()
-    monkeypatch.setattr(golden_npy, "_KNOWN_HEADERS_MAX", 3)
+    npy._KNOWN_HEADERS.clear()
+    monkeypatch.setattr(npy, "_KNOWN_HEADERS_MAX", 3)
     for n in range(1, 8):
         path = tmp_path / f"{n}.npy"
         np.save(path, np.zeros((n,), dtype=np.float32))
         assert read_npy_header(path).shape == (n,)
-    assert len(golden_npy._KNOWN_HEADERS) == 3
+    assert len(npy._KNOWN_HEADERS) == 3
 
 
 def test_header_bytes_only_for_complete_v1_v2_headers():
-    assert golden_npy._header_bytes(b"not a npy file at all") is None
+    assert npy._header_bytes(b"not a npy file at all") is None
     v1 = b"\x93NUMPY\x01\x00" + struct.pack("<H", 4) + b"abc\n"
-    assert golden_npy._header_bytes(v1 + b"DATA") == v1
-    assert golden_npy._header_bytes(v1[:-1]) is None  # the header goes past what was read
+    assert npy._header_bytes(v1 + b"DATA") == v1
+    assert npy._header_bytes(v1[:-1]) is None  # the header goes past what was read
     v3 = b"\x93NUMPY\x03\x00" + struct.pack("<I", 4) + b"abc\n"
-    assert golden_npy._header_bytes(v3) is None
+    assert npy._header_bytes(v3) is None
 
 
 # ----------------------------------------------------------------------- one-read dump headers

@@ -311,10 +311,10 @@ def test_ascend_reader_maps_large_dump_tensors(small_network, monkeypatch):
 
 
 def _dump(tmp_path: Path, arrays) -> object:
-    from convert import dumpfile
+    from convert import dumpfile, dumpwrite
 
     path = tmp_path / "Conv2D.conv.1.1.1700000000000000"
-    dumpfile.write_dump(path, inputs=[dumpfile.TensorSpec(a) for a in arrays], outputs=[], op_name="conv")
+    dumpwrite.write_dump(path, inputs=[dumpwrite.TensorSpec(a) for a in arrays], outputs=[], op_name="conv")
     return dumpfile.read_header(path)
 
 

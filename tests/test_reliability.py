@@ -21,14 +21,16 @@ from compare.errors import CompareError, DumpFormatError, RuleError
 from compare.loaders import load_run
 from compare.loaders.ascend import read_dump_tensor
 from convert.names.hashed import read_mapping
-from compare.loaders.golden_npy import load_npy, read_npy_header, scan_golden
+from convert.npy import load_npy, read_npy_header
+from compare.loaders.golden_npy import scan_golden
 from compare.pairing.fusion_rule import load_fusion_rule
 from compare.records import PairStatus
 from compare.reports.cells import neutralise_csv_line, neutralise_text, text_cell
 from compare.reports.network import write_report
 from compare.reports.single_op import _record_mapping
 from compare.testing.synthetic import make_network
-from convert.dumpfile import TensorSpec, read_header, read_tensor, write_dump
+from convert.dumpfile import read_header, read_tensor
+from convert.dumpwrite import TensorSpec, write_dump
 from convert.layouts import LayoutError, load_plugins
 
 runner = CliRunner()

@@ -30,8 +30,9 @@ from compare.pairing import fusion_rule as fr
 from compare.pairing.fusion_rule import load_fusion_rule
 from compare.pairing.rule_records import FusionGroup, OutputDesc, Relation, RuleOp
 from compare.runs.folders import run_network
-from convert import dumpfile
-from convert.dumpfile import read_header, write_dump
+from convert import dumpfile, dumpwire
+from convert.dumpfile import read_header
+from convert.dumpwrite import write_dump
 
 # --------------------------------------------------------------------------------------------
 # Reference: the former (quadratic) fusion-rule algorithm.
@@ -189,7 +190,7 @@ def test_v1_dump_of_millions_of_tiny_fields_is_refused(tmp_path: Path) -> None:
     path.write_bytes(_tiny_fields(2_000_000))  # 4 MB
     with pytest.raises(DumpFormatError) as info:
         read_header(path, version=1)
-    limit = dumpfile.MAX_TOP_LEVEL_FIELDS
+    limit = dumpwire.MAX_TOP_LEVEL_FIELDS
     assert info.value.offset == 2 * limit
     assert f"top-level has more than {limit} fields" in str(info.value) and str(path) in str(info.value)
 
@@ -199,25 +200,25 @@ def test_auto_detected_dump_of_tiny_fields_is_refused_with_the_offset(tmp_path: 
     path.write_bytes(_tiny_fields(1_000_000))
     with pytest.raises(DumpFormatError, match="top-level has more than") as info:
         read_header(path)
-    assert f"at byte {2 * dumpfile.MAX_TOP_LEVEL_FIELDS}" in str(info.value)  # offset: the v2 diagnosis
+    assert f"at byte {2 * dumpwire.MAX_TOP_LEVEL_FIELDS}" in str(info.value)  # offset: the v2 diagnosis
 
 
 def test_v2_header_of_tiny_fields_is_refused(tmp_path: Path) -> None:
-    header = _tiny_fields(dumpfile.MAX_TOP_LEVEL_FIELDS + 1)
+    header = _tiny_fields(dumpwire.MAX_TOP_LEVEL_FIELDS + 1)
     path = tmp_path / "Relu.relu.1.1.1"
     path.write_bytes(len(header).to_bytes(8, "little") + header)
     with pytest.raises(DumpFormatError, match="top-level has more than") as info:
         read_header(path, version=2)
-    assert info.value.offset == 8 + 2 * dumpfile.MAX_TOP_LEVEL_FIELDS
+    assert info.value.offset == 8 + 2 * dumpwire.MAX_TOP_LEVEL_FIELDS
 
 
 def _tensor_element(field_number: int, inner: bytes) -> bytes:
-    return bytes([field_number << 3 | 2]) + dumpfile._len_prefix(len(inner)) + inner
+    return bytes([field_number << 3 | 2]) + dumpwire.len_prefix(len(inner)) + inner
 
 
 def test_v1_tensor_of_too_many_fields_is_refused(tmp_path: Path) -> None:
     """One input whose message repeats its ``size`` field beyond the per-tensor limit."""
-    inner = b"\x28\x01" * (dumpfile.MAX_TENSOR_FIELDS + 1)
+    inner = b"\x28\x01" * (dumpwire.MAX_TENSOR_FIELDS + 1)
     path = tmp_path / "Relu.relu.1.1.1"
     path.write_bytes(b"\x32\x01r" + _tensor_element(4, inner))
     with pytest.raises(DumpFormatError, match="input 0 .* more than .* fields") as info:
@@ -227,12 +228,12 @@ def test_v1_tensor_of_too_many_fields_is_refused(tmp_path: Path) -> None:
 
 def test_shape_of_absurd_rank_is_refused(tmp_path: Path) -> None:
     """A packed shape of MAX_RANK + 1 dims (a legal protobuf) is refused, not turned into a tuple."""
-    dims = b"\x01" * (dumpfile.MAX_RANK + 1)
-    shape = b"\x0a" + dumpfile._len_prefix(len(dims)) + dims
+    dims = b"\x01" * (dumpwire.MAX_RANK + 1)
+    shape = b"\x0a" + dumpwire.len_prefix(len(dims)) + dims
     inner = b"\x08\x01" + _tensor_element(3, shape)  # data_type, shape
     path = tmp_path / "Relu.relu.1.1.1"
     path.write_bytes(b"\x32\x01r" + _tensor_element(3, inner))
-    with pytest.raises(DumpFormatError, match=f"output 0: .*{dumpfile.MAX_RANK + 1} dimensions"):
+    with pytest.raises(DumpFormatError, match=f"output 0: .*{dumpwire.MAX_RANK + 1} dimensions"):
         read_header(path, version=1)
 
 

@@ -32,7 +32,7 @@ from compare.reports.single_op import (
 from compare.reports.vectext import fixed6_block, int_block, join_rows
 from compare.single_op import OperatorNotFound, compare_operator, top_indexes
 from compare.testing.synthetic import make_network
-from convert.dumpfile import TensorSpec, write_dump
+from convert.dumpwrite import TensorSpec, write_dump
 from convert.layouts import LAYOUTS, convert_layout
 
 runner = CliRunner()

@@ -22,11 +22,12 @@ from conftest import ROOT, SHARED, shared_path
 
 from compare.errors import OptionError
 from convert.cli import run
-from convert.convert_dump import DumpConvertOptions, convert_dumps, parse_shape
-from convert.data_conversion import dump_to_numpy, load_npy, numpy_to_dump
-from convert.dumpfile import TensorSpec, read_header, read_tensor, write_dump
-from convert.naming import MAPPING_FILE, hashed_name
-from convert.to_text import to_text
+from convert.dumpfile import read_header, read_tensor
+from convert.dumpwrite import TensorSpec, write_dump
+from convert.tool.convert_dump import DumpConvertOptions, convert_dumps, parse_shape
+from convert.tool.data_conversion import dump_to_numpy, load_npy, numpy_to_dump
+from convert.tool.naming import MAPPING_FILE, hashed_name
+from convert.tool.to_text import to_text
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 TS = 1700000000000000

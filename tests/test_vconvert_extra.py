@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 
 from compare.errors import OptionError
 from convert.names.golden import parse_golden_name
-from convert import batch
-from convert.batch import FileOutcome, SourceFile, run_files, worker_count
 from convert.cli import run
-from convert.convert_dump import DumpConvertOptions, convert_dumps
-from convert.dumpfile import TensorSpec, write_dump
-from convert.naming import FAILED_LIST_FILE
-from convert.prototxt import (
+from convert.dumpwrite import TensorSpec, write_dump
+from convert.tool import batch
+from convert.tool.batch import FileOutcome, SourceFile, run_files, worker_count
+from convert.tool.convert_dump import DumpConvertOptions, convert_dumps
+from convert.tool.naming import FAILED_LIST_FILE
+from convert.tool.prototxt import (
     Field,
     LayerView,
     Message,
@@ -37,7 +37,7 @@ from convert.prototxt import (
     unescape,
     views_of,
 )
-from convert.rename_npy import golden_name_for, is_valid_name, rename_npy
+from convert.tool.rename_npy import golden_name_for, is_valid_name, rename_npy
 
 TS = "1700000000000000"
 

@@ -66,12 +66,12 @@ import numpy as np
 from convert.dumpfile import read_header
 from convert.names.hashed import lookup_hashed, read_mapping
 from convert.names.mindspore import NPY_CARRIERS, kernel_type, ms_dtype, ms_format, scope_name
+from convert.npy import load_npy, logical_dtype_name, read_npy_header
 from convert.tree import is_file_entry
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef
 from .ascend import no_valid_files_error
-from .golden_npy import load_npy, logical_dtype_name, read_npy_header
 from .ms_stats import merge_stats_files
 
 

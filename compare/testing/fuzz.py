@@ -508,7 +508,7 @@ def read_dump_file(path: Path, version: int | None = None) -> None:
 
 def read_npy_file(path: Path) -> None:
     """Read a .npy header and its data (every element touched)."""
-    from compare.loaders.golden_npy import load_npy, read_npy_header
+    from convert.npy import load_npy, read_npy_header
 
     array = load_npy(path, read_npy_header(path))
     if array.dtype.kind != "V":

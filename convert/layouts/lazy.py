@@ -32,8 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .registry import Converter
+from .dispatch import convert_layout
+from .prepare import _prepare
+from .registry import LAYOUTS, Converter
 from .shapes import PLAIN_4D, format_key
+from .transpose import PERMUTATIONS
 
 #: Dims of one kernel box (compare.kernels.fused.NDIM).
 NDIM = 6
@@ -253,8 +256,6 @@ def _regroup(old: list[_Axis], new: list[int]) -> list[_Axis]:
 
 def _replay(array: LazyView, src: str, dst: str, src_shape, dst_shape, group, plugins) -> tuple[int, ...]:
     """Run the real dispatcher on a dummy of ``array``: its exceptions/warnings, its result shape."""
-    from .dispatch import convert_layout
-
     return tuple(convert_layout(array.dummy(), src, dst, src_shape, dst_shape, group=group, plugins=plugins).shape)
 
 
@@ -269,9 +270,6 @@ def lazy_convert_layout(
     plugins: Mapping[tuple[str, str], Converter] | None = None,
 ) -> LazyView:
     """:func:`convert_layout` on a lazy view (built-in reading converters only)."""
-    from .registry import LAYOUTS
-    from .transpose import PERMUTATIONS
-
     src, dst = format_key(src_format), format_key(dst_format)
     shape_from = tuple(int(d) for d in src_shape)
     shape_to = tuple(int(d) for d in dst_shape or ())
@@ -318,8 +316,6 @@ def plan_pair(
     :func:`prepare_pair` would. Raises :class:`Unsupported` when the lazy views cannot express
     the pair -- call :func:`prepare_pair` then.
     """
-    from .prepare import _prepare
-
     x = left if isinstance(left, LazyView) else LazyView.of(left)
     y = golden if isinstance(golden, LazyView) else LazyView.of(golden)
     a, g, shape = _prepare(

@@ -12,6 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..dtypes import Format, format_name
+
 Shape = tuple[int, ...]
 
 #: Formats whose converters need a 4-D shape; other ranks are only reshaped (§4 step 5).
@@ -56,8 +58,6 @@ def format_key(fmt: object) -> str:
     if fmt is None:
         return ""
     if isinstance(fmt, (int, np.integer)) and not isinstance(fmt, bool):
-        from convert.dtypes import format_name
-
         return format_name(int(fmt)).upper()
     name = getattr(fmt, "name", fmt) if not isinstance(fmt, str) else fmt
     key = str(name).strip().upper()
@@ -68,8 +68,6 @@ def format_key(fmt: object) -> str:
 
 @lru_cache(maxsize=1)
 def _known_formats() -> frozenset[str]:
-    from convert.dtypes import Format
-
     return frozenset(name.upper() for name in Format.__members__)
 
 

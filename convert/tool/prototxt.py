@@ -49,13 +49,17 @@ fields in file order:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from .errors import CompareError
+from google.protobuf import descriptor_pb2, descriptor_pool, text_format
+from google.protobuf.message_factory import GetMessageClass
+
+from ..errors import CompareError
 
 #: Messages nested deeper than this are refused (a guard against runaway recursion).
 MAX_DEPTH = 100
@@ -447,8 +451,6 @@ _CAFFE_PACKAGE = "vcompare.caffe_min"
 
 
 def _caffe_file() -> object:
-    from google.protobuf import descriptor_pb2
-
     F = descriptor_pb2.FieldDescriptorProto
     opt, rep = F.LABEL_OPTIONAL, F.LABEL_REPEATED
     messages = {
@@ -480,9 +482,6 @@ _CLASSES: dict[str, type] = {}
 def caffe_classes() -> dict[str, type]:
     """The minimal Caffe message classes (see the module doc), built once in a private pool."""
     if not _CLASSES:
-        from google.protobuf import descriptor_pool
-        from google.protobuf.message_factory import GetMessageClass
-
         pool = descriptor_pool.DescriptorPool()
         pool.Add(_caffe_file())
         for name in ("BlobShape", "LayerParameter", "V1LayerParameter", "NetParameter"):
@@ -510,10 +509,6 @@ class LayerView:
 def protobuf_view(text: str, path: object = "<text>") -> list[LayerView]:
     """The layers of ``text`` as protobuf's text-format parser reads them (minimal schema, other
     fields skipped); PrototxtError with protobuf's message when it refuses the text."""
-    import logging
-
-    from google.protobuf import text_format
-
     net = caffe_classes()["NetParameter"]()
     logger = logging.getLogger("google.protobuf")  # unknown fields are skipped silently
     level = logger.level

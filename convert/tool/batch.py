@@ -12,7 +12,7 @@ Input policy (:func:`collect_sources`):
   its real name in the outputs (the dump tools hash names of 255 bytes or more).
 * A path that does not exist, and a second input with the same file name as an earlier one (its
   outputs would overwrite the first one's), are reported as failed; the others still run.
-* Nothing usable at all raises :class:`compare.errors.OptionError` (the CLI's exit 2).
+* Nothing usable at all raises :class:`convert.errors.OptionError` (the CLI's exit 2).
 
 Report policy: a file "fails" when it cannot be read or when any of its tensors cannot be written;
 its other tensors are still written. Failed files are listed, one line each
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import multiprocessing
 import os
 import sys
 import warnings
@@ -47,8 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar, Union
 
-from .errors import CompareError, DumpFormatError, OptionError
-
+from ..errors import CompareError, DumpFormatError, OptionError
+from ..names.hashed import is_hashed_name, read_mapping
+from ..tree import resolve_dump_folder
 from .naming import FAILED_LIST_FILE, MAPPING_FILE, physical_name, update_mapping
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -164,15 +166,11 @@ def split_paths(paths: Sources) -> list[Path]:
 
 
 def _real_names(folder: Path) -> dict[str, str]:
-    from .names.hashed import read_mapping
-
     mapping, _bad = read_mapping(folder)
     return mapping
 
 
 def _lookup(name: str, mapping: dict[str, str]) -> str:
-    from .names.hashed import is_hashed_name
-
     if not mapping or not is_hashed_name(name):
         return name
     if name in mapping:
@@ -193,8 +191,6 @@ def _folder_files(folder: Path, notes: list[str]) -> list[SourceFile]:
     except OSError as exc:
         raise CompareError(f"{folder}: cannot list the folder ({exc.strerror or exc})") from None
     if not entries:
-        from .tree import resolve_dump_folder
-
         leaf, how = resolve_dump_folder(folder)
         if leaf != folder:
             notes.extend(how)
@@ -297,8 +293,6 @@ def _run_forked(token: int, start: int, stop: int) -> list[FileOutcome]:
 
 
 def _fork_available() -> bool:
-    import multiprocessing
-
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -327,8 +321,6 @@ def run_files(items: Sequence[T], job: Callable[[T], FileOutcome], workers: int 
     if kind == "thread" or not _fork_available():
         with ThreadPoolExecutor(max_workers=count) as threads:
             return list(threads.map(lambda item: _guarded(job, source_of, item), items))
-    import multiprocessing
-
     size = max(1, math.ceil(len(items) / (count * CHUNKS_PER_WORKER)))
     spans = [(start, min(start + size, len(items))) for start in range(0, len(items), size)]
     token = next(_TOKENS)

@@ -36,8 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import OptionError
-
+from ..dumpfile import read_header, read_tensor
+from ..dumpwrite import TensorSpec, write_dump
+from ..errors import OptionError
+from ..names.ascend import parse_offline_name
+from ..names.golden import explain_golden_name, parse_golden_name
 from .batch import (
     ConvertReport,
     FileOutcome,
@@ -48,6 +51,7 @@ from .batch import (
     run_files,
     start,
 )
+from .convert_dump import DumpConvertOptions, canonical_format, convert_dump_file, save_npy
 
 DATA_TYPES = ("caffe", "tf", "quant", "offline", "sim")
 TARGETS = ("dump", "numpy")
@@ -64,7 +68,7 @@ def load_npy(path: Path) -> np.ndarray:
     """``np.load`` without pickles; ``|V2`` items are read as bfloat16 (see the module doc)."""
     array = np.load(path, allow_pickle=False)
     if array.dtype.kind == "V" and array.dtype.itemsize == 2 and array.dtype.names is None:
-        import ml_dtypes
+        import ml_dtypes  # here: ml_dtypes costs ~5 ms at start-up; only bfloat16 (|V2) files need it
 
         array = array.view(ml_dtypes.bfloat16)
     return array
@@ -80,10 +84,6 @@ def _check_args(data_type: str, target: str, version: int | None) -> None:
 
 
 def _npy_to_golden_dump(source: SourceFile, out_dir: Path, suffix: str, version: int) -> FileOutcome:
-    from .names.golden import explain_golden_name, parse_golden_name
-
-    from .dumpfile import TensorSpec, write_dump
-
     outcome = FileOutcome(source)
     parsed = parse_golden_name(source.name) if source.name.endswith(".npy") else None
     if parsed is None:
@@ -110,8 +110,6 @@ def _npy_to_golden_dump(source: SourceFile, out_dir: Path, suffix: str, version:
 
 
 def _tensor_groups(sources: list[SourceFile], report: ConvertReport) -> dict[str, list[tuple[SourceFile, str, int, str]]]:
-    from .convert_dump import canonical_format
-
     groups: dict[str, list[tuple[SourceFile, str, int, str]]] = {}
     for source in sources:
         match = _TENSOR_FILE.fullmatch(source.name)
@@ -132,10 +130,6 @@ def _tensor_groups(sources: list[SourceFile], report: ConvertReport) -> dict[str
 
 def _group_to_dump(base: str, members: list[tuple[SourceFile, str, int, str]], out_dir: Path,
                    version: int) -> FileOutcome:
-    from .names.ascend import parse_offline_name
-
-    from .dumpfile import TensorSpec, write_dump
-
     outcome = FileOutcome(members[0][0])
     tensors: dict[str, dict[int, TensorSpec]] = {"input": {}, "output": {}}
     for source, kind, index, fmt in members:
@@ -187,9 +181,6 @@ def numpy_to_dump(paths: Sources, out_dir: str | Path, data_type: str, *, versio
 
 
 def _golden_dump_to_npy(source: SourceFile, out_dir: Path, version: int | None) -> FileOutcome:
-    from .convert_dump import save_npy
-    from .dumpfile import read_header, read_tensor
-
     outcome = FileOutcome(source)
     try:
         header = read_header(source.path, version=version)
@@ -211,10 +202,6 @@ def _golden_dump_to_npy(source: SourceFile, out_dir: Path, version: int | None) 
 def dump_to_numpy(paths: Sources, out_dir: str | Path, data_type: str = "offline", *, version: int | None = None,
                   workers: int | None = None) -> ConvertReport:
     """Dump files -> ``.npy`` files (see the module doc). Raises OptionError when nothing can run."""
-    from .names.golden import parse_golden_name
-
-    from .convert_dump import DumpConvertOptions, convert_dump_file
-
     _check_args(data_type, "numpy", version)
     report, sources = start(paths, out_dir)
     out = report.out_dir

@@ -3,7 +3,7 @@
 This is the reference tool's ``convert -d`` and the manual's ``shape_conversion`` in one:
 
 * :func:`convert_dumps` -- every input and output tensor of every dump file (a file, a folder or a
-  comma-separated list, see :mod:`convert.batch`) to files named as in :mod:`convert.naming`;
+  comma-separated list, see :mod:`convert.tool.batch`) to files named as in :mod:`convert.tool.naming`;
   buffers and workspaces to ``.bin`` files.
 * :func:`convert_shape` -- one dump file, the outputs (or inputs) converted to a layout.
 
@@ -45,8 +45,12 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import OptionError
-
+from ..dtypes import format_code, format_name
+from ..dumpfile import DumpHeader, TensorInfo, read_header, read_tensor
+from ..errors import OptionError
+from ..layouts import LAYOUTS, LayoutError, LayoutWarning, PluginConverter, convert_layout, format_key
+from ..layouts.prepare import paddable_axes, slice_to_golden
+from ..layouts.shapes import shape_text
 from .batch import (
     ConvertReport,
     FileOutcome,
@@ -89,8 +93,6 @@ def parse_shape(text: str, *, strict: bool = True) -> tuple[int, ...]:
 
 def canonical_format(name: str) -> str:
     """The format's name as dumps spell it (``fractal_z`` -> ``FRACTAL_Z``); OptionError if unknown."""
-    from .dtypes import format_code, format_name
-
     try:
         return format_name(format_code(name))
     except ValueError:
@@ -107,7 +109,7 @@ class DumpConvertOptions:
     None. ``target_shape`` needs ``target_format``. ``kind``/``index`` select tensors (``index``
     needs ``kind``). ``version``: 1 or 2 forces the dump layout, None detects it per file.
     ``plugins``: converters from :func:`convert.layouts.load_plugins`. ``workers``: parallel
-    workers (None or 0: one per CPU; see :func:`convert.batch.run_files`).
+    workers (None or 0: one per CPU; see :func:`convert.tool.batch.run_files`).
     """
 
     output_type: str = "npy"
@@ -161,21 +163,17 @@ def writable(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _nd_converter(dst: str, plugins: Mapping | None):
+def _nd_converter(dst: str, plugins: Mapping | None) -> Callable[..., np.ndarray] | None:
     """A converter from ND to ``dst``: a plugin, else a built-in (ND -> FRACTAL_NZ), else None."""
-    from .layouts import LAYOUTS, format_key
-
     for (src, to), converter in (plugins or {}).items():
         if format_key(src) == "ND" and format_key(to) == dst:
             return converter
     return LAYOUTS.get(("ND", dst))
 
 
-def _call(converter, dst: str, shape: tuple[int, ...], target: tuple[int, ...], array: np.ndarray,
-          group: int) -> np.ndarray:
+def _call(converter: Callable[..., np.ndarray], dst: str, shape: tuple[int, ...], target: tuple[int, ...],
+          array: np.ndarray, group: int) -> np.ndarray:
     """Run an ND-source converter the way :func:`convert.layouts.convert_layout` runs the others."""
-    from .layouts import LayoutError, PluginConverter
-
     if not isinstance(converter, PluginConverter):
         return converter(shape, target or None, array, group) if group >= 2 else converter(shape, target or None, array)
     args: tuple[object, ...] = (list(shape), list(target), array.reshape(-1)) + ((group,) if group >= 2 else ())
@@ -188,8 +186,8 @@ def _call(converter, dst: str, shape: tuple[int, ...], target: tuple[int, ...], 
     return out
 
 
-def convert_tensor(array: np.ndarray, info, target_format: str | None, target_shape: tuple[int, ...] | None = None,
-                   *, plugins: Mapping | None = None) -> Converted:
+def convert_tensor(array: np.ndarray, info: TensorInfo, target_format: str | None,
+                   target_shape: tuple[int, ...] | None = None, *, plugins: Mapping | None = None) -> Converted:
     """Bring one dump tensor (``info``: a :class:`convert.dumpfile.TensorInfo`) to ``target_format``.
 
     Dispatch (convert mode): an NCHW/NHWC/HWCN source that is not 4-D counts as ND; a source in
@@ -201,10 +199,6 @@ def convert_tensor(array: np.ndarray, info, target_format: str | None, target_sh
 
     Raises ``LayoutError`` (or ``ValueError``) when the conversion itself fails.
     """
-    from .layouts import convert_layout, format_key
-    from .layouts.prepare import paddable_axes, slice_to_golden
-    from .layouts.shapes import LayoutError, shape_text
-
     if target_format is None:
         return Converted(array, info.format_name, False)
     label = canonical_format(target_format)
@@ -283,7 +277,7 @@ def _read_span(path: Path, offset: int, size: int) -> bytes:
     return data
 
 
-def _selected(header, options: DumpConvertOptions) -> list:
+def _selected(header: DumpHeader, options: DumpConvertOptions) -> list[TensorInfo]:
     tensors = list(header.inputs) + list(header.outputs)
     if options.kind is not None:
         tensors = [t for t in tensors if t.kind == options.kind]
@@ -292,7 +286,8 @@ def _selected(header, options: DumpConvertOptions) -> list:
     return tensors
 
 
-def _output_name(source: SourceFile, header, info, conv: Converted, options: DumpConvertOptions) -> str:
+def _output_name(source: SourceFile, header: DumpHeader, info: TensorInfo, conv: Converted,
+                 options: DumpConvertOptions) -> str:
     array = conv.array
     if options.output_type == "bin":
         return bin_name(source.name, info.kind, info.index, array.shape, array.dtype.name, conv.format)
@@ -303,9 +298,8 @@ def _output_name(source: SourceFile, header, info, conv: Converted, options: Dum
     return tensor_npy_name(source.name, info.kind, info.index)
 
 
-def _write_tensor(outcome: FileOutcome, out_dir: Path, header, info, options: DumpConvertOptions) -> None:
-    from .dumpfile import read_tensor
-
+def _write_tensor(outcome: FileOutcome, out_dir: Path, header: DumpHeader, info: TensorInfo,
+                  options: DumpConvertOptions) -> None:
     try:
         data = read_tensor(header, info)
     except Exception as exc:  # noqa: BLE001 - every failure of one tensor is reported, the rest go on
@@ -332,8 +326,6 @@ def _write_tensor(outcome: FileOutcome, out_dir: Path, header, info, options: Du
 def convert_dump_file(source: SourceFile, out_dir: Path, options: DumpConvertOptions, *,
                       strict_selection: bool = True) -> FileOutcome:
     """Write the selected tensors (and buffers) of one dump file; never raises for the file's data."""
-    from .dumpfile import read_header
-
     outcome = FileOutcome(source)
     try:
         header = read_header(source.path, version=options.version)
@@ -373,8 +365,6 @@ def convert_dumps(paths: Sources, out_dir: str | Path, options: DumpConvertOptio
     Raises :class:`OptionError` when nothing can run (no input file, output folder unusable).
     Per-file problems are in the returned report (and in ``convert_failed_file_list.txt``).
     """
-    from .layouts import LayoutWarning
-
     options = options or DumpConvertOptions()
     report, sources = start(paths, out_dir)
     out = report.out_dir

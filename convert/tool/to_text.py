@@ -22,7 +22,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..dumpfile import read_header, read_tensor
 from .batch import ConvertReport, FileOutcome, SourceFile, Sources, finish, problem_of, run_files, start
+from .data_conversion import load_npy
 from .naming import text_name
 
 #: Values formatted per chunk.
@@ -60,8 +62,6 @@ def _writer(array: np.ndarray, header: str | None) -> Callable[[Path], None]:
 
 
 def _npy_to_text(source: SourceFile, out_dir: Path, header: bool) -> FileOutcome:
-    from .data_conversion import load_npy
-
     outcome = FileOutcome(source)
     try:
         array = load_npy(source.path)
@@ -77,8 +77,6 @@ def _npy_to_text(source: SourceFile, out_dir: Path, header: bool) -> FileOutcome
 
 
 def _dump_to_text(source: SourceFile, out_dir: Path, header: bool, version: int | None) -> FileOutcome:
-    from .dumpfile import read_header, read_tensor
-
     outcome = FileOutcome(source)
     try:
         dump = read_header(source.path, version=version)
@@ -100,7 +98,7 @@ def to_text(paths: Sources, out_dir: str | Path, *, header: bool = True, version
             workers: int | None = None) -> ConvertReport:
     """Write every tensor of the dump / ``.npy`` files of ``paths`` as text (see the module doc).
 
-    Raises :class:`compare.errors.OptionError` when nothing can run.
+    Raises :class:`convert.errors.OptionError` when nothing can run.
     """
     report, sources = start(paths, out_dir, what="dump or .npy")
     out = report.out_dir

@@ -45,8 +45,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import OptionError
-
+from ..errors import OptionError
+from ..names.golden import parse_golden_name
 from .naming import MAX_NAME_BYTES
 
 #: Digits of a valid timestamp.
@@ -68,8 +68,6 @@ def run_timestamp() -> str:
 
 def is_valid_name(name: str) -> bool:
     """A golden ``.npy`` name with a 16-digit timestamp (``parse_golden_name``'s rule)."""
-    from .names.golden import parse_golden_name
-
     parsed = parse_golden_name(name)
     return parsed is not None and parsed.kind == "npy" and len(parsed.timestamp_digits) == TIMESTAMP_DIGITS
 

@@ -1,0 +1,156 @@
+"""Writing Ascend operator dump files: :func:`write_dump` and the :class:`TensorSpec` it takes.
+
+Both layouts of :mod:`convert.dumpfile` are written -- version 2 (the binary "big dump": an 8-byte
+header length, the serialized ``DumpData`` without ``data`` values, then the tensors' bytes in
+input, output, buffer order) and version 1 (one serialized ``DumpData`` holding the bytes in its
+``data`` fields). Used by ``vconvert data`` (``.npy`` -> dump) and by the synthetic test dumps;
+reading a written file back gives the same bytes, dtypes and shapes.
+
+Encoding: each tensor's array is stored in the dtype of its data-type code (the array's own code
+unless one is given); UINT1 is packed MSB first; an undecodable code (``DT_STRING`` ...) gets the
+array's raw bytes. The recorded shape is the given one, even when it disagrees with the array.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+from google.protobuf.message import Message
+
+from . import dump_proto
+from .dtypes import DataType, UnsupportedDataType, code_for_numpy, element_count, format_code, numpy_dtype
+
+
+@dataclass
+class TensorSpec:
+    """A tensor to write into a dump.
+
+    ``data_type`` defaults to the code of ``array.dtype`` (bool -> DT_BOOL, bfloat16 -> DT_BF16,
+    float64 -> DT_DOUBLE ...); when given, a decodable type's array is converted to its storage
+    dtype, and an undecodable type (``DT_STRING`` ...) gets the array's raw bytes. ``shape``
+    (default ``array.shape``) is recorded as given, even if it disagrees with the array (useful
+    for writing deliberately inconsistent files). ``format`` is a name (``NC1HWC0``) or code.
+
+    UINT1 (``data_type=29``): ``array`` holds the bit values (nonzero = 1) with
+    ``prod(shape)`` elements, packed MSB first on writing; a uint8 array of exactly
+    ``ceil(prod(shape)/8)`` bytes (when that differs from ``prod(shape)``) is taken as already
+    packed bits.
+    """
+
+    array: np.ndarray
+    format: str | int = "ND"
+    data_type: int | None = None
+    shape: tuple[int, ...] | None = None
+    original_shape: tuple[int, ...] | None = None
+    address: int = 0
+    sub_format: int = 0
+
+
+TensorLike = Union[TensorSpec, np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    spec: TensorSpec
+    code: int
+    format: int
+    shape: tuple[int, ...]
+    payload: bytes
+
+
+def _encode(item: TensorLike) -> _Encoded:
+    spec = item if isinstance(item, TensorSpec) else TensorSpec(np.asarray(item))
+    array = np.asarray(spec.array)
+    code = int(spec.data_type) if spec.data_type is not None else code_for_numpy(array.dtype)
+    shape = tuple(int(d) for d in (array.shape if spec.shape is None else spec.shape))
+    fmt = format_code(spec.format) if isinstance(spec.format, str) else int(spec.format)
+    return _Encoded(spec, code, fmt, shape, _payload(array, code, shape))
+
+
+def _payload(array: np.ndarray, code: int, shape: tuple[int, ...]) -> bytes:
+    if code == DataType.DT_UINT1:
+        count = element_count(shape)
+        packed = (count + 7) // 8
+        if array.size != count and array.dtype == np.uint8 and array.size == packed:
+            return array.tobytes()
+        if array.size != count:
+            raise ValueError(
+                f"UINT1 tensor of shape {shape} needs {count} bit values or {packed} packed "
+                f"bytes, got {array.size} elements"
+            )
+        return np.packbits(array.reshape(-1) != 0).tobytes()
+    try:
+        storage = numpy_dtype(code)
+    except UnsupportedDataType:
+        return np.ascontiguousarray(array).tobytes()
+    return np.ascontiguousarray(array, dtype=storage).tobytes()
+
+
+def _fill(target: Message, enc: _Encoded, with_data: bool) -> None:
+    target.data_type = enc.code
+    target.format = enc.format
+    target.shape.SetInParent()
+    target.shape.dim.extend(enc.shape)
+    if enc.spec.original_shape is not None:
+        target.original_shape.SetInParent()
+        target.original_shape.dim.extend(int(d) for d in enc.spec.original_shape)
+    target.size = len(enc.payload)
+    target.address = int(enc.spec.address)
+    target.sub_format = int(enc.spec.sub_format)
+    if with_data:
+        target.data = enc.payload
+
+
+def write_dump(
+    path: str | os.PathLike[str],
+    *,
+    inputs: Sequence[TensorLike] = (),
+    outputs: Sequence[TensorLike] = (),
+    op_name: str = "",
+    version: int = 2,
+    dump_time: int = 0,
+    buffers: Sequence[bytes] = (),
+) -> Path:
+    """Write an Ascend dump file (version 2 binary or version 1 pure protobuf); return its path.
+
+    ``inputs`` / ``outputs`` are :class:`TensorSpec` or plain arrays; ``buffers`` raw L1
+    buffer contents. The DumpData ``version`` string is ``"2.0"`` / ``"1.0"``. Reading the file
+    back with :func:`convert.dumpfile.read_header` / :func:`~convert.dumpfile.read_tensor` gives
+    the same bytes, dtypes and shapes.
+    """
+    if version not in (1, 2):
+        raise ValueError(f"dump version must be 1 or 2, not {version!r}")
+    enc_in = [_encode(t) for t in inputs]
+    enc_out = [_encode(t) for t in outputs]
+    inline = version == 1
+    msg = dump_proto.DumpData(version=f"{version}.0", dump_time=int(dump_time), op_name=op_name)
+    for enc in enc_out:
+        _fill(msg.output.add(), enc, inline)
+    for enc in enc_in:
+        _fill(msg.input.add(), enc, inline)
+    for blob in buffers:
+        buf = msg.buffer.add(buffer_type=0, size=len(blob))
+        if inline:
+            buf.data = bytes(blob)
+    header = msg.SerializeToString()
+    path = Path(path)
+    with open(path, "wb") as f:
+        if inline:
+            f.write(header)
+        else:
+            f.write(struct.pack("<Q", len(header)))
+            f.write(header)
+            for enc in enc_in + enc_out:
+                f.write(enc.payload)
+            for blob in buffers:
+                f.write(bytes(blob))
+    return path
+
+
+__all__ = ["TensorLike", "TensorSpec", "write_dump"]
