@@ -2,14 +2,15 @@
 
 Everything about the package is in ``pyproject.toml``; this file only adds one step to
 setuptools' ``build_py``: compile the two kernel passes for this machine
-(``python -m compare.kernels._native_build``, the step :mod:`compare.kernels.native` would
-otherwise run on the first comparison) into ``compare/kernels/_aot/`` -- of the wheel being
+(``python -m compare.kernels.native.entry_points``, the step :mod:`compare.kernels.native`
+would otherwise run on the first comparison) into ``compare/kernels/_aot/`` -- of the wheel being
 built, or of the source tree for an editable install (``pip install -e .``). The first
 comparison after installing then loads them instead of compiling for ~20 s.
 
 The step never fails the install: without numba in the build environment, or when the compile
 fails, it prints why and the first comparison builds the objects into the user's cache, as
-before. ``VCOMPARE_BUILD_KERNELS=0`` skips it.
+before. ``VCOMPARE_BUILD_KERNELS=0`` skips it (every environment switch of the kernels is listed
+in :mod:`compare.kernels.native`).
 """
 
 from __future__ import annotations

@@ -37,17 +37,9 @@ from convert.layouts import LayoutError, assumed_golden_format, prepare_pair
 from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
 from convert.layouts.prepare import converts_layout
 
+from .engine_goldens import SideStats
 from .errors import CompareError
-from .kernels import (
-    Note,
-    SideStats,
-    bind_plan,
-    compare_arrays,
-    compare_planned,
-    is_scalar_like,
-    resolve_algorithms,
-    storage,
-)
+from .kernels import Note, bind_plan, compare_arrays, compare_planned, is_scalar_like, resolve_algorithms, storage
 from .records import MetricRow, Pair, PairStatus, TensorRef
 
 #: Golden arrays kept in memory at most (they are reused by consecutive pairs most of the time).

@@ -2,7 +2,7 @@
 
 One rule for everything vcompare loads as code -- ``-custom`` converter plugins
 (:mod:`convert.layouts.plugins`), the compiled kernel objects and numba's on-disk cache
-(:mod:`compare.kernels.native`, :mod:`compare.kernels._jit`): the folder and the file must be
+(:mod:`compare.kernels.native`, :mod:`compare.kernels.native.jit`): the folder and the file must be
 owned by the current user or by root and writable by nobody else. Whoever can write a folder can
 replace the files in it, so a group- or world-writable folder (a shared ``/tmp/cache``) is refused
 even when its files look right. The functions return the problem as text (None when there is

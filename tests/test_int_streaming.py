@@ -79,7 +79,8 @@ def test_both_backends_agree_on_integer_storage(dtype) -> None:
     k = native.kernels()
     if k is None:
         pytest.skip(f"native kernels not available: {native.status}")
-    from compare.kernels import _raw, _tile, flat_kernel_plan, fused
+    from compare.kernels import flat_kernel_plan, fused
+    from compare.kernels.buffers import raw, tile
 
     x, y = _data(np.int8 if dtype is np.bool_ else dtype, n=5000, seed=2)
     if dtype is np.bool_:
@@ -87,14 +88,14 @@ def test_both_backends_agree_on_integer_storage(dtype) -> None:
     xb, yb = storage(x)[0], storage(y)[0]
     plan = flat_kernel_plan(x.size)
     for fn_native, fn_numba, args in (
-        (k.side, fused._side_boxes, (*_raw(xb), *plan.left)),
-        (k.side, fused._side_boxes, (*_raw(yb), *plan.right)),
+        (k.side, fused._side_boxes, (*raw(xb), *plan.left)),
+        (k.side, fused._side_boxes, (*raw(yb), *plan.right)),
     ):
-        a, b = fn_native(*args, _tile()), fn_numba(*args, _tile())
+        a, b = fn_native(*args, tile()), fn_numba(*args, tile())
         assert all(_close(float(p), float(q)) for p, q in zip(a, b)), (a, b)
     prm = (0.0, 1.0, 1e-7, 0.0, 1.0)
-    a = k.pair(*_raw(xb), *_raw(yb), *plan.pair, prm, True, True, _tile(), _tile())
-    b = fused._pair_boxes(*_raw(xb), *_raw(yb), *plan.pair, prm, True, True, _tile(), _tile())
+    a = k.pair(*raw(xb), *raw(yb), *plan.pair, prm, True, True, tile(), tile())
+    b = fused._pair_boxes(*raw(xb), *raw(yb), *plan.pair, prm, True, True, tile(), tile())
     assert all(_close(float(p), float(q), 1e-9) for p, q in zip(a, b)), (a, b)
 
 
@@ -170,10 +171,11 @@ def test_one_byte_types_agree_on_both_backends() -> None:
     k = native.kernels()
     if k is None:
         pytest.skip(f"native kernels not available: {native.status}")
-    from compare.kernels import _raw, _tile, flat_kernel_plan, fused
+    from compare.kernels import flat_kernel_plan, fused
+    from compare.kernels.buffers import raw, tile
 
     x = np.random.default_rng(6).standard_normal(5000).astype(ml_dtypes.float8_e4m3fn)
     plan = flat_kernel_plan(x.size)
-    a = k.side(*_raw(x), *plan.left, _tile(x))
-    b = fused._side_boxes(*_raw(x), *plan.left, _tile(x))
+    a = k.side(*raw(x), *plan.left, tile(x))
+    b = fused._side_boxes(*raw(x), *plan.left, tile(x))
     assert all(_close(float(p), float(q)) for p, q in zip(a, b)), (a, b)

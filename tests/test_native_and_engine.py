@@ -1,10 +1,10 @@
 """The native kernel objects, the golden-statistics store, the engine's grouping and plan cache,
 and the accuracy of KL and of its log-ratio helper.
 
-- compare/kernels/native.py: the ahead-of-time objects compute what numba's kernels compute
+- compare/kernels/native/: the ahead-of-time objects compute what numba's kernels compute
   (summation order aside), are used without importing numba, can be switched off, and a failed
   build falls back to numba without failing the run;
-- compare.kernels.SideStats: one computation per key across threads, waiters do other work first,
+- compare.engine_goldens.SideStats: one computation per key across threads, waiters do other work first,
   a failed owner leaves the key to a waiter;
 - compare.engine._groups: pairs sharing a golden within LOOKAHEAD stay in one group (one thread);
 - the engine gives the same rows with 1 and 2 threads, and reuses lazy plans across pairs;
@@ -27,20 +27,21 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from compare.engine_goldens import SideStats
 from compare.kernels import (
     EPS32,
     METRIC_NAMES,
     KernelPlan,
-    SideStats,
     _kl_side,
-    _passes,
-    _raw,
-    _tile,
+    bind_plan,
     compare_arrays,
     flat_kernel_plan,
     native,
+    passes,
     storage,
 )
+from compare.kernels._abi import PairPass, SidePass
+from compare.kernels.buffers import raw, tile
 from compare.records import TensorKind
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,8 +89,8 @@ def _passes_of(k: native.Kernels, xf: np.ndarray, yf: np.ndarray, plan: KernelPl
     """The three kernel calls of compare.kernels._compute with backend ``k``: (left side, right side,
     pair, prm). ``prm`` None derives the KL parameters from this backend's side passes (as _compute
     does); pass one to give two backends the very same parameters."""
-    left = tuple(k.side(*_raw(xf), *plan.left, _tile()))
-    right = tuple(k.side(*_raw(yf), *plan.right, _tile()))
+    left = tuple(k.side(*raw(xf), *plan.left, tile()))
+    right = tuple(k.side(*raw(yf), *plan.right, tile()))
     if prm is None:
         cx, ix, spe = _kl_side(left[0], left[1], left[2], n)
         cy, iy, sqe = _kl_side(right[0], right[1], right[2], n)
@@ -98,8 +99,8 @@ def _passes_of(k: native.Kernels, xf: np.ndarray, yf: np.ndarray, plan: KernelPl
             kk = 1.0
         prm = (cx, ix * kk, EPS32 * kk, cy, iy)
     finite = n == 0 or all(-math.inf < v < math.inf for v in (left[0], left[1], right[0], right[1]))
-    pair = tuple(k.pair(*_raw(xf), *_raw(yf), *plan.pair, prm, do_rel, do_kl and finite and n > 0,
-                        _tile(), _tile()))
+    pair = tuple(k.pair(*raw(xf), *raw(yf), *plan.pair, prm, do_rel, do_kl and finite and n > 0,
+                        tile(), tile()))
     return left, right, pair, prm
 
 
@@ -243,10 +244,10 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_passes_pick_native_else_numba(backend: str) -> None:
-    """compare.kernels._passes() hands out the native objects when loaded, numba's otherwise."""
+    """compare.kernels.passes.backend() hands out the native objects when loaded, numba's otherwise."""
     from compare.kernels import fused
 
-    chosen = _passes()
+    chosen = passes.backend()
     if backend == "native":
         assert chosen is native.kernels()
         assert chosen.side is not fused._side_boxes
@@ -254,6 +255,21 @@ def test_passes_pick_native_else_numba(backend: str) -> None:
         assert (chosen.side, chosen.pair) == (fused._side_boxes, fused._pair_boxes)
     r = compare_arrays(np.array([1.0, 2.0, 4.0]), np.array([1.0, 2.0, 5.0], np.float32))
     assert r.values["MaxAbsoluteError"] == 1.0 and r.values["MeanAbsoluteError"] == pytest.approx(1 / 3)
+
+
+def test_pass_results_read_by_name(backend: str) -> None:
+    """Each pass's raw floats come back as a SidePass / PairPass (fields in the order of the
+    kernels' tuples and of the entry points' out[] arrays), on both backends."""
+    x, y = np.array([1.0, -2.0, 4.0]), np.array([1.0, 2.0, 5.0])
+    calls = passes.pair_passes(x, y, bind_plan(flat_kernel_plan(3)))
+    left, right = calls.left(), calls.right()
+    assert isinstance(left, SidePass) and isinstance(right, SidePass)
+    assert (left.min, left.max, left.sum, left.ssq) == (-2.0, 4.0, 3.0, 21.0)
+    assert left.m2 == pytest.approx(21.0 - 3.0)
+    pair = calls.pair((0.0, 1.0, EPS32, 0.0, 1.0), True, False)
+    assert isinstance(pair, PairPass) and len(pair) == len(PairPass._fields)
+    assert (pair.sxy, pair.sabs, pair.ssq, pair.maxabs) == (1.0 - 4.0 + 20.0, 5.0, 17.0, 4.0)
+    assert pair.srel == pytest.approx(2.0 + 0.2) and pair.maxrel == 2.0
 
 
 def test_enabled_follows_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -324,7 +340,7 @@ def test_build_failure_falls_back_to_numba(monkeypatch: pytest.MonkeyPatch, tmp_
     assert "an earlier build failed" in native.status and "no compiler today" in native.status
     from compare.kernels import fused
 
-    assert _passes().side is fused._side_boxes
+    assert passes.backend().side is fused._side_boxes
     after = compare_arrays(x, y)
     assert after.notes == before.notes and after.count == before.count
     for name in METRIC_NAMES:

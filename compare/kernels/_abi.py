@@ -1,10 +1,14 @@
 """The kernels' calling convention, shared by the numba kernels and the native loader.
 
 Numba-free on purpose: :mod:`compare.kernels` and :mod:`compare.kernels.native` read these
-without importing numba. The kernels themselves are in :mod:`compare.kernels.fused`.
+without importing numba. The kernels themselves are in :mod:`compare.kernels.fused`; their raw
+float64 results are read through :class:`SidePass` / :class:`PairPass` (see
+:mod:`compare.kernels.passes`).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -65,19 +69,34 @@ CODES: dict[np.dtype, int] = {
 #: Bytes per element, by code.
 ITEMSIZE = np.array([2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 1, 1], dtype=np.int64)
 
-# Indices of the tuple returned by the paired pass (fused._pair_boxes).
-PR_SXY = 0  # sum x*y
-PR_SABS = 1  # sum |x-y|
-PR_SSQ = 2  # sum (x-y)^2
-PR_MAXABS = 3  # max |x-y|            (0 for n == 0)
-PR_SREL = 4  # sum r_i               (r_i = |x_i/y_i - 1| if |y_i| > EPS64 else 0)
-PR_MAXREL = 5  # max r_i             (0 for n == 0)
-PR_A = 6  # sum u*log(u/w) - u + w  (KL, u = p*k, w = q; see fused._acc_pair)
-PR_SU = 7  # sum u
-PR_SW = 8  # sum w
-#: Length of the paired pass's result.
-PAIR_OUT = 9
 
-#: Length of a one-side pass's result: (min, max, sum, sum of v^2, M2 = sum of (v - mean)^2,
-#: combined tile by tile after Chan et al.), see fused._side_boxes.
-SIDE_OUT = 5
+class SidePass(NamedTuple):
+    """The result of a one-side pass (:func:`fused._side_boxes`), fields in the order of the
+    native entry point's ``out[SIDE_OUT]`` and of the kernel's returned tuple."""
+
+    min: float  # NaN-propagating (a NaN on the side gives NaN)
+    max: float
+    sum: float  # sum v
+    ssq: float  # sum v^2
+    m2: float  # sum (v - mean)^2, combined tile by tile after Chan et al.
+
+
+class PairPass(NamedTuple):
+    """The result of the paired pass (:func:`fused._pair_boxes`), fields in the order of the
+    native entry point's ``out[PAIR_OUT]`` and of the kernel's returned tuple."""
+
+    sxy: float  # sum x*y
+    sabs: float  # sum |x-y|
+    ssq: float  # sum (x-y)^2
+    maxabs: float  # max |x-y|            (0 for n == 0)
+    srel: float  # sum r_i               (r_i = |x_i/y_i - 1| if |y_i| > EPS64 else 0)
+    maxrel: float  # max r_i             (0 for n == 0)
+    a: float  # sum u*log(u/w) - u + w  (KL, u = p*k, w = q; see fused._acc_pair)
+    su: float  # sum u
+    sw: float  # sum w
+
+
+#: Length of a one-side pass's result (the native entry point's ``out`` array).
+SIDE_OUT = len(SidePass._fields)
+#: Length of the paired pass's result (the native entry point's ``out`` array).
+PAIR_OUT = len(PairPass._fields)

@@ -14,7 +14,7 @@ Each side is a raw 1-D **storage buffer** plus iteration plans:
   :mod:`convert.layouts.lazy` turns a pair into boxes whose element ``(i0..i5)`` is
   ``x[ox + sum i*sx]`` against ``y[oy + sum i*sy]``. A flat pair is one box ``(1,...,1,n)``.
 
-Passes (:func:`compare.kernels._compute` drives them)
+Passes (:func:`compare.kernels._compute` drives them through :mod:`compare.kernels.passes`)
 ------
 1. :func:`_side_boxes` on the left side alone, in its own memory order: min, max, sum, sum of
    squares and the sum of squared deviations from the mean (for the standard deviation).
@@ -25,8 +25,9 @@ Passes (:func:`compare.kernels._compute` drives them)
 Each tile is processed in chunks of at most :data:`TILE` elements, gathered and decoded into
 small float64 buffers (:func:`_gather`, reading along the unit stride; the next chunk is
 prefetched), then reduced by :func:`_acc_side` / :func:`_acc_pair`, whose loops LLVM vectorises
-(see the fast-math policy in :mod:`compare.kernels._jit`). Those two are compiled once for float64
-buffers whatever the storage types; only the small walkers are specialised per storage type.
+(see the fast-math policy in :mod:`compare.kernels.native.jit`). Those two are compiled once
+for float64 buffers whatever the storage types; only the small walkers are specialised per
+storage type.
 
 NaN semantics follow numpy's (what the reference tool uses): a NaN anywhere reaching a sum or a
 max makes that result NaN. The loops stay free of branches and of NaN-aware float reductions
@@ -35,12 +36,20 @@ order-preserving bit patterns, and NaN is decided from a sum that is NaN exactly
 is (see :func:`_acc_side`, :func:`_acc_pair`).
 
 The kernels never raise and allocate only their tile buffers: they return tuples of floats
-which :func:`compare.kernels.compare_arrays` turns into metric values and edge-case notes. Do not
-call them directly; the public wrappers check and prepare the arrays.
+which :mod:`compare.kernels.passes` wraps in :class:`~compare.kernels._abi.SidePass` /
+:class:`~compare.kernels._abi.PairPass` and :func:`compare.kernels.compare_arrays` turns into
+metric values and edge-case notes. Do not call them directly; the public wrappers check and
+prepare the arrays.
 
 Scalar helpers (:func:`order_key`, :func:`key_value`, :func:`f64_bits`, :func:`bits_f64`,
 :func:`load_f64`, :func:`logratio`, :func:`prefetch`) have plain Python bodies, used as they are under ``NUMBA_DISABLE_JIT=1``, and
 numba overloads (LLVM intrinsics and bit manipulation) used when compiled.
+
+One module on purpose, long as it is: numba's on-disk cache checks only the source file of the
+function it caches, so a kernel cached from this file would not be recompiled when a helper it
+inlined changed in another file. With every jitted function, overload and intrinsic here, any
+edit invalidates all the cached machine code at once (the key of the native objects hashes this
+file too, see :mod:`compare.kernels.native`).
 """
 
 from __future__ import annotations
@@ -56,7 +65,7 @@ from numba.extending import intrinsic, overload
 from ._abi import EPS32, EPS64
 from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_F64, ITEMSIZE, NDIM, TILE  # noqa: F401 - NDIM: docs
 from ._abi import CODE_BOOL, CODE_I8, CODE_I16, CODE_I32, CODE_I64, CODE_U8, CODE_U16, CODE_U32, CODE_U64  # noqa: F401
-from ._jit import jit
+from .native.jit import jit
 
 _DOUBLE = ir.DoubleType()
 _I64 = ir.IntType(64)
@@ -653,7 +662,8 @@ def _nchunks(d1, d0):  # pragma: no cover - exercised through the kernels
 
 @jit
 def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised through compare_arrays
-    """One side over its own plan: ``(min, max, sum, sum of squares, M2)`` (indices ``SD_*``).
+    """One side over its own plan: ``(min, max, sum, sum of squares, M2)`` (the fields of
+    :class:`compare.kernels._abi.SidePass`, which the callers wrap it in).
 
     ``xb``: the storage buffer as bytes, ``xcode`` its type (``_abi.CODES``); ``xt``: a float64
     scratch tile of :data:`TILE` elements. The extrema are NaN when an element is (numpy's
@@ -694,9 +704,10 @@ def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised th
 
 @jit
 def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, xt, yt):  # pragma: no cover
-    """The paired pass over the plan: ``(sxy, sabs, ssq, maxabs, srel, maxrel, A, Su, Sw)``
-    (indices ``PR_*``; see :func:`_acc_pair`; ``srel``/``maxrel`` are 0 without ``do_rel`` or ``do_kl``,
-    ``A``/``Su``/``Sw`` 0 without ``do_kl``). Buffers as bytes with their type codes and scratch
+    """The paired pass over the plan: ``(sxy, sabs, ssq, maxabs, srel, maxrel, A, Su, Sw)`` (the
+    fields of :class:`compare.kernels._abi.PairPass`, which the callers wrap it in; see
+    :func:`_acc_pair`; ``srel``/``maxrel`` are 0 without ``do_rel`` or ``do_kl``, ``A``/``Su``/``Sw``
+    0 without ``do_kl``). Buffers as bytes with their type codes and scratch
     tiles as in :func:`_side_boxes`."""
     xsz = ITEMSIZE[xcode]
     ysz = ITEMSIZE[ycode]

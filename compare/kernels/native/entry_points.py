@@ -1,4 +1,4 @@
-"""Build the ahead-of-time kernel objects (run as ``python -m compare.kernels._native_build OUT``).
+"""Build the ahead-of-time kernel objects (run as ``python -m compare.kernels.native.entry_points OUT``).
 
 Compiles the two kernel passes of :mod:`compare.kernels.fused` as C-callable entry points
 (numba ``cfunc``) and writes each one's machine code as an ELF object next to ``OUT`` (``OUT``
@@ -12,7 +12,8 @@ the caller's (the kernels allocate nothing, so the objects need no numba runtime
 
 This module imports numba: it runs in its own process (started by
 :func:`compare.kernels.native.build`), so that its CPU feature settings (``NUMBA_CPU_FEATURES``)
-never touch the caller's numba.
+never touch the caller's numba. :func:`_emit` reads numba's private attributes (the numba and
+llvmlite versions this was tested with are in :mod:`compare.kernels.native`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numba import carray, cfunc, types
 
-from . import fused as F
-from ._abi import NDIM, PAIR_OUT, SCRATCH, SIDE_OUT
-from ._jit import FASTMATH
+from .. import fused as F
+from .._abi import NDIM, PAIR_OUT, SCRATCH, SIDE_OUT
+from .jit import FASTMATH
 
 _I64 = types.int64
 _PTR = types.voidptr
@@ -82,9 +84,10 @@ def pair_entry(xbuf, xcode, xbytes, ybuf, ycode, ybytes, dims, sx, sy, ox, oy, n
         o[i] = res[i]
 
 
-def _emit(entry, path: Path) -> dict:
+def _emit(entry: Any, path: Path) -> dict[str, Any]:
     """Write ``entry``'s machine code (with everything it calls) to ``path`` (a temporary file
-    renamed into place); its index entry: file name, symbol, size and SHA-256."""
+    renamed into place); its index entry: file name, symbol, size and SHA-256. ``entry`` is a
+    numba ``cfunc``; its ``_library``, ``codegen._tm`` and ``_final_module`` are numba internals."""
     library = entry._library
     obj = bytes(library.codegen._tm.emit_object(library._final_module))
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
@@ -112,5 +115,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover - run by compare.kernels.native.build
+if __name__ == "__main__":  # pragma: no cover - run by compare.kernels.native.build()
     sys.exit(main(sys.argv[1:]))

@@ -13,7 +13,7 @@ Every jitted function in :mod:`compare.kernels` is decorated with :data:`jit`:
   vectorise the float64 reductions with several partial sums), ``a * b + c`` may become one FMA,
   and the sign of a zero may be ignored (without ``nsz`` LLVM vectorised the pass-1 loop with
   1.7x more instructions). These change results by rounding only, and the sign of an exact zero,
-  which :func:`compare.kernels.compare_arrays` normalises (``v + 0.0``; the sequential sums from
+  which :mod:`compare.kernels.passes` normalises (``v + 0.0``; the sequential sums from
   ``+0.0`` never produced ``-0.0``). **No** ``nnan``/``ninf``/``afn``: NaN and inf semantics stay
   IEEE (a NaN reaching a sum makes it NaN in any order; the NaN-propagating maxima are the
   ``llvm.maximum``/``llvm.minimum`` intrinsics);
@@ -21,7 +21,11 @@ Every jitted function in :mod:`compare.kernels` is decorated with :data:`jit`:
 
 ``NUMBA_DISABLE_JIT=1`` is honoured by numba itself: the decorated functions then run as plain
 Python (slow, but handy for debugging and for the no-JIT test run); the scalar helpers of
-:mod:`compare.kernels.fused` have plain-Python bodies for that case.
+:mod:`compare.kernels.fused` have plain-Python bodies for that case. (Every environment switch of
+the kernels is listed in :mod:`compare.kernels.native`.)
+
+:func:`init_target` initialises numba's CPU target ahead of the first compilation, optionally
+without numba's SciPy BLAS probe (:func:`compare.kernels.preload`, for the command line).
 
 Numba's on-disk cache is keyed on the source file of each kernel (``fused.py``), not on this
 module: after changing the flags here, touch ``fused.py`` (or clear ``__pycache__``) so cached
@@ -34,11 +38,15 @@ must start without loading numba.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import numba
 
 from convert.trust import folder_problem
+
+from . import note
 
 #: LLVM fast-math flags allowed in the kernels (see the module docstring).
 FASTMATH = frozenset({"reassoc", "contract", "nsz"})
@@ -53,25 +61,19 @@ def _cache_problem() -> str | None:
     ``NUMBA_CACHE_DIR`` when set, else the ``__pycache__`` beside the kernel sources (when it
     exists; numba falls back to the user's own cache folder otherwise)."""
     folder = os.environ.get("NUMBA_CACHE_DIR")
-    path = Path(folder).expanduser() if folder else Path(__file__).resolve().parent / "__pycache__"
+    path = Path(folder).expanduser() if folder else Path(__file__).resolve().parent.parent / "__pycache__"
     if not path.exists():
         return None
     problem = folder_problem(path)
     return f"numba's cache {path}: {problem}" if problem else None
 
 
-def _note(text: str) -> None:
-    from . import native
-
-    native.note(text)
-
-
 _CACHE_PROBLEM = _cache_problem()
 if _CACHE_PROBLEM:
-    _note(f"{_CACHE_PROBLEM}, so others could plant code there; numba compiles in memory instead")
+    note(f"{_CACHE_PROBLEM}, so others could plant code there; numba compiles in memory instead")
 
 
-def jit(function=None, **options):
+def jit(function: Callable | None = None, **options: Any) -> Any:
     """``numba.njit`` with the kernels' policy (see the module docstring); ``@jit`` or
     ``@jit(inline="always")``.
 
@@ -82,17 +84,39 @@ def jit(function=None, **options):
     settings = dict(cache=_CACHE_PROBLEM is None, nogil=True, fastmath=set(FASTMATH), error_model="numpy")
     settings.update(options)
 
-    def decorate(fn):
+    def decorate(fn: Callable) -> Any:
         try:
             return numba.njit(**settings)(fn)
         except RuntimeError:  # "cannot cache function ...: no locator available"
             if not settings.get("cache"):
                 raise
-            _note("numba finds no writable folder to cache the kernels in; they are compiled in memory for "
+            note("numba finds no writable folder to cache the kernels in; they are compiled in memory for "
                   "each run (set NUMBA_CACHE_DIR to a folder of yours to keep them)")
             return numba.njit(**{**settings, "cache": False})(fn)
 
     return decorate(function) if function is not None else decorate
 
 
-__all__ = ["DISABLE_JIT", "FASTMATH", "jit"]
+def init_target(*, blas: bool = True) -> None:
+    """Initialise numba's CPU target now (what its first compilation would do).
+
+    ``blas=False`` skips numba's optional SciPy BLAS probe (importing ``scipy.linalg`` costs
+    about 0.18 s of a command-line run): numba then cannot compile ``np.dot``/``np.linalg`` for
+    the rest of the process, which vcompare's kernels never use. Only for processes that use
+    numba through vcompare alone (the command line); a library user keeps the default. Has no
+    effect when numba's CPU target is already initialised or ``scipy.linalg`` already imported.
+    (Importing numba does not probe: the probe runs when the target is initialised.)
+    """
+    stub = not blas and "scipy.linalg" not in sys.modules and "numba.np.arraymath" not in sys.modules
+    if stub:
+        sys.modules["scipy.linalg"] = None  # type: ignore[assignment]  # "import scipy.linalg" fails
+    try:
+        from numba.core.registry import cpu_target
+
+        cpu_target.target_context.refresh()
+    finally:
+        if stub and "scipy.linalg" in sys.modules and sys.modules["scipy.linalg"] is None:
+            del sys.modules["scipy.linalg"]
+
+
+__all__ = ["DISABLE_JIT", "FASTMATH", "init_target", "jit"]

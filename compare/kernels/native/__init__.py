@@ -2,7 +2,7 @@
 
 Importing numba and initialising its CPU target costs about 0.35 s of every command-line run
 (more than comparing a few hundred MB). So numba compiles the two kernel passes ahead of time as
-C-callable entry points (:mod:`compare.kernels._native_build`, in a child process); each run
+C-callable entry points (:mod:`compare.kernels.native.entry_points`, in a child process); each run
 links their ELF objects with llvmlite's in-process linker (~20 ms) and calls them through ctypes,
 which releases the GIL like numba's ``nogil``. Same source, same compiler: this is numba's code
 for :func:`compare.kernels.fused._side_boxes` and :func:`compare.kernels.fused._pair_boxes`, not a
@@ -10,9 +10,10 @@ second implementation. The numbers equal the numba path's up to summation order 
 relative) when the vector widths differ (below).
 
 :func:`kernels` returns the two passes, or None -- then :mod:`compare.kernels` calls the numba
-functions. None when ``VCOMPARE_NATIVE=0`` (or ``NUMBA_DISABLE_JIT=1``, which asks for Python
-kernels), or when no trusted, intact objects can be loaded or built (the reason is in
-:data:`status` and, for the user, in :data:`notes`; a run never fails because of it).
+functions (numba's compile policy is :mod:`compare.kernels.native.jit`). None when
+``VCOMPARE_NATIVE=0`` (or ``NUMBA_DISABLE_JIT=1``, which asks for Python kernels), or when no
+trusted, intact objects can be loaded or built (the reason is in :data:`status` and, for the user,
+in :data:`notes`; a run never fails because of it).
 
 **Where the objects come from**, in this order:
 
@@ -48,6 +49,31 @@ CPU (name and features) and the vector width, so any change builds again; a buil
 files of older kernel sources. On a CPU with AVX-512 the build asks LLVM for 512-bit vectors
 (numba's default prefers 256-bit ones: on the machine of docs/performance.md the 1.8 GB benchmark
 took 2.07 s instead of 2.21 s); ``VCOMPARE_NATIVE_WIDE=0`` keeps numba's default.
+
+**Environment switches** (every one the kernels, their loader and the install step read; a
+switch is off when its value is ``0``, ``no``, ``false`` or ``off``):
+
+- ``VCOMPARE_NATIVE`` (default on): off = numba's kernels, compiled by numba in this process;
+- ``NUMBA_DISABLE_JIT=1``: the kernels run as plain Python (slow; debugging, the no-JIT tests),
+  which turns the native objects off too (read by numba itself and by :func:`enabled`);
+- ``VCOMPARE_NATIVE_WIDE`` (default on): off = numba's 256-bit vectors on an AVX-512 CPU;
+- ``VCOMPARE_PACKAGED_KERNELS`` (default on): off = ignore the objects built at install time;
+- ``VCOMPARE_CACHE_DIR``, else ``NUMBA_CACHE_DIR``, else ``$XDG_CACHE_HOME/vcompare``
+  (``~/.cache/vcompare``): the kernel cache folder (above);
+- ``NUMBA_CACHE_DIR`` is also numba's own on-disk cache of the jitted kernels (default: the
+  ``__pycache__`` beside :mod:`compare.kernels.fused`), under the same trust rule
+  (:mod:`compare.kernels.native.jit`);
+- ``VCOMPARE_BUILD_KERNELS`` (default on; read by ``setup.py``): off = no build at install time.
+
+The build's child process gets its own: ``NUMBA_CACHE_DIR`` (a fresh temporary folder),
+``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` (the wide vectors), ``PYTHONPATH`` (this source tree
+first) and no ``NUMBA_DISABLE_JIT``.
+
+**Numba versions**: :mod:`compare.kernels.native.entry_points` takes the machine code from numba's
+private attributes (a ``cfunc``'s ``_library``, its ``codegen._tm`` and ``_final_module``) and the
+objects reference three numba runtime symbols by name (below). Tested with numba 0.68.1 and
+llvmlite 0.50.0. With another numba whose internals differ, the build fails and numba's kernels
+are used instead (a note says why; same numbers, slower start).
 """
 
 from __future__ import annotations
@@ -73,11 +99,16 @@ import numpy as np
 
 from convert.trust import folder_problem, read_trusted
 
-from ._abi import PAIR_OUT, SIDE_OUT
+from .._abi import PAIR_OUT, SIDE_OUT, PairPass, SidePass
 
-_HERE = Path(__file__).resolve().parent
-#: Files whose content defines the machine code.
-_SOURCES = ("fused.py", "_jit.py", "_abi.py", "_native_build.py", "native.py", "__init__.py")
+#: The kernels package (``compare/kernels``).
+_KERNELS = Path(__file__).resolve().parent.parent
+#: The objects built at install time (``setup.py``), inside the kernels package.
+_AOT = _KERNELS / "_aot"
+#: Files (in the kernels package) whose content defines the machine code or how it is called: the
+#: kernels, their calling convention, the Python side of the calls, numba's compile policy, the
+#: entry points and this loader.
+_SOURCES = ("fused.py", "_abi.py", "passes.py", "native/jit.py", "native/entry_points.py", "native/__init__.py")
 #: Seconds a build may take before it is abandoned (then the numba path is used).
 BUILD_TIMEOUT = 900
 #: Seconds a failed build keeps later runs from trying again (then it is retried).
@@ -96,11 +127,13 @@ _PAIR_T = ctypes.CFUNCTYPE(None, _P, _I, _I, _P, _I, _I, _P, _P, _P, _P, _P, _I,
 
 
 class Kernels(NamedTuple):
-    """The two passes, called like :func:`fused._side_boxes` / :func:`fused._pair_boxes`."""
+    """The two passes, called like :func:`fused._side_boxes` / :func:`fused._pair_boxes`: the
+    native ones return :class:`~compare.kernels._abi.SidePass` / ``PairPass``, numba's the plain
+    tuples of the same fields."""
 
     side: Callable[..., tuple]
     pair: Callable[..., tuple]
-    #: The raw C entry points (ctypes functions taking addresses, see ``_native_build.SIDE_ARGS`` /
+    #: The raw C entry points (ctypes functions taking addresses, see ``entry_points.SIDE_ARGS`` /
     #: ``PAIR_ARGS``), for callers that resolve their arrays' addresses once (None on numba).
     side_c: Callable[..., None] | None = None
     pair_c: Callable[..., None] | None = None
@@ -184,8 +217,8 @@ def _packaged_dir() -> Path:
     """Where the install step puts the objects (inside the package); a folder that does not
     exist when ``VCOMPARE_PACKAGED_KERNELS=0`` (tests, and checking the user-cache path)."""
     if os.environ.get("VCOMPARE_PACKAGED_KERNELS", "1").strip().lower() in ("0", "no", "false", "off"):
-        return _HERE / "_aot" / "disabled-by-VCOMPARE_PACKAGED_KERNELS"
-    return _HERE / "_aot"
+        return _AOT / "disabled-by-VCOMPARE_PACKAGED_KERNELS"
+    return _AOT
 
 
 def _cache_dir() -> Path:
@@ -219,7 +252,7 @@ def _key(llvm, wide: bool) -> str:
         return _key_cache[wide]
     sources = hashlib.sha256()
     for name in _SOURCES:
-        sources.update((_HERE / name).read_bytes())
+        sources.update((_KERNELS / name).read_bytes())
     settings = hashlib.sha256()
     for package in ("numba", "llvmlite"):  # their versions, without importing numba
         spec = importlib.util.find_spec(package)
@@ -265,10 +298,10 @@ def build(index: Path, llvm, wide: bool) -> None:
         env["NUMBA_CPU_FEATURES"] = llvm.get_host_cpu_features().flatten() + ",-prefer-256-bit"
     with tempfile.TemporaryDirectory(prefix="vcompare-build-") as scratch:
         env["NUMBA_CACHE_DIR"] = scratch  # a fresh compile, not another process's cache
-        root = str(_HERE.parent.parent)
+        root = str(_KERNELS.parent.parent)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         done = subprocess.run(
-            [sys.executable, "-m", "compare.kernels._native_build", str(index)],
+            [sys.executable, "-m", "compare.kernels.native.entry_points", str(index)],
             env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
         )
     if done.returncode != 0 or not index.is_file():
@@ -507,34 +540,40 @@ def _provide_runtime_symbols(llvm) -> None:
 
 
 def _ptr(a: np.ndarray) -> int:
+    """The address of an array's first byte."""
     return a.__array_interface__["data"][0]
 
 
 def _i64(a: np.ndarray) -> np.ndarray:
+    """``a`` as a C-contiguous int64 array (itself when it already is one)."""
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def _side_caller(fn):
+def _side_caller(fn: Callable[..., None]) -> Callable[..., SidePass]:
+    """The side entry point ``fn`` called like :func:`fused._side_boxes` (arrays, not addresses)."""
+
     def side(xb: np.ndarray, code: int, dims: np.ndarray, strides: np.ndarray, offs: np.ndarray,
-             tile: np.ndarray) -> tuple:
+             tile: np.ndarray) -> SidePass:
         dims, strides, offs = _i64(dims), _i64(strides), _i64(offs)
         out = np.empty(SIDE_OUT, dtype=np.float64)
         fn(_ptr(xb), code, xb.shape[0], _ptr(dims), _ptr(strides), _ptr(offs), dims.shape[0], _ptr(tile), _ptr(out))
-        return tuple(out.tolist())
+        return SidePass._make(out.tolist())
 
     return side
 
 
-def _pair_caller(fn):
+def _pair_caller(fn: Callable[..., None]) -> Callable[..., PairPass]:
+    """The pair entry point ``fn`` called like :func:`fused._pair_boxes` (arrays, not addresses)."""
+
     def pair(xb: np.ndarray, xcode: int, yb: np.ndarray, ycode: int, dims: np.ndarray, sx: np.ndarray,
              sy: np.ndarray, ox: np.ndarray, oy: np.ndarray, prm: tuple, do_rel: bool, do_kl: bool,
-             xt: np.ndarray, yt: np.ndarray) -> tuple:
+             xt: np.ndarray, yt: np.ndarray) -> PairPass:
         dims, sx, sy, ox, oy = _i64(dims), _i64(sx), _i64(sy), _i64(ox), _i64(oy)
         p = np.array(prm, dtype=np.float64)
         out = np.empty(PAIR_OUT, dtype=np.float64)
         flags = (1 if do_rel else 0) | (2 if do_kl else 0)
         fn(_ptr(xb), xcode, xb.shape[0], _ptr(yb), ycode, yb.shape[0], _ptr(dims), _ptr(sx), _ptr(sy), _ptr(ox),
            _ptr(oy), dims.shape[0], _ptr(p), flags, _ptr(xt), _ptr(yt), _ptr(out))
-        return tuple(out.tolist())
+        return PairPass._make(out.tolist())
 
     return pair
