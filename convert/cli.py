@@ -27,7 +27,7 @@ import typer
 if TYPE_CHECKING:
     from .layouts import PluginSet
     from .tool.batch import ConvertReport
-    from .tool.prototxt import InplaceResult
+    from .tool.inplace import InplaceResult
     from .tool.rename_npy import RenameReport
 
 T = TypeVar("T")
@@ -212,7 +212,7 @@ def inplace_command(
                                        help="Where to write it (default: new_{name} beside the input)."),
 ) -> None:
     def action() -> InplaceResult:
-        from .tool.prototxt import remove_inplace_file  # here: protobuf costs ~28 ms at start-up
+        from .tool.inplace import remove_inplace_file  # here: protobuf costs ~28 ms at start-up
 
         return remove_inplace_file(model, out)
 

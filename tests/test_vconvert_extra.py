@@ -21,22 +21,8 @@ from convert.tool import batch
 from convert.tool.batch import FileOutcome, SourceFile, run_files, worker_count
 from convert.tool.convert_dump import DumpConvertOptions, convert_dumps
 from convert.tool.naming import FAILED_LIST_FILE
-from convert.tool.prototxt import (
-    Field,
-    LayerView,
-    Message,
-    PrototxtError,
-    Scalar,
-    format_text,
-    parse,
-    protobuf_view,
-    quote,
-    remove_inplace,
-    remove_inplace_file,
-    tokenize,
-    unescape,
-    views_of,
-)
+from convert.tool.inplace import LayerView, protobuf_view, remove_inplace, remove_inplace_file, views_of
+from convert.tool.prototxt import Field, Message, PrototxtError, Scalar, format_text, parse, quote, tokenize, unescape
 from convert.tool.rename_npy import golden_name_for, is_valid_name, rename_npy
 
 TS = "1700000000000000"
