@@ -423,7 +423,26 @@ def _detail_destination(left_format: str, golden_format: str) -> str:
     return "NCHW"
 
 
-def prepare_operator(pair: Pair, right_run: Run, *, plugins: Any = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PreparedOperator:
+    """Both tensors of a single-operator pair, flat and aligned element for element.
+
+    ``shape``: the shape the elements index (the converted one, or flat when sizes disagree);
+    ``layout``: the layout the detail files' coordinates follow; ``reference_format``: the format
+    the reference tool would name; ``notes``: what was assumed; ``converted``: whether a device
+    layout was brought to the golden one.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    shape: tuple[int, ...]
+    layout: str
+    reference_format: str
+    notes: tuple[str, ...]
+    converted: bool
+
+
+def prepare_operator(pair: Pair, right_run: Run, *, plugins: Any = None) -> PreparedOperator:
     """Load and prepare both tensors of ``pair`` for element-wise comparison (module doc, step 2)."""
     assert pair.left is not None and pair.right is not None
     left = pair.left.load()
@@ -437,8 +456,9 @@ def prepare_operator(pair: Pair, right_run: Run, *, plugins: Any = None) -> dict
             raise ShapeError(f"{pair.tensor_id}: element counts differ: left {x.size} {list(pair.left.shape)}, "
                              f"right {y.size} {list(pair.right.shape)}")
         shape = raw_shape if math.prod(raw_shape) == x.size else (x.size,)
-        return dict(x=x, y=y, shape=shape, layout=left_fmt if pair.convert is False else "ND",
-                    reference_format=_reference_format(left_fmt, "", raw_shape), notes=notes, converted=False)
+        return PreparedOperator(x=x, y=y, shape=shape, layout=left_fmt if pair.convert is False else "ND",
+                                reference_format=_reference_format(left_fmt, "", raw_shape), notes=tuple(notes),
+                                converted=False)
     golden_shape = tuple(right.shape)
     golden_fmt_in = _golden_format_guess(pair, right_run, left_fmt, len(golden_shape))
     if golden_fmt_in and not pair.golden_format:
@@ -454,8 +474,9 @@ def prepare_operator(pair: Pair, right_run: Run, *, plugins: Any = None) -> dict
     layout = _detail_destination(left_fmt, gold_fmt)
     if math.prod(shape) != x.size:
         shape = (x.size,)
-    return dict(x=x, y=y, shape=tuple(int(d) for d in shape), layout=layout,
-                reference_format=_reference_format(left_fmt, gold_fmt, raw_shape), notes=notes, converted=True)
+    return PreparedOperator(x=x, y=y, shape=tuple(int(d) for d in shape), layout=layout,
+                            reference_format=_reference_format(left_fmt, gold_fmt, raw_shape), notes=tuple(notes),
+                            converted=True)
 
 
 # ------------------------------------------------------------------------------ entry point
@@ -463,7 +484,7 @@ def prepare_operator(pair: Pair, right_run: Run, *, plugins: Any = None) -> dict
 
 def _kind(kind: str | TensorKind) -> TensorKind:
     try:
-        return TensorKind(str(getattr(kind, "value", kind)).lower())
+        return TensorKind((kind.value if isinstance(kind, TensorKind) else str(kind)).lower())
     except ValueError:
         raise OptionError(f"tensor type must be 'input' or 'output', not {kind!r}") from None
 
@@ -510,17 +531,17 @@ def compare_operator(
         dump_version=dump_version, mapping=mapping)
     pair = select_pair(pairing, left_run, op, tensor_kind, index, rule)
     prepared = prepare_operator(pair, right_run, plugins=plugins)
-    x, y, shape = prepared["x"], prepared["y"], prepared["shape"]
+    x, y, shape = prepared.x, prepared.y, prepared.shape
     try:
         kernel = compare_arrays(x, y, metrics=metrics, scalar=is_scalar_like(shape))
     except CompareError as exc:
         raise ShapeError(f"{pair.tensor_id}: {exc}") from None
-    notes = list(prepared["notes"])
+    notes = list(prepared.notes)
     if pair.reason:
         notes.insert(0, pair.reason)
     notes += [note_text(n, pair) for n in sorted(kernel.notes, key=lambda n: n.name) if n.name != "BOTH_ZERO"]
     tensor_id = pair.tensor_id or f"{op}:{tensor_kind.value}:{index}"
-    layout = prepared["layout"]
+    layout = prepared.layout
     coord_rank = max(4, len(shape))
     return OperatorResult(
         op=_tensor_op(tensor_id),
@@ -534,13 +555,13 @@ def compare_operator(
         shape=tuple(shape),
         layout=layout,
         axes=_axes_for(layout, coord_rank),
-        reference_format=prepared["reference_format"],
+        reference_format=prepared.reference_format,
         left_dtype=pair.left.dtype if pair.left else str(x.dtype),
         right_dtype=pair.right.dtype if pair.right else str(y.dtype),
         metrics=dict(kernel.values),
         std=kernel.std,
         mode=pairing.mode,
-        converted=prepared["converted"],
+        converted=prepared.converted,
         notes=notes,
         pair=pair,
     )
