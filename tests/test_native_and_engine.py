@@ -4,7 +4,7 @@ and the accuracy of KL and of its log-ratio helper.
 - compare/kernels/native/: the ahead-of-time objects compute what numba's kernels compute
   (summation order aside), are used without importing numba, can be switched off, and a failed
   build falls back to numba without failing the run;
-- compare.engine_goldens.SideStats: one computation per key across threads, waiters do other work first,
+- compare.engine.goldens.SideStats: one computation per key across threads, waiters do other work first,
   a failed owner leaves the key to a waiter;
 - compare.engine._groups: pairs sharing a golden within LOOKAHEAD stay in one group (one thread);
 - the engine gives the same rows with 1 and 2 threads, and reuses lazy plans across pairs;
@@ -27,7 +27,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from compare.engine_goldens import SideStats
+from compare.engine.goldens import SideStats
 from compare.kernels import (
     EPS32,
     METRIC_NAMES,
@@ -566,13 +566,14 @@ def demo_pairs() -> list:
 def test_groups_on_demo_pairs(demo_pairs: list) -> None:
     """The demo network's pairs: a producer's output and its consumer's input (same golden) share a
     group; concatenated, the groups are the pairs."""
-    from compare.engine import _GoldenCache, _groups
+    from compare.engine import _groups
+    from compare.engine.goldens import GoldenCache
 
     groups = list(_groups(demo_pairs))
     assert [p for g in groups for p in g] == demo_pairs
     assert len(groups) < len(demo_pairs)
     group_of = {id(p): gi for gi, g in enumerate(groups) for p in g}
-    keys = [_GoldenCache.key(p.right) if p.right is not None else None for p in demo_pairs]
+    keys = [GoldenCache.key(p.right) if p.right is not None else None for p in demo_pairs]
     shared = [(i, i + 1) for i in range(len(keys) - 1) if keys[i] is not None and keys[i] == keys[i + 1]]
     assert shared, "the demo has consecutive pairs on one golden"
     for i, j in shared:
@@ -639,14 +640,15 @@ def test_engine_reuses_lazy_plans(demo_pairs: list, monkeypatch: pytest.MonkeyPa
 
 
 def test_golden_cache_shares_statistics_and_plans(demo_pairs: list) -> None:
-    """One _GoldenCache over the demo: one statistics entry per golden (a golden compared twice is
+    """One GoldenCache over the demo: one statistics entry per golden (a golden compared twice is
     summarised once) and one plan per layout signature."""
-    from compare.engine import EngineOptions, _GoldenCache, compare_pair
+    from compare.engine import EngineOptions, compare_pair
+    from compare.engine.goldens import GoldenCache
 
-    goldens = _GoldenCache()
+    goldens = GoldenCache()
     rows = [compare_pair(p, EngineOptions(), goldens) for p in demo_pairs]
     compared = [p for p, r in zip(demo_pairs, rows) if r.metrics.get("CosineSimilarity") is not None]
-    distinct_goldens = {_GoldenCache.key(p.right) for p in compared}
+    distinct_goldens = {GoldenCache.key(p.right) for p in compared}
     assert len(compared) > len(distinct_goldens)
     assert 1 <= len(goldens.stats) <= len(distinct_goldens)
     assert 1 <= len(goldens.plans) < len(compared)

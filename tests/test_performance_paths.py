@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compare.engine_goldens import SideStats
+from compare.engine.goldens import SideStats
 from compare.kernels import METRIC_NAMES, compare_arrays, compare_planned, is_scalar_like, storage
 from convert.layouts import LAYOUTS, LayoutError, prepare_pair
 from convert.layouts.lazy import LazyView, Unsupported, kernel_plan, plan_pair

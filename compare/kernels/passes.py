@@ -33,7 +33,7 @@ KLParams = tuple[float, float, float, float, float]
 
 class SideCache(Protocol):
     """A store of goldens' one-side statistics shared between the engine's threads (implemented by
-    :class:`compare.engine_goldens.SideStats`): ``compute()`` runs once per key, and a caller whose
+    :class:`compare.engine.goldens.SideStats`): ``compute()`` runs once per key, and a caller whose
     key another thread is computing runs ``meanwhile()`` before it waits for that result."""
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], SidePass],

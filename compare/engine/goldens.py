@@ -1,4 +1,5 @@
-"""Engine state about goldens shared by the worker threads: :class:`SideStats`, the one-side
+"""Engine state about goldens shared by the worker threads: :class:`GoldenCache` (the loaded golden
+arrays, a small LRU, and the kernel plans by shape) and :class:`SideStats`, the one-side
 statistics of each golden tensor, computed once per run whichever thread needs them first.
 
 The kernels (:func:`compare.kernels.compare_planned`) take such a store as their ``right_cache``
@@ -9,8 +10,13 @@ engine's, the kernels stay free of threads.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any, Callable, TypeVar
+
+import numpy as np
+
+from ..records import TensorRef
 
 V = TypeVar("V")
 
@@ -67,3 +73,42 @@ class SideStats:
 
 
 __all__ = ["SideStats"]
+
+
+#: Golden arrays kept in memory at most (they are reused by consecutive pairs most of the time).
+GOLDEN_CACHE_ENTRIES = 4
+
+
+class GoldenCache:
+    """A small, thread-safe LRU of loaded golden arrays keyed by (file, tensor)."""
+
+    def __init__(self, size: int = GOLDEN_CACHE_ENTRIES) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[str, str, int], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        #: One-side statistics of the goldens compared so far (a few floats each, kept for the
+        #: run: a golden evicted from the LRU keeps them), shared by the worker threads.
+
+        self.stats = SideStats()
+        #: Lazy kernel plans by layout signature (see _plan_key).
+        self.plans: dict = {}
+
+    def load(self, ref: TensorRef, key: tuple[str, str, int] | None = None) -> np.ndarray:
+        """``ref``'s array, from the cache or loaded (``key``: :meth:`key` of ``ref`` if known)."""
+        key = key if key is not None else self.key(ref)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                return hit
+        array = ref.load()  # outside the lock: two threads may both load it (harmless)
+        with self._lock:
+            self._items[key] = array
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return array
+
+    @staticmethod
+    def key(ref: TensorRef) -> tuple[str, str, int]:
+        return (str(ref.path), ref.kind.value, ref.index)

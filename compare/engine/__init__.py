@@ -25,8 +25,7 @@ import ctypes
 import os
 import signal
 import sys
-import threading
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,13 +36,11 @@ from convert.layouts import LayoutError, assumed_golden_format, prepare_pair
 from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
 from convert.layouts.prepare import converts_layout
 
-from .engine_goldens import SideStats
-from .errors import CompareError
-from .kernels import Note, bind_plan, compare_arrays, compare_planned, is_scalar_like, resolve_algorithms, storage
-from .records import MetricRow, Pair, PairStatus, TensorRef
+from ..errors import CompareError
+from ..kernels import Note, bind_plan, compare_arrays, compare_planned, is_scalar_like, resolve_algorithms, storage
+from ..records import MetricRow, Pair, PairStatus
+from .goldens import GoldenCache
 
-#: Golden arrays kept in memory at most (they are reused by consecutive pairs most of the time).
-GOLDEN_CACHE_ENTRIES = 4
 #: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
 MAX_WORKERS = 4
 #: Groups of pairs submitted ahead per worker (they hold rows only: tensors are loaded when a group runs).
@@ -70,42 +67,6 @@ class EngineOptions:
     #: Compare in forked worker processes instead of threads: None (default) decides by the pairs
     #: (see :func:`use_processes`), True / False force it (False: threads only).
     processes: bool | None = None
-
-
-
-class _GoldenCache:
-    """A small, thread-safe LRU of loaded golden arrays keyed by (file, tensor)."""
-
-    def __init__(self, size: int = GOLDEN_CACHE_ENTRIES) -> None:
-        self._size = size
-        self._items: OrderedDict[tuple[str, str, int], np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
-        #: One-side statistics of the goldens compared so far (a few floats each, kept for the
-        #: run: a golden evicted from the LRU keeps them), shared by the worker threads.
-
-        self.stats = SideStats()
-        #: Lazy kernel plans by layout signature (see _plan_key).
-        self.plans: dict = {}
-
-    def load(self, ref: TensorRef, key: tuple[str, str, int] | None = None) -> np.ndarray:
-        """``ref``'s array, from the cache or loaded (``key``: :meth:`key` of ``ref`` if known)."""
-        key = key if key is not None else self.key(ref)
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-                return hit
-        array = ref.load()  # outside the lock: two threads may both load it (harmless)
-        with self._lock:
-            self._items[key] = array
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return array
-
-    @staticmethod
-    def key(ref: TensorRef) -> tuple[str, str, int]:
-        return (str(ref.path), ref.kind.value, ref.index)
 
 
 def _base_row(pair: Pair) -> MetricRow:
@@ -160,7 +121,7 @@ def note_text(note: object, pair: Pair) -> str:
 _QUIET_NOTES = {"BOTH_ZERO"}
 
 
-def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | None = None) -> MetricRow:
+def compare_pair(pair: Pair, options: EngineOptions, goldens: GoldenCache | None = None) -> MetricRow:
     """Compare one pair; every failure becomes the row's reason (never raises CompareError)."""
 
 
@@ -172,7 +133,7 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
             status = PairStatus.MISSING_LEFT if pair.left is None else PairStatus.MISSING_RIGHT
         return _not_compared(row, algorithms, pair.reason or "", status)
 
-    goldens = goldens or _GoldenCache()
+    goldens = goldens or GoldenCache()
     try:
         # A custom converter gets the left data as it always did: a writable array, not a mapping.
         left = pair.left.load()  # Ascend readers memory-map large float tensors (read-only)
@@ -180,7 +141,7 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: _GoldenCache | Non
             left = np.array(left)
     except CompareError as exc:
         return _not_compared(row, algorithms, f"left tensor unreadable: {exc}", PairStatus.NOT_COMPARABLE)
-    right_key = _GoldenCache.key(pair.right)
+    right_key = GoldenCache.key(pair.right)
     try:
         right = goldens.load(pair.right, right_key)
     except CompareError as exc:
@@ -260,7 +221,7 @@ def _fast_dtype(dtype: np.dtype) -> bool:
 
 
 def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algorithms: list[str],
-                     goldens: _GoldenCache | None = None, right_key: tuple | None = None):
+                     goldens: GoldenCache | None = None, right_key: tuple | None = None):
     """The zero-copy comparison of a converted pair: ``(shape, KernelResult)``, or None when the
     lazy plan does not apply (then the caller takes the ordinary path). ``layout_args`` /
     ``layout_kwargs`` are :func:`prepare_pair`'s arguments, and it raises what that would raise
@@ -291,10 +252,10 @@ def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algori
     cache = goldens.stats if goldens is not None else None
     return shape, compare_planned(xbuf, ybuf, plan, count, metrics=algorithms, scalar=scalar,
                                   right_cache=cache,
-                                  right_key=(right_key or _GoldenCache.key(pair.right)) if goldens is not None else None)
+                                  right_key=(right_key or GoldenCache.key(pair.right)) if goldens is not None else None)
 
 
-def _plan_key(layout_args: tuple, layout_kwargs: dict, goldens: _GoldenCache | None) -> tuple | None:
+def _plan_key(layout_args: tuple, layout_kwargs: dict, goldens: GoldenCache | None) -> tuple | None:
     """What a pair's lazy plan depends on -- shapes, formats and layout options, never the data --
     or None when it is not to be cached (no cache, custom converters, arrays that are not
     C-contiguous). Operators of one network share a few shapes: the plan (~0.3 ms of Python a
@@ -330,7 +291,7 @@ def _finish(row: MetricRow, result, pair: Pair) -> MetricRow:
     return row
 
 
-def _safe_compare(pair: Pair, options: EngineOptions, goldens: _GoldenCache) -> MetricRow:
+def _safe_compare(pair: Pair, options: EngineOptions, goldens: GoldenCache) -> MetricRow:
     try:
         return compare_pair(pair, options, goldens)
     except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
@@ -354,7 +315,7 @@ def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) ->
     ahead of the row being yielded, so memory does not grow with the number of pairs.
     """
     options = options or EngineOptions()
-    goldens = _GoldenCache()
+    goldens = GoldenCache()
     pairs = list(pairs)
     total = len(pairs)
     workers = _workers(options, total)
@@ -470,7 +431,7 @@ def _child_run(chunk: tuple[int, int]) -> list[MetricRow]:
     return [_safe_compare(pair, options, goldens) for pair in pairs[chunk[0]:chunk[1]]]
 
 
-_CHILD_GOLDENS = _GoldenCache()
+_CHILD_GOLDENS = GoldenCache()
 
 
 def _iter_processes(pairs: list[Pair], options: EngineOptions, workers: int) -> Iterator[MetricRow]:
@@ -523,7 +484,7 @@ def _groups(pairs: list[Pair]) -> Iterator[list[Pair]]:
     """Consecutive pairs in small groups, cut only where no golden tensor of the group is used
     again by one of the next LOOKAHEAD pairs: a producer's output and its consumer's input (the
     same golden, a pair or two apart) stay on one thread. At most GROUP_MAX pairs a group."""
-    keys = [_GoldenCache.key(p.right) if p.right is not None else None for p in pairs]
+    keys = [GoldenCache.key(p.right) if p.right is not None else None for p in pairs]
     group: list[Pair] = []
     seen: set = set()
     for i, pair in enumerate(pairs):
