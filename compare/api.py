@@ -157,6 +157,8 @@ def _created_seconds(text: object) -> float | None:
         return None
 
 
+# duplicates: the keyword list repeats run_network's on purpose: the public signature is spelled out (help(),
+# IDEs), not **kwargs
 def compare_network(
     left: PathLike,
     right: PathLike,

@@ -121,6 +121,8 @@ class StatsRow:
     are compared in turn) are set in compare-each-in-turn mode.
     """
 
+# duplicates: the row fields mirror MetricRow's on purpose (same report columns for the statistics mode); the
+# two records stay separate because their values differ (floats vs statistics)
     index: int
     op_type: str | None
     left_op: str
@@ -174,6 +176,8 @@ def compare_stats_pair(pair: Pair) -> StatsRow:
         if row.status is PairStatus.COMPARED:
             row.status = PairStatus.MISSING_LEFT if pair.left is None else PairStatus.MISSING_RIGHT
         return row
+# duplicates: the two sides' statistics are read in turn (left, right): alike by shape, each with its own
+# side's error
     other_recorded = {"left": set(pair.right.stats or {}), "right": set(pair.left.stats or {})}
     try:
         left, row.left_source = side_stats(pair.left, other_recorded["left"])

@@ -167,6 +167,8 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
 
 
 @dataclass(frozen=True)
+# duplicates: the single-operator fields repeat SingleOpArgs': the options record mirrors the command line,
+# SingleOpArgs groups what -d validates
 class CompareOptions:
     """The main command's options as given (see ``vcompare --help``); paths not checked yet."""
 

@@ -128,6 +128,8 @@ def compare(
                                             help="Single-operator mode: rows per detail CSV, 10000-1000000 [1000000]."),
     no_details: bool = typer.Option(False, "--no-details", "--ignore_single_op_result",
                                     help="Single-operator mode: write the summary and top-N files only."),
+# duplicates: the dump-tree options are alike in shape (typer declarations): one per option, as --help lists
+# them
     rank: Optional[str] = typer.Option(None, "--rank",
                                        help="Dump trees: rank/device to compare: N, list 0,1, range 0-3, or all "
                                             "(each in turn) [only one, else the first]."),

@@ -661,6 +661,8 @@ def _nchunks(d1, d0):  # pragma: no cover - exercised through the kernels
 
 
 @jit
+# duplicates: _side_boxes and _pair_boxes walk the same plan boxes; numba compiles each loop nest for its own
+# tile work (a shared walker taking a callback would not inline)
 def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised through compare_arrays
     """One side over its own plan: ``(min, max, sum, sum of squares, M2)`` (the fields of
     :class:`compare.kernels._abi.SidePass`, which the callers wrap it in).

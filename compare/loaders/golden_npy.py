@@ -181,6 +181,8 @@ def scan_golden(
         parsed = item.parsed
         assert isinstance(parsed, GoldenName)
         groups.setdefault(parsed.op_name, {}).setdefault(parsed.output_index, []).append((item.entry.path, parsed))
+# duplicates: built like scan_offline's Run (ascend.py): the fields differ per folder kind; a helper would
+# take as many arguments
     run = Run(
         root=Path(root) if root is not None else folder,
         path=folder,

@@ -176,6 +176,7 @@ _NPY_RE = re.compile(
 
 
 @dataclass(frozen=True)
+# duplicates: NpyName and SyncName share the dtype / format properties: two file grammars, two records
 class NpyName:
     """Fields of a MindSpore ``.npy`` dump name; ``op_file_name`` keeps the ``--`` form."""
 

@@ -10,6 +10,8 @@ from .rows import KINDS, by_time, op_tensor_rows, sample_names
 MODE_BY_NAME = "by-name"
 
 
+# duplicates: the exact-then-normalised loop is alike in user_mapping.match_names, which adds the MindSpore
+# rules (-opN, mixed precision); the Ascend by-name rules are only these two
 def _match_names(left: Run, right: Run) -> tuple[dict[str, str], int]:
     """left op name -> right op name: exact first, else by the normalised form; each right op once.
 

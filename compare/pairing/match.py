@@ -133,6 +133,8 @@ def _is_dequant(op: RuleOp) -> bool:
     return op.type == "AscendDequant" or op.name.endswith(_DEQUANT_SUFFIXES)
 
 
+# duplicates: _op_row and _quant_filtered_row build Pair records of one shape with different statuses and
+# reasons
 def _op_row(
     group: FusionGroup, op: RuleOp, left_str: str, right_str: str, status: PairStatus, reason: str,
     expected_gap: str | None = None,

@@ -90,6 +90,8 @@ def row_document(position: int, row: MetricRow, metrics: Sequence[str]) -> dict[
         "metrics": _row_metrics(row, metrics),
         "std": None if row.std is None else dict(zip(STD_KEYS, (encode_float(v) for v in row.std))),
         "reasons": list(row.reasons),
+        # duplicates: the row and statistics-row documents list their fields one by one (the JSON schema in
+        # docs/result-json.md)
         "left_address": row.left_address,
         "right_address": row.right_address,
         "op_sequence": row.op_sequence,

@@ -119,6 +119,7 @@ def _match_rule(model: str, rules: dict[str, Path]) -> tuple[str, Path, str | No
     return None
 
 
+# duplicates: keyword list alike in run_network's: the public signature is spelled out, not **kwargs
 def run_batch(
     left_root: PathLike,
     right: PathLike,

@@ -29,6 +29,8 @@ from .registry import LAYOUTS, Converter
 from .shapes import PLAIN_4D, LayoutError, LayoutWarning, as_shape, format_key, reshape_checked, shape_text
 
 
+# duplicates: the format lookup resembles lazy.py's: dispatch converts arrays, lazy plans views; both read the
+# same LAYOUTS table
 def _find_converter(
     src: str, dst: str, plugins: Mapping[tuple[str, str], Converter] | None
 ) -> Converter | None:

@@ -295,6 +295,8 @@ def lazy_convert_layout(
     return out
 
 
+# duplicates: the signature is prepare_pair's on purpose (layouts/prepare.py): the lazy plan takes exactly the
+# arguments of the eager conversion it replaces
 def plan_pair(
     left: np.ndarray,
     left_format: object,

@@ -27,6 +27,8 @@ import numpy as np
 from .shapes import as_shape, crop_length, shaped
 
 
+# duplicates: the pack and unpack directions below are mirror images (reshape/transpose one way and back),
+# kept apart for readability
 def as_source(array, shape, fmt: str, rank: int | None = None):
     """:func:`shapes.shaped` for the reading converters, which also accept a lazy view
     (:class:`convert.layouts.lazy.LazyView`): the same checks and messages, then a view reshape."""

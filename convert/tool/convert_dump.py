@@ -74,6 +74,8 @@ _PLAIN_4D = frozenset({"NCHW", "NHWC", "HWCN"})
 _PLAIN_TARGETS = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "ND", "NCDHW", "NDHWC", "DHWCN", "DHWNC"})
 
 
+# duplicates: the option checks resemble tool/data_conversion.py's: two commands with their own options and
+# messages
 def parse_shape(text: str, *, strict: bool = True) -> tuple[int, ...]:
     """``"1,3,224,224"`` -> ``(1, 3, 224, 224)``; every number must be greater than 0.
 
