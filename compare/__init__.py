@@ -14,6 +14,7 @@ Public API (imported lazily so that ``vcompare --help`` stays fast):
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 #: Used only when the package metadata is absent (a source tree never installed); the installed
@@ -38,6 +39,5 @@ def __getattr__(name: str) -> Any:
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'compare' has no attribute {name!r}")
-    import importlib
 
     return getattr(importlib.import_module(module), name)

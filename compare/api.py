@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def tool_version() -> str:
     """The installed vcompare version (package metadata), as ``vcompare --version`` prints it."""
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # here: only --version and results read it
 
     try:
         return version("vcompare")

@@ -82,3 +82,32 @@ def test_no_import_cycle():
                 if len(component) > 1:
                     cycles.append(sorted(component))
     assert cycles == [], cycles
+
+
+def test_imports_inside_functions_are_few_and_say_why():
+    """Imports inside functions (compare/ and convert/, test support aside): at most 80, and each
+    says why it is there (a comment on its line or the line above: start-up time, an optional
+    extra, a module loaded only when a feature is used)."""
+    import ast
+
+    found: list[str] = []
+    silent: list[str] = []
+    for package in ("compare", "convert"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "testing" in path.relative_to(ROOT).parts:
+                continue
+            lines = path.read_text(encoding="utf-8").split("\n")
+            seen: set[int] = set()
+            for node in ast.walk(ast.parse("\n".join(lines))):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for inner in ast.walk(node):
+                    if isinstance(inner, (ast.Import, ast.ImportFrom)) and inner.lineno not in seen:
+                        seen.add(inner.lineno)
+                        where = f"{path.relative_to(ROOT)}:{inner.lineno}"
+                        found.append(where)
+                        text = " ".join(lines[inner.lineno - 1:inner.end_lineno])
+                        if "#" not in text and not lines[inner.lineno - 2].strip().startswith("#"):
+                            silent.append(where)
+    assert len(found) <= 80, found
+    assert silent == [], silent

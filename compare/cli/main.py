@@ -6,6 +6,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from convert.signals import Interrupted, interruptible, stop_message
+
 from .echo import err
 from .gate import gate_app, policy_app
 from .network import app
@@ -41,8 +43,6 @@ def run(argv: Sequence[str]) -> int:
     The first argument picks the subcommand (``gate``, ``policy``); anything else is the main
     comparison, whose ``-alg 0 1 5`` form is normalised first. Ctrl-C / SIGTERM give 130 / 143.
     """
-    from convert.signals import Interrupted, interruptible, stop_message
-
     args = list(argv)
     target, name = app, "vcompare"
     if args and args[0] in SUBCOMMANDS:

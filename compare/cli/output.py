@@ -132,8 +132,8 @@ class ProgressBar:
         if self._bar is None:
             if not self.forced and time.monotonic() - self.started < self.DELAY:
                 return
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.console import Console  # here: rich only for the progress bar on a terminal
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn  # here: rich only for the progress bar on a terminal
 
             console = Console(stderr=True)
             self._bar = Progress(TextColumn("comparing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

@@ -91,12 +91,12 @@ def preload(*, blas: bool = True) -> None:
     initialised (see :func:`compare.kernels.native.jit.init_target` for ``blas=False``, which
     only a process using numba through vcompare alone should pass: the command line).
     """
-    from . import native
+    from . import native  # here: loads numba/llvmlite only when the kernels are first needed
 
     if native.kernels() is not None:
         return
     from . import fused  # noqa: F401 - numba and the kernels' definitions
-    from .native import jit
+    from .native import jit  # here: loads llvmlite only when the kernels are first needed
 
     jit.init_target(blas=blas)
 

@@ -54,12 +54,12 @@ class PairPasses(NamedTuple):
 def backend() -> Kernels:
     """The two kernel passes: the cached native objects (:mod:`compare.kernels.native`), else
     numba's functions (numba is imported here, on the first comparison only)."""
-    from . import native
+    from . import native  # here: loads numba/llvmlite only when the kernels are first needed
 
     loaded = native.kernels()
     if loaded is not None:
         return loaded
-    from . import fused
+    from . import fused  # here: loads numba/llvmlite only when the kernels are first needed
 
     return native.Kernels(side=fused._side_boxes, pair=fused._pair_boxes)
 

@@ -40,7 +40,7 @@ INSTALL_HINT = "pip install 'vcompare[parquet]'"
 def require_pyarrow() -> Any:
     """The ``pyarrow`` module, or :class:`OptionError` saying how to install it."""
     try:
-        import pyarrow
+        import pyarrow  # here: pyarrow is an optional extra (parquet)
         import pyarrow.parquet  # noqa: F401  (the submodule must import too)
     except ImportError as exc:
         raise OptionError(f"parquet output and input need pyarrow ({exc}); {INSTALL_HINT}") from None
@@ -96,7 +96,7 @@ def _float_or_none(value: float | None) -> float | None:
 def write_parquet(rows: Sequence[MetricRow], path: str | os.PathLike[str], metrics: Sequence[str]) -> Path:
     """Write the rows as a parquet file, atomically; :class:`OutputError` when it cannot be."""
     require_pyarrow()
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # here: pyarrow is an optional extra (parquet)
 
     table = parquet_table(rows, metrics)
     return atomic_write(Path(path), lambda handle: pq.write_table(table, handle))

@@ -421,7 +421,7 @@ def _csv_row(plan: _CsvPlan, cells: list[str]) -> MetricRow:
 
 def _load_parquet(path: Path) -> SavedResult:
     require_pyarrow()
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # here: pyarrow is an optional extra (parquet)
 
     try:
         table = pq.read_table(path)

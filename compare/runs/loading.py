@@ -116,7 +116,7 @@ class BackgroundRule:
     @classmethod
     def start(cls, rule: RuleArg | None) -> BackgroundRule | None:
         """Start parsing ``rule`` in the background when it is a large file and fork exists."""
-        import multiprocessing
+        import multiprocessing  # here: only when worker processes are used (~5 ms)
 
         if rule is None or isinstance(rule, FusionRule) or not sys.platform.startswith("linux"):
             return None

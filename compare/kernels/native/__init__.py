@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -201,7 +202,7 @@ def needs_build() -> bool:
     if _tried or not enabled():
         return False
     try:
-        import llvmlite.binding as llvm
+        import llvmlite.binding as llvm  # here: llvmlite only when compiled objects are linked
 
         key = _key(llvm, _wide(llvm))
         for folder in (_packaged_dir(), _cache_dir()):
@@ -370,8 +371,6 @@ def _load_folder(folder: Path, key: str, llvm) -> Kernels:
 @contextlib.contextmanager
 def _flock(folder: Path) -> Iterator[None]:
     """Serialise builds in ``folder`` between processes (released by the OS if a process dies)."""
-    import fcntl
-
     fd = os.open(folder / "vcompare-kernels.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -446,7 +445,7 @@ def _build_and_load(folder: Path, key: str, llvm) -> Kernels:
 
 
 def _load(build_missing: bool) -> Kernels | None:
-    import llvmlite.binding as llvm
+    import llvmlite.binding as llvm  # here: llvmlite only when compiled objects are linked
 
     global status
     key = _key(llvm, _wide(llvm))

@@ -111,7 +111,7 @@ def init_target(*, blas: bool = True) -> None:
     if stub:
         sys.modules["scipy.linalg"] = None  # type: ignore[assignment]  # "import scipy.linalg" fails
     try:
-        from numba.core.registry import cpu_target
+        from numba.core.registry import cpu_target  # here: numba only when its dispatch is used
 
         cpu_target.target_context.refresh()
     finally:
