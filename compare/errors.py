@@ -4,20 +4,16 @@ the errors of comparing, as their subclasses.
 
 Every exception's message is the diagnosis: which file (and byte offset) or which JSON path, and
 what is wrong with it. Library code raises these; only ``compare/cli/`` turns them into exit
-codes (see ``EXIT_*`` below), in one place.
+codes (:mod:`convert.exits`, shared by both command lines), in one place.
 """
 
 from __future__ import annotations
 
 from convert.errors import CompareError, DumpFormatError, OptionError, OutputError
 
-__all__ = ["EXIT_OK", "EXIT_GATE_FAILED", "EXIT_CANNOT_RUN", "CompareError", "DumpFormatError", "OptionError",
+__all__ = ["CompareError", "DumpFormatError", "OptionError",
            "OutputError", "RuleError", "PairingError", "ShapeError"]
 
-#: Exit codes of the command-line tools (documented in README.md).
-EXIT_OK = 0
-EXIT_GATE_FAILED = 1
-EXIT_CANNOT_RUN = 2
 
 
 class RuleError(CompareError):

@@ -16,6 +16,8 @@ from typing import Callable
 
 import numpy as np
 
+from convert.exits import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_OK
+
 from .errors import DumpFormatError
 
 
@@ -379,4 +381,5 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
-        return {Outcome.NOT_GATED: 0, Outcome.PASSED: 0, Outcome.FAILED: 1, Outcome.INCOMPLETE: 3}[self.outcome]
+        return {Outcome.NOT_GATED: EXIT_OK, Outcome.PASSED: EXIT_OK, Outcome.FAILED: EXIT_GATE_FAILED,
+                Outcome.INCOMPLETE: EXIT_INCOMPLETE}[self.outcome]

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Callable, Optional, TypeVar
 
 import typer
 
+from .exits import EXIT_CANNOT_RUN, EXIT_OK, EXIT_SOME_FAILED
+
 if TYPE_CHECKING:
     from .layouts import PluginSet
     from .tool.batch import ConvertReport
@@ -32,9 +34,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-EXIT_OK = 0
-EXIT_SOME_FAILED = 1
-EXIT_CANNOT_RUN = 2
 
 #: Notes and failures shown on stderr before "... and N more".
 MAX_SHOWN = 20

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from convert.exits import EXIT_CANNOT_RUN, EXIT_OK
 from convert.layouts import LayoutError
 
 from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
-from ..errors import EXIT_CANNOT_RUN, EXIT_OK, CompareError, OptionError
+from ..errors import CompareError, OptionError
 from ..kernels import native, preload, resolve_algorithms
 from ..policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import EXIT_OK
+from convert.exits import EXIT_OK
 
 app = typer.Typer(
     add_completion=False,
@@ -153,7 +153,10 @@ def compare(
     if layout not in ("vcompare", "msaccucmp"):
         raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}")
     # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)
-    from .modes import CompareOptions, run_compare  # here: the runner loads numpy, numba and the readers; --help stays ~0.1 s
+    from .modes import (  # here: the runner loads numpy, numba and the readers; --help stays ~0.1 s
+        CompareOptions,
+        run_compare,
+    )
 
     raise typer.Exit(run_compare(CompareOptions(
         left=left, right=right, fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ..errors import EXIT_CANNOT_RUN, CompareError, OutputError
+from convert.exits import EXIT_CANNOT_RUN
+
+from ..errors import CompareError, OutputError
 from ..kernels import METRICS
 from ..policy import gated_metrics
 from ..records import PairStatus
@@ -133,7 +135,13 @@ class ProgressBar:
             if not self.forced and time.monotonic() - self.started < self.DELAY:
                 return
             from rich.console import Console  # here: rich only for the progress bar on a terminal
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn  # here: rich only for the progress bar on a terminal
+            from rich.progress import (  # here: rich only for the progress bar on a terminal
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             console = Console(stderr=True)
             self._bar = Progress(TextColumn("comparing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
