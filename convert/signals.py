@@ -32,10 +32,12 @@ written: list[str] = []
 
 
 def note_written(path: object) -> None:
+    """Record a result file as written (named by :func:`stop_message` if the run is stopped)."""
     written.append(str(path))
 
 
 def stop_message(stop: Interrupted) -> str:
+    """What an interrupted run says: the files written so far, or that none was written or changed."""
     if written:
         return f"{stop} after writing {', '.join(written)} (complete)"
     return f"{stop}: no result file was written or changed"

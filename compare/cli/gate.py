@@ -39,6 +39,7 @@ def gate_command(
     junit_out: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report."),
     quiet: bool = typer.Option(False, "--quiet", help="One summary line."),
 ) -> None:
+    """``vcompare gate RESULT``: see the command's help."""
     from .modes import run_gate  # here: the runner loads the readers and numpy (--help stays fast)
 
     raise typer.Exit(run_gate(saved, policy=policy, gates=tuple(gate), json_out=json_out, junit_out=junit_out,
@@ -57,6 +58,7 @@ def policy_command(
     init: bool = typer.Option(False, "--init", help="Write the starter policy file."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
+    """``vcompare policy --init [PATH]``: see the command's help."""
     from .modes import run_policy_init  # here: see gate_command
 
     raise typer.Exit(run_policy_init(path if path is not None else Path(DEFAULT_POLICY), init=init, force=force))

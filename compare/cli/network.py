@@ -63,6 +63,7 @@ Examples:
 
 
 def version_callback(value: bool) -> None:
+    """``--version``: print the installed version and exit."""
     if value:
         from ..api import tool_version  # here: the API module loads the readers; --version alone needs none
 
@@ -150,6 +151,7 @@ def compare(
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
                                                 "the left operator meets the one it maps to."),
 ) -> None:
+    """The main command: the options into a :class:`~compare.cli.modes.CompareOptions`, then its runner."""
     if layout not in ("vcompare", "msaccucmp"):
         raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}")
     # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)

@@ -40,6 +40,7 @@ SUMMARY_METRICS = 3
 
 
 def count_line(summary: dict[str, int], expected: int) -> str:
+    """The row counts line of the terminal summary (``expected``: rows structurally not compared)."""
     compared = summary.get("compared", 0)
     missing_left, missing_right = summary.get("missing on left", 0), summary.get("missing on right", 0)
     not_compared = sum(summary.values()) - compared - missing_left - missing_right
@@ -49,6 +50,7 @@ def count_line(summary: dict[str, int], expected: int) -> str:
 
 
 def outcome_line(verdict: "Verdict", gated: bool) -> str:
+    """The gate line of the terminal summary: no gate, or the verdict with its counts and exit code."""
     if not gated:
         return f"gate: none given (exit {verdict.exit_code})"
     real = sum(1 for f in verdict.failures if not f.incomplete)
@@ -157,6 +159,7 @@ class ProgressBar:
 
 
 def stderr_is_terminal() -> bool:
+    """Whether stderr is a terminal (False when it cannot be told, e.g. a closed stream)."""
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
@@ -248,6 +251,7 @@ def finish(result: "ComparisonResult", written: Sequence[tuple[str, Path]], fail
 
 
 def check_readable(path: Path, flag: str) -> None:
+    """Refuse (CompareError naming the option) a path that does not exist or cannot be read."""
     if not path.exists():
         raise CompareError(f"{flag} {path}: no such file or directory")
     if not os.access(path, os.R_OK):

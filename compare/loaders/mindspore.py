@@ -226,6 +226,7 @@ IGNORED_NAMES = frozenset({"mapping.csv", "convert_failed_file_list.txt"})
 
 
 def is_overflow_name(name: str) -> bool:
+    """Whether a file name is an overflow record (``Opdebug.Node_OpDebug.*``)."""
     return _OVERFLOW_RE.fullmatch(name) is not None
 
 

@@ -72,6 +72,7 @@ def overflow_rows(start: int, left: Run, right: Run) -> list[Pair]:
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
+    """A shape as reasons print it: ``[1,3,224,224]``."""
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
@@ -87,6 +88,7 @@ def dump_errors(left: OpDump | None, right: OpDump | None) -> list[str]:
 
 
 def type_text(op_type: str | None) -> str:
+    """`` (type Conv2D)`` for a reason text, or nothing when the type is unknown."""
     return f" (type {op_type})" if op_type else ""
 
 

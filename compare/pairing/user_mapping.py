@@ -252,6 +252,7 @@ def plain_axes(ref: TensorRef) -> str:
 
 
 def is_plain(ref: TensorRef) -> bool:
+    """Whether a tensor is in a plain (framework) layout, not a device one (golden files count as plain)."""
     return (ref.format or "ND").upper() in _PLAIN or ref.format == "RESERVED"
 
 

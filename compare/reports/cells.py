@@ -135,6 +135,7 @@ def std_cell(std: Sequence[float] | None, float_format: FloatFormat = DEFAULT_FL
 
 
 def shape_cell(shape: Sequence[int] | None) -> str:
+    """The Shape cell: ``[d0,d1,...]``, or the not-computed mark when there is no shape."""
     if shape is None:
         return NOT_COMPUTED
     if type(shape) is tuple:

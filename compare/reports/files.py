@@ -103,6 +103,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_write`); returns the path."""
     return atomic_write(path, lambda handle: handle.write(data))
 
 

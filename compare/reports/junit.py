@@ -77,6 +77,7 @@ def operator_name(row: MetricRow) -> str:
 
 
 def case_name(row: MetricRow) -> str:
+    """A JUnit testcase name: the tensor (or operator), prefixed with its rank / graph / iteration."""
     name = row.tensor_id or (row.right_op if row.left_op in ("*", "") else row.left_op)
     where = [f"{label} {value}" for label, value in (("rank", row.rank), ("graph", row.graph),
                                                      ("iteration", row.iteration)) if value is not None]

@@ -139,6 +139,7 @@ def _selection_columns(rows: Sequence[MetricRow]) -> dict[str, bool]:
 
 def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
                float_format: FloatFormat = DEFAULT_FLOAT_FORMAT, **address: bool) -> str:
+    """The CSV report as text (the column layout, float format and address columns as for write_report)."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
     buf = io.StringIO()

@@ -100,6 +100,7 @@ def row_document(position: int, row: MetricRow, metrics: Sequence[str]) -> dict[
 
 
 def bound_document(bound: Bound | None) -> dict[str, Any] | None:
+    """A gate bound as its JSON object (docs/result-json.md), or None."""
     if bound is None:
         return None
     return {"metric": bound.metric, "op": bound.op, "value": encode_float(bound.value), "source": bound.source,
@@ -107,6 +108,7 @@ def bound_document(bound: Bound | None) -> dict[str, Any] | None:
 
 
 def failure_document(failure: CheckFailure) -> dict[str, Any]:
+    """A gate failure as its JSON object (docs/result-json.md)."""
     return {
         "row": failure.row,
         "tensor_id": failure.tensor_id,

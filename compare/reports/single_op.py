@@ -94,6 +94,7 @@ class SingleOpFiles:
 
 
 def original_prefix(op: str, kind: str, index: int) -> str:
+    """The detail files' name prefix before shortening: ``{op}_{kind}_{index}``, path separators as ``_``."""
     return f"{op.replace('/', '_').replace(os.sep, '_')}_{kind}_{index}"
 
 

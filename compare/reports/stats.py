@@ -43,6 +43,7 @@ STAT_LABELS = {
 
 
 def stat_label(name: str) -> str:
+    """The column label of a statistic (``l2norm`` -> ``L2Norm``; known ones from STAT_LABELS)."""
     return STAT_LABELS.get(name, "".join(part.capitalize() for part in name.replace("-", "_").split("_")))
 
 
@@ -63,6 +64,7 @@ def value_cell(value: object) -> str:
 
 
 def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False) -> list[str]:
+    """The statistics report's header row (selection columns when parts were compared in turn)."""
     cols = ["Index", "OpType", "LeftOp", "RightOp", "TensorIndex"]
     if with_graph:
         cols += ["Rank", "Graph", "Iteration"]
@@ -77,6 +79,7 @@ def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bo
 
 def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = False,
               with_graph: bool = False) -> list[str]:
+    """The cells of one statistics row, in :func:`header`'s order."""
     cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.right_op),
              text_cell(row.tensor_id)]
     if with_graph:
@@ -96,6 +99,7 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
 
 
 def render_stats_csv(result: StatsResult) -> str:
+    """The statistics report as CSV text."""
     columns = {"with_selection": any(r.rank is not None or r.iteration is not None for r in result.rows),
                "with_graph": any(r.graph is not None for r in result.rows)}
     buf = io.StringIO()

@@ -55,14 +55,17 @@ def shape_underscore(shape: Sequence[int]) -> str:
 
 
 def tensor_npy_name(dumpfile: str, kind: str, index: int) -> str:
+    """``{dump}.{input|output}.{index}.npy``."""
     return f"{dumpfile}.{kind}.{index}.npy"
 
 
 def shaped_npy_name(dumpfile: str, kind: str, index: int, shape: Sequence[int]) -> str:
+    """``{dump}.{kind}.{index}.{d0xd1x...}.npy``."""
     return f"{dumpfile}.{kind}.{index}.{shape_x(shape)}.npy"
 
 
 def bin_name(dumpfile: str, kind: str, index: int, shape: Sequence[int], dtype: str, fmt: str) -> str:
+    """``{dump}.{kind}.{index}.{d0_d1_...}.{dtype}.{format}.bin``."""
     return f"{dumpfile}.{kind}.{index}.{shape_underscore(shape)}.{dtype}.{fmt}.bin"
 
 
@@ -76,18 +79,22 @@ def msnpy_base(dumpfile: str, op_name: str) -> str:
 
 
 def msnpy_name(dumpfile: str, op_name: str, kind: str, index: int, fmt: str) -> str:
+    """The MindSpore-style ``.npy`` name of one tensor of a dump."""
     return f"{msnpy_base(dumpfile, op_name)}.{kind}.{index}.{fmt}.npy"
 
 
 def buffer_name(dumpfile: str, index: int) -> str:
+    """``{dump}.buffer.{index}.bin``."""
     return f"{dumpfile}.buffer.{index}.bin"
 
 
 def space_name(dumpfile: str, index: int) -> str:
+    """``{dump}.space.{index}.bin``."""
     return f"{dumpfile}.space.{index}.bin"
 
 
 def text_name(dumpfile: str, kind: str, index: int) -> str:
+    """``{dump}.{kind}.{index}.txt``."""
     return f"{dumpfile}.{kind}.{index}.txt"
 
 
