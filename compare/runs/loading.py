@@ -10,17 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine import die_with_parent
-from ..errors import CompareError, OptionError
+from ..errors import CompareError
 from ..heap import paused_gc
 from ..loaders import load_run
 from ..loaders.selection import Selection, values_of
 from ..loaders.trees import claim, leaf_op_names, model_folders
+from ..pairing.entry import Paired, pair
 from ..pairing.fusion_rule import load_fusion_rule
-from ..pairing.match import pair_runs
-from ..pairing.rows import overflow_rows
 from ..pairing.rule_records import FusionRule
-from ..pairing.scenarios import check_scenario
-from ..pairing.user_mapping import match_names, pair_families
+from ..pairing.user_mapping import match_names
 from ..records import Run
 
 PathLike = str | os.PathLike[str]
@@ -30,44 +28,14 @@ PathLike = str | os.PathLike[str]
 RuleArg = PathLike | FusionRule
 
 
-def is_family_run(run: Run) -> bool:
-    """A MindSpore run, or a statistics-only run: paired by scope name, not by the Ascend table."""
-    return run.family.startswith("mindspore") or run.stats_only
-
-
-def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | None = None, *,
+def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | BackgroundRule | None = None, *,
                 quant_rule: RuleArg | None = None, close_fusion_rule: RuleArg | None = None,
-                mapping: PathLike | list | None = None):
-    """Pair two loaded runs: ``(scenario, rule, pairing)``.
-
-    ``mapping`` (a mapping file or its entries) pairs through the user's names
-    (:mod:`compare.pairing.user_mapping`); without rule options a MindSpore or statistics-only
-    run is paired by scope name; everything else goes through the comparison table
-    (:func:`compare.pairing.match.pair_runs`). Raises :class:`~compare.errors.OptionError` for a
-    mapping together with a rule option.
-    """
-    rules = fusion_rule is not None or quant_rule is not None or close_fusion_rule is not None
-    if mapping is not None:
-        if rules:
-            raise OptionError("--mapping pairs operators by the names it lists; it cannot be combined with "
-                              "-f / -q / -cf (give one or the other)")
-
-        return None, None, pair_families(left_run, right_run, mapping=mapping)
-    if not rules and (is_family_run(left_run) or is_family_run(right_run)):
-        return None, None, pair_families(left_run, right_run)
-    scenario = check_scenario(left_run, right_run, fusion=fusion_rule is not None, quant=quant_rule is not None,
-                              close=close_fusion_rule is not None)
-    rule = fusion_rule.result() if isinstance(fusion_rule, BackgroundRule) else fusion_rule
-    if rule is not None and not isinstance(rule, FusionRule):
-        rule = load_fusion_rule(rule)
-    pairing = pair_runs(left_run, right_run, fusion_rule=rule, quant_rule=quant_rule,
-                        close_fusion_rule=close_fusion_rule, scenario=scenario)
-    start = max((p.index for p in pairing.pairs), default=-1) + 1
-    extra = overflow_rows(start, left_run, right_run)
-    if extra:
-        pairing.pairs.extend(extra)
-        pairing.notes.append(f"{len(extra)} overflow record(s) (Opdebug) listed, not compared")
-    return scenario, rule, pairing
+                mapping: PathLike | list | None = None) -> Paired:
+    """Pair two loaded runs with :func:`compare.pairing.pair` (a rule parsing in the background is
+    waited for only once the scenario is known to be supported)."""
+    source = fusion_rule.result if isinstance(fusion_rule, BackgroundRule) else fusion_rule
+    return pair(left_run, right_run, fusion_rule=source, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
+                mapping=mapping)
 
 
 def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None = None, *,
