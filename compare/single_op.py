@@ -61,6 +61,7 @@ from convert.layouts import (
     prepare_pair,
     resolve_golden_format,
 )
+from convert.layouts.formats import PLAIN_5D
 
 from .engine import note_text
 from .errors import CompareError, OptionError, ShapeError
@@ -84,8 +85,7 @@ _AXES: dict[str, tuple[str, ...]] = {
     "FRACTAL_Z": ("C1HW", "N1", "N0", "C0"),
     "C1HWNCOC0": ("C1", "H", "W", "N", "Co", "C0"),
 }
-_DEPTH = frozenset({"NDHWC", "NCDHW", "DHWCN", "NDC1HWC0"})
-_PLAIN = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "ND"})
+_DEPTH = PLAIN_5D | {"NDC1HWC0"}
 
 
 class OperatorNotFound(OptionError):

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from convert.layouts.formats import PLAIN_AXES
+
 from .errors import CompareError
 from .records import Pair, PairStatus, TensorRef
 
@@ -205,7 +207,7 @@ def compare_stats_pair(pair: Pair) -> StatsRow:
 
 
 #: Layouts without padding (a tensor in any other format, a device layout, may hold padding).
-_PLAIN_LAYOUTS = frozenset({"", "ND", "NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "RESERVED"})
+_PLAIN_LAYOUTS = PLAIN_AXES | {"", "RESERVED"}
 
 
 def count_reason(left: TensorRef, right: TensorRef) -> str:

@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from convert.layouts import LayoutError, convert_layout
+from convert.layouts.formats import PLAIN_FAMILY
 from convert.layouts.prepare import paddable_axes, slice_to_golden
 
 from ..errors import PairingError, ShapeError
@@ -82,7 +83,6 @@ _AMP_MARK_RE = re.compile(r"(?:^|[-_])_OutputTo(?:16|32)(?:_|$)")
 _AMP_CLASS_RE = re.compile(r"-([A-Za-z][A-Za-z0-9]*)Opt(?:_\d+)?(?=_)")
 #: The ``{Type}-op{N}`` end of a normalised kernel name (the whole of a short O0/O1 name).
 _TAIL_RE = re.compile(r"(?:^|_)([A-Za-z][A-Za-z0-9]*-op\d+)$")
-_PLAIN = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "ND", "NC", "CN"})
 
 
 def _stripped(key: str) -> str:
@@ -246,14 +246,14 @@ class _Lookup:
 def plain_axes(ref: TensorRef) -> str:
     """The plain layout of a host tensor: its own, or NCHW/NCDHW for a 4-D/5-D ``ND`` one."""
     fmt = (ref.format or "ND").upper()
-    if fmt in _PLAIN and fmt not in ("ND",):
+    if fmt in PLAIN_FAMILY and fmt not in ("ND",):
         return fmt
     return {4: "NCHW", 5: "NCDHW"}.get(len(ref.shape), "ND")
 
 
 def is_plain(ref: TensorRef) -> bool:
     """Whether a tensor is in a plain (framework) layout, not a device one (golden files count as plain)."""
-    return (ref.format or "ND").upper() in _PLAIN or ref.format == "RESERVED"
+    return (ref.format or "ND").upper() in PLAIN_FAMILY or ref.format == "RESERVED"
 
 
 def _to_host(ref: TensorRef, dst: str, shape: tuple[int, ...]) -> np.ndarray:

@@ -23,10 +23,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .formats import PLAIN_4D
 from .fractal import check_nz_target
 from .plugins import PluginConverter
 from .registry import LAYOUTS, Converter
-from .shapes import PLAIN_4D, LayoutError, LayoutWarning, as_shape, format_key, reshape_checked, shape_text
+from .shapes import LayoutError, LayoutWarning, as_shape, format_key, reshape_checked, shape_text
 
 
 # duplicates: the format lookup resembles lazy.py's: dispatch converts arrays, lazy plans views; both read the

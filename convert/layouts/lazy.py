@@ -33,9 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dispatch import convert_layout
+from .formats import PLAIN_4D
 from .prepare import _prepare
 from .registry import LAYOUTS, Converter
-from .shapes import PLAIN_4D, format_key
+from .shapes import format_key
 from .transpose import PERMUTATIONS
 
 #: Dims of one kernel box (compare.kernels.fused.NDIM).

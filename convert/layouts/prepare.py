@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .dispatch import convert_layout
+from .formats import AXIS_FORMATS, PLAIN_AXES
 from .registry import Converter
 from .shapes import LayoutError, Shape, as_shape, format_key, is_known_format, is_scalar_like, shape_text
 
@@ -67,11 +68,9 @@ def _strip_ones(shape: Shape) -> Shape:
 
 
 _C0_PADDED = {"NC1HWC0", "NDC1HWC0", "NC1HWC0_C04"}
-_AXIS_FORMATS = {"NCHW", "NHWC", "HWCN", "NCDHW", "NDHWC", "DHWCN"}
-_TRANSPOSES = _AXIS_FORMATS | {"ND"}
+_TRANSPOSES = AXIS_FORMATS | {"ND"}
 
 
-_PLAIN_AXES = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "ND"})
 
 
 def assumed_golden_format(left_format: object, golden_rank: int) -> str:
@@ -82,7 +81,7 @@ def assumed_golden_format(left_format: object, golden_rank: int) -> str:
     and ND for any other rank. (vcompare policy; the reference refuses such folder pairs.)
     """
     fmt = format_key(left_format)
-    if fmt in _PLAIN_AXES:
+    if fmt in PLAIN_AXES:
         return fmt
     return {4: "NCHW", 5: "NCDHW"}.get(int(golden_rank), "ND")
 
@@ -99,7 +98,7 @@ def paddable_axes(src_fmt: str, dst_fmt: str, ndim: int) -> frozenset[int] | Non
     """
     if src_fmt == "NDC1HWC0" and dst_fmt == "ND":
         return frozenset({1})  # the NCDHW result: C at axis 1
-    if dst_fmt in _AXIS_FORMATS:
+    if dst_fmt in AXIS_FORMATS:
         if src_fmt in _C0_PADDED:
             return frozenset({dst_fmt.index("C")})
         if src_fmt.startswith("FRACTAL_Z"):

@@ -16,8 +16,6 @@ from ..dtypes import Format, format_name
 
 Shape = tuple[int, ...]
 
-#: Formats whose converters need a 4-D shape; other ranks are only reshaped (§4 step 5).
-PLAIN_4D = frozenset({"NCHW", "NHWC", "HWCN"})
 
 
 class LayoutError(ValueError):

@@ -49,6 +49,7 @@ from ..dtypes import format_code, format_name
 from ..dumpfile import DumpHeader, TensorInfo, read_header, read_tensor
 from ..errors import OptionError
 from ..layouts import LAYOUTS, LayoutError, LayoutWarning, PluginConverter, convert_layout, format_key
+from ..layouts.formats import PLAIN_4D, PLAIN_TARGETS
 from ..layouts.prepare import paddable_axes, slice_to_golden
 from ..layouts.shapes import shape_text
 from .batch import (
@@ -69,9 +70,6 @@ TENSOR_KINDS = ("input", "output")
 
 _STRICT_SHAPE = re.compile(r"([0-9]+,)+[0-9]+")
 _LENIENT_SHAPE = re.compile(r"[0-9]+(,[0-9]+)*")
-_PLAIN_4D = frozenset({"NCHW", "NHWC", "HWCN"})
-#: Targets without padding: a converted tensor is cut to the target shape only for these.
-_PLAIN_TARGETS = frozenset({"NCHW", "NHWC", "HWCN", "CHWN", "ND", "NCDHW", "NDHWC", "DHWCN", "DHWNC"})
 
 
 # duplicates: the option checks resemble tool/data_conversion.py's: two commands with their own options and
@@ -208,7 +206,7 @@ def convert_tensor(array: np.ndarray, info: TensorInfo, target_format: str | Non
     shape = tuple(int(d) for d in info.shape)
     target = tuple(target_shape) if target_shape else tuple(int(d) for d in info.original_shape)
     source = format_key(info.format)
-    if source in _PLAIN_4D and len(shape) != 4:
+    if source in PLAIN_4D and len(shape) != 4:
         source = "ND"
     group = int(info.sub_format) if int(info.sub_format) >= 2 else 1
     notes: list[str] = []
@@ -228,7 +226,7 @@ def convert_tensor(array: np.ndarray, info: TensorInfo, target_format: str | Non
         out = convert_layout(array, "FRACTAL_NZ", "FRACTAL_NZ", shape)
     else:
         out = convert_layout(array, source, dst, shape, target or None, group=group, plugins=plugins)
-    if converted and target and dst in _PLAIN_TARGETS and tuple(out.shape) != target:
+    if converted and target and dst in PLAIN_TARGETS and tuple(out.shape) != target:
         if out.ndim < len(target) and out.size == math.prod(target):
             out = out.reshape(target)  # FRACTAL_NZ gives (prod(T[:-2]), rows, cols)
         else:
