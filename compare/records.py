@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from convert.exits import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_OK
+from convert.names.keys import normalize_golden_name
 
 from .errors import DumpFormatError
 
@@ -122,22 +123,6 @@ class OpDump:
             if ref.index == index:
                 return ref
         return None
-
-
-def normalize_golden_name(name: str) -> str:
-    """Key of a golden file for an op name: ``/`` and ``.`` become ``_`` (tfdbg/Caffe naming)."""
-    return name.replace("/", "_").replace(".", "_")
-
-
-def name_key(name: str) -> str:
-    """The normalised form of an op name: ``--`` read as ``/``, then ``/ . \\`` and spaces turned
-    into ``_`` -- so the scope name of a MindSpore ``.npy``/``.bin`` dump meets the ``_`` spelling
-    of an Ascend-format dump of the same kernel. Used by the loaders (execution order, statistics)
-    and by by-name pairing (:mod:`compare.pairing.user_mapping`, rule 2)."""
-    key = name.replace("--", "/")
-    for char in "/.\\ ":
-        key = key.replace(char, "_")
-    return key
 
 
 @dataclass(frozen=True)

@@ -62,11 +62,12 @@ from convert.layouts import (
     resolve_golden_format,
 )
 from convert.layouts.formats import PLAIN_5D
+from convert.names.keys import normalize_golden_name
 
 from .engine import note_text
 from .errors import CompareError, OptionError, ShapeError
 from .kernels import compare_arrays, is_scalar_like, resolve_algorithms
-from .records import MetricRow, Pair, Pairing, PairStatus, Run, RunKind, TensorKind, normalize_golden_name
+from .records import MetricRow, Pair, Pairing, PairStatus, Run, RunKind, TensorKind
 from .runs.loading import load_and_pair
 
 PathLike = str | os.PathLike[str]

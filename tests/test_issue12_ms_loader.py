@@ -366,7 +366,7 @@ def test_real_iteration_dump_orders_every_op() -> None:
     names = read_execution_order(root / "rank_0" / "execution_order" / "ms_execution_order_graph_0.csv")
     assert names[0].endswith("Conv2D-op0") and not any("NodeExecutionOrder" in n for n in names)
     ranked = [name for name, _ in sorted(run.order.items(), key=lambda kv: kv[1])]
-    from compare.pairing.user_mapping import name_key
+    from convert.names.keys import name_key
 
     position = {name_key(n): i for i, n in reversed(list(enumerate(names)))}
     listed = [position[name_key(n)] for n in ranked if name_key(n) in position]

@@ -9,9 +9,10 @@ import csv
 import re
 from pathlib import Path
 
+from convert.names.keys import name_key
 from convert.names.mindspore import scope_name
 
-from ..records import Run, name_key
+from ..records import Run
 
 #: Header texts of execution order files (lower case; MindSpore 2.x writes
 #: ``NodeExecutionOrder-FullNameWithScope``).
@@ -105,7 +106,7 @@ def apply_order(run: Run, names: list[str]) -> None:
     Policy:
 
     * an op listed in the execution order (its name matched exactly or normalised, see
-      :func:`compare.records.name_key`; the first listing counts) takes its place
+      :func:`convert.names.keys.name_key`; the first listing counts) takes its place
       in the file;
     * an op the file does not list -- Parameters are never listed, and MindSpore may give a kernel
       another ``-opN`` id in the order file than in its file names -- is placed by its **first

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from convert.names.keys import name_key
 from convert.names.mindspore import ms_format, scope_name
 
-from ..records import OpDump, Run, TensorKind, TensorRef, name_key
+from ..records import OpDump, Run, TensorKind, TensorRef
 from .stats_csv import StatRecord, read_stats_csv, refused_rows_note
 
 

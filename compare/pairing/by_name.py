@@ -3,8 +3,10 @@ then normalised name; tensors by kind and index."""
 
 from __future__ import annotations
 
+from convert.names.keys import normalize_golden_name
+
 from ..errors import PairingError
-from ..records import OpDump, Pair, Pairing, Run, RunKind, TensorKind, TensorRef, normalize_golden_name
+from ..records import OpDump, Pair, Pairing, Run, RunKind, TensorKind, TensorRef
 from .rows import KINDS, by_time, op_tensor_rows, sample_names
 
 MODE_BY_NAME = "by-name"

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ..records import OpDump, Pair, PairStatus, Run, TensorKind, TensorRef, normalize_golden_name
+from convert.names.keys import normalize_golden_name
+
+from ..records import OpDump, Pair, PairStatus, Run, TensorKind, TensorRef
 
 #: Marker of the missing side in the NPUDump / GroundTruth cells.
 NO_COUNTERPART = "*"

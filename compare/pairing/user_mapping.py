@@ -62,9 +62,10 @@ import numpy as np
 from convert.layouts import LayoutError, convert_layout
 from convert.layouts.formats import PLAIN_FAMILY
 from convert.layouts.prepare import paddable_axes, slice_to_golden
+from convert.names.keys import name_key, without_kernel_id
 
 from ..errors import PairingError, ShapeError
-from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef, name_key
+from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef
 from .mapping_file import MapEntry, load_mapping
 from .rows import one_sided_pair, op_tensor_rows, overflow_rows
 
@@ -75,7 +76,6 @@ MODE_MAPPING = "mapping"
 NO_COUNTERPART = "*"
 
 _KINDS = (TensorKind.INPUT, TensorKind.OUTPUT)
-_OP_ID_RE = re.compile(r"-op\d+$")
 #: In a :func:`name_key`: the scope parts ``ms.amp.auto_mixed_precision`` inserts (see :func:`amp_key`).
 _AMP_WRAP_RE = re.compile(r"-_OutputTo(?:16|32)__backbone-")
 _AMP_MARK_RE = re.compile(r"(?:^|[-_])_OutputTo(?:16|32)(?:_|$)")
@@ -83,10 +83,6 @@ _AMP_MARK_RE = re.compile(r"(?:^|[-_])_OutputTo(?:16|32)(?:_|$)")
 _AMP_CLASS_RE = re.compile(r"-([A-Za-z][A-Za-z0-9]*)Opt(?:_\d+)?(?=_)")
 #: The ``{Type}-op{N}`` end of a normalised kernel name (the whole of a short O0/O1 name).
 _TAIL_RE = re.compile(r"(?:^|_)([A-Za-z][A-Za-z0-9]*-op\d+)$")
-
-
-def _stripped(key: str) -> str:
-    return _OP_ID_RE.sub("", key)
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,7 +110,7 @@ def _index(names) -> tuple[dict[str, str], dict[str, str | None]]:
     by_key: dict[str, str] = {}
     for name in names:
         by_key.setdefault(name_key(name), name)
-    return by_key, _unique_keys(names, lambda name: _stripped(name_key(name)))
+    return by_key, _unique_keys(names, lambda name: without_kernel_id(name_key(name)))
 
 
 def amp_key(key: str) -> str:
@@ -178,7 +174,7 @@ def match_names(left: list[str], right: list[str]) -> tuple[dict[str, str], Coun
             taken.add(name)
             used["exact"] += 1
     by_key, stripped = _index([n for n in right if n not in taken])
-    left_stripped = Counter(_stripped(name_key(n)) for n in left if n not in matched)
+    left_stripped = Counter(without_kernel_id(name_key(n)) for n in left if n not in matched)
     for name in left:
         if name in matched:
             continue
@@ -188,7 +184,7 @@ def match_names(left: list[str], right: list[str]) -> tuple[dict[str, str], Coun
             taken.add(other)
             used["normalised"] += 1
             continue
-        key = _stripped(name_key(name))
+        key = without_kernel_id(name_key(name))
         other = stripped.get(key)
         if other is not None and other not in taken and left_stripped[key] == 1:
             matched[name] = other
