@@ -168,10 +168,9 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
 
 
 @dataclass(frozen=True)
-# duplicates: the single-operator fields repeat SingleOpArgs': the options record mirrors the command line,
-# SingleOpArgs groups what -d validates
 class CompareOptions:
-    """The main command's options as given (see ``vcompare --help``); paths not checked yet."""
+    """The main command's options as given (see ``vcompare --help``); paths not checked yet.
+    ``single``: the single-operator options (``-d`` and the options that go with it)."""
 
     left: Path
     right: Path
@@ -194,12 +193,7 @@ class CompareOptions:
     progress: Optional[bool]
     max_cmp_size: int
     quiet: bool
-    op: Optional[str]
-    tensor_type: Optional[str]
-    index: Optional[int]
-    topn: Optional[int]
-    max_lines: Optional[int]
-    no_details: bool
+    single: SingleOpArgs
     rank: Optional[str]
     iteration: Optional[str]
     graph: Optional[str]
@@ -211,61 +205,54 @@ class CompareOptions:
 def run_compare(o: CompareOptions) -> int:
     """The main command: kernels loaded, options checked, one mode run; returns the exit code
     (CompareErrors and refused ``-custom`` plugin folders: their message on stderr, exit 2)."""
-    left, right, fusion_rule, quant_rule = o.left, o.right, o.fusion_rule, o.quant_rule
-    close_fusion_rule, output, csv_flag, algorithm = o.close_fusion_rule, o.output, o.csv_flag, o.algorithm
-    custom, dump_version, layout, gate = o.custom, o.dump_version, o.layout, o.gate
-    policy, json_out, junit_out, digits = o.policy, o.json_out, o.junit_out, o.digits
-    float_format, allow_same, progress, max_cmp_size = o.float_format, o.allow_same, o.progress, o.max_cmp_size
-    quiet, op, tensor_type, index = o.quiet, o.op, o.tensor_type, o.index
-    topn, max_lines, no_details, rank = o.topn, o.max_lines, o.no_details, o.rank
-    iteration, graph, model_name, ge_graph = o.iteration, o.graph, o.model_name, o.ge_graph
-    mapping = o.mapping
-    if not quiet and native.needs_build():
+    if not o.quiet and native.needs_build():
         err("compiling the comparison kernels for this machine (once; about 20 s)")
     preload(blas=False)  # load the cached kernels now (or numba, without its optional SciPy/BLAS probe)
     for line in native.notes:  # refused, damaged or unwritable kernel caches: said even with --quiet
         err(line)
     start_up_done()
+    left, right = o.left, o.right  # -d with --rank / --iteration may narrow them to one leaf
     try:
-        report_layout = Layout(layout)  # checked by the command: vcompare or msaccucmp
-        number_format = parse_float_format(digits, float_format)
-        if policy is not None:
-            check_readable(policy, "--policy")
-        checked = build_policy(policy, gate)
-        single = SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details)
+        report_layout = Layout(o.layout)  # checked by the command: vcompare or msaccucmp
+        number_format = parse_float_format(o.digits, o.float_format)
+        if o.policy is not None:
+            check_readable(o.policy, "--policy")
+        checked = build_policy(o.policy, o.gate)
+        single = o.single
         single.check()
-        for path, flag in ((left, "-l"), (right, "-r"), (fusion_rule, "-f"), (quant_rule, "-q"),
-                           (close_fusion_rule, "-cf"), (ge_graph, "--ge-graph"), (mapping, "--mapping")):
+        for path, flag in ((left, "-l"), (right, "-r"), (o.fusion_rule, "-f"), (o.quant_rule, "-q"),
+                           (o.close_fusion_rule, "-cf"), (o.ge_graph, "--ge-graph"), (o.mapping, "--mapping")):
             if path is not None:
                 check_readable(path, flag)
-        rules = {"quant_rule": quant_rule, "close_fusion_rule": close_fusion_rule}
-        select = {"rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
-                  "ge_graph": ge_graph}
-        mode = choose_mode(single, fusion_rule)
-        if mode is not Mode.NETWORK and (json_out is not None or junit_out is not None):
+        rules = {"quant_rule": o.quant_rule, "close_fusion_rule": o.close_fusion_rule}
+        select = {"rank": o.rank, "iteration": o.iteration, "graph": o.graph, "model_name": o.model_name,
+                  "ge_graph": o.ge_graph}
+        mode = choose_mode(single, o.fusion_rule)
+        if mode is not Mode.NETWORK and (o.json_out is not None or o.junit_out is not None):
             raise OptionError("--json and --junit describe a network comparison; single-operator mode (-d) and "
                               "batch mode (-f DIR) do not write them")
         match mode:
             case Mode.SINGLE_OP:
                 if any(v is not None for v in select.values()):
                     left, right = selected_folder(left, **select), selected_folder(right, **select)
-                if fusion_rule is not None and fusion_rule.is_dir():
+                if o.fusion_rule is not None and o.fusion_rule.is_dir():
                     raise OptionError("-d compares one operator of one model: -f must be a rule file, not a folder")
-                code = run_single_op(single, left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
-                                     dump_version=dump_version, layout=report_layout, policy=checked,
-                                     max_cmp_size=max_cmp_size, quiet=quiet, mapping=mapping, **rules)
+                code = run_single_op(single, left, right, o.fusion_rule, o.output, algorithm=o.algorithm,
+                                     custom=o.custom, dump_version=o.dump_version, layout=report_layout,
+                                     policy=checked, max_cmp_size=o.max_cmp_size, quiet=o.quiet, mapping=o.mapping,
+                                     **rules)
             case Mode.BATCH:
-                assert fusion_rule is not None
-                code = run_batch_mode(left, right, fusion_rule, output, algorithm=algorithm, custom=custom,
-                                      dump_version=dump_version, layout=report_layout, policy=checked,
-                                      max_cmp_size=max_cmp_size, quiet=quiet, csv_flag=csv_flag,
-                                      quant_rule=quant_rule, float_format=number_format)
+                assert o.fusion_rule is not None
+                code = run_batch_mode(left, right, o.fusion_rule, o.output, algorithm=o.algorithm, custom=o.custom,
+                                      dump_version=o.dump_version, layout=report_layout, policy=checked,
+                                      max_cmp_size=o.max_cmp_size, quiet=o.quiet, csv_flag=o.csv_flag,
+                                      quant_rule=o.quant_rule, float_format=number_format)
             case Mode.NETWORK:
-                code = _network(left, right, fusion_rule, output, csv_flag=csv_flag, json_out=json_out,
-                                junit_out=junit_out, algorithm=algorithm, custom=custom, dump_version=dump_version,
-                                max_cmp_size=max_cmp_size, mapping=mapping, policy=checked, allow_same=allow_same,
-                                progress=progress, layout=report_layout, number_format=number_format,
-                                quiet=quiet, rules=rules, select=select)
+                code = _network(left, right, o.fusion_rule, o.output, csv_flag=o.csv_flag, json_out=o.json_out,
+                                junit_out=o.junit_out, algorithm=o.algorithm, custom=o.custom,
+                                dump_version=o.dump_version, max_cmp_size=o.max_cmp_size, mapping=o.mapping,
+                                policy=checked, allow_same=o.allow_same, progress=o.progress, layout=report_layout,
+                                number_format=number_format, quiet=o.quiet, rules=rules, select=select)
     except CompareError as exc:
         err(f"error: {exc}")
         return EXIT_CANNOT_RUN
@@ -273,7 +260,7 @@ def run_compare(o: CompareOptions) -> int:
         # a refused -custom plugin folder (convert.layouts.LayoutError) cannot run either: exit 2
         if not isinstance(exc, LayoutError):
             raise
-        err(f"error: -custom {custom}: {exc}" if custom is not None else f"error: {exc}")
+        err(f"error: -custom {o.custom}: {exc}" if o.custom is not None else f"error: {exc}")
         return EXIT_CANNOT_RUN
     return code
 
@@ -293,7 +280,8 @@ def _network(left: Path, right: Path, fusion_rule: Optional[Path], output: Optio
                                  policy=policy, allow_same=allow_same, progress=bar, **rules, **select)
     finally:
         bar.close()
-    result.options.update(layout=layout.value, float_format=number_format.text, csv=csv_flag)  # type: ignore[attr-defined]
+    result.options.update(layout=layout.value, float_format=number_format.text,  # type: ignore[attr-defined]
+                          csv=csv_flag)
     written, failed = outputs.write(result, layout=layout, float_format=number_format)
     network = result.network
     if not quiet:

@@ -155,16 +155,12 @@ def compare(
     if layout not in ("vcompare", "msaccucmp"):
         raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}")
     # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)
-    from .modes import (  # here: the runner loads numpy, numba and the readers; --help stays ~0.1 s
-        CompareOptions,
-        run_compare,
-    )
+    from .modes import CompareOptions, SingleOpArgs, run_compare
 
     raise typer.Exit(run_compare(CompareOptions(
         left=left, right=right, fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
         output=output, csv_flag=csv_flag, algorithm=algorithm, custom=custom, dump_version=dump_version,
         layout=layout, gate=tuple(gate), policy=policy, json_out=json_out, junit_out=junit_out, digits=digits,
         float_format=float_format, allow_same=allow_same, progress=progress, max_cmp_size=max_cmp_size,
-        quiet=quiet, op=op, tensor_type=tensor_type, index=index, topn=topn, max_lines=max_lines,
-        no_details=no_details, rank=rank, iteration=iteration, graph=graph, model_name=model_name,
-        ge_graph=ge_graph, mapping=mapping)))
+        quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
+        iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping)))
