@@ -433,8 +433,9 @@ def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
         raise DumpFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
 
 
-#: Bytes read at once from the start of a dump by :func:`_quick_v2`.
-QUICK_READ_BYTES = 16384
+#: Bytes read at once from the start of a dump by :func:`_quick_v2`: a header of a few tensors
+#: takes ~100 bytes; a longer one (more than ~40 tensors) goes to the full reader.
+QUICK_READ_BYTES = 4096
 
 
 def _quick_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader | None:
