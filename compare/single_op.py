@@ -53,21 +53,15 @@ from typing import Any
 
 import numpy as np
 
-from convert.layouts import (
-    LayoutError,
-    assumed_golden_format,
-    format_key,
-    load_plugins,
-    prepare_pair,
-    resolve_golden_format,
-)
+from convert.layouts import LayoutError, format_key, load_plugins
 from convert.layouts.formats import PLAIN_5D
 from convert.names.keys import normalize_golden_name
 
 from .engine import note_text
+from .engine.prepare import layout_request, prepare_flat
 from .errors import CompareError, OptionError, ShapeError
 from .kernels import compare_arrays, is_scalar_like, resolve_algorithms
-from .records import MetricRow, Pair, Pairing, PairStatus, Run, RunKind, TensorKind
+from .records import MetricRow, Pair, Pairing, PairStatus, Run, TensorKind
 from .runs.loading import load_and_pair
 
 PathLike = str | os.PathLike[str]
@@ -408,14 +402,6 @@ def _reference_format(left_format: str, golden_format: str, raw_shape: tuple[int
     return "N C H W"
 
 
-def _golden_format_guess(pair: Pair, right: Run, left_format: str, golden_rank: int) -> str | None:
-    """Golden layout for by-name pairs against a golden folder (no rule says it)."""
-    if pair.golden_format or right.kind is RunKind.OFFLINE:
-        return pair.golden_format
-
-    return assumed_golden_format(left_format, golden_rank)
-
-
 def _detail_destination(left_format: str, golden_format: str) -> str:
     if left_format in _DEPTH:
         return "NCDHW"
@@ -443,40 +429,39 @@ class PreparedOperator:
     converted: bool
 
 
-def prepare_operator(pair: Pair, right_run: Run, *, plugins: Any = None) -> PreparedOperator:
-    """Load and prepare both tensors of ``pair`` for element-wise comparison (module doc, step 2)."""
+def prepare_operator(pair: Pair, *, plugins: Any = None) -> PreparedOperator:
+    """Load and prepare both tensors of ``pair`` for element-wise comparison (module doc, step 2).
+
+    The layout decisions are the network engine's (:mod:`compare.engine.prepare`), with the
+    detail destination, so a detail file and the network row of a tensor compare the same
+    elements.
+    """
     assert pair.left is not None and pair.right is not None
     left = pair.left.load()
     right = pair.right.load()
     left_fmt = format_key(pair.left.format)
     raw_shape = tuple(pair.left.shape)
-    notes: list[str] = []
     if not pair.convert or left_fmt in ("", "RESERVED"):  # NPU vs NPU, or a left .npy: no layout to convert
-        x, y = np.ravel(left), np.ravel(right)
-        if x.size != y.size:
-            raise ShapeError(f"{pair.tensor_id}: element counts differ: left {x.size} {list(pair.left.shape)}, "
-                             f"right {y.size} {list(pair.right.shape)}")
-        shape = raw_shape if math.prod(raw_shape) == x.size else (x.size,)
-        return PreparedOperator(x=x, y=y, shape=shape, layout=left_fmt if pair.convert is False else "ND",
-                                reference_format=_reference_format(left_fmt, "", raw_shape), notes=tuple(notes),
+        try:
+            flat = prepare_flat(pair, left, right)
+        except ShapeError as exc:
+            raise ShapeError(f"{pair.tensor_id}: {exc}") from None
+        shape = raw_shape if math.prod(raw_shape) == flat.x.size else (flat.x.size,)
+        return PreparedOperator(x=flat.x, y=flat.y, shape=shape, layout=left_fmt if pair.convert is False else "ND",
+                                reference_format=_reference_format(left_fmt, "", raw_shape), notes=(),
                                 converted=False)
-    golden_shape = tuple(right.shape)
-    golden_fmt_in = _golden_format_guess(pair, right_run, left_fmt, len(golden_shape))
-    if golden_fmt_in and not pair.golden_format:
-        notes.append(f"golden layout assumed {golden_fmt_in} (no fusion rule says it)")
-    target = tuple(pair.target_shape or ()) or golden_shape
+    request = layout_request(pair, left, right, plugins=plugins)
+    notes = (f"golden layout assumed {request.golden_format} (no fusion rule says it)",) if request.assumed else ()
     try:
-        gold_fmt = resolve_golden_format(golden_fmt_in or "", left_fmt, target, golden_shape)
-        x, y, shape = prepare_pair(left, left_fmt, raw_shape, right, golden_fmt_in or "",
-                                   target_shape=pair.target_shape, golden_shape=golden_shape,
-                                   sub_format=pair.left.sub_format, plugins=plugins, detail=True)
+        gold_fmt = request.resolved_golden_format()
+        x, y, shape = request.prepare(detail=True)
     except (LayoutError, ValueError) as exc:
         raise ShapeError(f"cannot bring {pair.tensor_id} and {pair.right.path.name} to one layout: {exc}") from None
     layout = _detail_destination(left_fmt, gold_fmt)
     if math.prod(shape) != x.size:
         shape = (x.size,)
     return PreparedOperator(x=x, y=y, shape=tuple(int(d) for d in shape), layout=layout,
-                            reference_format=_reference_format(left_fmt, gold_fmt, raw_shape), notes=tuple(notes),
+                            reference_format=_reference_format(left_fmt, gold_fmt, raw_shape), notes=notes,
                             converted=True)
 
 
@@ -531,7 +516,7 @@ def compare_operator(
         left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
         dump_version=dump_version, mapping=mapping)
     pair = select_pair(pairing, left_run, op, tensor_kind, index, rule)
-    prepared = prepare_operator(pair, right_run, plugins=plugins)
+    prepared = prepare_operator(pair, plugins=plugins)
     x, y, shape = prepared.x, prepared.y, prepared.shape
     try:
         kernel = compare_arrays(x, y, metrics=metrics, scalar=is_scalar_like(shape))

@@ -627,9 +627,9 @@ def test_engine_reuses_lazy_plans(demo_pairs: list, monkeypatch: pytest.MonkeyPa
     calls: list[int] = []
     original = lazy.plan_pair
     monkeypatch.setattr(lazy, "plan_pair", lambda *a, **k: calls.append(1) or original(*a, **k))
-    from compare import engine
+    from compare.engine import prepare
 
-    monkeypatch.setattr(engine, "plan_pair", lazy.plan_pair)  # the engine's own reference
+    monkeypatch.setattr(prepare, "plan_pair", lazy.plan_pair)  # the engine's own reference
     fast = compare_pairs(demo_pairs, EngineOptions(workers=1))
     compared = sum(r.metrics.get("CosineSimilarity") is not None for r in fast)
     assert 1 <= len(calls) < compared, (len(calls), compared)

@@ -32,14 +32,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from convert.layouts import LayoutError, assumed_golden_format, prepare_pair
-from convert.layouts.lazy import Unsupported, kernel_plan, plan_pair
-from convert.layouts.prepare import converts_layout
+from convert.layouts import LayoutError
+from convert.layouts.lazy import Unsupported, kernel_plan
 
-from ..errors import CompareError
+from ..errors import CompareError, ShapeError
 from ..kernels import Note, bind_plan, compare_arrays, compare_planned, is_scalar_like, resolve_algorithms, storage
 from ..records import MetricRow, Pair, PairStatus
 from .goldens import GoldenCache
+from .prepare import NO_LAYOUT, LayoutRequest, layout_request, prepare_flat
 
 #: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
 MAX_WORKERS = 4
@@ -148,38 +148,29 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: GoldenCache | None
         return _not_compared(row, algorithms, f"golden tensor unreadable: {exc}", PairStatus.NOT_COMPARABLE)
 
     if pair.convert:
-        golden_format = pair.golden_format
-        if not golden_format and pair.right.format == "RESERVED" != pair.left.format:  # dump vs .npy by name
-
-            golden_format = assumed_golden_format(pair.left.format, np.ndim(right))
-        layout_args = (left, pair.left.format, tuple(pair.left.shape), right, golden_format or "")
-        layout_kwargs = dict(target_shape=pair.target_shape, golden_shape=tuple(right.shape),
-                             sub_format=pair.left.sub_format, plugins=options.plugins)
+        request = layout_request(pair, left, right, plugins=options.plugins)
         try:
             fast = None
             if options.fast and options.max_elements <= 0:
-                fast = _compare_planned(pair, layout_args, layout_kwargs, algorithms, goldens, right_key)
+                fast = _compare_planned(pair, request, algorithms, goldens, right_key)
             if fast is None:
-                x, y, shape = prepare_pair(*layout_args, **layout_kwargs)
+                x, y, shape = request.prepare()
         except (LayoutError, ValueError) as exc:
             return _not_compared(
                 row, algorithms, f"cannot bring {pair.tensor_id} to the golden layout of {pair.right.path.name}: {exc}", PairStatus.NOT_COMPARABLE
             )
         if fast is not None:
             shape, result = fast
-            row.shape = _shape_column(pair, layout_args, layout_kwargs, shape)
+            row.shape = _shape_column(pair, request, shape)
             return _finish(row, result, pair)
-        row.shape = _shape_column(pair, layout_args, layout_kwargs, shape)
+        row.shape = _shape_column(pair, request, shape)
         scalar = is_scalar_like(shape)
     else:
-        x, y = np.ravel(left), np.ravel(right)
-        if x.size != y.size:
-            return _not_compared(
-                row,
-                algorithms,
-                f"element counts differ: left {x.size} {list(pair.left.shape)}, right {y.size} {list(pair.right.shape)}",
-                PairStatus.NOT_COMPARABLE,
-            )
+        try:
+            flat = prepare_flat(pair, left, right)
+        except ShapeError as exc:
+            return _not_compared(row, algorithms, str(exc), PairStatus.NOT_COMPARABLE)
+        x, y = flat.x, flat.y
         scalar = is_scalar_like(row.shape if row.shape is not None else ())
     if options.max_elements > 0:
         x, y = x[: options.max_elements], y[: options.max_elements]
@@ -190,7 +181,7 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: GoldenCache | None
     return _finish(row, result, pair)
 
 
-def _shape_column(pair: Pair, layout_args: tuple, layout_kwargs: dict, prepared: Sequence[int]) -> tuple[int, ...]:
+def _shape_column(pair: Pair, request: LayoutRequest, prepared: Sequence[int]) -> tuple[int, ...]:
     """The Shape cell of a compared, converted-mode pair (``prepared``: the shape prepare_pair gave).
 
     - The layout was converted: the converted (and padding-cropped) shape, ``prepared``.
@@ -206,12 +197,9 @@ def _shape_column(pair: Pair, layout_args: tuple, layout_kwargs: dict, prepared:
 
     shape = tuple(int(d) for d in prepared)
     assert pair.left is not None and pair.right is not None
-    if pair.right.format == "RESERVED" != pair.left.format:
+    if pair.right.format == NO_LAYOUT != pair.left.format:
         return shape
-    _, left_format, left_shape, _, golden_format = layout_args
-    converted = converts_layout(left_format, left_shape, golden_format, target_shape=layout_kwargs["target_shape"],
-                                golden_shape=layout_kwargs["golden_shape"])
-    return shape if converted else tuple(int(d) for d in pair.left.shape)
+    return shape if request.converts() else tuple(int(d) for d in pair.left.shape)
 
 
 def _fast_dtype(dtype: np.dtype) -> bool:
@@ -220,18 +208,19 @@ def _fast_dtype(dtype: np.dtype) -> bool:
     return dtype.kind in "fiu" or (dtype.kind == "V" and dtype.name == "bfloat16")
 
 
-def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algorithms: list[str],
+def _compare_planned(pair: Pair, request: LayoutRequest, algorithms: list[str],
                      goldens: GoldenCache | None = None, right_key: tuple | None = None):
     """The zero-copy comparison of a converted pair: ``(shape, KernelResult)``, or None when the
-    lazy plan does not apply (then the caller takes the ordinary path). ``layout_args`` /
-    ``layout_kwargs`` are :func:`prepare_pair`'s arguments, and it raises what that would raise
-    for the pair (LayoutError, ValueError)."""
+    lazy plan does not apply (then the caller takes the ordinary path). Raises what
+    :meth:`LayoutRequest.prepare` would raise for the pair (LayoutError, ValueError).
 
+    Operators of one network share a few shapes: the plan (~0.3 ms of Python a pair, holding the
+    GIL the other worker thread needs) is computed once per :meth:`LayoutRequest.plan_key`."""
 
-    left, right = layout_args[0], layout_args[3]
+    left, right = request.left, request.right
     if not (_fast_dtype(np.asarray(left).dtype) and _fast_dtype(np.asarray(right).dtype)):
         return None
-    key = _plan_key(layout_args, layout_kwargs, goldens)
+    key = request.plan_key() if goldens is not None else None
     cached = goldens.plans.get(key) if key is not None else None
     if cached is not None:
         plan, shape, count, scalar = cached
@@ -239,7 +228,7 @@ def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algori
         ybuf, _ = storage(right.reshape(-1), "right")
     else:
         try:
-            lx, ly, shape = plan_pair(*layout_args, **layout_kwargs)
+            lx, ly, shape = request.plan()
             plan = bind_plan(kernel_plan(lx, ly))
         except Unsupported:
             return None
@@ -253,24 +242,6 @@ def _compare_planned(pair: Pair, layout_args: tuple, layout_kwargs: dict, algori
     return shape, compare_planned(xbuf, ybuf, plan, count, metrics=algorithms, scalar=scalar,
                                   right_cache=cache,
                                   right_key=(right_key or GoldenCache.key(pair.right)) if goldens is not None else None)
-
-
-def _plan_key(layout_args: tuple, layout_kwargs: dict, goldens: GoldenCache | None) -> tuple | None:
-    """What a pair's lazy plan depends on -- shapes, formats and layout options, never the data --
-    or None when it is not to be cached (no cache, custom converters, arrays that are not
-    C-contiguous). Operators of one network share a few shapes: the plan (~0.3 ms of Python a
-    pair, holding the GIL the other worker thread needs) is computed once per shape."""
-    left, left_format, left_shape, right, golden_format = layout_args
-    if goldens is None or layout_kwargs.get("plugins"):
-        return None
-    if not (isinstance(left, np.ndarray) and isinstance(right, np.ndarray)):
-        return None
-    if not (left.flags.c_contiguous and right.flags.c_contiguous):
-        return None
-    target = layout_kwargs.get("target_shape")
-    return (left.shape, left.dtype.itemsize, str(left_format), tuple(left_shape), right.shape, right.dtype.itemsize,
-            str(golden_format), tuple(target) if target is not None else None, layout_kwargs.get("golden_shape"),
-            layout_kwargs.get("sub_format"))
 
 
 def _is_whole(base: np.ndarray, array: np.ndarray) -> bool:
