@@ -21,7 +21,8 @@ from compare.runs.folders import run_network
 from compare.cli import app
 from compare.errors import PairingError
 from compare.loaders import load_run
-from compare.pairing.user_mapping import amp_key, kernel_tail, match_names, pair_families
+from compare.pairing.names import amp_key, kernel_tail, match_names
+from compare.pairing.user_mapping import pair_families
 from convert.names.keys import name_key
 from compare.records import PairStatus
 from compare.single_op import OperatorNotFound, compare_operator

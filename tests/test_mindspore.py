@@ -27,7 +27,8 @@ from compare.loaders.mindspore import (
     scan_sync,
 )
 from compare.pairing.mapping_file import load_mapping
-from compare.pairing.user_mapping import match_names, pair_families
+from compare.pairing.names import match_names
+from compare.pairing.user_mapping import pair_families
 from convert.names.keys import name_key
 from compare.records import PairStatus, RunKind, TensorKind
 from compare.testing.synthetic_mindspore import BF16_TENSOR, OPS, make_trees, tensor_value

@@ -3,37 +3,12 @@ then normalised name; tensors by kind and index."""
 
 from __future__ import annotations
 
-from convert.names.keys import normalize_golden_name
-
 from ..errors import PairingError
 from ..records import OpDump, Pair, Pairing, Run, RunKind, TensorKind, TensorRef
+from .names import GOLDEN_RULES, NameRule, match_names
 from .rows import KINDS, by_time, op_tensor_rows, sample_names
 
 MODE_BY_NAME = "by-name"
-
-
-# duplicates: the exact-then-normalised loop is alike in user_mapping.match_names, which adds the MindSpore
-# rules (-opN, mixed precision); the Ascend by-name rules are only these two
-def _match_names(left: Run, right: Run) -> tuple[dict[str, str], int]:
-    """left op name -> right op name: exact first, else by the normalised form; each right op once.
-
-    Returns the mapping and how many names matched only after normalising.
-    """
-    by_norm: dict[str, str] = {}
-    for name in right.ops:
-        by_norm.setdefault(normalize_golden_name(name), name)
-    matched: dict[str, str] = {name: name for name in left.ops if name in right.ops}
-    taken = set(matched.values())
-    normalised = 0
-    for name in left.ops:
-        if name in matched:
-            continue
-        other = by_norm.get(normalize_golden_name(name))
-        if other is not None and other not in taken:
-            matched[name] = other
-            taken.add(other)
-            normalised += 1
-    return matched, normalised
 
 
 def _by_name_rows(
@@ -58,7 +33,8 @@ def pair_by_name(left: Run, right: Run) -> Pairing:
     left ops by timestamp (ties by name), then right-only ops. Every tensor without a counterpart
     gets a row with ``*`` on the missing side.
     """
-    matched, normalised = _match_names(left, right)
+    matched, used = match_names(list(left.ops), list(right.ops), GOLDEN_RULES)
+    normalised = used[NameRule.GOLDEN_KEY.value]
     if not matched:
         raise PairingError(
             f"no operator of {left.path} matches one of {right.path} by name: "

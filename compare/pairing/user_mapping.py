@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,11 +61,12 @@ import numpy as np
 from convert.layouts import LayoutError, convert_layout
 from convert.layouts.formats import PLAIN_FAMILY
 from convert.layouts.prepare import paddable_axes, slice_to_golden
-from convert.names.keys import name_key, without_kernel_id
+from convert.names.keys import name_key
 
 from ..errors import PairingError, ShapeError
 from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef
 from .mapping_file import MapEntry, load_mapping
+from .names import SCOPE_RULES, is_amp_name, kernel_tail, match_names
 from .rows import one_sided_pair, op_tensor_rows, overflow_rows
 
 MODE_FAMILY = "by-name (scope)"
@@ -76,148 +76,11 @@ MODE_MAPPING = "mapping"
 NO_COUNTERPART = "*"
 
 _KINDS = (TensorKind.INPUT, TensorKind.OUTPUT)
-#: In a :func:`name_key`: the scope parts ``ms.amp.auto_mixed_precision`` inserts (see :func:`amp_key`).
-_AMP_WRAP_RE = re.compile(r"-_OutputTo(?:16|32)__backbone-")
-_AMP_MARK_RE = re.compile(r"(?:^|[-_])_OutputTo(?:16|32)(?:_|$)")
-#: ... and the cell classes its O1 level (through mindspore.rewrite) renames ``{Class}Opt[_{N}]``.
-_AMP_CLASS_RE = re.compile(r"-([A-Za-z][A-Za-z0-9]*)Opt(?:_\d+)?(?=_)")
-#: The ``{Type}-op{N}`` end of a normalised kernel name (the whole of a short O0/O1 name).
-_TAIL_RE = re.compile(r"(?:^|_)([A-Za-z][A-Za-z0-9]*-op\d+)$")
 
 
 # --------------------------------------------------------------------------------------------
 # Mapping files
 # --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Name matching
-# --------------------------------------------------------------------------------------------
-
-
-def _unique_keys(names, key_of) -> dict[str, str | None]:
-    """key -> the one name having it (None when several names share it; names whose key is None skipped)."""
-    out: dict[str, str | None] = {}
-    for name in names:
-        key = key_of(name)
-        if key is not None:
-            out[key] = None if key in out else name
-    return out
-
-
-def _index(names) -> tuple[dict[str, str], dict[str, str | None]]:
-    """``(normalised key -> first name, key without -opN -> the one name having it or None)``."""
-    by_key: dict[str, str] = {}
-    for name in names:
-        by_key.setdefault(name_key(name), name)
-    return by_key, _unique_keys(names, lambda name: without_kernel_id(name_key(name)))
-
-
-def amp_key(key: str) -> str:
-    """A normalised name with the scope changes of mixed precision read back (rule 4).
-
-    ``ms.amp.auto_mixed_precision`` O2/O3 wraps a cell ``attr-Class`` in an ``_OutputTo16`` /
-    ``_OutputTo32`` cell that keeps it as ``_backbone``: the scope ``attr-Class`` becomes
-    ``attr-_OutputTo32/_backbone-Class``; every ``-_OutputTo16__backbone-`` /
-    ``-_OutputTo32__backbone-`` of ``key`` (a :func:`name_key`) is read back as ``-``. Its O1 level
-    rewrites the network and renames each cell class ``Class`` to ``ClassOpt`` (``ClassOpt_1``,
-    ``ClassOpt_2`` ... for further copies): every scope part ``-ClassOpt[_N]`` followed by ``_``
-    is read back as ``-Class``.
-    """
-    return _AMP_CLASS_RE.sub(r"-\1", _AMP_WRAP_RE.sub("-", key))
-
-
-def is_amp_name(name: str) -> bool:
-    """Whether an op name lies in a scope mixed precision changed (``_OutputTo16`` / ``_OutputTo32``
-    scopes, or a cell class renamed ``ClassOpt[_N]`` by the O1 level)."""
-    key = name_key(name)
-    return _AMP_MARK_RE.search(key) is not None or _AMP_CLASS_RE.search(key) is not None
-
-
-def kernel_tail(key: str) -> str | None:
-    """``{Type}-op{N}``, the last scope part of a normalised name, or None when it has no such end.
-
-    ``Default_network-WithLossCell__backbone-AlexNet_conv3-Conv2d_Conv2D-op12`` and the short
-    O0/O1 name ``Conv2D-op12`` both end in ``Conv2D-op12``.
-    """
-    found = _TAIL_RE.search(key)
-    return found.group(1) if found else None
-
-
-def _amp_rule_key(name: str) -> str:
-    return amp_key(name_key(name))
-
-
-def _tail_of(name: str) -> str | None:
-    return kernel_tail(name_key(name))
-
-
-def _is_short(name: str) -> bool:
-    """A short O0/O1 kernel name (``Conv2D-op12``): no scope, only ``{Type}-op{N}``."""
-    return _tail_of(name) == name_key(name)
-
-
-def match_names(left: list[str], right: list[str]) -> tuple[dict[str, str], Counter]:
-    """left name -> right name by the rules of the module doc, in order; counts per rule used.
-
-    Rules 1-2 take the first free name; rule 3 needs the stripped key unique among the names not
-    matched exactly; rules 4 and 5 need their key unique among **all** names of each side (so
-    each identifies one op on each side) and both names still free.
-    """
-    right_set = set(right)
-    matched: dict[str, str] = {}
-    taken: set[str] = set()
-    used: Counter = Counter()
-    for name in left:
-        if name in right_set:
-            matched[name] = name
-            taken.add(name)
-            used["exact"] += 1
-    by_key, stripped = _index([n for n in right if n not in taken])
-    left_stripped = Counter(without_kernel_id(name_key(n)) for n in left if n not in matched)
-    for name in left:
-        if name in matched:
-            continue
-        other = by_key.get(name_key(name))
-        if other is not None and other not in taken:
-            matched[name] = other
-            taken.add(other)
-            used["normalised"] += 1
-            continue
-        key = without_kernel_id(name_key(name))
-        other = stripped.get(key)
-        if other is not None and other not in taken and left_stripped[key] == 1:
-            matched[name] = other
-            taken.add(other)
-            used["kernel id"] += 1
-    _match_unique(left, right, matched, taken, used)
-    return matched, used
-
-
-def _match_unique(left: list[str], right: list[str], matched: dict[str, str], taken: set[str],
-                  used: Counter) -> None:
-    """Rules 4 (mixed precision) and 5 (short vs scoped name), adding to ``matched`` / ``taken``."""
-    if any(map(is_amp_name, left)) or any(map(is_amp_name, right)):
-        left_keys, right_keys = _unique_keys(left, _amp_rule_key), _unique_keys(right, _amp_rule_key)
-        for name in left:
-            key = _amp_rule_key(name)
-            other = right_keys.get(key)
-            if (name in matched or other is None or other in taken or left_keys.get(key) != name
-                    or not (is_amp_name(name) or is_amp_name(other))):
-                continue
-            matched[name] = other
-            taken.add(other)
-            used["mixed precision"] += 1
-    left_tails, right_tails = _unique_keys(left, _tail_of), _unique_keys(right, _tail_of)
-    for tail, name in left_tails.items():
-        other = right_tails.get(tail)
-        if name is None or other is None or name in matched or other in taken:
-            continue
-        if _is_short(name) == _is_short(other):
-            continue  # both short (rule 1 would have paired them) or both scoped (different scopes)
-        matched[name] = other
-        taken.add(other)
-        used["short name"] += 1
 
 
 class _Lookup:
@@ -360,7 +223,7 @@ def _plan(left: Run, right: Run, left_order: list[OpDump], entries: list[MapEntr
             anchor.setdefault(other.name, op.name)
     free_left = [d.name for d in left_order if d.name not in mapped]
     free_right = [d.name for d in _order(right) if d.name not in anchor]
-    named, used = match_names(free_left, free_right)
+    named, used = match_names(free_left, free_right, SCOPE_RULES)
     anchor.update({r: l for l, r in named.items()})
     return _Plan(mapped, unknown, named, used, anchor)
 
@@ -415,7 +278,7 @@ def _merge_order(left_order: list[OpDump], right_order: list[OpDump],
 
 
 def _is_cast(dump: OpDump) -> bool:
-    tail = _tail_of(dump.name) or ""
+    tail = kernel_tail(name_key(dump.name)) or ""
     return dump.op_type == "Cast" or (dump.op_type is None and tail.startswith("Cast-op"))
 
 
@@ -529,4 +392,4 @@ def _mapped_tensor(index: int, left: OpDump, right: OpDump, entry: MapEntry) -> 
     return Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.NOT_COMPARABLE, reason=reason)
 
 
-__all__ = ["match_names", "pair_families", "plain_axes", "tensor_pair"]
+__all__ = ["pair_families", "plain_axes", "tensor_pair"]

@@ -18,7 +18,7 @@ from ..loaders.trees import claim, leaf_op_names, model_folders
 from ..pairing.entry import Paired, pair
 from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.rule_records import FusionRule
-from ..pairing.user_mapping import match_names
+from ..pairing.names import match_names
 from ..records import Run
 
 PathLike = str | os.PathLike[str]
@@ -176,7 +176,7 @@ def selection_of(select: dict) -> "Selection":
 
 def _pairing_counts(names: dict[str, list[str]], other: list[str]) -> dict[str, int]:
     """How many ops of each model folder pair by name with ``other`` (every name rule of the
-    by-name pairing: :func:`compare.pairing.user_mapping.match_names`)."""
+    by-name pairing: :func:`compare.pairing.names.match_names`)."""
     return {model: len(match_names(ops, other)[0]) for model, ops in names.items()}
 
 
