@@ -38,6 +38,46 @@ class RunKind(str, Enum):
     QUANT = "quant"  # quantized golden {op_name}.{output_index}.{ts}.quant (DumpData files)
 
 
+class Label(str, Enum):
+    """A closed set of text labels: members compare equal to their text and print as it
+    (``str()`` and ``format()`` give the value on every Python version)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class DumpLayout(Label):
+    """The folder layout a run was read from (``Run.family``, a dump-tree leaf's ``layout``)."""
+
+    NONE = ""  # an Ascend dump folder or a golden folder given directly
+    GE = "ge"  # TF NPU / GE: {time}/{device}/{model_name}/{model_id}/{data_index}
+    MINDSPORE_SYNC = "mindspore-sync"  # .../device_N/iteration_M with .bin files (GPU / CPU, MindSpore <= 2.x)
+    MINDSPORE_NPY = "mindspore-npy"  # rank_N/{net}/{graph}/{iteration} with .npy files
+    MINDSPORE_ASYNC = "mindspore-async"  # {rank}/{net}_graph_{g}/{g}/{iteration} with Ascend-format files
+    MINDSPORE_O2 = "mindspore-o2"  # GE layout below a {step} folder (MindSpore O2 / jit_level)
+    PLAIN = "plain"  # a tree leaf in no known layout
+    SINGLE_OP = "single-op"  # {dump_path}/{device_id}/{op_name}/ folders read as one run
+
+
+#: The layouts MindSpore writes (pairing by scope names applies to their runs).
+MINDSPORE_LAYOUTS = frozenset({DumpLayout.MINDSPORE_SYNC, DumpLayout.MINDSPORE_NPY, DumpLayout.MINDSPORE_ASYNC,
+                               DumpLayout.MINDSPORE_O2})
+
+
+class PairingMode(Label):
+    """How the pairs of a run were found (``Pairing.mode``; the report's ``mode``)."""
+
+    NONE = ""
+    FUSION = "fusion"
+    FUSION_QUANT = "fusion+quant"
+    QUANT = "quant"
+    CLOSE_FUSION = "close-fusion"
+    BY_NAME = "by-name"
+    FAMILY = "by-name (scope)"
+    MAPPING = "mapping"
+    NPU_VS_NPU = "npu-vs-npu"
+
+
 class PairStatus(str, Enum):
     """Outcome class of one report row; the summary counts rows per status."""
 
@@ -168,7 +208,7 @@ class Run:
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     quantized: bool = False
-    family: str = ""
+    family: DumpLayout = DumpLayout.NONE
     coords: dict = field(default_factory=dict)
     order: dict = field(default_factory=dict)
     overflow: list[OverflowRecord] = field(default_factory=list)
@@ -235,7 +275,7 @@ class Pairing:
     pairs: list[Pair]
     unmatched_left: list[str] = field(default_factory=list)
     unmatched_right: list[str] = field(default_factory=list)
-    mode: str = ""
+    mode: PairingMode = PairingMode.NONE
     notes: list[str] = field(default_factory=list)
 
 

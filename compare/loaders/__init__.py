@@ -98,16 +98,19 @@ def _explain_golden(folder: Path) -> str:
     return "no file named {op_name}.{output_index}.{timestamp}.npy / .pb / .quant"
 
 
+#: The reader of MindSpore / TF-NPU dump trees (:mod:`compare.loaders.trees`).
+TREES_READER = FunctionReader(
+    name="mindspore",
+    kinds=(RunKind.NUMPY, RunKind.OFFLINE),
+    sniff=_sniff_family,
+    explain=_explain_family,
+    scan=_scan_family,
+    claims_only=True,
+)
+
 #: The readers tried, in order, by :func:`detect` and :func:`load_run`.
 READERS: list[Reader] = [
-    FunctionReader(
-        name="mindspore",
-        kinds=(RunKind.NUMPY, RunKind.OFFLINE),
-        sniff=_sniff_family,
-        explain=_explain_family,
-        scan=_scan_family,
-        claims_only=True,
-    ),
+    TREES_READER,
     FunctionReader(
         name="ascend-offline",
         kinds=(RunKind.OFFLINE,),
@@ -182,12 +185,12 @@ def _choose_reader(folder: Path, kind: RunKind | None, *, trees_declined: bool =
     without walking it again."""
 
     def declined(reader: Reader) -> bool:
-        return trees_declined and getattr(reader, "sniff", None) is _sniff_family
+        return trees_declined and reader is TREES_READER
 
     if kind is not None:
         for reader in READERS:
             if kind in reader.kinds:
-                if getattr(reader, "claims_only", False):
+                if isinstance(reader, FunctionReader) and reader.claims_only:
                     try:
                         if declined(reader) or not reader.sniff(folder):
                             continue

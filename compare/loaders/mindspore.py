@@ -70,7 +70,7 @@ from convert.npy import load_npy, logical_dtype_name, read_npy_header
 from convert.tree import is_file_entry
 
 from ..errors import CompareError, DumpFormatError
-from ..records import OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef
+from ..records import DumpLayout, OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef
 from .ascend import no_valid_files_error
 from .ms_stats import merge_stats_files
 
@@ -267,7 +267,7 @@ def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = N
     """
     folder = Path(folder)
     run = Run(root=Path(root) if root else folder, path=folder, kind=RunKind.NUMPY,
-                    family="mindspore-sync", coords=dict(coords or {}))
+                    family=DumpLayout.MINDSPORE_SYNC, coords=dict(coords or {}))
     tensors: dict[str, dict[tuple[TensorKind, int], TensorRef]] = {}
     files: dict[str, list[Path]] = {}
     bad_sizes: list[str] = []
@@ -373,7 +373,7 @@ def _build_npy_op(name: str, group: _NpyGroup, run: Run) -> OpDump:
 
 
 def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = None,
-             constants: Path | None = None, family: str = "mindspore-npy") -> Run:
+             constants: Path | None = None, family: DumpLayout = DumpLayout.MINDSPORE_NPY) -> Run:
     """Scan a MindSpore ``.npy`` iteration folder (O0/O1, CPU/GPU, or O2 with ``file_format`` npy).
 
     Tensors come from the ``.npy`` files (hashed names renamed through ``mapping.csv``); the

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import OptionError
+from ..records import DumpLayout
 
 _TOKEN_RE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
@@ -109,7 +110,7 @@ class Candidate:
     """
 
     path: Path
-    layout: str
+    layout: DumpLayout
     coords: dict[str, object] = field(default_factory=dict)
     kind: str = ""
     files: int = 0

@@ -26,7 +26,7 @@ from pathlib import Path
 from convert.names.ascend import OfflineName, parse_offline_name
 
 from ..errors import OptionError
-from ..records import Run, RunKind
+from ..records import DumpLayout, Run, RunKind
 from .ascend import (
     Classified,
     FolderListing,
@@ -105,7 +105,7 @@ def merged_listing(folder: Path, parts: tuple[Path, ...]) -> FolderListing:
 
 
 def scan_binary(folder: Path, *, version: int | None = None, root: Path | None = None,
-                coords: dict | None = None, family: str = "ge", fusion_rule: bool = False,
+                coords: dict | None = None, family: DumpLayout = DumpLayout.GE, fusion_rule: bool = False,
                 keep_raw_names: bool = False, listing: FolderListing | None = None) -> Run:
     """Scan a leaf of Ascend-format files (async r1.x, O2 ``bin``, GE, TF NPU).
 

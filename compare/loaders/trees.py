@@ -46,6 +46,7 @@ from convert.names.hashed import read_mapping
 from convert.tree import walk_leaves
 
 from ..errors import CompareError, OptionError
+from ..records import MINDSPORE_LAYOUTS, DumpLayout
 from .ascend import OfflineName, cached_listing, clean_op_name
 from .mindspore import (
     constants_folder,
@@ -71,7 +72,6 @@ _DEVICE_RE = re.compile(r"device_(\d+)")
 _RANK_RE = re.compile(r"rank_(\d+)")
 _TIME_RE = re.compile(r"\d{14}")
 
-MINDSPORE_LAYOUTS = frozenset({"mindspore-sync", "mindspore-npy", "mindspore-async", "mindspore-o2"})
 
 
 @dataclass
@@ -174,7 +174,7 @@ def find_leaves(root: Path, max_depth: int = MAX_DEPTH) -> list[tuple[Path, Leaf
     return walk_leaves(root, max_depth, classify, skip_dir=lambda name: name.startswith(".") or name in _SKIP_DIRS)
 
 
-def locate(leaf: Path, kind: str) -> tuple[str, dict[str, object]]:
+def locate(leaf: Path, kind: str) -> tuple[DumpLayout, dict[str, object]]:
     """The layout of a leaf and its coordinates, from the names of the leaf and its ancestors."""
     parts = Path(os.path.abspath(leaf)).parts
     name = parts[-1]
@@ -190,28 +190,28 @@ def locate(leaf: Path, kind: str) -> tuple[str, dict[str, object]]:
             coords = {"rank": int(device.group(1)), **coords, "net": part(3)}
         elif match:
             coords["net"] = part(2)
-        return "mindspore-sync", coords
+        return DumpLayout.MINDSPORE_SYNC, coords
     digit = str.isdigit
     if digit(name) and digit(part(2)) and _RANK_RE.fullmatch(part(4)):
         rank = int(_RANK_RE.fullmatch(part(4)).group(1))  # type: ignore[union-attr]
-        return "mindspore-npy", {"rank": rank, "net": part(3), "graph": int(part(2)), "iteration": int(name)}
+        return DumpLayout.MINDSPORE_NPY, {"rank": rank, "net": part(3), "graph": int(part(2)), "iteration": int(name)}
     if digit(name) and digit(part(2)) and part(3).endswith(f"_graph_{part(2)}") and digit(part(4)):
-        return "mindspore-async", {"rank": int(part(4)), "net": part(3)[: -len(f"_graph_{part(2)}")],
+        return DumpLayout.MINDSPORE_ASYNC, {"rank": int(part(4)), "net": part(3)[: -len(f"_graph_{part(2)}")],
                                    "graph": int(part(2)), "iteration": int(name)}
     if digit(name) and digit(part(2)) and digit(part(4)) and _TIME_RE.fullmatch(part(5)):
         coords = {"time": part(5), "rank": int(part(4)), "model_name": part(3), "model_id": int(part(2)),
                   "iteration": int(name)}
         if digit(part(6)) and not _TIME_RE.fullmatch(part(6)):
-            return "mindspore-o2", {"step": int(part(6)), **coords}
-        return "ge", coords
-    return "plain", {}
+            return DumpLayout.MINDSPORE_O2, {"step": int(part(6)), **coords}
+        return DumpLayout.GE, coords
+    return DumpLayout.PLAIN, {}
 
 
-def _is_op_folder(leaf: Path, layout: str, kind: str) -> bool:
+def _is_op_folder(leaf: Path, layout: DumpLayout, kind: str) -> bool:
     """A leaf of a single-operator-model dump, ``{dump_path}/{device_id}/{op_name}/`` (seed 004): an
     Ascend-format leaf whose own name is not a number and whose parent is a device-id number."""
     parent = Path(os.path.abspath(leaf)).parent.name
-    return (layout == "plain" and kind == "offline" and not leaf.name.isdigit() and parent.isdigit()
+    return (layout == DumpLayout.PLAIN and kind == "offline" and not leaf.name.isdigit() and parent.isdigit()
             and not _TIME_RE.fullmatch(parent))
 
 
@@ -231,7 +231,7 @@ def _single_op_devices(leaves: list[Candidate]) -> list[Candidate]:
             out.extend(group)
             continue
         rank = int(Path(os.path.abspath(device)).name)
-        out.append(Candidate(path=device, layout="single-op", coords={"rank": rank}, kind="offline",
+        out.append(Candidate(path=device, layout=DumpLayout.SINGLE_OP, coords={"rank": rank}, kind="offline",
                              files=sum(c.files for c in group), special=any(c.special for c in group),
                              folders=tuple(c.path for c in group)))
     return out
@@ -260,10 +260,10 @@ def claim(path: str | os.PathLike, selection: Selection | None = None) -> list[C
     if not candidates:
         return None
     for c in candidates:
-        if (c.layout in MINDSPORE_LAYOUTS or c.layout == "single-op" or c.kind in ("sync", "npy", "stats")
+        if (c.layout in MINDSPORE_LAYOUTS or c.layout == DumpLayout.SINGLE_OP or c.kind in ("sync", "npy", "stats")
                 or c.special):
             return candidates
-    if selection is not None and selection.given and any(c.layout == "ge" for c in candidates):
+    if selection is not None and selection.given and any(c.layout == DumpLayout.GE for c in candidates):
         return candidates
     return None
 
@@ -482,25 +482,25 @@ def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = No
     coords = dict(c.coords)
     if c.kind == "sync":
         run = scan_sync(c.path, root=root, coords=coords)
-    elif c.kind == "npy" or (c.kind == "stats" and c.layout in ("mindspore-npy", "mindspore-o2", "plain")):
-        constants = constants_folder(c.path) if c.layout == "mindspore-npy" else None
-        family = "mindspore-o2" if c.layout == "mindspore-o2" else ("ge" if c.layout == "ge" else "mindspore-npy")
+    elif c.kind == "npy" or (c.kind == "stats" and c.layout in (DumpLayout.MINDSPORE_NPY, DumpLayout.MINDSPORE_O2, DumpLayout.PLAIN)):
+        constants = constants_folder(c.path) if c.layout == DumpLayout.MINDSPORE_NPY else None
+        family = c.layout if c.layout in (DumpLayout.MINDSPORE_O2, DumpLayout.GE) else DumpLayout.MINDSPORE_NPY
         run = scan_npy(c.path, root=root, coords=coords, constants=constants, family=family)
-    elif c.layout == "single-op":
-        run = scan_binary(c.path, version=version, root=root, coords=coords, family="ge", fusion_rule=fusion_rule,
-                          keep_raw_names=keep_raw_names, listing=merged_listing(c.path, c.folders))
+    elif c.layout == DumpLayout.SINGLE_OP:
+        run = scan_binary(c.path, version=version, root=root, coords=coords, family=DumpLayout.GE,
+                          fusion_rule=fusion_rule, keep_raw_names=keep_raw_names, listing=merged_listing(c.path, c.folders))
         run.notes.append(f"single-operator model dump: {len(c.folders)} operator folders of device {c.get('rank')} "
                          f"read as one run ({', '.join(f.name for f in c.folders[:5])}"
                          f"{', ...' if len(c.folders) > 5 else ''})")
     else:
-        family = {"mindspore-async": "mindspore-async", "mindspore-o2": "mindspore-o2"}.get(c.layout, "ge")
+        family = c.layout if c.layout in (DumpLayout.MINDSPORE_ASYNC, DumpLayout.MINDSPORE_O2) else DumpLayout.GE
         run = scan_binary(c.path, version=version, root=root, coords=coords, family=family,
                           fusion_rule=fusion_rule, keep_raw_names=keep_raw_names)
-        if run.stats_only and c.layout == "plain":
+        if run.stats_only and c.layout == DumpLayout.PLAIN:
             run.family = "stats"
     described = c.describe()
     run.notes.insert(0, f"using {c.layout} dump folder {c.path}" + (f" ({described})" if described != str(c.path) else ""))
-    depth = {"mindspore-npy": 3, "mindspore-sync": 1, "mindspore-async": 3}.get(c.layout)
+    depth = {DumpLayout.MINDSPORE_NPY: 3, DumpLayout.MINDSPORE_SYNC: 1, DumpLayout.MINDSPORE_ASYNC: 3}.get(c.layout)
     if depth is not None:
         local, global_ = order_files(c.path, coords.get("graph"), depth)
         if local is not None:
@@ -577,5 +577,5 @@ def load_selected(path: str | os.PathLike, candidates: list[Candidate], selectio
     return run
 
 
-__all__ = ["LeafInfo", "MINDSPORE_LAYOUTS", "claim", "classify_leaf", "find_leaves", "leaf_op_names", "load_selected",
+__all__ = ["LeafInfo", "claim", "classify_leaf", "find_leaves", "leaf_op_names", "load_selected",
            "locate", "model_folders", "scan_candidate", "select"]

@@ -4,11 +4,11 @@ then normalised name; tensors by kind and index."""
 from __future__ import annotations
 
 from ..errors import PairingError
-from ..records import OpDump, Pair, Pairing, Run, RunKind, TensorKind, TensorRef
+from ..records import OpDump, Pair, Pairing, PairingMode, Run, RunKind, TensorKind, TensorRef
 from .names import GOLDEN_RULES, NameRule, match_names
 from .rows import KINDS, by_time, op_tensor_rows, sample_names
 
-MODE_BY_NAME = "by-name"
+MODE_BY_NAME = PairingMode.BY_NAME
 
 
 def _by_name_rows(

@@ -35,6 +35,7 @@ from ..records import (
     OpDump,
     Pair,
     Pairing,
+    PairingMode,
     PairStatus,
     Run,
     RunKind,
@@ -60,10 +61,10 @@ from .rows import (
 from .rule_records import FusionGroup, FusionRule, Relation, RuleOp
 from .scenarios import Scenario, Strategy, check_scenario
 
-MODE_FUSION = "fusion"
-MODE_FUSION_QUANT = "fusion+quant"
-MODE_QUANT = "quant"
-MODE_CLOSE_FUSION = "close-fusion"
+MODE_FUSION = PairingMode.FUSION
+MODE_FUSION_QUANT = PairingMode.FUSION_QUANT
+MODE_QUANT = PairingMode.QUANT
+MODE_CLOSE_FUSION = PairingMode.CLOSE_FUSION
 
 
 #: Name endings of dequantisation ops, whose input rows are skipped (spec §3.4).

@@ -4,10 +4,10 @@ and index, each side's raw flat data compared as it is."""
 from __future__ import annotations
 
 from ..errors import PairingError
-from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind
+from ..records import OpDump, Pair, Pairing, PairingMode, PairStatus, Run, TensorKind
 from .rows import KINDS, NO_COUNTERPART, by_time, dump_errors, sample_names, shape_text, type_text
 
-MODE_NPU_VS_NPU = "npu-vs-npu"
+MODE_NPU_VS_NPU = PairingMode.NPU_VS_NPU
 
 
 def _group_mismatch(kind: TensorKind, left: OpDump, right: OpDump) -> str | None:

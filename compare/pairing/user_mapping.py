@@ -64,15 +64,15 @@ from convert.layouts.prepare import paddable_axes, slice_to_golden
 from convert.names.keys import name_key
 
 from ..errors import PairingError, ShapeError
-from ..records import OpDump, Pair, Pairing, PairStatus, Run, TensorKind, TensorRef
+from ..records import OpDump, Pair, Pairing, PairingMode, PairStatus, Run, TensorKind, TensorRef
 from .mapping_file import MapEntry, load_mapping
 from .names import SCOPE_RULES, is_amp_name, kernel_tail, match_names
 from .rows import one_sided_pair, op_tensor_rows, overflow_rows
 
-MODE_FAMILY = "by-name (scope)"
+MODE_FAMILY = PairingMode.FAMILY
 #: ``Pair.expected_gap`` of a Cast kernel inserted by mixed precision (listed one-sided, not compared).
 GAP_AMP_CAST = "mixed-precision cast"
-MODE_MAPPING = "mapping"
+MODE_MAPPING = PairingMode.MAPPING
 NO_COUNTERPART = "*"
 
 _KINDS = (TensorKind.INPUT, TensorKind.OUTPUT)

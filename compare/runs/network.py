@@ -12,7 +12,7 @@ from ..engine import EngineOptions, compare_pairs
 from ..errors import OptionError
 from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
-from ..records import MetricRow, Pairing, PairStatus, Run, RunKind, count_by_status
+from ..records import MetricRow, Pairing, PairingMode, PairStatus, Run, RunKind, count_by_status
 from ..stats import compare_stats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -167,7 +167,7 @@ def unpaired_rows(rows: Sequence[MetricRow], pairing: Pairing, metrics: Sequence
                                    reasons=[f"golden operator '{name}' is not referred to by the fusion rule "
                                             "(no NPU operator maps to it)"], status=PairStatus.MISSING_LEFT))
             index += 1
-    return extra if pairing.mode == "fusion" else []
+    return extra if pairing.mode is PairingMode.FUSION else []
 
 
 def _skipped_for(run: Run, names: Sequence[str]) -> list[str]:
