@@ -4,7 +4,7 @@
     python scripts/fuzz.py --n 50000 --seed 7 --json fuzz.json
 
 The mutators, the targets, what counts as an escape and the run itself are in
-:mod:`compare.testing.fuzz` (see its docstring); ``tests/test_fuzz.py`` drives the same
+:mod:`compare.testing.fuzz` (see its docstring); ``tests/props/test_fuzz.py`` drives the same
 functions from hypothesis for the bounded CI pass. This script is only the command line.
 """
 

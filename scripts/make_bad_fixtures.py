@@ -8,7 +8,7 @@ The clean network is :func:`compare.testing.synthetic.make_network` with 4 chann
 ``clean/model.json`` the fusion rule). Each case replaces one side with a copy in which some
 files are broken; ``MANIFEST.json`` lists, per case, the folders to compare and, per broken file,
 the operator it belongs to, what was done to it and words the diagnosis must contain.
-``tests/test_bad_fixtures.py`` runs every case and checks: no traceback, every broken file named
+``tests/props/test_bad_fixtures.py`` runs every case and checks: no traceback, every broken file named
 with its problem, every other tensor compared with the clean run's numbers.
 
 The trans_TransData_0 and conv1 dumps and the goldens they need (data, conv1_weight, relu1) stay
@@ -214,7 +214,7 @@ def build(out: Path) -> dict:
     }
     manifest = {
         "about": "broken inputs of vcompare's own; written by scripts/make_bad_fixtures.py, checked by "
-                 "tests/test_bad_fixtures.py; see docs/reliability.md",
+                 "tests/props/test_bad_fixtures.py; see docs/reliability.md",
         "clean": {"left": "clean/left", "right": "clean/right", "rule": "clean/model.json"},
         "cases": cases,
         "rules": {name: {"left": "clean/left", "right": "clean/right", "needles": needles}

@@ -7,7 +7,7 @@ One tiny network (four kernels) in every layout vcompare reads: synchronous .bin
 forms), O0/O1 .npy (two ranks, two graphs, three iterations, constants, statistic.csv,
 mapping.csv, execution order), statistics only, asynchronous r1.x, O2 bin (with an overflow
 record) and O2 npy, TF NPU (two model folders and a GE build file) and TF NPU dump_data=stats.
-See compare/testing/synthetic_mindspore.py; tests/test_mindspore.py reads every tree back.
+See compare/testing/synthetic_mindspore.py; tests/compare/loaders/test_mindspore.py reads every tree back.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parents[1]
+#: This folder (golden report files, junit.xsd).
+TESTS = Path(__file__).resolve().parent
 FIXTURES = ROOT / "fixtures"
 SHARED = Path(os.environ.get("VCOMPARE_SHARED", ROOT.parent / "shared")).resolve()
 

@@ -34,7 +34,7 @@ problems must become rows), a row whose reason says "internal error", or an oper
 left folder that appears in no row. Refusals are grouped into **error kinds**: the exception
 class plus the first words of its problem with numbers, paths and quoted text normalised.
 
-The mutators are plain functions of a ``random.Random``; ``tests/test_fuzz.py`` drives the same
+The mutators are plain functions of a ``random.Random``; ``tests/props/test_fuzz.py`` drives the same
 functions from hypothesis for the bounded CI pass.
 
 One module (test support, over 600 lines): the mutators, the targets and the escape rules are

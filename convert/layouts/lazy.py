@@ -20,7 +20,7 @@ keeps the data where it is and describes the pairing:
 
 Anything the lazy views cannot express (plugins, grouped FRACTAL_Z, empty tensors, exotic
 reshapes) raises :class:`Unsupported` and the caller uses :func:`prepare_pair` instead; the
-numbers are the same up to float64 summation order (tests/test_performance_paths.py).
+numbers are the same up to float64 summation order (tests/perf/test_performance_paths.py).
 """
 
 from __future__ import annotations

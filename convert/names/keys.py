@@ -10,7 +10,7 @@ another way. Each rung is tried only where the rung above found nothing (see the
    (backends number kernels differently), used only where the result is unique on both sides.
 
 The mixed-precision and short-kernel-name rules of family pairing build on rung 3
-(:mod:`compare.pairing.user_mapping`). ``tests/test_names_keys.py`` holds the table of examples.
+(:mod:`compare.pairing.user_mapping`). ``tests/convert/test_names_keys.py`` holds the table of examples.
 """
 
 from __future__ import annotations

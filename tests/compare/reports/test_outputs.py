@@ -28,12 +28,12 @@ from compare.reports.network import Layout, TableFormat, render_csv, render_txt,
 from compare.reports.result_json import (SCHEMA_VERSION, decode_float, dumps, encode_float, result_document,
                                          write_json)
 from compare.reports.saved import SavedKind, load_result, split_reasons
+from conftest import ROOT, TESTS
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
 BAD = ROOT / "fixtures" / "bad"
 SCHEMA = ROOT / "docs" / "result-schema.json"
-JUNIT_XSD = Path(__file__).parent / "junit.xsd"
+JUNIT_XSD = TESTS / "junit.xsd"
 METRICS = ["CosineSimilarity", "MaxAbsoluteError", "StandardDeviation", "KullbackLeiblerDivergence"]
 
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from compare.kernels import METRIC_NAMES, _abi, compare_arrays, native, storage
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 INT_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
 
 

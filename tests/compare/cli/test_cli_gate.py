@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT, TESTS
 
 from compare.cli import output as cli_output
 from compare.cli import app, run
@@ -216,10 +216,10 @@ def test_json_and_junit_are_written_and_valid(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert f"json: {tmp_path / 'r.json'}" in result.stdout and f"junit: {tmp_path / 'j.xml'}" in result.stdout
     doc = json.loads((tmp_path / "r.json").read_text())
-    schema = json.loads((Path(__file__).parents[1] / "docs" / "result-schema.json").read_text())
+    schema = json.loads((ROOT / "docs" / "result-schema.json").read_text())
     jsonschema.validate(doc, schema)
     assert doc["verdict"]["exit_code"] == 3 and doc["options"]["gates"] == ["CosineSimilarity>=0.99"]
-    xmlschema.XMLSchema(str(Path(__file__).parent / "junit.xsd")).validate(str(tmp_path / "j.xml"))
+    xmlschema.XMLSchema(str(TESTS / "junit.xsd")).validate(str(tmp_path / "j.xml"))
     assert "<error" in (tmp_path / "j.xml").read_text()
 
 
@@ -395,14 +395,14 @@ def test_api_result_object() -> None:
 
 
 def test_py_typed_is_shipped() -> None:
-    root = Path(__file__).parents[1]
+    root = ROOT
     assert (root / "compare" / "py.typed").exists()
     assert "py.typed" in (root / "pyproject.toml").read_text()
 
 
 def test_api_progress_counts_across_parts(tmp_path: Path) -> None:
     """--rank all compares parts in turn: the count runs on from part to part, never back."""
-    from test_issue12_trees import _tf_leaf
+    from builders import tf_leaf as _tf_leaf
 
     from compare import compare_network
 

@@ -11,8 +11,9 @@ import pytest
 from compare.records import MetricRow, PairStatus
 from compare.reports.cells import metric_cell, neutralise, shape_cell, std_cell
 from compare.reports.network import Layout, TableFormat, header, render_csv, render_txt, resolve_output, write_report
+from conftest import TESTS
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = TESTS / "golden"
 METRICS = ["CosineSimilarity", "MaxAbsoluteError", "StandardDeviation", "KullbackLeiblerDivergence"]
 
 

@@ -26,6 +26,7 @@ from compare.pairing.user_mapping import pair_families
 from convert.names.keys import name_key
 from compare.records import PairStatus
 from compare.single_op import OperatorNotFound, compare_operator
+from conftest import ROOT
 
 NET = "Default_network-WithLossCell__backbone-Net"
 AMP = "Default_network-WithLossCell__backbone-_OutputTo32__backbone-Net"
@@ -311,7 +312,7 @@ def test_short_rule_never_pairs_two_scoped_names() -> None:
 
 
 def test_single_op_doc_does_not_call_q_unsupported() -> None:
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "single_op.md").read_text()
+    doc = (ROOT / "docs" / "single_op.md").read_text()
     assert "`-q` is not supported" not in doc
     assert "--mapping" in doc
 
@@ -321,7 +322,7 @@ def test_single_op_doc_does_not_call_q_unsupported() -> None:
 
 
 def test_committed_real_amp_pair_pairs_every_fp32_tensor(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[1] / "fixtures" / "mindspore_real"
+    root = ROOT / "fixtures" / "mindspore_real"
     base, amp = root / "base", root / "amp"
     if not (base.is_dir() and amp.is_dir()):
         pytest.skip(f"no real mixed-precision pair under {root} (scripts/make_mindspore_dumps.py writes it)")

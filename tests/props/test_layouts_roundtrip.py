@@ -1,6 +1,6 @@
 """Property round trips for every built-in layout pair, through ``vconvert``'s tensor path.
 
-``tests/test_layouts.py`` already round-trips NCHW<->NC1HWC0 (C0 4/16/32), NCHW<->FRACTAL_Z
+``tests/convert/test_layouts.py`` already round-trips NCHW<->NC1HWC0 (C0 4/16/32), NCHW<->FRACTAL_Z
 (groups), ND<->FRACTAL_NZ, NCDHW<->NDC1HWC0 and the 4-D transposes on the converters
 themselves. This file adds what was missing -- the 5-D transposes, the FRACTAL_NZ -> NCHW / NHWC
 keys, NHWC / HWCN -> FRACTAL_Z with groups -- and runs every pair through
@@ -38,7 +38,7 @@ TESTED: dict[str, set[tuple[str, str]]] = {
     "transposes": set(PERMUTATIONS),
 }
 
-#: Pairs whose round trips live in tests/test_layouts.py.
+#: Pairs whose round trips live in tests/convert/test_layouts.py.
 COVERED_IN_TEST_LAYOUTS = {
     ("NCHW", "NC1HWC0"), ("NC1HWC0", "NCHW"), ("NC1HWC0", "NHWC"), ("NC1HWC0", "HWCN"),
     ("NCHW", "FRACTAL_Z"), ("FRACTAL_Z", "NCHW"), ("FRACTAL_Z", "HWCN"),

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from compare.kernels import compare_arrays, native
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 IS_ROOT = hasattr(os, "getuid") and os.getuid() == 0
 
 
@@ -288,7 +288,7 @@ def test_two_first_runs_at_once_leave_one_consistent_cache(tmp_path: Path) -> No
     code = textwrap.dedent(f"""
         import json, shutil, sys, time
         from pathlib import Path
-        sys.path.insert(0, {str(ROOT / "tests")!r})
+        sys.path[:0] = [{str(Path(__file__).resolve().parent)!r}, {str(ROOT / "tests")!r}]
         from compare.kernels import native
         import test_kernel_cache as t
         calls = []

@@ -43,8 +43,8 @@ from compare.kernels import (
 from compare.kernels._abi import PairPass, SidePass
 from compare.kernels.buffers import raw, tile
 from compare.records import TensorKind
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
 
 pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1",

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from builders import tf_leaf
+
 from compare.runs.folders import run_network
 from compare.reports.frame import to_dataframe
 from compare.cli import app
@@ -157,22 +159,15 @@ def test_one_op_folder_stays_a_plain_leaf(tmp_path: Path) -> None:
 # 3. --rank all across the time folders of one multi-device run
 
 
-def _tf_leaf(root: Path, time: str, device: int, *, iteration: int = 0, value_iteration: int = 0) -> None:
-    leaf = root / time / str(device) / "ge_default_20240101120000_1" / "1" / str(iteration)
-    leaf.mkdir(parents=True, exist_ok=True)
-    for task, op in enumerate(OPS, start=1):
-        _ascend_dump(leaf, op, task, BASE_TS + 1000 * task, value_iteration, device)
-
-
 def test_rank_all_finds_every_time_folder(tmp_path: Path) -> None:
     sides = {}
     for side in ("a", "b"):
         root = tmp_path / side
-        _tf_leaf(root, "20240101120000", 0)
+        tf_leaf(root, "20240101120000", 0)
         # an older copy of rank 1 holding other values on the left: the newest must be used
-        _tf_leaf(root, "20240101120000", 1, value_iteration=5 if side == "a" else 0)
-        _tf_leaf(root, "20240101120105", 1)
-        _tf_leaf(root, "20240101120107", 2)
+        tf_leaf(root, "20240101120000", 1, value_iteration=5 if side == "a" else 0)
+        tf_leaf(root, "20240101120105", 1)
+        tf_leaf(root, "20240101120107", 2)
         sides[side] = root
     result = run_network(sides["a"], sides["b"], rank="all")
     assert result.parts == [(0, 0), (1, 0), (2, 0)]

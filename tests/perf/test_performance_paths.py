@@ -26,8 +26,8 @@ from compare.engine.goldens import SideStats
 from compare.kernels import METRIC_NAMES, compare_arrays, compare_planned, is_scalar_like, storage
 from convert.layouts import LAYOUTS, LayoutError, prepare_pair
 from convert.layouts.lazy import LazyView, Unsupported, kernel_plan, plan_pair
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _close(a, b, rel: float = 1e-12, abs_: float = 1e-12) -> bool:

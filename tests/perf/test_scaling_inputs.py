@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 from conftest import shared_path
-from test_pairing import REAL, desc, op
+from builders import REAL, desc, op
 
 from compare.errors import DumpFormatError
 from compare.pairing import fusion_groups as fg

@@ -34,8 +34,8 @@ from compare.kernels import (
     resolve_algorithms,
 )
 from compare.testing.naive import close, reference_metrics
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 NAN, INF = math.nan, math.inf
 
 # --------------------------------------------------------------------------- helpers

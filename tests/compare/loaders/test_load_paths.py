@@ -16,6 +16,7 @@ from convert import dumpfile, npy
 from convert.dumpfile import read_header
 from convert.dumpwrite import write_dump
 from convert.npy import read_npy_header
+from conftest import ROOT
 
 # ------------------------------------------------------------------------------- compare.heap
 
@@ -170,7 +171,7 @@ def test_unusual_dumps_take_the_full_reader(tmp_path, damage):
 def _rules():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     found = sorted(root.glob("fixtures/**/*.json"))
     shared = root.parent / "shared"
     found += sorted(shared.glob("real/**/*.json")) + sorted(shared.glob("cases/**/*.json"))
