@@ -1,0 +1,188 @@
+"""Records of where error comes from: the operator graph of a run and the verdict of each operator.
+
+These are closed records only (no logic beyond small properties); they sit just above
+:mod:`compare.records` so that loaders (the MindSpore ``.ir`` reader), the localisation
+(:mod:`compare.diverge`), the reports and the API all speak of the same things.
+
+**The graph** (:class:`OpGraph`) says, for each operator of the left run, what feeds each of its
+inputs (:class:`InputEdge`: a producer operator and its output index, and the producer's
+:class:`NodeRole`), where it was written in the user's source (:class:`SourceLine`, MindSpore
+``.ir`` trace code) and its position in graph order. Names are the operator names of the rows
+(``MetricRow.left_op``); a producer that is not an operator of the run (a Parameter, a Data /
+Const node, an op that was not dumped) keeps its own name.
+
+**The verdicts** (:class:`OpVerdict`, one per operator): ``ok``, ``origin``, ``inherited``,
+``input-differs``, ``not-compared`` (:class:`Verdict`; the rules are in :mod:`compare.diverge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .records import Label
+
+
+class NodeRole(Label):
+    """What a graph node is: a computation, or a source of data (its values come from outside)."""
+
+    COMPUTE = "compute"
+    PARAMETER = "parameter"  # a trained weight / bias / statistic (MindSpore Parameter, a Variable)
+    DATA = "data"  # a network input (Data, PlaceHolder, a MindSpore graph input)
+    CONST = "const"  # a constant folded into the graph (Const, Constant)
+
+
+#: The roles whose values do not come from a computation of the graph.
+SOURCE_ROLES = frozenset({NodeRole.PARAMETER, NodeRole.DATA, NodeRole.CONST})
+
+
+class GraphSource(Label):
+    """Where the graph (edges and order) came from, best first."""
+
+    FUSION_RULE = "fusion rule"  # the ATC om->json graph (-f): input edges and op ids
+    MINDSPORE_IR = "mindspore ir"  # graphs/ms_output_trace_code_graph_{g}.ir: edges, trace code
+    EXECUTION_ORDER = "execution order"  # MindSpore execution-order files: order only
+    DUMP_ORDER = "dump order"  # the rows' order (dump timestamps): order only
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """A line of the user's source that wrote an operator (MindSpore trace code)."""
+
+    file: str
+    line: int
+    code: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class InputEdge:
+    """Input ``index`` of an operator is output ``output`` of ``producer`` (None: unknown).
+
+    ``role``: the producer's role (``COMPUTE`` when unknown); ``name``: the producer as the graph
+    file names it (a Parameter's name, e.g. ``fc1.weight``), for messages.
+    """
+
+    index: int
+    producer: str | None
+    output: int = 0
+    role: NodeRole = NodeRole.COMPUTE
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class OpNode:
+    """One operator of the graph (see the module doc for names)."""
+
+    name: str
+    op_type: str | None = None
+    role: NodeRole = NodeRole.COMPUTE
+    inputs: tuple[InputEdge, ...] = ()
+    source: SourceLine | None = None
+
+
+@dataclass(frozen=True)
+class OpGraph:
+    """The operators of a run in graph order (``nodes`` keeps that order) and where they came
+    from. ``edges`` is False when the source gives the order only (no :class:`InputEdge`)."""
+
+    nodes: Mapping[str, OpNode]
+    source: GraphSource
+    edges: bool = True
+    notes: tuple[str, ...] = ()
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        return tuple(self.nodes)
+
+    def position(self, name: str) -> int | None:
+        """The 0-based position of ``name`` in graph order, None when it is not a node."""
+        try:
+            return self.order.index(name)
+        except ValueError:
+            return None
+
+
+class Verdict(Label):
+    """Whether an operator is wrong itself or only inherits error (rules: :mod:`compare.diverge`)."""
+
+    OK = "ok"
+    ORIGIN = "origin"
+    INHERITED = "inherited"
+    INPUT_DIFFERS = "input-differs"
+    NOT_COMPARED = "not-compared"
+
+
+@dataclass(frozen=True)
+class TensorCheck:
+    """One tensor of an operator against the bounds.
+
+    ``passed``: None when not compared; ``error``: its relative error (RelativeEuclideanDistance,
+    or ``1 - CosineSimilarity`` when that is all there is); ``failed``: the bounds it broke, as
+    ``(metric, value)``; ``nan`` / ``inf`` / ``saturated``: element counts on the left side (None
+    when not counted); ``producer``: the edge feeding it (inputs only).
+    """
+
+    tensor_id: str
+    passed: bool | None
+    error: float | None = None
+    failed: tuple[tuple[str, float], ...] = ()
+    nan: int | None = None
+    inf: int | None = None
+    saturated: int | None = None
+    producer: InputEdge | None = None
+
+    @property
+    def nonfinite(self) -> bool:
+        return bool(self.nan) or bool(self.inf)
+
+
+@dataclass(frozen=True)
+class OpVerdict:
+    """The verdict of one operator and the evidence for it.
+
+    ``position``: graph order; ``error`` / ``input_error``: worst output / input error;
+    ``amplification``: ``error / input_error`` (None when either is missing; ``inf`` when the
+    inputs are exact and the output is not); ``blame``: for ``inherited`` the producers whose
+    outputs failed first, for ``input-differs`` the data inputs that differ.
+    """
+
+    op: str
+    op_type: str | None
+    position: int
+    verdict: Verdict
+    outputs: tuple[TensorCheck, ...] = ()
+    inputs: tuple[TensorCheck, ...] = ()
+    error: float | None = None
+    input_error: float | None = None
+    amplification: float | None = None
+    blame: tuple[str, ...] = ()
+    source: SourceLine | None = None
+    rank: int | None = None
+    iteration: int | None = None
+
+
+@dataclass(frozen=True)
+class Localisation:
+    """The answer to "where does it go wrong": every operator's verdict in graph order, the first
+    divergence (the first ``origin`` or ``input-differs`` operator, None when nothing diverges)
+    and the first tensor holding NaN/Inf on the left side (None when none does)."""
+
+    verdicts: tuple[OpVerdict, ...]
+    graph: OpGraph
+    first_divergence: OpVerdict | None
+    first_nonfinite: str | None = None
+    bounds: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def verdict_of(self, op: str) -> OpVerdict | None:
+        for verdict in self.verdicts:
+            if verdict.op == op:
+                return verdict
+        return None
+
+
+__all__ = ["GraphSource", "InputEdge", "Localisation", "NodeRole", "OpGraph", "OpNode", "OpVerdict", "SOURCE_ROLES",
+           "SourceLine", "TensorCheck", "Verdict"]
