@@ -1,0 +1,730 @@
+"""MindSpore ``.ir`` graph files: the kernel graph of a dump (what feeds each input of each kernel,
+where the user wrote it, graph order) as an :class:`~compare.lineage.OpGraph`.
+
+MindSpore writes ``{root}/rank_{r}/graphs/ms_output_trace_code_graph_{graph_id}.ir`` next to a
+dump whose leaves are ``{root}/rank_{r}/{net}/{graph_id}/{iteration}/`` (:func:`find_ir`). The
+text is read by hand (:func:`read_ir`): there is no library for this text format (it is written
+for people to read).
+
+**Grammar handled** (one line at a time; anything else is skipped)::
+
+    # IR entry: @kernel_graph0                           (tolerated, not required)
+    %para{N}_{name}: <{abstract}> ... [IsWeight: true|false]                  the params section
+    subgraph @{graph}({header params}) {                 opens a body (several: all, file order)
+      %{N}({label}) = {callee}({arguments}) {attributes...}                   a node
+          : ({input abstracts}) -> ({output abstracts})   (ignored)
+          # Fullname with scope: ({scope}/{Type}-op{K})
+          # Corresponding forward node candidate:        (ignored; the lines below it count,
+          # Corresponding code candidate:                 likewise)
+          # In file {file}:{line}[~{line}][, {col}~{col}]/{code}/
+      Return(%{N})                                       (not a node)
+    }                                                    closes the body
+
+* **Params**: ``is_parameter`` in the abstract or ``IsWeight: true`` -> :attr:`NodeRole.PARAMETER`
+  (weights, optimizer state, ``global_step``, ``learning_rate``); any other param (the network
+  inputs ``%para3_inputs0``, a ``%para`` of a subgraph header) -> :attr:`NodeRole.DATA`.
+* **Kernels**: one :class:`OpNode` per node whose callee is a primitive other than the virtual
+  ones of :data:`VIRTUAL_OPS` (``Load``, ``TupleGetItem``, ``Depend``, ``MakeTuple``,
+  ``UpdateState``, ``Return`` ...) and other than a graph call (``@g(...)``, ``%N(...)``). Its
+  name is the ``Fullname with scope`` with ``/`` as ``_`` -- the dump-file spelling
+  (``Default/network-WithLossCell/_backbone-Net/fc1-Dense/MatMul-op0`` ->
+  ``Default_network-WithLossCell__backbone-Net_fc1-Dense_MatMul-op0``); a node without that line
+  is named ``{graph}_{Type}-%{N}``. A name met twice keeps its first node (a note says so).
+  ``op_type`` is the callee without a ``PrimFunc_`` prefix. Nodes keep the body's order, several
+  subgraphs one after the other in file order. That order is topological (every producer comes
+  before its consumers) but it is **not** the execution order: on the real MindSpore 2.10 CPU
+  dump ``K_base_kernels`` (the same 109 kernels in both files) only 69 keep their
+  relative places in ``ms_execution_order_graph_0.csv`` (whose order the dump timestamps follow);
+  :func:`in_execution_order` puts the nodes in the file's order.
+* **Inputs** (:class:`InputEdge`, ``index`` = the dump's ``input.{index}`` slot): the arguments
+  are taken left to right and each takes the next slot, except that a monad (``U``,
+  ``UMonad[U]``, ``IO``, ``IOMonad[IO]``, an ``UpdateState`` result, or a node that resolves to
+  one) takes none, and a ``MakeTuple`` argument takes one slot per element (tuple inputs are
+  unfolded in a kernel graph). Scalar and literal arguments (``I64(0)``, ``Bool(1)``,
+  ``F32(1e-05)``, a tuple literal such as ``(I64(-1))`` or ``(0, 2)``, ``Tensor(shape=...)``,
+  ``None``) are :attr:`NodeRole.CONST` edges (``producer`` None, ``name`` the literal). Checked on
+  the real MindSpore 2.10 CPU dump ``K_base_kernels`` (every dumped kernel): ``MatMul(%x, %w,
+  Bool(0), Bool(1))`` has ``input.0``..``input.3`` with 2 and 3 ``Bool``; ``LayerNorm(%x, %g,
+  %b, I64(-1), I64(-1), F32(1e-07))`` has ``input.0``..``input.5`` (3, 4 ``Int64``, 5
+  ``Float32``); ``Softmax(%x, (I64(-1)))`` has ``input.1`` ``Int64`` (the tuple literal is one
+  slot); ``BatchMatMul`` has 4 inputs like ``MatMul``. The one exception seen:
+  ``Conv2DBackpropInput`` / ``Conv2DBackpropFilter(%dy, %w, Tensor(shape=[4], ...))`` dump only
+  ``input.0`` and ``input.1`` -- the trailing ``Tensor`` literal is not a dumped input (the
+  kernel was rebuilt after the ``.ir`` was written); the edge of the literal is kept (slot 2 has
+  no file), the other slots are unaffected. Those rebuilt kernels also carry another ``-op{K}`` id in their
+  dump file names than in the ``.ir`` (see :func:`match_dumped`).
+* **Pass-through nodes** are resolved so that an edge names the real producer:
+  ``Load(%para, U)`` -> the param; ``Depend(%x, ...)`` / ``StopGradient(%x)`` -> ``%x``;
+  ``TupleGetItem(%x, k)`` -> output ``k`` of ``%x`` (element ``k`` when ``%x`` is a
+  ``MakeTuple``; chains follow); a kernel used directly is its output 0. An edge from a param has
+  ``producer`` = the param's name in the dump-file spelling (``.`` and ``/`` as ``_``: a dumped
+  Parameter is ``Parameter.fc1_weight....npy``), ``name`` = the name as the ``.ir`` writes it
+  (``fc1.weight``), role PARAMETER or DATA. A reference the reader cannot resolve (undefined or
+  later ``%N``, the result of a graph call or of ``Switch`` / ``Partial``, an element of a tuple
+  output taken twice) is an edge with ``producer`` None, role COMPUTE, ``name`` the reference.
+* **Source** (:class:`SourceLine`): the last ``# In file`` line of the node whose file is not in a
+  ``site-packages`` / ``dist-packages`` folder (the last one when all are): ``file``, the first
+  line number, the code between the slashes (stripped). A gradient kernel's lines are those of
+  its forward node (MindSpore's "Corresponding forward node candidate"). Also accepted:
+  ``# In file {file}({line})/{code}/`` (a line number in parentheses; not seen in 2.10 files).
+
+**Edge-case policy**: unknown line shapes are skipped; a node line whose argument list does not
+close on its line takes up to 64 continuation lines (a multi-line ``Tensor`` value); lines are
+read at most 4 MiB each (the rest of a longer line is dropped); one node's arguments unfold to
+at most 4096 slots (looking at 65536 tuple elements at most); a subgraph left open (at the end
+of the file, or by the next ``subgraph`` line) is kept and a note says the file may be
+truncated. A file that cannot be read, or has no ``subgraph @name(...) {`` line at all
+(not an ``.ir``: a ``.pb``, a csv, garbage), raises :class:`DumpFormatError` naming the file.
+Scans are linear: no regular expression here can backtrack over a long line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from convert.names.keys import name_key
+
+from ..errors import DumpFormatError
+from ..lineage import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, SourceLine
+
+#: ``graphs/`` file name of graph ``{graph}``.
+IR_NAME = "ms_output_trace_code_graph_{graph}.ir"
+#: How many folders above a dump leaf :func:`find_ir` looks for ``graphs/``.
+IR_SEARCH_DEPTH = 3
+
+#: Callees that are not kernels: they move, bundle or order values (never dumped).
+VIRTUAL_OPS = frozenset({"Return", "MakeTuple", "MakeList", "TupleGetItem", "ListGetItem", "Depend",
+                         "UpdateState", "Load", "StopGradient", "Partial", "Switch", "SwitchLayer"})
+#: Virtual ops whose value is their first argument.
+_FORWARDING_OPS = frozenset({"Load", "Depend", "StopGradient"})
+_TUPLE_OPS = frozenset({"MakeTuple", "MakeList"})
+_GETITEM_OPS = frozenset({"TupleGetItem", "ListGetItem"})
+_MONAD_TOKENS = frozenset({"U", "IO", "UMonad", "IOMonad"})
+_LIBRARY_FOLDERS = frozenset({"site-packages", "dist-packages"})
+
+_MAX_LINE = 4 << 20
+_MAX_CONTINUATION = 64
+_MAX_SLOTS = 4096
+_MAX_LITERAL = 120
+
+_NODE_RE = re.compile(r"%(\d{1,9})(?:\(([^()\n]{0,4096})\))? ?= ?([@%]?[A-Za-z_][\w.:]{0,255})\(")
+_PARAM_RE = re.compile(r"%para(\d{1,9})_([^:\s,()]{1,4096}):")
+_PARAM_REF_RE = re.compile(r"%para\d{1,9}_(\S{1,4096})")
+_NODE_REF_RE = re.compile(r"%(\d{1,9})")
+_SUBGRAPH_RE = re.compile(r"subgraph @([^\s(]{1,4096})\(")
+_GETITEM_INDEX_RE = re.compile(r"(?:I64|I32|I16|I8|U64|U32)?\(?(\d{1,9})\)?")
+_TRACE_RE = re.compile(r":(\d{1,9})(?:~\d{1,9})?(?:, ?\d{1,9}~\d{1,9})?/")
+_OLD_TRACE_RE = re.compile(r"\((\d{1,9})\)/")
+_SCAN_RE = re.compile(r'[()\[\]{}",\\]')
+_KERNEL_ID_RE = re.compile(r"-op(\d{1,9})$")
+_FULLNAME = "# Fullname with scope:"
+_IN_FILE = "# In file "
+
+
+# --------------------------------------------------------------------------------------------
+# finding the file
+# --------------------------------------------------------------------------------------------
+
+def find_ir(leaf: Path, graph: int | None = None) -> Path | None:
+    """The ``.ir`` of a dump leaf, None when there is none (never raises for absence).
+
+    ``graphs/`` is looked up in the leaf's ancestors up to :data:`IR_SEARCH_DEPTH` levels above
+    it (``rank_{r}/graphs`` for ``rank_{r}/{net}/{graph_id}/{iteration}``; ``device_{d}/graphs``
+    for a synchronous ``device_{d}/iteration_{n}``). The graph id is ``graph``, else the leaf's
+    parent folder when it is a number (``{graph_id}/{iteration}``); without either, the only
+    ``ms_output_trace_code_graph_*.ir`` of the folder (None when there are several).
+    """
+    if graph is None and leaf.parent.name.isdigit():
+        graph = int(leaf.parent.name)
+    folder = leaf
+    for _ in range(IR_SEARCH_DEPTH + 1):
+        graphs = folder / "graphs"
+        try:
+            if graphs.is_dir():
+                return _ir_in(graphs, graph)
+        except OSError:
+            return None
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return None
+
+
+def _ir_in(graphs: Path, graph: int | None) -> Path | None:
+    """The graph's ``.ir`` in a ``graphs/`` folder (the only one when ``graph`` is None)."""
+    try:
+        if graph is not None:
+            path = graphs / IR_NAME.format(graph=graph)
+            return path if path.is_file() else None
+        found = sorted(p for p in graphs.glob(IR_NAME.format(graph="*")) if p.is_file())
+    except OSError:
+        return None
+    return found[0] if len(found) == 1 else None
+
+
+# --------------------------------------------------------------------------------------------
+# the text: lines, params, subgraphs, nodes
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Param:
+    """A ``%para{N}_{name}`` of the params section or of a subgraph header."""
+
+    name: str
+    role: NodeRole
+
+
+@dataclass
+class _NodeText:
+    """A node line and the comment lines under it, as read."""
+
+    number: int
+    label: str
+    callee: str
+    args: list[str]
+    line: int
+    fullname: str | None = None
+    traces: list[SourceLine] = field(default_factory=list)
+
+
+@dataclass
+class _Subgraph:
+    """One ``subgraph @name(...) { ... }`` body."""
+
+    name: str
+    line: int
+    params: dict[str, _Param] = field(default_factory=dict)
+    nodes: list[_NodeText] = field(default_factory=list)
+    closed: bool = False
+
+
+@dataclass
+class _ArgScan:
+    """A scan over a call's argument list, fed one line at a time (a literal may span lines).
+
+    Top-level commas separate the arguments; ``( [ {`` nest; ``"..."`` strings (with ``\\``
+    escapes) are opaque; the ``)`` at depth 0 closes the list (``closed``). Each character is
+    looked at once, whatever the number of lines.
+    """
+
+    args: list[str] = field(default_factory=list)
+    part: list[str] = field(default_factory=list)
+    depth: int = 0
+    quoted: bool = False
+    closed: bool = False
+    size: int = 0
+
+    def feed(self, text: str, start: int = 0) -> None:
+        """Scan ``text[start:]`` (until the list closes)."""
+        self.size += len(text) - start
+        begin = start
+        skip_to = start
+        for match in _SCAN_RE.finditer(text, start):
+            at = match.start()
+            if at < skip_to:
+                continue
+            char = match.group()
+            if self.quoted:
+                if char == "\\":
+                    skip_to = at + 2
+                elif char == '"':
+                    self.quoted = False
+            elif char == '"':
+                self.quoted = True
+            elif char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                if self.depth > 0:
+                    self.depth -= 1
+                elif char == ")":
+                    self._end_argument(text[begin:at])
+                    self.closed = True
+                    return
+            elif char == "," and self.depth == 0:
+                self._end_argument(text[begin:at])
+                begin = at + 1
+        self.part.append(text[begin:] + "\n")
+
+    def arguments(self) -> list[str]:
+        """The arguments (an unclosed list: what was read, the last argument as far as it went)."""
+        args = list(self.args)
+        if not self.closed and self.part:
+            args.append("".join(self.part).strip())
+        return [a for a in args if a]
+
+    def _end_argument(self, tail: str) -> None:
+        self.part.append(tail)
+        self.args.append("".join(self.part).strip())
+        self.part = []
+
+
+@dataclass
+class _Pending:
+    """A node line whose argument list has not closed yet (continued on the next lines)."""
+
+    node: _NodeText
+    scan: _ArgScan
+    lines: int = 1
+
+    @property
+    def full(self) -> bool:
+        """:data:`_MAX_CONTINUATION` lines or :data:`_MAX_LINE` characters read: no more lines."""
+        return self.lines >= _MAX_CONTINUATION or self.scan.size > _MAX_LINE
+
+    def settle(self) -> None:
+        """Give the node the arguments read so far."""
+        self.node.args = self.scan.arguments()
+
+
+@dataclass
+class _IrText:
+    """Everything read from the file."""
+
+    params: dict[str, _Param] = field(default_factory=dict)
+    subgraphs: list[_Subgraph] = field(default_factory=list)
+    lines: int = 0
+
+
+def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line, at most :data:`_MAX_LINE` characters each (the rest of
+    a longer line is dropped); undecodable bytes are replaced. OSError propagates."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        number = 0
+        while True:
+            text = handle.readline(_MAX_LINE)
+            if not text:
+                return
+            number += 1
+            rest = text
+            while rest and not rest.endswith("\n"):
+                rest = handle.readline(_MAX_LINE)
+            yield number, text.rstrip("\r\n")
+
+
+def _scan(path: Path) -> _IrText:
+    """Read the file into params and subgraphs (see the module doc for the grammar)."""
+    ir = _IrText()
+    body: _Subgraph | None = None
+    current: _NodeText | None = None
+    pending: _Pending | None = None
+    for number, raw in _read_lines(path):
+        ir.lines = number
+        text = raw.strip()
+        if pending is not None:
+            if not (_is_structural(text) or pending.full):
+                pending = _continue(pending, raw)
+                continue
+            pending.settle()
+            pending = None
+        if body is None:
+            body = _outside_body(ir, text, number)
+            current = None
+            continue
+        if text == "}":
+            body.closed = True
+            body, current = None, None
+            continue
+        if text.startswith("subgraph @"):  # the body before was not closed: a new one opens
+            body, current = _outside_body(ir, text, number) or body, None
+            continue
+        if text.startswith("%"):
+            current, pending = _node_line(text, number)
+            if current is not None:
+                body.nodes.append(current)
+            continue
+        if current is not None and text.startswith("#"):
+            _comment_line(current, text)
+        elif not text.startswith(":"):
+            current = None  # Return(...) or an unknown line: what follows is not a node's
+    if pending is not None:
+        pending.settle()
+    return ir
+
+
+def _is_structural(text: str) -> bool:
+    """A line that cannot continue an unclosed argument list."""
+    return text.startswith(("%", ":", "#", "}", "subgraph ")) or text == ""
+
+
+def _outside_body(ir: _IrText, text: str, number: int) -> _Subgraph | None:
+    """A line outside any subgraph body: a param, a subgraph header (returned), or skipped."""
+    if text.startswith("%para"):
+        param = _param_line(text)
+        if param is not None:
+            ir.params.setdefault(param[0], param[1])
+        return None
+    if text.startswith("subgraph @") and text.endswith("{"):
+        match = _SUBGRAPH_RE.match(text)
+        if match is None:
+            return None
+        subgraph = _Subgraph(match.group(1), number)
+        for token in _split_args(text, match.end()):
+            ref = _PARAM_REF_RE.fullmatch(token.split(":", 1)[0].strip())
+            if ref is not None:
+                subgraph.params[ref.group(1)] = _Param(ref.group(1), NodeRole.DATA)
+        ir.subgraphs.append(subgraph)
+        return subgraph
+    return None
+
+
+def _param_line(text: str) -> tuple[str, _Param] | None:
+    """``%para{N}_{name}: <...>`` -> ``(name, param)``; its role is PARAMETER when the abstract says
+    ``is_parameter`` or the line ``IsWeight: true``."""
+    match = _PARAM_RE.match(text)
+    if match is None:
+        return None
+    name = match.group(2)
+    rest = text[match.end():]
+    weight = "is_parameter" in rest or "IsWeight: true" in rest
+    return name, _Param(name, NodeRole.PARAMETER if weight else NodeRole.DATA)
+
+
+def _node_line(text: str, number: int) -> tuple[_NodeText | None, _Pending | None]:
+    """A ``%N(label) = callee(args) ...`` line -> the node (None when the line is not one) and, when
+    its argument list does not close on the line, the pending continuation."""
+    match = _NODE_RE.match(text)
+    if match is None:
+        return None, None
+    scan = _ArgScan()
+    scan.feed(text, match.end())
+    node = _NodeText(int(match.group(1)), match.group(2) or "", match.group(3), scan.arguments(), number)
+    return node, (None if scan.closed else _Pending(node, scan))
+
+
+def _continue(pending: _Pending, raw: str) -> _Pending | None:
+    """Feed a continuation line to an unclosed argument list; None once it has closed."""
+    pending.scan.feed(raw)
+    pending.lines += 1
+    if pending.scan.closed:
+        pending.settle()
+        return None
+    return pending
+
+
+def _split_args(text: str, start: int) -> list[str]:
+    """The arguments of a call whose list starts at ``text[start]`` (see :class:`_ArgScan`)."""
+    scan = _ArgScan()
+    scan.feed(text, start)
+    return scan.arguments()
+
+
+def _comment_line(node: _NodeText, text: str) -> None:
+    """``# Fullname with scope: (...)`` and ``# In file ...`` lines of a node; others ignored."""
+    if text.startswith(_FULLNAME):
+        scope = text[len(_FULLNAME):].strip()
+        if scope.startswith("(") and scope.endswith(")"):
+            scope = scope[1:-1].strip()
+        if scope and node.fullname is None:
+            node.fullname = scope
+    elif text.startswith(_IN_FILE):
+        trace = parse_trace(text[len(_IN_FILE):])
+        if trace is not None:
+            node.traces.append(trace)
+
+
+def parse_trace(text: str) -> SourceLine | None:
+    """``{file}:{line}[~{line}][, {col}~{col}]/{code}/`` (or ``{file}({line})/{code}/``) -> a
+    :class:`SourceLine`; None when neither form is there."""
+    match = _TRACE_RE.search(text) or _OLD_TRACE_RE.search(text)
+    if match is None or match.start() == 0:
+        return None
+    code = text[match.end():]
+    if code.endswith("/"):
+        code = code[:-1]
+    return SourceLine(text[:match.start()].strip(), int(match.group(1)), code.strip())
+
+
+def user_line(traces: Iterable[SourceLine]) -> SourceLine | None:
+    """The last trace whose file is not inside a ``site-packages`` / ``dist-packages`` folder; the
+    last trace when all are; None when there is none."""
+    last: SourceLine | None = None
+    user: SourceLine | None = None
+    for trace in traces:
+        last = trace
+        folders = set(re.split(r"[\\/]", trace.file))
+        if not folders & _LIBRARY_FOLDERS:
+            user = trace
+    return user if user is not None else last
+
+
+# --------------------------------------------------------------------------------------------
+# values: what an argument stands for once pass-through nodes are resolved
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Ref:
+    """A single value: output ``output`` of ``producer`` (None: a literal or unknown). ``whole``:
+    a kernel's value as such (a later ``TupleGetItem`` picks its output)."""
+
+    producer: str | None
+    role: NodeRole
+    name: str
+    output: int = 0
+    whole: bool = False
+
+
+@dataclass(frozen=True)
+class _Tuple:
+    """A ``MakeTuple`` value: its elements."""
+
+    items: tuple[_Value, ...]
+
+
+@dataclass(frozen=True)
+class _Monad:
+    """A side-effect token (``U``, ``IO``, an ``UpdateState`` result): no dump slot."""
+
+
+_Value = _Ref | _Tuple | _Monad
+_MONAD = _Monad()
+
+
+def dump_spelling(name: str) -> str:
+    """A scope or param name as MindSpore's dump file names spell it: ``/`` (and, for a param,
+    ``.``) as ``_``."""
+    return name.replace("/", "_").replace(".", "_")
+
+
+class _Resolver:
+    """The values of one subgraph's nodes, filled in body order (a reference to a later node is
+    unknown: MindSpore prints a body in topological order)."""
+
+    def __init__(self, params: dict[str, _Param]) -> None:
+        self.params = params
+        self.values: dict[int, _Value] = {}
+
+    def argument(self, token: str) -> _Value:
+        """What one argument token stands for."""
+        if token.startswith("%para"):
+            match = _PARAM_REF_RE.fullmatch(token)
+            if match is not None:
+                param = self.params.get(match.group(1), _Param(match.group(1), NodeRole.DATA))
+                return _Ref(dump_spelling(param.name), param.role, param.name)
+        if token.startswith("%"):
+            match = _NODE_REF_RE.fullmatch(token)
+            value = self.values.get(int(match.group(1))) if match is not None else None
+            return value if value is not None else _Ref(None, NodeRole.COMPUTE, _literal(token))
+        if token.split("[", 1)[0] in _MONAD_TOKENS:
+            return _MONAD
+        return _Ref(None, NodeRole.CONST, _literal(token))
+
+    def define(self, node: _NodeText, kernel_name: str | None) -> None:
+        """Record the value of ``%N`` (a kernel's whole output, or what a virtual node passes on)."""
+        if kernel_name is not None:
+            self.values[node.number] = _Ref(kernel_name, NodeRole.COMPUTE, kernel_name, whole=True)
+            return
+        self.values[node.number] = self._virtual(node)
+
+    def _virtual(self, node: _NodeText) -> _Value:
+        """The value of a non-kernel node."""
+        callee = node.callee
+        if callee == "UpdateState":
+            return _MONAD
+        if callee in _FORWARDING_OPS and node.args:
+            return self.argument(node.args[0])
+        if callee in _TUPLE_OPS:
+            return _Tuple(tuple(self.argument(a) for a in node.args))
+        if callee in _GETITEM_OPS and len(node.args) == 2:
+            return self._item(node)
+        return _Ref(None, NodeRole.COMPUTE, _literal(f"%{node.number}({node.label}) = {callee}"))
+
+    def _item(self, node: _NodeText) -> _Value:
+        """``TupleGetItem(%x, k)``: element ``k`` of a tuple, output ``k`` of a kernel."""
+        source = self.argument(node.args[0])
+        match = _GETITEM_INDEX_RE.fullmatch(node.args[1])
+        unknown = _Ref(None, NodeRole.COMPUTE, _literal(f"%{node.number}({node.label}) = {node.callee}"))
+        if match is None:
+            return unknown
+        index = int(match.group(1))
+        if isinstance(source, _Tuple):
+            return source.items[index] if index < len(source.items) else unknown
+        if isinstance(source, _Ref) and source.whole:
+            return _Ref(source.producer, source.role, source.name, output=index)
+        return unknown
+
+
+def _literal(token: str) -> str:
+    """A token as an edge name, at most :data:`_MAX_LITERAL` characters."""
+    return token if len(token) <= _MAX_LITERAL else token[:_MAX_LITERAL - 3] + "..."
+
+
+def _slots(values: list[_Value]) -> tuple[list[_Ref], bool]:
+    """The single values of a node's arguments in slot order -- monads dropped, tuples unfolded
+    (iteratively: nesting depth does not matter) -- at most :data:`_MAX_SLOTS` of them, and
+    whether more were left out."""
+    found: list[_Ref] = []
+    stack: list[_Value] = list(reversed(values))
+    visits = 0
+    while stack:
+        visits += 1
+        if visits > 16 * _MAX_SLOTS:  # tuples of tuples of monads: bounded work all the same
+            return found, True
+        value = stack.pop()
+        if isinstance(value, _Tuple):
+            stack.extend(reversed(value.items))
+        elif isinstance(value, _Ref):
+            if len(found) == _MAX_SLOTS:
+                return found, True
+            found.append(value)
+    return found, False
+
+
+def _edges(values: list[_Value]) -> tuple[tuple[InputEdge, ...], bool]:
+    """The input edges of a kernel, and whether :data:`_MAX_SLOTS` cut them short."""
+    refs, cut = _slots(values)
+    return tuple(InputEdge(index, ref.producer, ref.output, ref.role, ref.name) for index, ref in enumerate(refs)), cut
+
+
+# --------------------------------------------------------------------------------------------
+# the graph
+# --------------------------------------------------------------------------------------------
+
+def read_ir(path: Path) -> OpGraph:
+    """The kernel graph of a MindSpore ``.ir`` file (grammar and policy: the module doc).
+
+    Raises :class:`DumpFormatError` naming the file when it cannot be read or is not an ``.ir``.
+    """
+    path = Path(path)
+    try:
+        ir = _scan(path)
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read the MindSpore graph file: {exc.strerror or exc}") from None
+    if not ir.subgraphs:
+        raise DumpFormatError(path, f"not a MindSpore .ir graph: none of its {ir.lines} lines opens a subgraph "
+                                    "('subgraph @name(...) {')")
+    nodes: dict[str, OpNode] = {}
+    notes: list[str] = []
+    for subgraph in ir.subgraphs:
+        _add_subgraph(nodes, notes, subgraph, {**subgraph.params, **ir.params}, path)
+    return OpGraph(nodes=nodes, source=GraphSource.MINDSPORE_IR, edges=True, notes=tuple(notes))
+
+
+def _add_subgraph(nodes: dict[str, OpNode], notes: list[str], subgraph: _Subgraph,
+                  params: dict[str, _Param], path: Path) -> None:
+    """Add the kernels of one body to ``nodes`` (body order); notes for what was odd."""
+    resolver = _Resolver(params)
+    taken = cut = 0
+    for text in subgraph.nodes:
+        kernel = _is_kernel(text.callee)
+        name = _node_name(subgraph.name, text) if kernel else None
+        if name is not None:
+            edges, short = _edges([resolver.argument(a) for a in text.args])
+            cut += short
+            node = OpNode(name, op_type(text.callee), NodeRole.COMPUTE, edges, user_line(text.traces))
+            if name in nodes:
+                taken += 1
+            else:
+                nodes[name] = node
+        resolver.define(text, name)
+    where = f"{path.name} @{subgraph.name} (line {subgraph.line})"
+    if not subgraph.closed:
+        notes.append(f"{where}: the subgraph is not closed by '}}' (the file may be truncated)")
+    if taken:
+        notes.append(f"{where}: {taken} kernel(s) named like an earlier one were left out")
+    if cut:
+        notes.append(f"{where}: {cut} kernel(s) had more than {_MAX_SLOTS} inputs once tuples were unfolded; "
+                     "only the first were kept")
+
+
+def _is_kernel(callee: str) -> bool:
+    """A primitive that is not virtual (graph calls ``@g`` / ``%N`` are not kernels)."""
+    return not callee.startswith(("@", "%")) and op_type(callee) not in VIRTUAL_OPS
+
+
+def op_type(callee: str) -> str:
+    """The primitive's name without MindSpore's ``PrimFunc_`` prefix."""
+    return callee[len("PrimFunc_"):] if callee.startswith("PrimFunc_") and len(callee) > 9 else callee
+
+
+def _node_name(graph: str, text: _NodeText) -> str:
+    """The dump-file spelling of the node's scope name, or ``{graph}_{Type}-%{N}`` without one."""
+    if text.fullname:
+        return dump_spelling_scope(text.fullname)
+    return f"{graph}_{op_type(text.callee)}-%{text.number}"
+
+
+def dump_spelling_scope(fullname: str) -> str:
+    """A ``Fullname with scope`` as dump file names spell it (``/`` as ``_``; dots kept)."""
+    return fullname.replace("/", "_")
+
+
+# --------------------------------------------------------------------------------------------
+# dumped names
+# --------------------------------------------------------------------------------------------
+
+def match_dumped(graph: OpGraph, dumped: Iterable[str]) -> dict[str, str]:
+    """Which graph node each dumped kernel name is: ``{dumped name: node name}``.
+
+    A name that is a node matches itself. The others are matched within their group -- the names
+    that are equal without the trailing ``-op{K}`` -- when the group has as many unmatched dumped
+    names as unmatched nodes: the dumped names by ``K``, the nodes in graph order, pairwise.
+    In the MindSpore 2.10 CPU dumps some kernels carry another ``-op{K}`` in their file names than
+    in the ``.ir`` and the execution order -- the ``Conv2DBackpropInput`` / ``Conv2DBackpropFilter``
+    whose trailing ``Tensor`` input has no dump file: the ``.ir`` says
+    ``...conv1-Conv2d_Grad_Conv2D_Conv2DBackpropInput-op2`` and ``-op3``, the dump files ``-op0``
+    and ``-op1``, in the same order (checked on the values: the dumped ``-op0`` reads the
+    ``conv2`` weight that the ``.ir``'s ``-op2`` loads). Names left unmatched are absent from the
+    result.
+    """
+    names = list(dict.fromkeys(dumped))
+    result = {name: name for name in names if name in graph.nodes}
+    matched_nodes = set(result.values())
+    free_dumped: dict[str, list[str]] = {}
+    for name in names:
+        if name not in result:
+            free_dumped.setdefault(_KERNEL_ID_RE.sub("", name), []).append(name)
+    free_nodes: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        if node not in matched_nodes:
+            free_nodes.setdefault(_KERNEL_ID_RE.sub("", node), []).append(node)
+    for group, members in free_dumped.items():
+        candidates = free_nodes.get(group, [])
+        if len(candidates) == len(members):
+            result.update(zip(sorted(members, key=_kernel_id), candidates))
+    return result
+
+
+def in_execution_order(graph: OpGraph, names: Sequence[str]) -> OpGraph:
+    """The graph with its nodes in the order of an execution-order file (the names
+    :func:`compare.loaders.ms_order.read_execution_order` returns).
+
+    A ``.ir`` body is printed in a topological order (every producer before its consumers) that is
+    not the order the kernels ran in: on ``K_base_kernels`` 69 of the 109 kernels keep their
+    relative places, and the dump timestamps follow the execution-order file. Policy: a node the
+    file lists (matched by :func:`convert.names.keys.name_key`, the first listing counts) takes its
+    place in the file; a node it does not list stays right after the node that precedes it in
+    the body (before every listed node when none does); ties keep body order. An empty ``names``
+    returns the graph unchanged.
+    """
+    if not names:
+        return graph
+    listed: dict[str, int] = {}
+    for position, name in enumerate(names):
+        listed.setdefault(name_key(name), position)
+    keys: dict[str, tuple[int, int, int]] = {}
+    anchor = -1
+    found = 0
+    for body, name in enumerate(graph.nodes):
+        position = listed.get(name_key(name))
+        if position is None:
+            keys[name] = (anchor, 1, body)
+        else:
+            keys[name] = (position, 0, body)
+            anchor = position
+            found += 1
+    ordered = {name: graph.nodes[name] for name in sorted(graph.nodes, key=keys.__getitem__)}
+    note = (f"nodes in execution order ({found} of {len(graph.nodes)} listed in the file; the others after the "
+            "node preceding them in the .ir)")
+    return OpGraph(nodes=ordered, source=graph.source, edges=graph.edges, notes=(*graph.notes, note))
+
+
+def _kernel_id(name: str) -> int:
+    match = _KERNEL_ID_RE.search(name)
+    return int(match.group(1)) if match is not None else -1
+
+
+__all__ = ["IR_NAME", "VIRTUAL_OPS", "dump_spelling", "dump_spelling_scope", "find_ir", "in_execution_order",
+           "match_dumped", "op_type", "parse_trace", "read_ir", "user_line"]
