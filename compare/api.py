@@ -15,21 +15,25 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import OptionError
 from .gates import evaluate, parse_gate
+from .lineage import Localisation, OpGraph, OpVerdict
 from .pairing.rule_records import FusionRule
 from .policy import Policy, gated_metrics
 from .policy_file import load_policy
 from .records import Bound, MetricRow, Verdict, count_by_status
+from .reports.divergence import localisation_document
 from .reports.frame import frame_of
 from .reports.junit import render_junit
 from .reports.result_json import decode_float, result_document
 from .reports.saved import load_result
 from .runs.folders import run_network
 from .runs.loading import PathLike, RuleArg
+from .runs.localise import localise_network
 from .runs.network import NetworkResult, Progress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,6 +113,31 @@ class ComparisonResult:
     def passed(self) -> bool:
         return self.verdict.passed
 
+    @cached_property
+    def localisation(self) -> Localisation | None:
+        """Where it goes wrong (:mod:`compare.diverge`): every operator's verdict in graph order and
+        the first divergence, under the run's policy or the built-in data-type bounds. None for a
+        saved result (no graph) and for a statistics-only run. Computed on first use."""
+        if self.network is None:
+            return None
+        return localise_network(self.network, self.policy)
+
+    @property
+    def first_divergence(self) -> OpVerdict | None:
+        """The first operator, in graph order, that is wrong itself (``origin``) or meets differing
+        data (``input-differs``); None when nothing diverges."""
+        return self.localisation.first_divergence if self.localisation is not None else None
+
+    @property
+    def verdicts(self) -> tuple[OpVerdict, ...]:
+        """Every operator's :class:`~compare.lineage.OpVerdict`, in graph order."""
+        return self.localisation.verdicts if self.localisation is not None else ()
+
+    @property
+    def graph(self) -> OpGraph | None:
+        """The operator graph the verdicts were judged on (its ``source`` says where it came from)."""
+        return self.localisation.graph if self.localisation is not None else None
+
     @property
     def exit_code(self) -> int:
         """0 passed or not gated, 1 a gate failed, 3 incomplete (the command line's codes)."""
@@ -132,14 +161,17 @@ class ComparisonResult:
         """
         created = None
         version = tool_version()
+        localisation = localisation_document(self.localisation)
         if self.document is not None:
+            saved = self.document.get("localisation")
+            localisation = saved if isinstance(saved, dict) else None
             created = _created_seconds(self.document.get("created"))
             tool = self.document.get("tool")
             if isinstance(tool, dict) and isinstance(tool.get("version"), str):
                 version = tool["version"]
         return result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
                                verdict=self.verdict if self.gated else None, timing=self.timing,
-                               tool_version=version, created=created)
+                               tool_version=version, created=created, localisation=localisation)
 
     def to_junit(self) -> str:
         """The JUnit XML report (one testcase per row, grouped by operator; ``timing["compare"]`` seconds)."""

@@ -122,6 +122,21 @@ def _violation(i: int, row: MetricRow, bound: Bound, value: float) -> CheckFailu
     return _failure(i, row, bound.metric, value, bound, message, False)
 
 
+def violations(row: MetricRow, bounds: Sequence[Bound]) -> list[tuple[Bound, float]]:
+    """The bounds a compared row's computed values break, with the value (the value rules of
+    :func:`evaluate`: a NaN breaks every bound; a metric not computed or undefined for the data
+    breaks nothing here -- completeness is :func:`evaluate`'s business)."""
+    defined = _defined(row)
+    out: list[tuple[Bound, float]] = []
+    for bound in bounds:
+        if defined is not None and bound.metric not in defined:
+            continue
+        value = row.metrics.get(bound.metric)
+        if value is not None and (value != value or not _OPS[bound.op](value, bound.value)):
+            out.append((bound, float(value)))
+    return out
+
+
 def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date | None = None) -> Verdict:
     """Check every row against ``policy`` (module docstring); ``today`` decides waiver expiry
     (the local date when None). Failures come in row order, one row's in bound order."""
@@ -208,4 +223,4 @@ def _apply_waivers(failures: list[CheckFailure], waivers: list[Waiver], rows: Se
     return kept, waived
 
 
-__all__ = ["evaluate", "parse_gate"]
+__all__ = ["evaluate", "parse_gate", "violations"]

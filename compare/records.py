@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -279,6 +279,15 @@ class Pairing:
     notes: list[str] = field(default_factory=list)
 
 
+class ValueCounts(NamedTuple):
+    """Elements of one tensor that are NaN, +-infinity, and -- float16 data only -- at the
+    float16 limit (``|x| == 65504``, saturation); counted in the comparison's own pass."""
+
+    nan: int
+    inf: int
+    saturated: int
+
+
 @dataclass
 class MetricRow:
     """The comparison result of one :class:`Pair`, as raw numbers.
@@ -312,6 +321,9 @@ class MetricRow:
     graph: int | None = None
     #: Copied from :attr:`Pair.expected_gap`: why the row is structurally not compared, or None.
     expected_gap: str | None = None
+    #: NaN / infinite / float16-saturated elements of each side, counted in the kernel pass (None: not counted).
+    left_counts: ValueCounts | None = None
+    right_counts: ValueCounts | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED

@@ -21,6 +21,8 @@ from ..errors import CompareError, OptionError
 from ..kernels import native, preload, resolve_algorithms
 from ..policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format
+from ..diverge import chain
+from ..reports.divergence import divergence_lines, explain_lines
 from ..reports.files import atomic_write_text
 from ..reports.network import Layout, write_report
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
@@ -200,6 +202,9 @@ class CompareOptions:
     model_name: Optional[str]
     ge_graph: Optional[Path]
     mapping: Optional[Path]
+    verdicts: bool = False
+    explain: Optional[str] = None
+    html_out: Optional[Path] = None
 
 
 def run_compare(o: CompareOptions) -> int:
@@ -228,9 +233,12 @@ def run_compare(o: CompareOptions) -> int:
         select = {"rank": o.rank, "iteration": o.iteration, "graph": o.graph, "model_name": o.model_name,
                   "ge_graph": o.ge_graph}
         mode = choose_mode(single, o.fusion_rule)
-        if mode is not Mode.NETWORK and (o.json_out is not None or o.junit_out is not None):
-            raise OptionError("--json and --junit describe a network comparison; single-operator mode (-d) and "
-                              "batch mode (-f DIR) do not write them")
+        network_only = [flag for flag, given in (("--json", o.json_out is not None), ("--junit", o.junit_out is not None),
+                                                 ("--html", o.html_out is not None), ("--verdicts", o.verdicts),
+                                                 ("--explain", o.explain is not None)) if given]
+        if mode is not Mode.NETWORK and network_only:
+            raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d) "
+                              "and batch mode (-f DIR) do not write them")
         match mode:
             case Mode.SINGLE_OP:
                 if any(v is not None for v in select.values()):
@@ -248,11 +256,8 @@ def run_compare(o: CompareOptions) -> int:
                                       max_cmp_size=o.max_cmp_size, quiet=o.quiet, csv_flag=o.csv_flag,
                                       quant_rule=o.quant_rule, float_format=number_format)
             case Mode.NETWORK:
-                code = _network(left, right, o.fusion_rule, o.output, csv_flag=o.csv_flag, json_out=o.json_out,
-                                junit_out=o.junit_out, algorithm=o.algorithm, custom=o.custom,
-                                dump_version=o.dump_version, max_cmp_size=o.max_cmp_size, mapping=o.mapping,
-                                policy=checked, allow_same=o.allow_same, progress=o.progress, layout=report_layout,
-                                number_format=number_format, quiet=o.quiet, rules=rules, select=select)
+                code = _network(o, checked, layout=report_layout, number_format=number_format, rules=rules,
+                                select=select)
     except CompareError as exc:
         err(f"error: {exc}")
         return EXIT_CANNOT_RUN
@@ -265,31 +270,35 @@ def run_compare(o: CompareOptions) -> int:
     return code
 
 
-def _network(left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *, csv_flag: bool,
-             json_out: Optional[Path], junit_out: Optional[Path], algorithm: str, custom: Optional[Path],
-             dump_version: Optional[int], max_cmp_size: int, mapping: Optional[Path], policy: "Policy | None",
-             allow_same: bool, progress: Optional[bool], layout: object, number_format: "FloatFormat",
-             quiet: bool, rules: dict, select: dict) -> int:
+def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, number_format: "FloatFormat",
+             rules: dict, select: dict) -> int:
     """The network comparison: outputs checked, compared (with the progress bar), written; the
-    notes and the summary printed. Returns the exit code; CompareErrors propagate (exit 2)."""
-    outputs = Outputs.plan(output, csv_flag, json_out, junit_out)
-    bar = ProgressBar(progress)
+    notes, the summary and the first divergence printed (and the ``--explain`` chain). Returns the
+    exit code; CompareErrors propagate (exit 2)."""
+    outputs = Outputs.plan(o.output, o.csv_flag, o.json_out, o.junit_out, o.html_out, verdicts=o.verdicts)
+    bar = ProgressBar(o.progress)
     try:
-        result = compare_network(left, right, fusion_rule, algorithms=algorithm, custom_dir=custom,
-                                 dump_version=dump_version, max_elements=max_cmp_size, mapping=mapping,
-                                 policy=policy, allow_same=allow_same, progress=bar, **rules, **select)
+        result = compare_network(o.left, o.right, o.fusion_rule, algorithms=o.algorithm, custom_dir=o.custom,
+                                 dump_version=o.dump_version, max_elements=o.max_cmp_size, mapping=o.mapping,
+                                 policy=policy, allow_same=o.allow_same, progress=bar, **rules, **select)
     finally:
         bar.close()
-    result.options.update(layout=layout.value, float_format=number_format.text,  # type: ignore[attr-defined]
-                          csv=csv_flag)
+    result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
+                          verdicts=o.verdicts, explain=o.explain)
     written, failed = outputs.write(result, layout=layout, float_format=number_format)
     network = result.network
-    if not quiet:
+    if not o.quiet:
         for note in result.notes:
             err(note)
     elif network is not None and network.same_data is not None:
         err(f"warning: {network.same_data}")
-    return finish(result, written, failed, quiet)
+    lines = divergence_lines(result.localisation)
+    if o.quiet:  # one line, and only when something diverges
+        lines = lines[:1] if result.first_divergence is not None else []
+    after = list(lines)
+    if o.explain is not None and result.localisation is not None:
+        after += explain_lines(o.explain, chain(result.localisation, o.explain), result.localisation)
+    return finish(result, written, failed, o.quiet, after=after)
 
 
 def run_gate(saved: Path, *, policy: Optional[Path], gates: tuple[str, ...], json_out: Optional[Path],

@@ -146,6 +146,15 @@ def compare(
     ge_graph: Optional[Path] = typer.Option(None, "--ge-graph",
                                             help="TF-NPU / GE trees: ge_proto_*_Build.txt whose first graph names "
                                                  "the model_name folder."),
+    verdicts: bool = typer.Option(False, "--verdicts",
+                                  help="Add a Verdict column to the -o table: ok, origin, inherited, input-differs "
+                                       "or not-compared (where the error starts; docs/localisation.md)."),
+    explain: Optional[str] = typer.Option(None, "--explain",
+                                          help="Print the chain from this operator back to where its error "
+                                               "came from."),
+    html_out: Optional[Path] = typer.Option(None, "--html",
+                                            help="Also write a self-contained HTML report (plots, sortable table; "
+                                                 "needs vcompare[html])."),
     mapping: Optional[Path] = typer.Option(None, "--mapping",
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
@@ -163,4 +172,5 @@ def compare(
         layout=layout, gate=tuple(gate), policy=policy, json_out=json_out, junit_out=junit_out, digits=digits,
         float_format=float_format, allow_same=allow_same, progress=progress, max_cmp_size=max_cmp_size,
         quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
-        iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping)))
+        iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
+        verdicts=verdicts, explain=explain, html_out=html_out)))

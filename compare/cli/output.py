@@ -19,10 +19,12 @@ from ..errors import CompareError, OutputError
 from ..kernels import METRICS
 from ..policy import gated_metrics
 from ..records import PairStatus
+from ..reports.divergence import verdict_map
 from ..reports.junit import write_junit
 from ..reports.network import resolve_output, write_report
 from ..reports.result_json import write_json
 from ..reports.stats import write_stats_report
+from ..runs.html import check_html, sample_errors
 from .echo import err
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -181,15 +183,20 @@ class Outputs:
     output: Optional[str]
     json: Path | None
     junit: Path | None
+    html: Path | None = None
+    #: Add the Verdict column to the table (``--verdicts``).
+    verdicts: bool = False
 
     @classmethod
-    def plan(cls, output: Optional[str], csv_flag: bool, json_out: Optional[Path], junit_out: Optional[Path]
-             ) -> "Outputs":
+    def plan(cls, output: Optional[str], csv_flag: bool, json_out: Optional[Path], junit_out: Optional[Path],
+             html_out: Optional[Path] = None, *, verdicts: bool = False) -> "Outputs":
         table, table_format = resolve_output(output, csv_flag=csv_flag)
-        for path in (table, json_out, junit_out):
+        for path in (table, json_out, junit_out, html_out):
             if path is not None:
                 preflight(Path(path))
-        return cls(table, table_format, output, json_out, junit_out)
+        if html_out is not None:
+            check_html()
+        return cls(table, table_format, output, json_out, junit_out, html_out, verdicts)
 
     def write(self, result: "ComparisonResult", *, layout: object, float_format: object
               ) -> tuple[list[tuple[str, Path]], list[OutputError]]:
@@ -202,19 +209,43 @@ class Outputs:
             jobs.append(("result", lambda: write_stats_report(network.stats, self.output)))
         elif network is not None:
             left_npy, right_npy = network.has_npy
+            verdicts = verdict_map(result.localisation) if self.verdicts else None
             jobs.append(("result", lambda: write_report(
                 result.rows, self.table, result.metrics, table_format=self.table_format, layout=layout,
-                left_address=not left_npy, right_address=not right_npy, float_format=float_format)))
+                left_address=not left_npy, right_address=not right_npy, float_format=float_format,
+                verdicts=verdicts)))
         if self.json is not None:
             jobs.append(("json", lambda: write_json(result.to_json(), self.json)))
         if self.junit is not None:
             jobs.append(("junit", lambda: write_junit(result.to_junit(), self.junit)))
+        if self.html is not None and network is not None:
+            jobs.append(("html", lambda: write_html_report(result, self.html)))
         for label, job in jobs:
             try:
                 written.append((label, job()))  # type: ignore[operator]
             except OutputError as exc:
                 failed.append(exc)
         return written, failed
+
+
+def write_html_report(result: "ComparisonResult", path: Path) -> Path:
+    """``--html``: the self-contained report of a live run (the worst tensors' element errors
+    read again and sampled, :func:`compare.runs.html.sample_errors`)."""
+    from ..reports.html import ElementErrors, HtmlReport, write_html  # here: matplotlib loads only for --html
+
+    network = result.network
+    assert network is not None
+    sampled, notes = sample_errors(network, result.localisation)
+    errors = [ElementErrors(tensor_id=s.tensor_id, op=s.op, abs_error=s.abs_error, golden=s.golden,
+                            left_dtype=s.left_dtype, right_dtype=s.right_dtype) for s in sampled]
+    document = result.to_json()
+    report = HtmlReport(rows=result.rows, localisation=result.localisation, element_errors=errors,
+                        inputs={k: str(v) for k, v in result.inputs.items() if v is not None},
+                        options={k: str(v) for k, v in result.options.items() if v not in (None, [], ())},
+                        title=f"vcompare: {result.inputs.get('left')} vs {result.inputs.get('right')}",
+                        tool_version=str(document["tool"]["version"]), created=str(document["created"]),
+                        notes=tuple(notes))
+    return write_html(path, report)
 
 
 def preflight(path: Path) -> None:
@@ -235,11 +266,14 @@ def preflight(path: Path) -> None:
 
 
 def finish(result: "ComparisonResult", written: Sequence[tuple[str, Path]], failed: Sequence[OutputError],
-            quiet: bool) -> int:
-    """Print what was written, the verdict summary and any write failure; return the exit code."""
+            quiet: bool, *, after: Sequence[str] = ()) -> int:
+    """Print what was written, the verdict summary, the ``after`` lines (the first divergence)
+    and any write failure; return the exit code."""
     for label, path in written:
         typer.echo(f"{label}: {path}")
     for line in summary_lines(result, quiet=quiet):
+        err(line)
+    for line in after:
         err(line)
     for exc in failed:
         err(f"error: {exc}")

@@ -26,7 +26,7 @@ import csv
 import io
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 
@@ -137,27 +137,44 @@ def _selection_columns(rows: Sequence[MetricRow]) -> dict[str, bool]:
     return {"selection": _has_selection(rows), "graph": any(r.graph is not None for r in rows)}
 
 
+def _verdict_cell(row: MetricRow, verdicts: Mapping[tuple[int | None, int | None, str], str]) -> str:
+    """The Verdict cell of a row: its operator's verdict, ``not-compared`` for an operator
+    without one (a right-only row, a row without a left operator)."""
+    return verdicts.get((row.rank, row.iteration, row.left_op), "not-compared")
+
+
 def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
-               float_format: FloatFormat = DEFAULT_FLOAT_FORMAT, **address: bool) -> str:
-    """The CSV report as text (the column layout, float format and address columns as for write_report)."""
+               float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
+               verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None, **address: bool) -> str:
+    """The CSV report as text (the column layout, float format and address columns as for
+    write_report). ``verdicts``: add a last ``Verdict`` column, (rank, iteration, op) -> verdict."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
     buf = io.StringIO()
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
     writer = csv.writer(buf, lineterminator=terminator)
-    writer.writerow(header(metrics, layout, **address))
+    writer.writerow(header(metrics, layout, **address) + (["Verdict"] if verdicts is not None else []))
     for row in rows:
-        writer.writerow(row_cells(row, metrics, layout, float_format=float_format, **address))
+        cells = row_cells(row, metrics, layout, float_format=float_format, **address)
+        if verdicts is not None:
+            cells.append(_verdict_cell(row, verdicts))
+        writer.writerow(cells)
     return buf.getvalue()
 
 
 def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
-               float_format: FloatFormat = DEFAULT_FLOAT_FORMAT, **address: bool) -> str:
-    """Whitespace-aligned table: every column padded to its widest cell, reasons last."""
+               float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
+               verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None, **address: bool) -> str:
+    """Whitespace-aligned table: every column padded to its widest cell, reasons last
+    (``verdicts``: a Verdict column before them)."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
     table = [header(metrics, layout, **address)]
     table += [row_cells(r, metrics, layout, float_format=float_format, **address) for r in rows]
+    if verdicts is not None:
+        table[0].insert(-1, "Verdict")
+        for row, line in zip(rows, table[1:]):
+            line.insert(-1, _verdict_cell(row, verdicts))
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
     lines = []
     for line in table:
@@ -199,11 +216,13 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
 def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metrics: Sequence[str], *,
                  table_format: TableFormat | str = TableFormat.CSV, layout: Layout | str = Layout.VCOMPARE,
                  left_address: bool = True, right_address: bool = True,
-                 float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> Path:
+                 float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
+                 verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None) -> Path:
     """Write a network report and return its path.
 
     ``float_format`` applies to the text tables; a parquet table always holds raw float64s
-    (``layout`` and the address switches do not apply to it either). Raises
+    (``layout``, the address switches and ``verdicts`` do not apply to it either). ``verdicts``:
+    the opt-in Verdict column (:func:`compare.reports.divergence.verdict_map`). Raises
     :class:`~compare.errors.OutputError` when the file cannot be written.
     """
     layout = Layout(layout)
@@ -212,4 +231,5 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
         return write_parquet(rows, path, metrics)
     address = {"left_address": left_address, "right_address": right_address}
     render = render_txt if table_format is TableFormat.TXT else render_csv
-    return atomic_write_text(Path(path), render(rows, metrics, layout, float_format=float_format, **address))
+    return atomic_write_text(Path(path), render(rows, metrics, layout, float_format=float_format, verdicts=verdicts,
+                                                **address))

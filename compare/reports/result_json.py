@@ -96,6 +96,8 @@ def row_document(position: int, row: MetricRow, metrics: Sequence[str]) -> dict[
         "right_address": row.right_address,
         "op_sequence": row.op_sequence,
         "expected_gap": row.expected_gap,
+        "left_counts": None if row.left_counts is None else row.left_counts._asdict(),
+        "right_counts": None if row.right_counts is None else row.right_counts._asdict(),
     }
 
 
@@ -171,12 +173,14 @@ def _plain(value: object) -> Any:
 def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs: Mapping[str, object],
                     options: Mapping[str, object], notes: Sequence[str], verdict: Verdict | None,
                     timing: Mapping[str, float], tool_version: str,
-                    created: float | None = None) -> dict[str, Any]:
+                    created: float | None = None, localisation: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The JSON result document of one run (keys and types: docs/result-json.md).
 
     ``inputs``: what was compared (``left``, ``right``, ``fusion_rule`` ... as resolved paths);
     ``options``: the options that shaped the result; both are copied with paths as text.
     ``created``: seconds since the epoch (now when None), written as ISO 8601 UTC.
+    ``localisation``: the block of :func:`compare.reports.divergence.localisation_document` (null
+    when the run has none, e.g. a statistics-only run).
     """
     stamp = time.gmtime(time.time() if created is None else created)
     return {
@@ -191,6 +195,7 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
         "metrics": list(metrics),
         "rows": [row_document(i, row, metrics) for i, row in enumerate(rows)],
         "verdict": verdict_document(verdict),
+        "localisation": None if localisation is None else dict(localisation),
         "timing": {str(k): encode_float(v) for k, v in timing.items()},
     }
 

@@ -80,6 +80,7 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
     notes = list(plan.notes)
     parts: list[tuple[int | None, int | None]] = []
     part_graphs: list[int | None] = []
+    part_lefts: list[Run] = []
     last: NetworkResult | None = None
     fixed_right: Run | None = plan.right_probe if plan.right_candidates is None else None
     reported: list[Run] = []
@@ -102,10 +103,10 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
                                       model_name=plan.right_model,
                                       ge_graph=Path(ge_graph) if ge_graph is not None else None)
                 right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version)
-            scenario, _, pairing = pair_loaded(left_run, right_run, fusion_rule, mapping=mapping, **rules)
+            scenario, rule, pairing = pair_loaded(left_run, right_run, fusion_rule, mapping=mapping, **rules)
             part = compare_loaded(left_run, right_run, scenario, pairing, metrics,
                                 _part_options(options, counted, len(pairing.pairs)), prefix, reported=reported,
-                                refuse_same=refuse_same)
+                                refuse_same=refuse_same, rule=rule)
         except SameDataError:
             raise
         except CompareError as exc:
@@ -121,6 +122,7 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
             stat_names.extend(n for n in part.stats.stats if n not in stat_names)
         notes.extend(part.notes)
         parts.append((_as_int(rank), _as_int(iteration)))
+        part_lefts.append(part.left)
         if plan.by_graph:
             part_graphs.append(graph)
         last = part
@@ -137,7 +139,7 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
                         + ", ".join(f"rank {r} iteration {i}" for r, i in parts))
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
                          notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs,
-                         same_data=last.same_data)
+                         same_data=last.same_data, rule=last.rule, part_lefts=part_lefts)
 
 
 def _part_options(options: EngineOptions, counted: list[int], pairs: int) -> EngineOptions:

@@ -71,7 +71,8 @@ def run_network(
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
         plan = plan_each(left, right, select, dump_version)
         if plan is None:
-            left_run, right_run, scenario, _, pairing = load_and_pair(
+            left_run, right_run, scenario, rule, pairing = load_and_pair(
                 left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
-            return compare_loaded(left_run, right_run, scenario, pairing, metrics, options, refuse_same=refuse_same)
+            return compare_loaded(left_run, right_run, scenario, pairing, metrics, options, refuse_same=refuse_same,
+                                  rule=rule)
         return compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)

@@ -16,6 +16,7 @@ from ..records import MetricRow, Pairing, PairingMode, PairStatus, Run, RunKind,
 from ..stats import compare_stats
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..pairing.rule_records import FusionRule
     from ..stats import StatsResult
 
 #: ``progress(done, total)``: called after each compared pair (see :func:`run_network`).
@@ -48,6 +49,10 @@ class NetworkResult:
     part_graphs: list[int | None] = field(default_factory=list)
     #: Set when both sides are the same dump files (:func:`same_data`): what was found.
     same_data: str | None = None
+    #: The ATC fusion rule the pairs came from (the last part's), None without ``-f``.
+    rule: "FusionRule | None" = None
+    #: The left run of each part, in ``parts`` order (one entry for a single run).
+    part_lefts: list[Run] = field(default_factory=list)
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
@@ -73,7 +78,7 @@ def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = Tru
 
 def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, metrics: list[str],
                  options: EngineOptions, prefix: str = "", *, reported: list[Run] | None = None,
-                 refuse_same: bool = False) -> NetworkResult:
+                 refuse_same: bool = False, rule: "FusionRule | None" = None) -> NetworkResult:
     """Compare one pairing (metrics, or statistics when a side is statistics-only).
 
     ``reported``: runs whose notes were already given (a golden side shared by every part of a
@@ -100,12 +105,12 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
         notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
                      "data, so every pair is compared by its statistics (computed from the data where a side has it)")
         return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
-                             scenario=scenario, stats=stats, same_data=same)
+                             scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run])
     rows = compare_pairs(pairing.pairs, options)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
-                         scenario=scenario, same_data=same)
+                         scenario=scenario, same_data=same, rule=rule, part_lefts=[left_run])
 
 
 class SameDataError(OptionError):

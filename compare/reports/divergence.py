@@ -1,0 +1,184 @@
+"""The localisation as text and JSON: the first-divergence lines printed at the end of a run, the
+``--explain OP`` chain, the ``localisation`` block of the JSON result and the opt-in ``Verdict``
+column of the table (values: :class:`compare.lineage.Verdict`).
+
+Numbers are written as Python's ``repr`` of the float64 (the shortest text that reads back
+exactly), as the gate messages are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..lineage import InputEdge, Localisation, OpVerdict, SourceLine, TensorCheck, Verdict
+from .result_json import encode_float
+
+#: Key of a row's operator in :func:`verdict_map`: (rank, iteration, left op name).
+VerdictKey = tuple[int | None, int | None, str]
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return repr(float(value))
+
+
+def _where(verdict: OpVerdict) -> str:
+    part = []
+    if verdict.rank is not None:
+        part.append(f"rank {verdict.rank}")
+    if verdict.iteration is not None:
+        part.append(f"iteration {verdict.iteration}")
+    return f" ({', '.join(part)})" if part else ""
+
+
+def _failed_text(check: TensorCheck) -> str:
+    if check.failed:
+        return ", ".join(f"{metric} = {_num(value)}" for metric, value in check.failed)
+    return f"error {_num(check.error)}"
+
+
+def _input_text(check: TensorCheck) -> str:
+    state = {True: "passes", False: "FAILS", None: "not compared"}[check.passed]
+    origin = ""
+    edge = check.producer
+    if edge is not None and (edge.name or edge.producer):
+        origin = f" <- {edge.name or edge.producer} ({edge.role})"
+    value = f": {_failed_text(check)}" if check.passed is False else (
+        f": error {_num(check.error)}" if check.error is not None else "")
+    return f"{check.tensor_id}{origin} {state}{value}"
+
+
+def divergence_lines(localisation: Localisation | None) -> list[str]:
+    """The lines printed at the end of every network run: the first divergence (or that there is
+    none), its worst failing output, its inputs, its source line; the first NaN/Inf tensor."""
+    if localisation is None:
+        return []
+    first = localisation.first_divergence
+    lines: list[str] = []
+    if first is None:
+        compared = sum(1 for v in localisation.verdicts if v.verdict is not Verdict.NOT_COMPARED)
+        lines.append(f"first divergence: none ({compared} operator(s) within {_bounds_short(localisation)})")
+    else:
+        kind = "wrong itself (origin)" if first.verdict is Verdict.ORIGIN else "its data input differs (input-differs)"
+        op_type = f" [{first.op_type}]" if first.op_type else ""
+        lines.append(f"first divergence: {first.op}{op_type}{_where(first)}, operator {first.position} in "
+                     f"{localisation.graph.source} order: {kind}")
+        worst = next((c for c in first.outputs if c.passed is False), None)
+        if worst is not None:
+            lines.append(f"  output {worst.tensor_id}: {_failed_text(worst)}")
+        for check in first.inputs:
+            lines.append(f"  input {_input_text(check)}")
+        if first.blame and first.verdict is Verdict.INPUT_DIFFERS:
+            lines.append(f"  differing data: {', '.join(first.blame)}")
+        if first.source is not None:
+            lines.append(f"  source: {_source_text(first.source)}")
+        counts = _counts(localisation)
+        lines.append(f"  verdicts: {counts}; bounds: {_bounds_short(localisation)}")
+    if localisation.first_nonfinite is not None:
+        lines.append(f"first NaN/Inf: {localisation.first_nonfinite} (left side)")
+    return lines
+
+
+def _bounds_short(localisation: Localisation) -> str:
+    return "the gate policy" if localisation.bounds.startswith("the gate policy") else "the built-in data-type bounds"
+
+
+def _counts(localisation: Localisation) -> str:
+    counts = {v: 0 for v in Verdict}
+    for verdict in localisation.verdicts:
+        counts[verdict.verdict] += 1
+    return ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+
+
+def _source_text(source: SourceLine) -> str:
+    return f"{source.file}:{source.line}" + (f"  {source.code}" if source.code else "")
+
+
+def explain_lines(op: str, chain: Sequence[OpVerdict], localisation: Localisation) -> list[str]:
+    """``--explain OP``: the chain from ``op`` back to where its error came from, one block per operator."""
+    if not chain:
+        names = [v.op for v in localisation.verdicts]
+        hint = ", ".join(names[:5])
+        return [f"explain {op}: no such operator in the report (operators are e.g. {hint})"]
+    lines = [f"explain {op}: {len(chain)} operator(s) back to "
+             + ("the origin" if chain[-1].verdict in (Verdict.ORIGIN, Verdict.INPUT_DIFFERS) else "the last judged one")]
+    for step, verdict in enumerate(chain):
+        op_type = f" [{verdict.op_type}]" if verdict.op_type else ""
+        lines.append(f"{step + 1}. {verdict.op}{op_type}{_where(verdict)}: {verdict.verdict}, output error "
+                     f"{_num(verdict.error)}, worst input error {_num(verdict.input_error)}, amplification "
+                     f"{_num(verdict.amplification)}")
+        for check in verdict.inputs:
+            if check.passed is False:
+                lines.append(f"   input {_input_text(check)}")
+        if verdict.source is not None:
+            lines.append(f"   source: {_source_text(verdict.source)}")
+    return lines
+
+
+def verdict_map(localisation: Localisation | None) -> dict[VerdictKey, str]:
+    """(rank, iteration, op) -> verdict text, for the ``Verdict`` column (empty without localisation)."""
+    if localisation is None:
+        return {}
+    return {(v.rank, v.iteration, v.op): v.verdict.value for v in localisation.verdicts}
+
+
+# ------------------------------------------------------------------------------ JSON
+
+
+def _edge(edge: InputEdge | None) -> dict[str, Any] | None:
+    if edge is None:
+        return None
+    return {"producer": edge.producer, "output": edge.output, "role": edge.role.value, "name": edge.name}
+
+
+def _check(check: TensorCheck) -> dict[str, Any]:
+    return {"tensor_id": check.tensor_id, "passed": check.passed, "error": encode_float(check.error),
+            "failed": [{"metric": m, "value": encode_float(v)} for m, v in check.failed],
+            "nan": check.nan, "inf": check.inf, "saturated": check.saturated, "producer": _edge(check.producer)}
+
+
+def _source(source: SourceLine | None) -> dict[str, Any] | None:
+    return None if source is None else {"file": source.file, "line": source.line, "code": source.code}
+
+
+def verdict_document(verdict: OpVerdict) -> dict[str, Any]:
+    """One operator's verdict as its JSON object (docs/result-json.md)."""
+    return {
+        "op": verdict.op, "op_type": verdict.op_type, "position": verdict.position, "verdict": verdict.verdict.value,
+        "rank": verdict.rank, "iteration": verdict.iteration,
+        "error": encode_float(verdict.error), "input_error": encode_float(verdict.input_error),
+        "amplification": encode_float(verdict.amplification),
+        "blame": list(verdict.blame), "source": _source(verdict.source),
+        "outputs": [_check(c) for c in verdict.outputs], "inputs": [_check(c) for c in verdict.inputs],
+    }
+
+
+def localisation_document(localisation: Localisation | None) -> dict[str, Any] | None:
+    """The ``localisation`` block of the JSON result, or None."""
+    if localisation is None:
+        return None
+    first = localisation.first_divergence
+    return {
+        "graph_source": localisation.graph.source.value,
+        "graph_edges": localisation.graph.edges,
+        "bounds": localisation.bounds,
+        "first_divergence": None if first is None else verdict_document(first),
+        "first_nonfinite": localisation.first_nonfinite,
+        "notes": list(localisation.notes),
+        "verdicts": [verdict_document(v) for v in localisation.verdicts],
+    }
+
+
+def count_verdicts(localisation: Localisation | None) -> Mapping[str, int]:
+    """Operators per verdict (every verdict listed, zeros included)."""
+    counts = {v.value: 0 for v in Verdict}
+    if localisation is not None:
+        for verdict in localisation.verdicts:
+            counts[verdict.verdict.value] += 1
+    return counts
+
+
+__all__ = ["count_verdicts", "divergence_lines", "explain_lines", "localisation_document", "verdict_document",
+           "verdict_map"]
