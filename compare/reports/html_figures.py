@@ -102,7 +102,8 @@ class Sample:
 def _style(salt: str) -> Iterator[None]:
     import matplotlib  # here: matplotlib is an optional extra (html), loaded only to draw
 
-    with _DRAWING, matplotlib.rc_context({**_RC, "svg.hashsalt": salt}):
+    # errstate: log axes over data near the float64 limits overflow their margins, harmlessly
+    with _DRAWING, matplotlib.rc_context({**_RC, "svg.hashsalt": salt}), np.errstate(all="ignore"):
         yield
 
 
@@ -130,6 +131,16 @@ def _svg(figure: Any) -> str:
 
 
 # ------------------------------------------------------------------------------ log floors
+
+
+#: Log axes draw positive values within these bounds (beyond, at the bound): the axis margins of
+#: data near the float64 limits would overflow, and a floor below a subnormal would be 0.
+LOG_LOW, LOG_HIGH = 1e-200, 1e200
+
+
+def log_clip(values: np.ndarray) -> np.ndarray:
+    """Positive values held within ``[LOG_LOW, LOG_HIGH]``; zeros, negatives and NaN unchanged."""
+    return np.where(values > 0, np.clip(values, LOG_LOW, LOG_HIGH), values)
 
 
 def log_floor(values: np.ndarray) -> float:
@@ -221,24 +232,39 @@ def _divergence_line(axes: list[Any], position: int | None) -> None:
                      bbox={"boxstyle": "square,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
 
 
+def _cosine_axis(axis: Any, trend: Trend, x: np.ndarray) -> None:
+    _plot_series(axis, x, trend.cosine, "worst output of each operator")
+    _highlight(axis, trend, trend.cosine)
+    _bad_marks(axis, x, trend.cosine_bad, at_top=False)
+    axis.set_ylabel("CosineSimilarity")
+    if not np.any(np.isfinite(trend.cosine)):
+        _nothing(axis, "no finite CosineSimilarity")
+
+
+def _error_axis(axis: Any, trend: Trend, x: np.ndarray) -> None:
+    """RelativeEuclideanDistance on a log scale, exact zeros on the floor (negatives not drawn)."""
+    clipped = log_clip(trend.error)
+    floor = log_floor(clipped)
+    error = np.where(clipped > 0, clipped, np.where(clipped == 0, floor, np.nan))
+    _plot_series(axis, x, error, "worst output of each operator")
+    _highlight(axis, trend, error)
+    _bad_marks(axis, x, trend.error_bad, at_top=True)
+    axis.set_ylabel("RelativeEuclideanDistance")
+    if not np.any(np.isfinite(error)):
+        _nothing(axis, "no finite RelativeEuclideanDistance")
+        return
+    axis.set_yscale("log")
+    if np.any(clipped == 0):
+        _mark_floor(axis, floor, "error = 0")
+
+
 def trend_svg(trend: Trend, salt: str = "vcompare-trend") -> str:
     """CosineSimilarity (top) and RelativeEuclideanDistance (bottom, log) along graph order."""
     with _style(salt):
         figure, (top, bottom) = _figure(10.0, 5.2, rows=2)
         x = trend.positions.astype(np.float64)
-        _plot_series(top, x, trend.cosine, "worst output of each operator")
-        _highlight(top, trend, trend.cosine)
-        _bad_marks(top, x, trend.cosine_bad, at_top=False)
-        top.set_ylabel("CosineSimilarity")
-        floor = log_floor(trend.error)
-        error = np.where(trend.error == 0, floor, trend.error)
-        _plot_series(bottom, x, error, "worst output of each operator")
-        _highlight(bottom, trend, error)
-        _bad_marks(bottom, x, trend.error_bad, at_top=True)
-        bottom.set_yscale("log")
-        if np.any(trend.error == 0):
-            _mark_floor(bottom, floor, "error = 0")
-        bottom.set_ylabel("RelativeEuclideanDistance")
+        _cosine_axis(top, trend, x)
+        _error_axis(bottom, trend, x)
         bottom.set_xlabel("operator position (graph order)")
         _divergence_line([top, bottom], trend.first_divergence)
         _legend(figure, [top, bottom])
@@ -258,8 +284,8 @@ def _log_edges(values: np.ndarray, bins: int) -> np.ndarray:
 def histogram_svg(abs_error: np.ndarray, salt: str, bins: int = 60) -> str:
     """Histogram of the absolute errors on log-x bins; exact zeros get their own hatched bar one
     decade left of the smallest positive error, NaN / infinity are counted in the legend."""
-    errors = np.asarray(abs_error, dtype=np.float64).ravel()
-    finite = errors[np.isfinite(errors)]
+    errors = np.abs(np.asarray(abs_error, dtype=np.float64).ravel())
+    finite = log_clip(errors[np.isfinite(errors)])
     positive, zeros = finite[finite > 0], int(np.count_nonzero(finite == 0))
     with _style(salt):
         figure, (axis,) = _figure(6.0, 3.0)
@@ -274,9 +300,17 @@ def histogram_svg(abs_error: np.ndarray, salt: str, bins: int = 60) -> str:
         axis.set_xlabel("absolute error |x - y|")
         axis.set_ylabel("elements")
         nonfinite = errors.size - finite.size
-        axis.legend(title=f"nan / inf: {nonfinite}" if nonfinite else None, fontsize=7, title_fontsize=7,
-                    loc="upper right")
+        if finite.size:
+            axis.legend(title=f"nan / inf: {nonfinite}" if nonfinite else None, fontsize=7, title_fontsize=7,
+                        loc="upper right")
+        else:
+            _nothing(axis, f"no finite error to draw ({nonfinite} nan / inf)")
         return _svg(figure)
+
+
+def _nothing(axis: Any, text: str) -> None:
+    """Say in the plot why it is empty."""
+    axis.text(0.5, 0.5, text, transform=axis.transAxes, ha="center", va="center", fontsize=9)
 
 
 def _floored(values: np.ndarray) -> tuple[np.ndarray, float, bool]:
@@ -290,9 +324,9 @@ def magnitude_svg(sample: Sample, salt: str, gridsize: int = 50) -> str:
     cells, vector axes). Zeros sit on labelled floors; the unit-roundoff line ``u * |y|`` of the
     data type shows what rounding alone would give."""
     golden = np.abs(np.asarray(sample.golden, dtype=np.float64).ravel())
-    errors = np.asarray(sample.abs_error, dtype=np.float64).ravel()
+    errors = np.abs(np.asarray(sample.abs_error, dtype=np.float64).ravel())
     usable = np.isfinite(golden) & np.isfinite(errors)
-    golden, errors = golden[usable], errors[usable]
+    golden, errors = log_clip(golden[usable]), log_clip(errors[usable])
     with _style(salt):
         figure, (axis,) = _figure(6.0, 4.0, right=0.9)
         if golden.size:
@@ -306,6 +340,8 @@ def magnitude_svg(sample: Sample, salt: str, gridsize: int = 50) -> str:
             if y_zero:
                 _mark_floor(axis, y_floor, "error = 0")
             _roundoff_line(axis, sample, x)
+        else:
+            _nothing(axis, "no element with a finite error and golden value")
         axis.set_xlabel("golden magnitude |y|")
         axis.set_ylabel("absolute error |x - y|")
         skipped = int(np.count_nonzero(~usable))
@@ -323,4 +359,5 @@ def _roundoff_line(axis: Any, sample: Sample, x: np.ndarray) -> None:
     axis.legend(loc="upper left", fontsize=7)
 
 
-__all__ = ["Sample", "Trend", "envelope", "histogram_svg", "log_floor", "magnitude_svg", "thin", "trend_svg"]
+__all__ = ["LOG_HIGH", "LOG_LOW", "Sample", "Trend", "envelope", "histogram_svg", "log_clip", "log_floor",
+           "magnitude_svg", "thin", "trend_svg"]

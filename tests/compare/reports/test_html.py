@@ -4,6 +4,7 @@ in size; rows and a localisation built by hand."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import sys
 from html.parser import HTMLParser
@@ -257,3 +258,21 @@ def test_long_tables_keep_a_window_from_the_first_divergence(monkeypatch: pytest
     assert "Showing operators 24–43 of 60" in operators  # two lines before op25, the first divergence
     assert "op22" not in operators and "op23" in operators and "op42" in operators and "op43" not in operators
     assert "Showing rows 25–44 of 61" in parsed.in_section("tensors")
+
+
+def test_degenerate_numbers_still_make_a_page() -> None:
+    """Nothing computed, NaN everywhere, zeros only, values near the float64 limits: plots say so."""
+    names = ["a", "b", "c", "d"]
+    rows, localisation = _network(names)
+    for row, (cos, red) in zip(rows, [(None, None), (math.nan, math.inf), (1.0, 0.0), (-1.0, 1e300), (0.5, 5e-324)]):
+        row.metrics.update({"CosineSimilarity": cos, "RelativeEuclideanDistance": red})
+    elements = [ElementErrors("a:output:0", "a", np.full(4, np.nan), np.ones(4)),
+                ElementErrors("b:output:0", "b", np.zeros(4), np.zeros(4), "bfloat16", "int8"),
+                ElementErrors("c:output:0", "c", np.array([1e300, 5e-324, 0.0]), np.array([1e-300, 1e300, 0.0]))]
+    text = render_html(HtmlReport(rows=rows, localisation=localisation, element_errors=elements))
+    parsed = Page(text)
+    assert sum(tag == "svg" for tag, _ in parsed.tags) == 7
+    assert "no finite error to draw" in text
+    assert "(bfloat16)" in text  # the unit roundoff line of the lower-precision float type
+    operators = parsed.in_section("operators")
+    assert "nan" in operators and "—" in operators
