@@ -231,21 +231,23 @@ class Outputs:
 def write_html_report(result: "ComparisonResult", path: Path) -> Path:
     """``--html``: the self-contained report of a live run (the worst tensors' element errors
     read again and sampled, :func:`compare.runs.html.sample_errors`)."""
+    from ..api import tool_version  # here: the API module loads the readers; output.py is imported before them
     from ..reports.html import ElementErrors, HtmlReport, write_html  # here: matplotlib loads only for --html
 
     network = result.network
     assert network is not None
     sampled, notes = sample_errors(network, result.localisation)
     errors = [ElementErrors(tensor_id=s.tensor_id, op=s.op, abs_error=s.abs_error, golden=s.golden,
-                            left_dtype=s.left_dtype, right_dtype=s.right_dtype) for s in sampled]
-    document = result.to_json()
+                            left_dtype=s.left_dtype, right_dtype=s.right_dtype, elements=s.count) for s in sampled]
+    options = {k: str(v) for k, v in result.options.items() if v not in (None, [], (), False)}
+    if notes:
+        options["element errors"] = "; ".join(notes)
     report = HtmlReport(rows=result.rows, localisation=result.localisation, element_errors=errors,
-                        inputs={k: str(v) for k, v in result.inputs.items() if v is not None},
-                        options={k: str(v) for k, v in result.options.items() if v not in (None, [], ())},
+                        inputs={k: str(v) for k, v in result.inputs.items() if v is not None}, options=options,
                         title=f"vcompare: {result.inputs.get('left')} vs {result.inputs.get('right')}",
-                        tool_version=str(document["tool"]["version"]), created=str(document["created"]),
-                        notes=tuple(notes))
-    return write_html(path, report)
+                        tool_version=tool_version(), created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    write_html(path, report)
+    return path
 
 
 def preflight(path: Path) -> None:
