@@ -73,3 +73,17 @@ def test_without_graph_edges_the_dump_order_still_finds_the_first(tmp_path: Path
     assert result.graph.source is GraphSource.DUMP_ORDER and not result.graph.edges
     assert result.first_divergence is not None and result.first_divergence.op == "b2"
     assert result.first_divergence.verdict is Verdict.ORIGIN
+
+
+def test_first_nan_is_named(tmp_path: Path) -> None:
+    """NaN/Inf counted in the kernel pass: the first tensor holding them is named, and its operator
+    is the first divergence (a NaN breaks every bound)."""
+    case = make_divergence_network(tmp_path, seed=0, nonfinite_at="b3")
+    result = compare_network(case.left, case.right, case.rule)
+    assert result.localisation.first_nonfinite == "b3:output:0"
+    assert result.first_divergence.op == "b3" and result.first_divergence.verdict is Verdict.ORIGIN
+    b3 = result.localisation.verdict_of("b3")
+    assert b3.outputs[0].nan == 3 and b3.outputs[0].inf == 2
+    row = next(r for r in result.rows if r.tensor_id == "b3:output:0")
+    assert row.left_counts is not None and (row.left_counts.nan, row.left_counts.inf) == (3, 2)
+    assert row.right_counts is not None and row.right_counts.nan == 0
