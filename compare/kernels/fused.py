@@ -17,7 +17,9 @@ Each side is a raw 1-D **storage buffer** plus iteration plans:
 Passes (:func:`compare.kernels._compute` drives them through :mod:`compare.kernels.passes`)
 ------
 1. :func:`_side_boxes` on the left side alone, in its own memory order: min, max, sum, sum of
-   squares and the sum of squared deviations from the mean (for the standard deviation).
+   squares and the sum of squared deviations from the mean (for the standard deviation), and the
+   counts of NaN, +-inf and float16-saturated (``|v| == 65504``) elements -- in the same pass,
+   counted (:func:`_count_side`) only in the chunks whose extrema show one.
    2. The same on the right side (cached by the engine for a golden used twice).
 3. :func:`_pair_boxes` on the pair: the cross terms (x*y, |x-y|, (x-y)^2, relative error) and
    the KL terms (the extrema and sums of passes 1-2 normalise them).
@@ -62,7 +64,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._abi import EPS32, EPS64
+from ._abi import EPS32, EPS64, F16_MAX
 from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_F64, ITEMSIZE, NDIM, TILE  # noqa: F401 - NDIM: docs
 from ._abi import CODE_BOOL, CODE_I8, CODE_I16, CODE_I32, CODE_I64, CODE_U8, CODE_U16, CODE_U32, CODE_U64  # noqa: F401
 from .native.jit import jit
@@ -155,6 +157,9 @@ def bregman(u, lr, w):  # pragma: no cover - plain-Python body, used without JIT
 
 
 _M63 = 0x7FFFFFFFFFFFFFFF
+#: The largest and smallest int64: the start of a chunk's extrema keys (beyond every float's key).
+_KEY_MAX = _M63
+_KEY_MIN = -_M63 - 1
 
 
 @intrinsic
@@ -474,6 +479,39 @@ def _side_direct(xb, code, o, m, s):  # pragma: no cover - via the kernels
 
 
 @jit
+def _count_side(xv, n, sat):  # pragma: no cover - exercised through the kernels
+    """``(NaNs, infs, saturated)`` among the first ``n`` elements of ``xv`` (a float64 tile or a
+    contiguous piece of a storage buffer, decoded on load): int64 sums of comparisons of
+    ``a = |v|``, no branch -- ``a != a``, ``a == inf`` and ``a == sat`` (``sat``: the float16
+    maximum for binary16 storage, NaN -- equal to nothing -- for every other type).
+
+    Called by :func:`_side_boxes` only for a chunk whose extrema show such an element, right
+    after :func:`_acc_side` read it: the chunk is still in L1, not read from memory again."""
+    cn = 0
+    ci = 0
+    cs = 0
+    for i in range(n):
+        a = abs(load_f64(xv, i))
+        cn += a != a
+        ci += a == np.inf
+        cs += a == sat
+    return cn, ci, cs
+
+
+@jit
+def _count_direct(xb, code, o, m, sat):  # pragma: no cover - via the kernels
+    """:func:`_count_side` on ``m`` contiguous elements at ``o`` of byte buffer ``xb`` (type
+    ``code``), read in place (the chunk :func:`_side_direct` just read)."""
+    if code == CODE_F16:
+        return _count_side(xb.view(np.uint16)[o : o + m], m, sat)
+    if code == CODE_BF16:
+        return _count_side(xb.view(np.int16)[o : o + m], m, sat)
+    if code == CODE_F32:
+        return _count_side(xb.view(np.float32)[o : o + m], m, sat)
+    return _count_side(xb.view(np.float64)[o : o + m], m, sat)
+
+
+@jit
 def _pair_direct(xt, yb, code, o, m, prm, do_rel, do_kl, s):  # pragma: no cover - via the kernels
     """:func:`_acc_pair` of tile ``xt`` against ``m`` contiguous elements at ``o`` of byte buffer
     ``yb`` (type ``code``), read in place."""
@@ -664,15 +702,33 @@ def _nchunks(d1, d0):  # pragma: no cover - exercised through the kernels
 # duplicates: _side_boxes and _pair_boxes walk the same plan boxes; numba compiles each loop nest for its own
 # tile work (a shared walker taking a callback would not inline)
 def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised through compare_arrays
-    """One side over its own plan: ``(min, max, sum, sum of squares, M2)`` (the fields of
-    :class:`compare.kernels._abi.SidePass`, which the callers wrap it in).
+    """One side over its own plan: ``(min, max, sum, sum of squares, M2, NaNs, infs, saturated)``
+    (the fields of :class:`compare.kernels._abi.SidePass`, which the callers wrap it in; all
+    float64, the counts exact).
 
     ``xb``: the storage buffer as bytes, ``xcode`` its type (``_abi.CODES``); ``xt``: a float64
     scratch tile of :data:`TILE` elements. The extrema are NaN when an element is (numpy's
     min/max), +-inf for an empty plan; ``M2`` is the sum of squared deviations from the mean (0
-    for an empty plan)."""
+    for an empty plan).
+
+    The counts are of the elements the plan visits: NaN, +-inf, and ``|v| == 65504`` (the float16
+    maximum) for binary16 storage only (``_abi.CODE_F16``; 0 for every other type). They cost
+    nothing on ordinary data: each chunk goes through :func:`_acc_side` from the extreme int64
+    keys, so it returns the chunk's own extrema (merged here), and only a chunk whose extrema
+    reach ``|v| >= t`` -- ``t`` = 65504 for binary16, else inf -- or a NaN (whose key lies beyond
+    both infinities') is counted, by :func:`_count_side` on the data still in L1. (Counting in
+    :func:`_acc_side`'s loop, or just carrying three more numbers through its state, measured
+    5-60 % slower.)"""
     isz = ITEMSIZE[xcode]
-    s = (order_key(np.inf), order_key(-np.inf), 0.0, 0.0, 0.0, 0.0, 0.0)
+    f16 = xcode == CODE_F16
+    sat = F16_MAX if f16 else np.nan
+    t = F16_MAX if f16 else np.inf
+    klo = order_key(-t)  # a chunk with a key <= klo or >= khi is counted
+    khi = order_key(t)
+    lo = order_key(np.inf)
+    hi = order_key(-np.inf)
+    sm, sq, mean, m2, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
+    cn, ci, cs = 0, 0, 0
     for b in range(dims.shape[0]):
         d1 = dims[b, 4]
         d0 = dims[b, 5]
@@ -693,15 +749,28 @@ def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised th
                             if j + 1 < nch:
                                 r2, c2, rows2, cols2 = _chunk(d1, d0, j + 1)
                                 _prefetch_tile(xb, isz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
-                            if xcode <= CODE_F64 and _contiguous(sx1, sx0, rows, cols):  # read in place
+                            s = (_KEY_MAX, _KEY_MIN, sm, sq, mean, m2, cnt)  # the chunk's own extrema
+                            direct = xcode <= CODE_F64 and _contiguous(sx1, sx0, rows, cols)
+                            if direct:  # read in place
                                 s = _side_direct(xb, xcode, xs, m, s)
                             else:
                                 _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
                                 s = _acc_side(xt, m, s)
-    lo, hi, sm, sq, mean, m2, cnt = s
+                            clo, chi, sm, sq, mean, m2, cnt = s
+                            lo = lo if lo < clo else clo
+                            hi = hi if hi > chi else chi
+                            if clo <= klo or chi >= khi:  # a NaN, infinity or saturated value: count
+                                if direct:
+                                    c = _count_direct(xb, xcode, xs, m, sat)
+                                else:
+                                    c = _count_side(xt, m, sat)
+                                cn += c[0]
+                                ci += c[1]
+                                cs += c[2]
+    counts = (float(cn), float(ci), float(cs))
     if sq != sq:  # an element is NaN (v*v >= 0 or +inf otherwise, and their sum never NaN)
-        return (np.nan, np.nan, sm, sq, m2)
-    return (key_value(lo), key_value(hi), sm, sq, m2)
+        return (np.nan, np.nan, sm, sq, m2) + counts
+    return (key_value(lo), key_value(hi), sm, sq, m2) + counts
 
 
 @jit
