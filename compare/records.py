@@ -279,6 +279,22 @@ class Pairing:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ValueCounts:
+    """Special values among one side's compared elements (``MetricRow.left_counts`` /
+    ``right_counts``; the engine copies them from the kernels' counts of the same name).
+
+    ``nan``: NaN elements; ``inf``: +inf or -inf elements; ``saturated``: elements with
+    ``|v| == 65504.0`` (the float16 maximum), counted only for a side stored as float16 -- 0 for
+    every other dtype. Integer and bool data count 0 for all three; complex data are counted over
+    their interleaved ``(real, imag)`` parts.
+    """
+
+    nan: int
+    inf: int
+    saturated: int
+
+
 @dataclass
 class MetricRow:
     """The comparison result of one :class:`Pair`, as raw numbers.
@@ -289,7 +305,10 @@ class MetricRow:
     messages joined into the FailReason cell. ``bool(row)`` is True when the row was compared.
     ``rank`` / ``iteration`` are set when several ranks or iterations of a dump tree are compared
     in one report (``--rank all`` / ``--iteration all``); ``None`` otherwise. ``graph`` is set when
-    several graphs are compared in one report (``--graph all`` or a list).
+    several graphs are compared in one report (``--graph all`` or a list). ``left_counts`` /
+    ``right_counts`` count the NaN, infinite and float16-saturated values of each side's compared
+    elements (:class:`ValueCounts`); ``None`` when the row was not compared by the kernels (and in
+    rows read back from a saved report, which does not carry them).
     """
 
     index: int
@@ -312,6 +331,8 @@ class MetricRow:
     graph: int | None = None
     #: Copied from :attr:`Pair.expected_gap`: why the row is structurally not compared, or None.
     expected_gap: str | None = None
+    left_counts: ValueCounts | None = None
+    right_counts: ValueCounts | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED
