@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
@@ -279,9 +279,16 @@ class Pairing:
     notes: list[str] = field(default_factory=list)
 
 
-class ValueCounts(NamedTuple):
-    """Elements of one tensor that are NaN, +-infinity, and -- float16 data only -- at the
-    float16 limit (``|x| == 65504``, saturation); counted in the comparison's own pass."""
+@dataclass(frozen=True)
+class ValueCounts:
+    """Special values among one side's compared elements (``MetricRow.left_counts`` /
+    ``right_counts``; the engine copies them from the kernels' counts of the same name).
+
+    ``nan``: NaN elements; ``inf``: +inf or -inf elements; ``saturated``: elements with
+    ``|v| == 65504.0`` (the float16 maximum), counted only for a side stored as float16 -- 0 for
+    every other dtype. Integer and bool data count 0 for all three; complex data are counted over
+    their interleaved ``(real, imag)`` parts.
+    """
 
     nan: int
     inf: int
@@ -298,7 +305,10 @@ class MetricRow:
     messages joined into the FailReason cell. ``bool(row)`` is True when the row was compared.
     ``rank`` / ``iteration`` are set when several ranks or iterations of a dump tree are compared
     in one report (``--rank all`` / ``--iteration all``); ``None`` otherwise. ``graph`` is set when
-    several graphs are compared in one report (``--graph all`` or a list).
+    several graphs are compared in one report (``--graph all`` or a list). ``left_counts`` /
+    ``right_counts`` count the NaN, infinite and float16-saturated values of each side's compared
+    elements (:class:`ValueCounts`); ``None`` when the row was not compared by the kernels (and in
+    rows read back from a saved report, which does not carry them).
     """
 
     index: int

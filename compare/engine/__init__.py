@@ -36,8 +36,10 @@ from convert.layouts import LayoutError
 from convert.layouts.lazy import Unsupported, kernel_plan
 
 from ..errors import CompareError, ShapeError
-from ..kernels import Note, bind_plan, compare_arrays, compare_planned, is_scalar_like, resolve_algorithms, storage
-from ..records import MetricRow, Pair, PairStatus
+from ..kernels import (KernelResult, Note, bind_plan, compare_arrays, compare_planned, is_scalar_like,
+                       resolve_algorithms, storage)
+from ..kernels import ValueCounts as KernelCounts
+from ..records import MetricRow, Pair, PairStatus, ValueCounts
 from .goldens import GoldenCache
 from .prepare import NO_LAYOUT, LayoutRequest, layout_request, prepare_flat
 
@@ -251,15 +253,26 @@ def _is_whole(base: np.ndarray, array: np.ndarray) -> bool:
             and base.__array_interface__["data"][0] == array.__array_interface__["data"][0])
 
 
-def _finish(row: MetricRow, result, pair: Pair) -> MetricRow:
+def _finish(row: MetricRow, result: KernelResult, pair: Pair) -> MetricRow:
+    """``row`` with ``result`` copied onto it: metrics, std, the sides' value counts, and the
+    notes worded as reasons (after the pair's own reason)."""
     row.metrics = dict(result.values)
     row.std = result.std
+    row.left_counts = _row_counts(result.left_counts)
+    row.right_counts = _row_counts(result.right_counts)
     for note in sorted(result.notes, key=lambda n: n.name):
         if note.name not in _QUIET_NOTES:
             row.reasons.append(note_text(note, pair))
     if pair.reason:
         row.reasons.insert(0, pair.reason)
     return row
+
+
+def _row_counts(counts: KernelCounts | None) -> ValueCounts | None:
+    """The kernels' counts as the record the rows carry (records do not import the kernels)."""
+    if counts is None:
+        return None
+    return ValueCounts(nan=counts.nan, inf=counts.inf, saturated=counts.saturated)
 
 
 def _safe_compare(pair: Pair, options: EngineOptions, goldens: GoldenCache) -> MetricRow:

@@ -5,7 +5,8 @@ The public, checked API of the comparison metrics:
 - :data:`METRIC_NAMES` / :data:`METRICS` / :data:`ALIASES`: the one metric table (read by the CLI,
   the reports and the gates), and :func:`resolve_algorithms`: an ``-alg`` style selection ->
   canonical metric names (both in :mod:`compare.kernels.metrics`);
-- :func:`compare_arrays`: two arrays -> :class:`KernelResult` (values, std tuple, notes);
+- :func:`compare_arrays`: two arrays -> :class:`KernelResult` (values, std tuple, notes, and each
+  side's :class:`ValueCounts` of NaN / inf / float16-saturated values);
 - :func:`compare_planned`: the same over storage buffers (:func:`storage`,
   :mod:`compare.kernels.buffers`) and a :class:`KernelPlan` (:mod:`compare.kernels.plans`; the
   engine's zero-copy path: layouts walked in place, see :mod:`convert.layouts.lazy`);
@@ -40,7 +41,7 @@ from ..errors import CompareError, ShapeError
 from ._abi import EPS32, EPS64, SidePass
 from .buffers import STORAGE_DTYPES, code_of, storage
 from .metrics import (ACC_REL, ALIASES, BOOL_CAPABLE, COSINE, KL, MAX_ABS, MAX_REL, MEAN_ABS, MEAN_REL, METRIC_NAMES,
-                      METRICS, RED, RMSE, STD, AlgorithmSpec, Metric, canonical, resolve_algorithms)
+                      METRICS, RED, RMSE, STD, AlgorithmSpec, Metric, ValueCounts, canonical, resolve_algorithms)
 from .passes import SideCache, pair_passes
 from .plans import BoundPlan, KernelPlan, bind_plan, flat_kernel_plan
 
@@ -68,12 +69,21 @@ class KernelResult:
     StandardDeviation was not selected or not computed (bool data). ``notes`` are the edge
     cases met; ``count`` is the number of values compared on each side (the element count; twice
     it for complex data, see :func:`compare_arrays`).
+
+    ``left_counts`` / ``right_counts``: the NaN, +-inf and float16-saturated values among each
+    side's compared elements (:class:`ValueCounts`, computed by the one-side passes that give the
+    extrema and sums: no extra read of the data). :func:`compare_arrays` and
+    :func:`compare_planned` always fill them -- integer and bool sides with zeros (they hold no
+    such value; for bool data no kernel pass may run at all) -- so None means "not computed": a
+    result built by other code.
     """
 
     values: dict[str, float | None]
     std: tuple[float, float, float, float] | None
     notes: frozenset[Note]
     count: int
+    left_counts: ValueCounts | None = None
+    right_counts: ValueCounts | None = None
 
 
 def is_scalar_like(shape: Sequence[int]) -> bool:
@@ -133,6 +143,10 @@ def compare_arrays(
     (+ Note.COMPLEX_PAIRS): cosine is ``Re(sum x conj(y)) / (|x| |y|)``, RED the complex
     ``|x - y| / |y|``, MaxAbs / relative errors / KL / std are taken over the real and imaginary
     parts alike, and MeanAbs / RMSE average over the ``2n`` parts. ``count`` is then ``2n``.
+
+    ``left_counts`` / ``right_counts`` count NaN, +-inf and (float16 storage only) +-65504 values
+    of each side (:class:`ValueCounts`; zeros for integer and bool data, over the ``2n`` parts for
+    complex data).
     """
     names = resolve_algorithms(metrics)
     xa = np.asarray(x)
@@ -184,7 +198,9 @@ def compare_planned(
     file and index) is compared again with the same right-side plan, its one-side statistics are
     taken from ``right_cache`` instead of being computed again (a producer's output is compared
     as its own output and as the next operator's input); a thread that asks while another one
-    computes them waits for that result (see :class:`~compare.kernels.passes.SideCache`).
+    computes them waits for that result (see :class:`~compare.kernels.passes.SideCache`). Those
+    statistics are the whole :class:`~compare.kernels._abi.SidePass`, the golden's
+    ``right_counts`` included.
     """
     for buf in (xbuf, ybuf):
         if buf.ndim != 1 or code_of(buf.dtype) is None or not buf.dtype.isnative:
@@ -226,6 +242,8 @@ def _compute(
         selected &= set(BOOL_CAPABLE)
     values: dict[str, float | None] = {name: None for name in names}
     std: tuple[float, float, float, float] | None = None
+    # bool data (the only case without a selected metric): no NaN, inf or saturation, no pass needed
+    left_counts = right_counts = ValueCounts(0, 0, 0)
 
     if selected:
         calls = pair_passes(xf, yf, plan)
@@ -241,6 +259,7 @@ def _compute(
             ys = right_cache[0].get_or_compute(right_cache[1], calls.right, meanwhile=left_side)
         left_side()
         xs = left[0]
+        left_counts, right_counts = _value_counts(xs), _value_counts(ys)
         # min/max are NaN-propagating: a NaN or an inf on a side shows in its extrema.
         finx = n == 0 or (-math.inf < xs.min and xs.max < math.inf)
         finy = n == 0 or (-math.inf < ys.min and ys.max < math.inf)
@@ -300,7 +319,13 @@ def _compute(
         elif STD in selected:
             std = (math.nan, math.nan, math.nan, math.nan)
 
-    return KernelResult(values=values, std=std, notes=frozenset(notes), count=n)
+    return KernelResult(values=values, std=std, notes=frozenset(notes), count=n, left_counts=left_counts,
+                        right_counts=right_counts)
+
+
+def _value_counts(side: SidePass) -> ValueCounts:
+    """The counts of a one-side pass (float64 in the kernels' ABI, exact) as ints."""
+    return ValueCounts(nan=int(side.nan), inf=int(side.inf), saturated=int(side.saturated))
 
 
 def _kl_side(lo: float, hi: float, total: float, n: int) -> tuple[float, float, float]:
@@ -361,6 +386,7 @@ __all__ = [
     "Metric",
     "Note",
     "STORAGE_DTYPES",
+    "ValueCounts",
     "bind_plan",
     "compare_arrays",
     "compare_planned",

@@ -17,6 +17,9 @@ import numpy as np
 EPS64: float = 2.220446049250313e-16
 #: float32 machine epsilon (2**-23): the floor of the min-max-normalised KL inputs.
 EPS32: float = 1.1920928955078125e-07
+#: The largest finite float16 (binary16) value: an element of float16 storage with ``|v|`` equal to it
+#: is counted as saturated (:attr:`SidePass.saturated`).
+F16_MAX: float = 65504.0
 
 #: Dims of a box (the iteration plan); the last two form the tile.
 NDIM = 6
@@ -79,6 +82,11 @@ class SidePass(NamedTuple):
     sum: float  # sum v
     ssq: float  # sum v^2
     m2: float  # sum (v - mean)^2, combined tile by tile after Chan et al.
+    #: The counts below are float64 like every field of the native ``out[]`` array, and exact (whole
+    #: numbers, below 2**53): elements of the side's plan that are ...
+    nan: float  # ... NaN (either sign)
+    inf: float  # ... +inf or -inf
+    saturated: float  # ... +-65504 (F16_MAX) in float16 storage (CODE_F16); 0 for every other storage type
 
 
 class PairPass(NamedTuple):

@@ -17,7 +17,9 @@ Each side is a raw 1-D **storage buffer** plus iteration plans:
 Passes (:func:`compare.kernels._compute` drives them through :mod:`compare.kernels.passes`)
 ------
 1. :func:`_side_boxes` on the left side alone, in its own memory order: min, max, sum, sum of
-   squares and the sum of squared deviations from the mean (for the standard deviation).
+   squares and the sum of squared deviations from the mean (for the standard deviation), and the
+   counts of NaN, +-inf and float16-saturated (``|v| == 65504``) elements -- in the same pass,
+   counted (:func:`_count_side`) only in the chunks whose extrema show one.
    2. The same on the right side (cached by the engine for a golden used twice).
 3. :func:`_pair_boxes` on the pair: the cross terms (x*y, |x-y|, (x-y)^2, relative error) and
    the KL terms (the extrema and sums of passes 1-2 normalise them).
@@ -42,7 +44,7 @@ metric values and edge-case notes. Do not call them directly; the public wrapper
 prepare the arrays.
 
 Scalar helpers (:func:`order_key`, :func:`key_value`, :func:`f64_bits`, :func:`bits_f64`,
-:func:`load_f64`, :func:`logratio`, :func:`prefetch`) have plain Python bodies, used as they are under ``NUMBA_DISABLE_JIT=1``, and
+:func:`load_f64`, :func:`load_f32`, :func:`logratio`, :func:`prefetch`) have plain Python bodies, used as they are under ``NUMBA_DISABLE_JIT=1``, and
 numba overloads (LLVM intrinsics and bit manipulation) used when compiled.
 
 One module on purpose, long as it is: numba's on-disk cache checks only the source file of the
@@ -62,7 +64,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._abi import EPS32, EPS64
+from ._abi import EPS32, EPS64, F16_MAX
 from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_F64, ITEMSIZE, NDIM, TILE  # noqa: F401 - NDIM: docs
 from ._abi import CODE_BOOL, CODE_I8, CODE_I16, CODE_I32, CODE_I64, CODE_U8, CODE_U16, CODE_U32, CODE_U64  # noqa: F401
 from .native.jit import jit
@@ -114,6 +116,17 @@ def load_f64(buf, i):  # pragma: no cover - plain-Python body, used without JIT 
     return float(v)
 
 
+def load_f32(buf, i):  # pragma: no cover - plain-Python body, used without JIT only
+    """Element ``i`` of a float32, binary16-bits (uint16) or bfloat16-bits (int16) buffer as a
+    float32 (exact: every such value is a float32)."""
+    v = buf[i]
+    if buf.dtype == np.uint16:
+        return np.asarray(v, dtype=np.uint16).view(np.float16).astype(np.float32)
+    if buf.dtype == np.int16:
+        return (np.asarray(v, dtype=np.int16).view(np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return np.float32(v)
+
+
 def prefetch(buf, i):  # pragma: no cover - plain-Python body, used without JIT only
     """Hint the CPU to fetch the cache line holding ``buf[i]`` (compiled: ``llvm.prefetch``)."""
 
@@ -155,6 +168,9 @@ def bregman(u, lr, w):  # pragma: no cover - plain-Python body, used without JIT
 
 
 _M63 = 0x7FFFFFFFFFFFFFFF
+#: The largest and smallest int64: the start of a chunk's extrema keys (beyond every float's key).
+_KEY_MAX = _M63
+_KEY_MIN = -_M63 - 1
 
 
 @intrinsic
@@ -221,6 +237,28 @@ def _bf16_bits_to_f64(typingctx, v):
 
 
 @intrinsic
+def _half_bits_to_f32(typingctx, v):
+    """uint16 binary16 bits -> float32 (``fpext half``)."""
+
+    def codegen(context, builder, signature, args):
+        half = builder.bitcast(args[0], ir.HalfType())
+        return builder.fpext(half, _FLOAT)
+
+    return types.float32(types.uint16), codegen
+
+
+@intrinsic
+def _bf16_bits_to_f32(typingctx, v):
+    """int16 bfloat16 bits -> float32: the bits are the top half of a float32."""
+
+    def codegen(context, builder, signature, args):
+        wide = builder.zext(args[0], _I32)
+        return builder.bitcast(builder.shl(wide, ir.Constant(_I32, 16)), _FLOAT)
+
+    return types.float32(types.int16), codegen
+
+
+@intrinsic
 def _llvm_prefetch(typingctx, arr, idx):
     def codegen(context, builder, signature, args):
         aryty = signature.args[0]
@@ -282,6 +320,15 @@ def _ov_load_f64(buf, i):
     if buf.dtype == types.int16:
         return lambda buf, i: _bf16_bits_to_f64(buf[i])
     return lambda buf, i: np.float64(buf[i])
+
+
+@overload(load_f32, inline="always")
+def _ov_load_f32(buf, i):
+    if buf.dtype == types.uint16:
+        return lambda buf, i: _half_bits_to_f32(buf[i])
+    if buf.dtype == types.int16:
+        return lambda buf, i: _bf16_bits_to_f32(buf[i])
+    return lambda buf, i: np.float32(buf[i])
 
 
 # log(u/w) = e*ln2 + log(mu/mw), the mantissa ratio brought into [1/sqrt2, sqrt2]; then with
@@ -471,6 +518,60 @@ def _side_direct(xb, code, o, m, s):  # pragma: no cover - via the kernels
     if code == CODE_F32:
         return _acc_side(xb.view(np.float32)[o : o + m], m, s)
     return _acc_side(xb.view(np.float64)[o : o + m], m, s)
+
+
+@jit
+def _count_side(xv, n, sat):  # pragma: no cover - exercised through the kernels
+    """``(NaNs, infs, saturated)`` among the first ``n`` elements of ``xv`` (a float64 tile or a
+    contiguous float64 piece of a storage buffer): int64 sums of comparisons of ``a = |v|``, no
+    branch -- ``a != a``, ``a == inf`` and ``a == sat`` (``sat``: the float16 maximum for
+    binary16 storage, NaN -- equal to nothing -- for every other type).
+
+    Called by :func:`_side_boxes` only for a chunk whose extrema show such an element, right
+    after :func:`_acc_side` read it: the chunk is still in L1, not read from memory again."""
+    cn = 0
+    ci = 0
+    cs = 0
+    for i in range(n):
+        a = abs(load_f64(xv, i))
+        cn += a != a
+        ci += a == np.inf
+        cs += a == sat
+    return cn, ci, cs
+
+
+@jit
+def _count_side32(xv, n, sat):  # pragma: no cover - exercised through the kernels
+    """:func:`_count_side` of float32, binary16 or bfloat16 storage, compared as float32 (exact:
+    their values are float32 values) and summed as float32 (exact: ``n <= TILE`` < 2**24) --
+    twice the vector lanes of float64 and int64: a chunk with a special value costs half."""
+    one = np.float32(1.0)
+    zero = np.float32(0.0)
+    s32 = np.float32(sat)
+    inf32 = np.float32(np.inf)
+    cn = zero
+    ci = zero
+    cs = zero
+    for i in range(n):
+        a = abs(load_f32(xv, i))
+        cn += one if a != a else zero
+        ci += one if a == inf32 else zero
+        cs += one if a == s32 else zero
+    return np.int64(cn), np.int64(ci), np.int64(cs)
+
+
+@jit
+def _count_direct(xb, code, o, m, sat):  # pragma: no cover - via the kernels
+    """The counts of ``m`` contiguous elements at ``o`` of byte buffer ``xb`` (type ``code``),
+    read in place (the chunk :func:`_side_direct` just read): :func:`_count_side32`, or
+    :func:`_count_side` for float64."""
+    if code == CODE_F16:
+        return _count_side32(xb.view(np.uint16)[o : o + m], m, sat)
+    if code == CODE_BF16:
+        return _count_side32(xb.view(np.int16)[o : o + m], m, sat)
+    if code == CODE_F32:
+        return _count_side32(xb.view(np.float32)[o : o + m], m, sat)
+    return _count_side(xb.view(np.float64)[o : o + m], m, sat)
 
 
 @jit
@@ -664,15 +765,35 @@ def _nchunks(d1, d0):  # pragma: no cover - exercised through the kernels
 # duplicates: _side_boxes and _pair_boxes walk the same plan boxes; numba compiles each loop nest for its own
 # tile work (a shared walker taking a callback would not inline)
 def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised through compare_arrays
-    """One side over its own plan: ``(min, max, sum, sum of squares, M2)`` (the fields of
-    :class:`compare.kernels._abi.SidePass`, which the callers wrap it in).
+    """One side over its own plan: ``(min, max, sum, sum of squares, M2, NaNs, infs, saturated)``
+    (the fields of :class:`compare.kernels._abi.SidePass`, which the callers wrap it in; all
+    float64, the counts exact).
 
     ``xb``: the storage buffer as bytes, ``xcode`` its type (``_abi.CODES``); ``xt``: a float64
     scratch tile of :data:`TILE` elements. The extrema are NaN when an element is (numpy's
     min/max), +-inf for an empty plan; ``M2`` is the sum of squared deviations from the mean (0
-    for an empty plan)."""
+    for an empty plan).
+
+    The counts are of the elements the plan visits: NaN, +-inf, and ``|v| == 65504`` (the float16
+    maximum) for binary16 storage only (``_abi.CODE_F16``; 0 for every other type). They cost
+    nothing on ordinary data: each chunk goes through :func:`_acc_side` from the extreme int64
+    keys, so it returns the chunk's own extrema (merged here), and only a chunk whose extrema
+    reach ``|v| >= t`` -- ``t`` = 65504 for binary16, else inf -- or a NaN (whose key lies beyond
+    both infinities') is counted, by :func:`_count_side` / :func:`_count_side32` on the data
+    still in L1. Measured on 50M elements (AVX-512): the pass takes the same time as without
+    counts on ordinary data, and 1.2x (float32) / 1.4x (float16) when every chunk holds a special
+    value; counting in :func:`_acc_side`'s loop instead cost 1.4x / 1.6x on every tensor, and just
+    carrying three more numbers through its state 1.05x."""
     isz = ITEMSIZE[xcode]
-    s = (order_key(np.inf), order_key(-np.inf), 0.0, 0.0, 0.0, 0.0, 0.0)
+    f16 = xcode == CODE_F16
+    sat = F16_MAX if f16 else np.nan
+    t = F16_MAX if f16 else np.inf
+    klo = order_key(-t)  # a chunk with a key <= klo or >= khi is counted
+    khi = order_key(t)
+    lo = order_key(np.inf)
+    hi = order_key(-np.inf)
+    sm, sq, mean, m2, cnt = 0.0, 0.0, 0.0, 0.0, 0.0
+    cn, ci, cs = 0, 0, 0
     for b in range(dims.shape[0]):
         d1 = dims[b, 4]
         d0 = dims[b, 5]
@@ -693,15 +814,28 @@ def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised th
                             if j + 1 < nch:
                                 r2, c2, rows2, cols2 = _chunk(d1, d0, j + 1)
                                 _prefetch_tile(xb, isz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
-                            if xcode <= CODE_F64 and _contiguous(sx1, sx0, rows, cols):  # read in place
+                            s = (_KEY_MAX, _KEY_MIN, sm, sq, mean, m2, cnt)  # the chunk's own extrema
+                            direct = xcode <= CODE_F64 and _contiguous(sx1, sx0, rows, cols)
+                            if direct:  # read in place
                                 s = _side_direct(xb, xcode, xs, m, s)
                             else:
                                 _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
                                 s = _acc_side(xt, m, s)
-    lo, hi, sm, sq, mean, m2, cnt = s
+                            clo, chi, sm, sq, mean, m2, cnt = s
+                            lo = lo if lo < clo else clo
+                            hi = hi if hi > chi else chi
+                            if clo <= klo or chi >= khi:  # a NaN, infinity or saturated value: count
+                                if direct:
+                                    c = _count_direct(xb, xcode, xs, m, sat)
+                                else:
+                                    c = _count_side(xt, m, sat)
+                                cn += c[0]
+                                ci += c[1]
+                                cs += c[2]
+    counts = (float(cn), float(ci), float(cs))
     if sq != sq:  # an element is NaN (v*v >= 0 or +inf otherwise, and their sum never NaN)
-        return (np.nan, np.nan, sm, sq, m2)
-    return (key_value(lo), key_value(hi), sm, sq, m2)
+        return (np.nan, np.nan, sm, sq, m2) + counts
+    return (key_value(lo), key_value(hi), sm, sq, m2) + counts
 
 
 @jit

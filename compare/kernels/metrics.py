@@ -4,18 +4,40 @@ One :data:`METRICS` dict (read by the command line, the reports and the gates): 
 :class:`Metric` carries its ``-alg`` index, its short alias and a docstring giving the formula and
 the zero / NaN / empty policy. :func:`resolve_algorithms` turns an ``-alg`` style selection
 (indexes, names, aliases, ``all``) into canonical names; :func:`canonical` is the same for the
-engine's already-canonical lists, remembered. Pure Python: no numpy array is touched here.
+engine's already-canonical lists, remembered. :class:`ValueCounts` is the per-side count of NaN,
+infinite and float16-saturated values that comes with the metrics. Pure Python: no numpy array is
+touched here.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Union
+from typing import Iterable, NamedTuple, Union
 
 import numpy as np
 
 from ..errors import OptionError
+
+class ValueCounts(NamedTuple):
+    """Special values among the elements of one side of a pair that were compared (the one-side
+    pass counts them as it reads the side, see :func:`compare.kernels.fused._side_boxes`).
+
+    - ``nan``: elements that are NaN (either sign);
+    - ``inf``: elements that are +inf or -inf;
+    - ``saturated``: elements with ``|v| == 65504.0``, the float16 maximum, counted only when the
+      side is stored as float16; 0 for every other dtype (a float32 65504 is an ordinary value).
+
+    Integer and bool data hold none of these: all three are 0. Complex data are counted over their
+    interleaved ``(real, imag)`` parts, like ``KernelResult.count`` (a NaN real part and a NaN
+    imaginary part count 2); a real side compared with complex data is counted after its
+    conversion to complex128 (so without float16 saturation).
+    """
+
+    nan: int
+    inf: int
+    saturated: int
+
 
 #: The 10 built-in metrics in the reference's order; the position is the ``-alg`` index and the
 #: column order of ``all``.
@@ -243,6 +265,7 @@ __all__ = [
     "RED",
     "RMSE",
     "STD",
+    "ValueCounts",
     "canonical",
     "resolve_algorithms",
 ]

@@ -96,8 +96,8 @@ def row_document(position: int, row: MetricRow, metrics: Sequence[str]) -> dict[
         "right_address": row.right_address,
         "op_sequence": row.op_sequence,
         "expected_gap": row.expected_gap,
-        "left_counts": None if row.left_counts is None else row.left_counts._asdict(),
-        "right_counts": None if row.right_counts is None else row.right_counts._asdict(),
+        "left_counts": None if row.left_counts is None else dataclasses.asdict(row.left_counts),
+        "right_counts": None if row.right_counts is None else dataclasses.asdict(row.right_counts),
     }
 
 

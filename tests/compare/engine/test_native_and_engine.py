@@ -130,8 +130,9 @@ def _assert_backends_agree(xf: np.ndarray, yf: np.ndarray, plan: KernelPlan | No
             la, ra, pa, _ = _passes_of(nat, xf, yf, plan, n, prm, do_rel, do_kl)
         for label, got, want, scale in (("left", la, ln, side_scale["left"]),
                                         ("right", ra, rn, side_scale["right"])):
-            assert len(got) == len(want) == 5
+            assert len(got) == len(want) == len(SidePass._fields)
             assert _same_bits(got[0], want[0]) and _same_bits(got[1], want[1]), (label, got, want)
+            assert got[5:] == want[5:], (label, "NaN / inf / saturated counts", got, want)
             for i in (2, 3, 4):
                 assert _close(got[i], want[i], 1e-12, 1e-12 * scale[i]), (label, i, got[i], want[i])
         assert len(pa) == len(pn) == 9
