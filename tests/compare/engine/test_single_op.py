@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -283,15 +282,12 @@ def test_real_million_row_split(tmp_path: Path) -> None:
     golden = np.linspace(-1, 1, n, dtype=np.float32).reshape(1, n)
     npu, gold = _one_op_case(tmp_path, golden.astype(np.float16), golden, fmt="ND")
     res = compare_operator(npu, gold, "op")
-    start = time.perf_counter()
     files = write_operator_report(res, tmp_path / "out")
-    elapsed = time.perf_counter() - start
     assert [p.name for p in files.details] == ["op_output_0_0.csv", "op_output_0_1000000.csv"]
     tail = _csv_rows(files.details[1])
     assert len(tail) == 2 and tail[1][:2] == ["1000000", "0 1000000 0 0"]
     with files.details[0].open() as handle:
         assert sum(1 for _ in handle) == 1_000_001  # header + 1e6 rows
-    assert elapsed < 10  # ~0.5 s on 2 cores; generous for slow CI
 
 
 def test_long_names_are_shortened(tmp_path: Path) -> None:
