@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DumpFormatError, OptionError
-from ..records import MetricRow, PairStatus
+from ..records import MetricRow, PairStatus, ValueCounts
 from .cells import DANGEROUS_START, NOT_COMPUTED
 from .parquet import METADATA_KEY, STD_COLUMNS, require_pyarrow
 from .result_json import STD_KEYS, STD_NAME, decode_float, load_document
@@ -179,7 +179,17 @@ def _json_row(item: dict[str, Any]) -> MetricRow:
         std=None if std is None else _std_values(std), reasons=list(get("reasons", [])),
         left_address=get("left_address"), right_address=get("right_address"), status=status,
         op_sequence=get("op_sequence"), rank=get("rank"), iteration=get("iteration"), graph=get("graph"),
-        expected_gap=get("expected_gap"))
+        expected_gap=get("expected_gap"), left_counts=_counts(get("left_counts"), "left_counts"),
+        right_counts=_counts(get("right_counts"), "right_counts"))
+
+
+def _counts(value: object, key: str) -> ValueCounts | None:
+    """A row's ``left_counts`` / ``right_counts`` object (absent or null: None)."""
+    if value is None:
+        return None
+    if type(value) is not dict or not all(type(value.get(k)) is int for k in ("nan", "inf", "saturated")):
+        raise ValueError(f"{key}: expected {{nan, inf, saturated}} whole numbers or null, not {value!r}")
+    return ValueCounts(nan=value["nan"], inf=value["inf"], saturated=value["saturated"])
 
 
 def _std_values(std: object) -> tuple[float, float, float, float]:
