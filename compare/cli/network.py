@@ -146,6 +146,7 @@ def compare(
     ge_graph: Optional[Path] = typer.Option(None, "--ge-graph",
                                             help="TF-NPU / GE trees: ge_proto_*_Build.txt whose first graph names "
                                                  "the model_name folder."),
+# duplicates: the localisation options are typer declarations too, one per option as --help lists them
     verdicts: bool = typer.Option(False, "--verdicts",
                                   help="Add a Verdict column to the -o table: ok, origin, inherited, input-differs "
                                        "or not-compared (where the error starts; docs/localisation.md)."),

@@ -236,6 +236,8 @@ def _bf16_bits_to_f64(typingctx, v):
     return types.float64(types.int16), codegen
 
 
+# duplicates: the float32 twins of the two decoders above; an intrinsic's LLVM types are fixed when it is
+# defined, so each target type needs its own (the float32 ones feed the NaN / inf / saturation count)
 @intrinsic
 def _half_bits_to_f32(typingctx, v):
     """uint16 binary16 bits -> float32 (``fpext half``)."""
