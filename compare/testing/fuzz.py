@@ -26,7 +26,25 @@ that reads it:
 ``network``
     a copy of the whole network with 1-3 of its files mutated (sometimes the rule or mapping.csv
     too, sometimes a dump renamed with a byte that is not UTF-8), compared with
-    ``compare.runs.folders.run_network`` and written with ``write_report``.
+    ``compare.runs.folders.run_network`` and written with ``write_report`` -- or, one time in five,
+    run through the command line (``compare.cli.app``): a traceback or exit code 1 (the
+    gate-failed code, and no gate was given) is an escape.
+``sparse``
+    a sparse file of up to 64 GiB (a few real bytes) whose lengths claim it all: a dump's
+    version-2 header length, a version-1 protobuf field, a ``.npy`` header length; read as the
+    loaders do. A ``MemoryError`` (an allocation of what a length claims) is an escape.
+``names``
+    the network with one operator renamed, in the rule, its dump and its golden, to a name with
+    control characters and spreadsheet formula starts (``\r=1+1``, ``\n@SUM(A1)``, ESC ...), and
+    one op type likewise; the report is written and read back with ``csv``: a row split in two, a
+    lost operator, or a cell starting with ``= + - @`` not neutralised is an escape.
+``tree``
+    the network with hostile entries added to its dump folder: a symlink loop, a broken link and
+    a directory under dump names, a FIFO and a link to ``/dev/zero`` under dump names; the run
+    must not hang (an alarm of :data:`DEADLINE` seconds), must compare every healthy operator and
+    must name every hostile entry in its notes.
+
+Every input runs under an alarm of :data:`DEADLINE` seconds: a **hang** is an escape.
 
 An **escape** is any exception that is not a :class:`compare.errors.CompareError` -- and, in a
 network run, *any* exception when only dump / .npy / mapping files were mutated (per-file
@@ -43,18 +61,22 @@ one table read together; splitting them would scatter what counts as an escape.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import random
 import re
 import shutil
+import signal
 import struct
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +88,9 @@ from compare.errors import CompareError
 #: Integers that break size arithmetic most often.
 INTERESTING = [0, 1, 2, 3, 7, 8, 15, 16, 127, 128, 255, 256, 4095, 4096, 65535, 65536, 2**31 - 1, 2**31,
                2**32 - 1, 2**32, 2**40, 10**12, 2**62, 2**63 - 1, 2**63, 2**64 - 1]
+
+#: Seconds an input may take before it counts as a hang (an escape).
+DEADLINE = 60
 
 #: Files of the synthetic network that mutations may hit in a network run (the trans/conv1 dumps
 #: and the goldens they need stay healthy, so that pairing always has something to compare).
@@ -654,6 +679,258 @@ def network_problems(result: Any) -> list[str]:
     return problems
 
 
+# ============================================================================ hostile files and trees
+
+
+class Hang(BaseException):
+    """The alarm of :func:`deadline` rang: an input took longer than allowed (a BaseException, so
+    that no ``except Exception`` of the code under test swallows it)."""
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Raise :class:`Hang` in the block after ``seconds`` (SIGALRM; a no-op off the main thread)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def ring(signum: int, frame: object) -> None:
+        raise Hang(f"no answer after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+#: Apparent sizes of the sparse files (a few real bytes each).
+SPARSE_SIZES = (3 * 2**30, 2**32 + 17, 2**36)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _write_sparse(path: Path, head: bytes, size: int) -> None:
+    """``head`` then a hole up to ``size`` bytes (nothing allocated on disk or in memory)."""
+    path.write_bytes(head)
+    os.truncate(path, size)
+
+
+#: Address space a sparse input may add to the process before an allocation fails (MemoryError).
+SPARSE_HEADROOM = 2 * 2**30
+
+
+@contextmanager
+def memory_cap(headroom: int) -> Iterator[None]:
+    """At most ``headroom`` more bytes of address space in the block (RLIMIT_AS, restored after),
+    so that an allocation of what a hostile length claims is a MemoryError, not the kernel's
+    out-of-memory killer ending the whole fuzz run. A no-op where the limit cannot be read."""
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+
+        with open("/proc/self/status") as status:
+            size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = size + headroom if hard == resource.RLIM_INFINITY else min(hard, size + headroom)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, OSError, StopIteration, ValueError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def sparse_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
+    """A sparse file whose lengths claim all of it (module doc, ``sparse``), read with at most
+    :data:`SPARSE_HEADROOM` more address space (:func:`memory_cap`)."""
+    with memory_cap(SPARSE_HEADROOM):
+        return _sparse_case(corpus, rng, work)
+
+
+def _sparse_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
+    from convert import dump_proto
+
+    size = rng.choice(SPARSE_SIZES)
+    kind = rng.choice(["v2-header", "v1-field", "npy-header"])
+    if kind == "npy-header":
+        path = work / "sparse.0.1704110400000000.npy"
+        head = b"\x93NUMPY\x02\x00" + struct.pack("<I", min(size - 12, 2**32 - 1))
+        _write_sparse(path, head + b"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", size)
+        return _loader_call(lambda: read_npy_file(path))
+    path = work / "Op.sparse.1.1.1704110400000000"
+    if kind == "v2-header":
+        data = rng.choice(corpus.dumps_v2)
+        _write_sparse(path, struct.pack("<Q", size - 8) + data[8:8 + rng.choice([0, 16, 64])], size)
+        return _loader_call(lambda: read_dump_file(path, rng.choice([None, 2])))
+    number = dump_proto.DumpData.DESCRIPTOR.fields_by_name["op_name"].number
+    tag = _varint(number << 3 | 2)
+    length = _varint(size - len(tag) - 10)
+    length = _varint(size - len(tag) - len(length))  # the field claims exactly the rest of the file
+    _write_sparse(path, tag + length, size)
+    return _loader_call(lambda: read_dump_file(path, rng.choice([None, 1])))
+
+
+#: Pieces of hostile operator names and types (control characters, formula starts, separators).
+HOSTILE_PARTS = ("\r=1+1", "\n@SUM(A1)", "\t=cmd", "\x1b[31m", "+2", "-3", " =x", "\x7f", '"q"', ",c", ";s",
+                 "\u2028", "\r\n", "=HYPERLINK(x)", "@", "\x01")
+#: Starts of a cell a spreadsheet reads as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@")
+_VICTIMS = {"pool1": "Pooling", "fc1": "FullyConnection", "prob": "SoftmaxV2"}
+
+
+def _hostile(rng: random.Random, base: str) -> str:
+    parts = rng.sample(HOSTILE_PARTS, k=rng.randint(1, 3))
+    return (rng.choice(["", "=", "@", "+", "-", "\r", "\n"]) + base + "".join(parts)) if rng.random() < 0.5 \
+        else base + "".join(parts)
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def names_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
+    """One operator (and its type) renamed with hostile characters; report written and read back."""
+    from compare.reports.network import write_report
+    from compare.runs.folders import run_network
+
+    out = work / "named"
+    if out.exists():
+        shutil.rmtree(out)
+    base = corpus.network
+    shutil.copytree(base["leaf"], out / "left")
+    shutil.copytree(base["right"], out / "right")
+    victim = rng.choice(sorted(_VICTIMS))
+    op_type = _VICTIMS[victim]
+    name, new_type = _hostile(rng, victim), _hostile(rng, op_type)
+    text = re.sub(r'"' + victim + r'(?=[":])', lambda _m: json.dumps(name)[:-1], corpus.rule_text)
+    if rng.random() < 0.5:
+        text = text.replace(f'"type": "{op_type}"', f'"type": {json.dumps(new_type)}', 1)
+    (out / "model.json").write_text(text, encoding="utf-8")
+    for path in list((out / "left").iterdir()):
+        if path.name.startswith(f"{op_type}.{victim}."):
+            path.rename(path.with_name(f"{op_type}.{name}." + path.name[len(op_type) + len(victim) + 2:]))
+    for path in list((out / "right").iterdir()):
+        if path.name.startswith(f"{victim}.0."):
+            path.rename(path.with_name(f"{name}.0." + path.name[len(victim) + 3:]))
+    try:
+        result = run_network(out / "left", out / "right", out / "model.json")
+        written = write_report(result.rows, out / "result.csv", result.metrics)
+    except CompareError as exc:
+        return Outcome("refused", error_kind(exc))
+    except Exception as exc:  # noqa: BLE001
+        return Outcome("escape", error_kind(exc), traceback.format_exc())
+    problems = network_problems(result)
+    with open(written, newline="", encoding="utf-8") as handle:
+        table = list(csv.reader(handle))
+    if len(table) != len(result.rows) + 1:
+        problems.append(f"csv rows: {len(table) - 1} read back, {len(result.rows)} written (a row was split)")
+    widths = {len(line) for line in table}
+    if len(widths) > 1:
+        problems.append(f"csv columns: rows of {sorted(widths)} cells")
+    for line in table[1:]:
+        for cell in line:
+            stripped = cell.lstrip(" \t\r\n")
+            if stripped.startswith(FORMULA_STARTS) and not _is_number(stripped):
+                problems.append(f"csv injection: cell {cell!r} starts a formula")
+                break
+    if problems:
+        return Outcome("escape", "Invariant: " + problems[0].split(":")[0], "\n".join(problems))
+    return Outcome("accepted")
+
+
+#: Hostile entries the ``tree`` target adds, each under a dump-like name.
+TREE_ENTRIES = ("loop", "broken", "fifo", "devzero", "dir", "loop-dir")
+
+
+def _add_entry(folder: Path, kind: str, name: str) -> Path:
+    path = folder / name
+    if kind == "loop":
+        os.symlink(name, path)
+    elif kind == "broken":
+        os.symlink(folder / "no-such-file", path)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "devzero":
+        os.symlink("/dev/zero", path)
+    elif kind == "dir":
+        path.mkdir()
+    else:  # a folder-level loop: a link to its own parent
+        os.symlink("..", path)
+    return path
+
+
+def tree_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
+    """The network's dump tree with hostile entries (module doc, ``tree``)."""
+    from compare.runs.folders import run_network
+
+    out = work / "tree"
+    if out.exists():
+        shutil.rmtree(out)
+    base = corpus.network
+    shutil.copytree(base["left"], out / "left", symlinks=True)
+    leaf = next(p for p in (out / "left").rglob("*") if p.is_dir() and any(q.is_file() for q in p.iterdir()))
+    added = []
+    for k, kind in enumerate(rng.sample(TREE_ENTRIES, k=rng.randint(1, 3))):
+        where = leaf if kind != "loop-dir" or rng.random() < 0.5 else leaf.parent
+        added.append(_add_entry(where, kind, f"Relu.hostile_{kind.replace('-', '_')}.{90 + k}.1.17041104000090{k:02d}"))
+    try:
+        result = run_network(out / "left", base["right"], base["fusion_rule"])
+    except CompareError as exc:
+        return Outcome("escape", error_kind(exc), "run_network refused a tree with hostile entries:\n"
+                       + traceback.format_exc())
+    except Exception as exc:  # noqa: BLE001
+        return Outcome("escape", error_kind(exc), traceback.format_exc())
+    problems = network_problems(result)
+    said = "\n".join(result.notes) + "\n" + "\n".join(str(p) for p, _ in result.left.skipped)
+    for path in added:
+        if path.parent == leaf and path.name not in said:
+            problems.append(f"unnamed entry: {path.name} is in no note")
+    if problems:
+        return Outcome("escape", "Invariant: " + problems[0].split(":")[0], "\n".join(problems))
+    return Outcome("accepted")
+
+
+def cli_network(paths: dict[str, Path], rule_mutated: bool) -> Outcome:
+    """The damaged network through the command line: no traceback, and never exit 1 (no gate)."""
+    from typer.testing import CliRunner
+
+    from compare.cli import app
+
+    args = ["-l", str(paths["left"]), "-r", str(paths["right"]), "-f", str(paths["fusion_rule"]),
+            "-o", str(paths["left"].parent / "cli.csv"), "--json", str(paths["left"].parent / "cli.json")]
+    result = CliRunner().invoke(app, args)
+    text = result.output
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return Outcome("escape", error_kind(result.exception),
+                       "".join(traceback.format_exception(result.exception)))
+    if "Traceback (most recent call last)" in text:
+        return Outcome("escape", "traceback printed", text[-2000:])
+    if result.exit_code == 1:
+        return Outcome("escape", "exit 1 without a gate", text[-2000:])
+    if result.exit_code == 2 and not rule_mutated:
+        return Outcome("escape", "exit 2 for per-file problems", text[-2000:])
+    return Outcome("accepted" if result.exit_code == 0 else "refused", "" if result.exit_code == 0
+                   else f"exit {result.exit_code}")
+
+
 # ============================================================================ the run
 
 
@@ -700,7 +977,30 @@ class Report:
 
 
 #: Share of the inputs per target (the rest are network runs).
-WEIGHTS = {"dump-v2": 0.22, "dump-v1": 0.14, "npy": 0.2, "rule": 0.14, "mapping": 0.08, "network": 0.22}
+WEIGHTS = {"dump-v2": 0.18, "dump-v1": 0.12, "npy": 0.16, "rule": 0.12, "mapping": 0.07, "network": 0.19,
+           "sparse": 0.05, "names": 0.06, "tree": 0.05}
+
+
+def run_one(target: str, corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
+    """One input of ``target``, under the :data:`DEADLINE` alarm (a hang is an escape)."""
+    try:
+        with deadline(DEADLINE):
+            if target == "network":
+                paths, rule_mutated, _ = damage_network(corpus, rng, work)
+                if rng.random() < 0.2:
+                    return cli_network(paths, rule_mutated)
+                return check_network(paths, rule_mutated)
+            if target == "sparse":
+                return sparse_case(corpus, rng, work)
+            if target == "names":
+                return names_case(corpus, rng, work)
+            if target == "tree":
+                return tree_case(corpus, rng, work)
+            return fuzz_file(target, corpus, rng, work)
+    except Hang as exc:
+        return Outcome("escape", "hang", f"{target}: {exc}")
+    except MemoryError:
+        return Outcome("escape", "MemoryError", traceback.format_exc())
 
 
 def run(n: int, seed: int, *, keep: int = 5, progress: bool = False) -> Report:
@@ -717,11 +1017,7 @@ def run(n: int, seed: int, *, keep: int = 5, progress: bool = False) -> Report:
         for i in range(n):
             target = rng.choices(targets, weights)[0]
             case_rng = random.Random(rng.getrandbits(64))
-            if target == "network":
-                paths, rule_mutated, _ = damage_network(corpus, case_rng, work)
-                outcome = check_network(paths, rule_mutated)
-            else:
-                outcome = fuzz_file(target, corpus, case_rng, work)
+            outcome = run_one(target, corpus, case_rng, work)
             report.add(target, outcome, keep)
             if progress and (i + 1) % 1000 == 0:
                 print(f"  {i + 1} inputs, {report.escapes} escapes", file=sys.stderr)
