@@ -25,11 +25,11 @@ from .lineage import Localisation, OpGraph, OpVerdict
 from .pairing.rule_records import FusionRule
 from .policy import Policy, gated_metrics
 from .policy_file import load_policy
-from .records import Bound, MetricRow, Verdict, count_by_status
+from .records import Bound, MetricRow, SkippedFile, Verdict, count_by_status
 from .reports.divergence import localisation_document
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.result_json import decode_float, result_document
+from .reports.result_json import decode_float, result_document, skipped_from_document
 from .reports.saved import load_result
 from .runs.folders import run_network
 from .runs.loading import PathLike, RuleArg
@@ -103,6 +103,8 @@ class ComparisonResult:
     timing: dict[str, float] = field(default_factory=dict)
     network: NetworkResult | None = None
     document: dict | None = None
+    #: Every file of either side that was not used, and why (the JSON result's ``skipped`` list).
+    skipped: list[SkippedFile] = field(default_factory=list)
 
     @property
     def frame(self) -> "pd.DataFrame":
@@ -171,7 +173,8 @@ class ComparisonResult:
                 version = tool["version"]
         return result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
                                verdict=self.verdict if self.gated else None, timing=self.timing,
-                               tool_version=version, created=created, localisation=localisation)
+                               tool_version=version, created=created, localisation=localisation,
+                               skipped=self.skipped)
 
     def to_junit(self) -> str:
         """The JUnit XML report (one testcase per row, grouped by operator; ``timing["compare"]`` seconds)."""
@@ -262,7 +265,7 @@ def compare_network(
                "custom_dir": custom_dir}
     timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
     return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
-                            options, timing, network=result)
+                            options, timing, network=result, skipped=list(result.skipped))
 
 
 def _inputs_text(inputs: dict[str, object]) -> dict[str, object]:
@@ -305,4 +308,4 @@ def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: 
             timing[str(key)] = number
     return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked, list(document.get("notes") or []),
                             dict(document.get("inputs") or {}), dict(document.get("options") or {}), timing,
-                            document=document)
+                            document=document, skipped=skipped_from_document(document.get("skipped")))

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from convert.entries import special_file_problem
+
 from .errors import OptionError
 from .kernels import ALIASES, METRICS
 from .policy import (
@@ -174,6 +176,9 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     """
     path = Path(path)
     reader = _Reader(path)
+    special = special_file_problem(path)  # never opened: a FIFO would block, a device never ends
+    if special is not None:
+        raise OptionError(f"cannot read policy file {path}: {special}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -181,6 +181,16 @@ class OverflowRecord:
                 "an overflow record is reported, not compared")
 
 
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file (or folder) of one side that a comparison did not use, and why: one entry of
+    ``Run.skipped`` with its side (``left`` / ``right``), as the JSON result lists them."""
+
+    side: str
+    path: Path
+    reason: str
+
+
 @dataclass
 class Run:
     """One side of a comparison: a resolved dump folder and its operators.
@@ -188,8 +198,10 @@ class Run:
     ``root`` is the path the user gave; ``path`` the dump folder actually read (for Ascend dumps
     the ``data_index`` leaf of ``time/device/model_name/model_id/data_index``). ``ops`` is keyed
     by operator name (cleaned, as in dump file names); for golden folders, by the file-name form
-    of the op name. ``skipped`` lists files that were not used and why; ``notes`` tells the user
-    what was chosen (e.g. which of several dump folders).
+    of the op name. ``skipped`` lists files that were not used and why (also FIFOs, devices,
+    broken links and link loops, never opened, and folders of the tree that could not be read:
+    ``permission denied: PATH``); ``notes`` tells the user what was chosen (e.g. which of several
+    dump folders).
 
     Runs read from a MindSpore or TensorFlow-NPU dump tree also say: ``family``, the layout
     (``mindspore-sync``, ``mindspore-npy``, ``mindspore-async``, ``mindspore-o2``, ``ge`` (TF NPU /

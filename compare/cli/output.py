@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from convert.entries import special_file_problem
 from convert.exits import EXIT_CANNOT_RUN
 
 from ..errors import CompareError, OutputError
@@ -287,8 +288,13 @@ def finish(result: "ComparisonResult", written: Sequence[tuple[str, Path]], fail
 
 
 def check_readable(path: Path, flag: str) -> None:
-    """Refuse (CompareError naming the option) a path that does not exist or cannot be read."""
+    """Refuse (CompareError naming the option) a path that does not exist, cannot be read, or is
+    (a link to) a FIFO, a device or a socket -- refused at once, never opened: reading a FIFO
+    blocks until a writer comes, ``-f /dev/zero`` would be read until memory runs out."""
     if not path.exists():
         raise CompareError(f"{flag} {path}: no such file or directory")
+    special = special_file_problem(path)
+    if special is not None:
+        raise CompareError(f"{flag} {path}: {special}")
     if not os.access(path, os.R_OK):
         raise CompareError(f"{flag} {path}: permission denied")

@@ -136,9 +136,10 @@ def register_reader(reader: Reader, *, first: bool = False) -> None:
         READERS.append(reader)
 
 
-def _misnamed_below(root: Path) -> list[tuple[Path, list[tuple[Path, str]]]]:
+def _misnamed_below(root: Path, walked: list[tuple[Path, str]]) -> list[tuple[Path, list[tuple[Path, str]]]]:
     """Folders below ``root`` (the bounded walk) that hold files, none of them usable, with the
-    files and why: what a dump tree of only misnamed files is made of."""
+    files and why: what a dump tree of only misnamed files is made of. What the walk could not
+    enter is added to ``walked``."""
     def holds_files(folder: Path) -> list[tuple[Path, str]] | None:
         try:
             listing = cached_listing(folder)
@@ -146,15 +147,24 @@ def _misnamed_below(root: Path) -> list[tuple[Path, list[tuple[Path, str]]]]:
             return None
         return list(listing.skipped) if listing.skipped else None
 
-    return walk_leaves(root, MAX_DEPTH, holds_files, skip_dir=lambda name: name.startswith("."))
+    return walk_leaves(root, MAX_DEPTH, holds_files, skip_dir=lambda name: name.startswith("."), problems=walked)
 
 
-def _no_reader_error(folder: Path, tried: list[str]) -> CompareError:
+def _described(problems: list[tuple[Path, str]], limit: int = 5) -> str:
+    """``permission denied: PATH; PATH: a symbolic link loop (...)`` -- the first ``limit``."""
+    shown = "; ".join(why if str(path) in why else f"{path}: {why}" for path, why in problems[:limit])
+    return shown + (f"; and {len(problems) - limit} more" if len(problems) > limit else "")
+
+
+def _no_reader_error(folder: Path, tried: list[str], walked: list[tuple[Path, str]] | None = None) -> CompareError:
     """The "no reader found" error: the folder, what was tried and why, and the unusable files.
 
     A folder of only sub-folders whose files are all misnamed (a dump tree written with a wrong
-    naming) names those folders and files, not "empty".
+    naming) names those folders and files, not "empty"; a tree whose folders could not be read
+    (``walked``: a folder the user may not list, a link loop) names them (``permission denied:
+    PATH``), not "empty".
     """
+    walked = walked if walked is not None else []
     try:
         listing = cached_listing(folder)
     except CompareError as exc:
@@ -162,15 +172,19 @@ def _no_reader_error(folder: Path, tried: list[str]) -> CompareError:
     why = "; ".join(tried)
     bad = listing.skipped
     if not listing.files and not bad:
-        below = _misnamed_below(folder)
+        below = _misnamed_below(folder, walked)
+        if not below and walked:
+            return CompareError(f"dump folder {folder} holds no usable dump files: {len(walked)} folder(s) or "
+                                f"link(s) below it could not be read: {_described(walked)}")
         if not below:
             return CompareError(f"dump folder {folder} holds no dump files (it is empty)")
         bad = [item for _, skipped in below for item in skipped]
         where = ", ".join(str(f) for f, _ in below[:3]) + (f" and {len(below) - 3} more" if len(below) > 3 else "")
         shown = "; ".join(f"{p.name} ({reason})" for p, reason in bad[:5])
         more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        unread = f"; could not be read: {_described(walked)}" if walked else ""
         return DumpFormatError(folder, f"no valid dump files: {misnamed_summary(bad)} in {len(below)} folder(s) "
-                                       f"below it ({where}): {shown}{more}")
+                                       f"below it ({where}): {shown}{more}{unread}")
     shown = "; ".join(f"{p.name} ({reason})" for p, reason in bad[:10])
     more = f"; and {len(bad) - 10} more" if len(bad) > 10 else ""
     return DumpFormatError(
@@ -179,10 +193,12 @@ def _no_reader_error(folder: Path, tried: list[str]) -> CompareError:
     )
 
 
-def _choose_reader(folder: Path, kind: RunKind | None, *, trees_declined: bool = False) -> Reader:
+def _choose_reader(folder: Path, kind: RunKind | None, *, trees_declined: bool = False,
+                   walked: list[tuple[Path, str]] | None = None) -> Reader:
     """The reader for ``folder``; ``trees_declined``: :func:`compare.loaders.trees.claim` already
     returned None for this very folder, so the MindSpore reader (whose sniff is that call) declines
-    without walking it again."""
+    without walking it again. ``walked``: what the walk to ``folder`` could not read (named by the
+    error when no reader claims it)."""
 
     def declined(reader: Reader) -> bool:
         return trees_declined and reader is TREES_READER
@@ -207,7 +223,14 @@ def _choose_reader(folder: Path, kind: RunKind | None, *, trees_declined: bool =
             tried.append(f"{reader.name}: sniff failed ({exc})")
             continue
         tried.append(f"{reader.name}: {reader.explain(folder)}")
-    raise _no_reader_error(folder, tried)
+    raise _no_reader_error(folder, tried, walked)
+
+
+def _add_walked(run: Run, walked: list[tuple[Path, str]]) -> None:
+    """Add to ``run.skipped`` what the walk of its tree could not read (a folder the user may not
+    list, a link loop, a broken link), each once."""
+    known = {path for path, _ in run.skipped}
+    run.skipped.extend((path, why) for path, why in walked if path not in known)
 
 
 def detect(path: str | os.PathLike) -> RunKind:
@@ -262,30 +285,38 @@ def load_run(
     only candidate or the newest, with a note. On a folder without these levels the options are
     ignored with a note.
 
-    Raises :class:`CompareError` for a missing or empty folder and for a folder without any
-    usable dump file (the message names the folder and lists the files and why);
+    What the walk of a tree could not read -- a folder the user may not list, a link loop, a
+    broken link, a link into a folder that cannot be entered -- is passed over (its siblings are
+    still searched) and added to ``run.skipped``; so are FIFOs, devices and folders under dump
+    file names in the leaf (never opened).
+
+    Raises :class:`CompareError` for a missing or empty folder, a FIFO or device given as the
+    folder, and a folder without any usable dump file (the message names the folder and lists the
+    files and why, or ``permission denied: PATH`` for the folders that could not be read);
     :class:`~compare.errors.OptionError` when a selection matches nothing (listing what there is).
     """
     selection = Selection(rank=rank, iteration=iteration, graph=graph, model_name=model_name,
                           ge_graph=Path(ge_graph) if ge_graph is not None else None)
     selection.specs()  # validate the option syntax before touching the disk
     trees_declined = False
+    walked: list[tuple[Path, str]] = []  # what the walks of the tree could not read
     if kind is None or kind in (RunKind.NUMPY, RunKind.OFFLINE):
-        candidates = claim(path, selection)
+        candidates = claim(path, selection, problems=walked)
         trees_declined = candidates is None
         if candidates is not None:
             run = load_selected(path, candidates, selection, version=version, fusion_rule=fusion_rule,
                                 keep_raw_names=keep_raw_names)
+            _add_walked(run, walked)
             if kind is not None and run.kind is not kind:
                 run.notes.append(f"run kind forced to {kind.value!r} (the files say {run.kind.value!r})")
                 run.kind = kind
             return run
-    folder, notes = resolve_dump_folder(path)
+    folder, notes = resolve_dump_folder(path, problems=walked)
     if selection.given:
         given = ", ".join(f"--{k.replace('_', '-')}" for k, v in vars(selection).items() if v is not None)
         notes.append(f"{given} ignored: {path} has no rank/iteration/graph/model levels")
     # claim(path, selection) is None: then claim(path) is too (a selection only adds candidates)
-    reader = _choose_reader(folder, kind, trees_declined=trees_declined and folder == Path(path))
+    reader = _choose_reader(folder, kind, trees_declined=trees_declined and folder == Path(path), walked=walked)
     if reader.name == "ascend-offline":
         run = scan_offline(
             folder,
@@ -303,6 +334,7 @@ def load_run(
         run = reader.scan(folder, version=version, root=Path(path))
     run.root = Path(path)
     run.notes[:0] = notes
+    _add_walked(run, walked)
     if kind is not None and run.kind is not kind:
         run.notes.append(f"run kind forced to {kind.value!r} (the files say {run.kind.value!r})")
         run.kind = kind

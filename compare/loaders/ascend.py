@@ -33,7 +33,7 @@ from convert.dtypes import Format, dtype_name, format_name
 from convert.fastread import read_tensor_mapped
 from convert.names.ascend import IGNORED_FILES, OfflineName, classify_name
 from convert.names.hashed import is_hashed_name, lookup_hashed, read_mapping_rows
-from convert.tree import is_file_entry
+from convert.tree import list_entries, os_problem
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
@@ -226,22 +226,35 @@ _STATS_PROBLEM_RE = re.compile(r"row \d+:|statistics file ")
 
 def is_statistics_problem(path: Path, reason: str) -> bool:
     """A refused row of a statistics CSV (or a statistics CSV that could not be read): reported
-    by the statistics reader's own note (``statistics rows not used: ...``), not as a file."""
-    return path.name.endswith(".csv") and _STATS_PROBLEM_RE.match(reason) is not None
+    by the statistics reader's own note (``statistics rows not used: ...``), not as a file.
+    Refused ``mapping.csv`` rows are not: they are named by the unused-files note."""
+    return (path.name.endswith(".csv") and path.name != "mapping.csv"
+            and _STATS_PROBLEM_RE.match(reason) is not None)
 
 
-def unused_files_note(skipped: Sequence[tuple[Path, str]], limit: int = 3) -> str | None:
+def _shown_path(path: Path, folder: Path | None) -> str:
+    """A file of the run's own folder by its name; anything else (a folder of the tree that
+    could not be read, a file of a sub-folder, any path when there is no ``folder``) by its path."""
+    if folder is not None and Path(path).parent == Path(folder):
+        return Path(path).name
+    return str(path)
+
+
+def unused_files_note(skipped: Sequence[tuple[Path, str]], limit: int = 3, *, folder: Path | None = None) -> str | None:
     """The stderr note for the files a run did not use, ``None`` when none.
 
     Always given, whatever the pairing mode: ``N file(s) not used: K misnamed (e.g. a, b, c), ...``
-    then the first ``limit`` reasons. Refused statistics rows are left to the statistics note
-    (:func:`is_statistics_problem`).
+    then the first ``limit`` reasons (the whole list: ``Run.skipped``, and the ``skipped`` list of
+    the JSON result). Files of ``folder`` (the run's folder) are named by their name, other
+    paths (a folder of the tree that could not be listed, a link loop above the leaf) in full.
+    Refused statistics rows are left to the statistics note (:func:`is_statistics_problem`).
     """
     skipped = [(path, why) for path, why in skipped if not is_statistics_problem(path, why)]
     if not skipped:
         return None
     files = _distinct_paths(skipped)
-    reasons = "; ".join(f"{path.name} ({why})" for path, why in skipped[:limit])
+    reasons = "; ".join(f"{_shown_path(path, folder)} ({why})" if str(path) not in why else why
+                        for path, why in skipped[:limit])
     more = f"; and {len(skipped) - limit} more" if len(skipped) > limit else ""
     return f"{len(files)} file(s) not used: {misnamed_summary(skipped)}: {reasons}{more}"
 
@@ -262,17 +275,26 @@ def no_valid_files_error(folder: Path, skipped: list[tuple[Path, str]]) -> Compa
 def list_folder(folder: Path) -> FolderListing:
     """List and classify the top level of a dump folder (sorted by file name).
 
-    Non-files, ``mapping.csv`` and ``convert_failed_file_list.txt`` are ignored. Hashed names are
+    Folders, ``mapping.csv`` and ``convert_failed_file_list.txt`` are ignored. Hashed names are
     renamed through ``mapping.csv``; a hashed file without a map entry is skipped with a reason.
     Files matching no naming rule are kept in ``files`` with ``parsed=None`` and ``reason`` set
     (and also listed in ``skipped``). Trailing text after an offline name gives a note.
+
+    Entries that are not regular files are never opened and never hidden: FIFOs, devices,
+    sockets, broken links and link loops go to ``skipped`` with what they are (whatever their
+    name), and so does a folder named like a dump file. Raises :class:`CompareError`
+    (``cannot list dump folder: permission denied: PATH``) when the folder cannot be listed.
     """
     listing = FolderListing(folder=folder)
     try:
-        with os.scandir(folder) as it:
-            entries = sorted((e for e in it if is_file_entry(e)), key=lambda e: e.name)
+        found = list_entries(folder)
     except OSError as exc:
-        raise CompareError(f"cannot list dump folder {folder}: {exc.strerror or exc}") from exc
+        raise CompareError(f"cannot list dump folder: {os_problem(exc, folder)}") from exc
+    entries = found.files
+    listing.skipped.extend((path, why) for path, why in found.problems if path.name not in IGNORED_FILES)
+    for entry in found.folders:
+        if classify_name(entry.name)[1] is not None:
+            listing.skipped.append((Path(entry.path), "a folder under a dump file's name, not a dump file"))
     mapping: dict[str, str] | None = None
     refused: dict[str, str] = {}
     trailing: list[str] = []
@@ -287,7 +309,9 @@ def list_folder(folder: Path) -> FolderListing:
                 listing.skipped.extend(bad_rows)
             real = lookup_hashed(name, mapping)
             if real is None:
-                why = "no mapping.csv in the folder" if not (folder / "mapping.csv").is_file() else "not listed in mapping.csv"
+                table = folder / "mapping.csv"
+                why = ("not listed in mapping.csv" if table.is_file() else "mapping.csv is not a regular file"
+                       if os.path.lexists(table) else "no mapping.csv in the folder")
                 stem = name[:-4] if name.endswith(".npy") else name
                 why = refused.get(name) or refused.get(stem) or refused.get(stem + ".npy") or why
                 listing.skipped.append((path, f"hashed file name ({why}), cannot tell which op it is"))

@@ -67,7 +67,7 @@ from convert.dumpfile import read_header
 from convert.names.hashed import lookup_hashed, read_mapping
 from convert.names.mindspore import NPY_CARRIERS, kernel_type, ms_dtype, ms_format, scope_name
 from convert.npy import load_npy, logical_dtype_name, read_npy_header
-from convert.tree import is_file_entry
+from convert.entries import list_entries, os_problem
 
 from ..errors import CompareError, DumpFormatError
 from ..records import DumpLayout, OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef
@@ -248,12 +248,21 @@ def is_ignored_name(name: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def _files(folder: Path) -> list[os.DirEntry]:
+def _files(folder: Path, skipped: list[tuple[Path, str]]) -> list[os.DirEntry]:
+    """The regular files of a leaf, sorted by name; every other entry that could have been a dump
+    file -- a FIFO, a device, a socket, a broken link, a link loop (never opened), or a folder
+    under a dump file's name -- is added to ``skipped`` with what it is. Raises
+    :class:`CompareError` (``cannot list dump folder: permission denied: PATH``) when the folder
+    cannot be listed."""
     try:
-        with os.scandir(folder) as it:
-            return sorted((e for e in it if is_file_entry(e)), key=lambda e: e.name)
+        found = list_entries(folder)
     except OSError as exc:
-        raise CompareError(f"cannot list dump folder {folder}: {exc.strerror or exc}") from exc
+        raise CompareError(f"cannot list dump folder: {os_problem(exc, folder)}") from exc
+    skipped.extend(found.problems)
+    for entry in found.folders:
+        if parse_sync_name(entry.name) is not None or parse_npy_name(entry.name) is not None:
+            skipped.append((Path(entry.path), "a folder under a dump file's name, not a dump file"))
+    return list(found.files)
 
 
 def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = None) -> Run:
@@ -271,7 +280,7 @@ def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = N
     tensors: dict[str, dict[tuple[TensorKind, int], TensorRef]] = {}
     files: dict[str, list[Path]] = {}
     bad_sizes: list[str] = []
-    for entry in _files(folder):
+    for entry in _files(folder, run.skipped):
         path = Path(entry.path)
         parsed = parse_sync_name(entry.name)
         if parsed is None:
@@ -390,7 +399,7 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
     entries: list[tuple[str, Path]] = []
     stats_files: list[Path] = []
     mapping: dict[str, str] | None = None
-    for entry in _files(folder):
+    for entry in _files(folder, run.skipped):
         path, name = Path(entry.path), entry.name
         if name == "statistic.csv":
             stats_files.append(path)
@@ -412,7 +421,7 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
             name = real
         entries.append((name, path))
     if constants is not None and constants.is_dir():
-        const_entries = [(e.name, Path(e.path)) for e in _files(constants) if e.name.endswith(".npy")]
+        const_entries = [(e.name, Path(e.path)) for e in _files(constants, run.skipped) if e.name.endswith(".npy")]
         entries.extend(const_entries)
         if const_entries:
             run.notes.append(f"{len(const_entries)} constant(s) read from {constants}")

@@ -37,7 +37,8 @@ def read_execution_order(path: Path) -> list[str]:
 
     The first cell of every non-empty row is a name (the last one when the row starts with a
     number). The first row is a header, and skipped, when :func:`_is_order_header` says so
-    (MindSpore 2.x writes ``NodeExecutionOrder-FullNameWithScope``). Unreadable -> ``[]``.
+    (MindSpore 2.x writes ``NodeExecutionOrder-FullNameWithScope``). Unreadable, or a field over
+    ``csv.field_size_limit()`` -> ``[]``.
     """
     names: list[str] = []
     first = True
@@ -53,7 +54,7 @@ def read_execution_order(path: Path) -> list[str]:
                     if _is_order_header(cell):
                         continue
                 names.append(scope_name(cell))
-    except OSError:
+    except (OSError, csv.Error):  # csv.Error: e.g. a field over csv.field_size_limit()
         return []
     return names
 
@@ -69,7 +70,7 @@ def read_global_order(path: Path) -> tuple[int, ...]:
                     if text.isdigit():
                         found.add(int(text))
                         break
-    except OSError:
+    except (OSError, csv.Error):
         return ()
     return tuple(sorted(found))
 
@@ -91,8 +92,9 @@ def order_files(leaf: Path, graph: object, depth: int) -> tuple[Path | None, Pat
                 local = order_dir / f"ms_execution_order_graph_{graph}.csv"
                 glob = order_dir / f"ms_global_execution_order_graph_{graph}.csv"
                 return (local if local.is_file() else None, glob if glob.is_file() else None)
-            locals_ = sorted(order_dir.glob("ms_execution_order_graph_*.csv"))
-            globals_ = sorted(order_dir.glob("ms_global_execution_order_graph_*.csv"))
+            # regular files only: a FIFO under an order file's name is never opened (it would block)
+            locals_ = sorted(p for p in order_dir.glob("ms_execution_order_graph_*.csv") if p.is_file())
+            globals_ = sorted(p for p in order_dir.glob("ms_global_execution_order_graph_*.csv") if p.is_file())
             return (locals_[0] if len(locals_) == 1 else None, globals_[0] if len(globals_) == 1 else None)
         if folder.parent == folder:
             break

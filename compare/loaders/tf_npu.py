@@ -23,6 +23,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from convert.entries import special_file_problem
 from convert.names.ascend import OfflineName, parse_offline_name
 
 from ..errors import OptionError
@@ -49,6 +50,9 @@ def first_graph_name(path: str | os.PathLike) -> str:
     the file when it cannot be read or has no graph name.
     """
     path = Path(path)
+    special = special_file_problem(path)  # never opened: a FIFO would block, a device never ends
+    if special is not None:
+        raise OptionError(f"--ge-graph {path}: {special}")
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             in_graph = False

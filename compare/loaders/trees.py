@@ -161,17 +161,21 @@ def classify_leaf(folder: Path) -> LeafInfo:
     return info
 
 
-def find_leaves(root: Path, max_depth: int = MAX_DEPTH) -> list[tuple[Path, LeafInfo]]:
+def find_leaves(root: Path, max_depth: int = MAX_DEPTH, *,
+                problems: list[tuple[Path, str]] | None = None) -> list[tuple[Path, LeafInfo]]:
     """Folders at most ``max_depth`` levels below ``root`` (``root`` included) holding dump files.
 
-    A folder holding dump files is not searched further; symlink loops are cut.
+    A folder holding dump files is not searched further; symlink loops are cut. Entries that
+    could not be walked (link loops, broken links, folders that cannot be listed) go to
+    ``problems`` when given (:func:`convert.tree.walk_leaves`).
     """
 
     def classify(folder: Path) -> LeafInfo | None:
         info = classify_leaf(folder)
         return info if info.kind is not None else None
 
-    return walk_leaves(root, max_depth, classify, skip_dir=lambda name: name.startswith(".") or name in _SKIP_DIRS)
+    return walk_leaves(root, max_depth, classify, skip_dir=lambda name: name.startswith(".") or name in _SKIP_DIRS,
+                       problems=problems)
 
 
 def locate(leaf: Path, kind: str) -> tuple[DumpLayout, dict[str, object]]:
@@ -237,10 +241,10 @@ def _single_op_devices(leaves: list[Candidate]) -> list[Candidate]:
     return out
 
 
-def _candidates(root: Path) -> list[Candidate]:
+def _candidates(root: Path, problems: list[tuple[Path, str]] | None = None) -> list[Candidate]:
     out = []
     op_folders = []
-    for leaf, info in find_leaves(root):
+    for leaf, info in find_leaves(root, problems=problems):
         kind = info.kind
         if kind is None or kind == "golden":
             continue
@@ -251,12 +255,17 @@ def _candidates(root: Path) -> list[Candidate]:
     return out + _single_op_devices(op_folders)
 
 
-def claim(path: str | os.PathLike, selection: Selection | None = None) -> list[Candidate] | None:
-    """The leaves of ``path`` when this module should read it (see the module doc), else None."""
+def claim(path: str | os.PathLike, selection: Selection | None = None, *,
+          problems: list[tuple[Path, str]] | None = None) -> list[Candidate] | None:
+    """The leaves of ``path`` when this module should read it (see the module doc), else None.
+
+    ``problems`` (when given) receives what the walk could not use, whether the tree is claimed
+    or not (:func:`find_leaves`).
+    """
     root = Path(path)
     if not root.is_dir():
         return None
-    candidates = _candidates(root)
+    candidates = _candidates(root, problems)
     if not candidates:
         return None
     for c in candidates:

@@ -55,6 +55,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from convert.entries import special_file_problem
+
 from ..errors import RuleError
 from .fusion_groups import group_key, group_ops, rename_adjust
 from .rule_records import FusionRule, OutputDesc, RuleOp
@@ -289,6 +291,9 @@ def _parse_op(r: _Reader, op: Any, graph_name: str, json_path: str) -> RuleOp:
 
 
 def _read_json(path: Path) -> Any:
+    special = special_file_problem(path)  # a FIFO would block, /dev/zero would never end: never opened
+    if special is not None:
+        raise RuleError(path, f"cannot read the fusion rule: {special}")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -12,6 +12,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from convert.entries import special_file_problem
+
 from ..errors import OptionError
 from ..records import TensorKind
 
@@ -55,18 +57,27 @@ def load_mapping(path: str | Path) -> list[MapEntry]:
     """Read a ``.csv`` / ``.txt`` or ``.yaml`` / ``.yml`` mapping file (see the module doc).
 
     Raises :class:`OptionError` naming the file (and line) for an unreadable file, a row
-    without two names, or YAML when PyYAML is not installed.
+    without two names, a field longer than ``csv.field_size_limit()``, a FIFO or a device (never
+    opened), or YAML when PyYAML is not installed. A UTF-8 byte-order mark is dropped.
     """
     path = Path(path)
+    special = special_file_problem(path)  # never opened: a FIFO would block, a device never ends
+    if special is not None:
+        raise OptionError(f"--mapping {path}: {special}")
     if not path.is_file():
         raise OptionError(f"--mapping {path}: no such file")
     if path.suffix.lower() in (".yaml", ".yml"):
         return _load_yaml(path)
     entries: list[MapEntry] = []
+    reader = None
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.reader(handle))
-    except (OSError, csv.Error, UnicodeDecodeError) as exc:
+            reader = csv.reader(handle)
+            rows = list(reader)
+    except csv.Error as exc:  # e.g. a field over csv.field_size_limit(): the user's file, so an error naming the line
+        line = reader.line_num if reader is not None else 0
+        raise OptionError(f"--mapping {path} line {line}: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
         raise OptionError(f"--mapping {path}: cannot be read ({exc})") from None
     for number, row in enumerate(rows, start=1):
         cells = [c.strip() for c in row]

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DumpFormatError
-from ..records import Bound, CheckFailure, MetricRow, Verdict, count_by_status
+from ..records import Bound, CheckFailure, MetricRow, SkippedFile, Verdict, count_by_status
 from .files import atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
@@ -170,14 +170,33 @@ def _plain(value: object) -> Any:
     return str(value)
 
 
+def skipped_document(skipped: Sequence[SkippedFile]) -> list[dict[str, str]]:
+    """The ``skipped`` list: every file a run did not use, ``{side, path, reason}``."""
+    return [{"side": item.side, "path": os.fspath(item.path), "reason": item.reason} for item in skipped]
+
+
+def skipped_from_document(value: object) -> list[SkippedFile]:
+    """The ``skipped`` list of a saved document read back; entries that are not objects with
+    text ``path`` and ``reason`` are left out (an older document has no list: empty)."""
+    out: list[SkippedFile] = []
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("path"), str) and isinstance(item.get("reason"), str):
+            side = item.get("side")
+            out.append(SkippedFile(side if isinstance(side, str) else "", Path(item["path"]), item["reason"]))
+    return out
+
+
 def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs: Mapping[str, object],
                     options: Mapping[str, object], notes: Sequence[str], verdict: Verdict | None,
                     timing: Mapping[str, float], tool_version: str,
-                    created: float | None = None, localisation: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                    created: float | None = None, localisation: Mapping[str, Any] | None = None,
+                    skipped: Sequence[SkippedFile] = ()) -> dict[str, Any]:
     """The JSON result document of one run (keys and types: docs/result-json.md).
 
     ``inputs``: what was compared (``left``, ``right``, ``fusion_rule`` ... as resolved paths);
     ``options``: the options that shaped the result; both are copied with paths as text.
+    ``skipped``: every file of either side that was not used, with why (the notes count them and
+    name the first few; this is the whole list).
     ``created``: seconds since the epoch (now when None), written as ISO 8601 UTC.
     ``localisation``: the block of :func:`compare.reports.divergence.localisation_document` (null
     when the run has none, e.g. a statistics-only run).
@@ -191,6 +210,7 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
         "inputs": _plain(dict(inputs)),
         "options": _plain(dict(options)),
         "notes": list(notes),
+        "skipped": skipped_document(skipped),
         "counts": status_counts(rows),
         "metrics": list(metrics),
         "rows": [row_document(i, row, metrics) for i, row in enumerate(rows)],

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..engine import EngineOptions
 from ..errors import CompareError, OptionError, PairingError
 from ..loaders import load_run
+from ..loaders.ascend import unused_files_note
 from ..loaders.selection import Selection, parse_spec
 from ..loaders.trees import claim, leaf_op_names, load_selected, scan_candidate
 from ..loaders.trees import select
 from ..loaders.trees import select as select_leaves
-from ..records import MetricRow, Run
+from ..records import MetricRow, Run, SkippedFile
 from ..stats import StatsResult, ordered_stats
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
 from .network import NetworkResult, SameDataError, compare_loaded
@@ -35,6 +36,9 @@ class EachPlan:
     right_model: str | None = None
     #: The right run :func:`choose_models` read (a side without levels: used for every part).
     right_probe: Run | None = None
+    #: What the walks of the two trees could not read (folders the user may not list, link
+    #: loops, broken links): noted and listed once, not per part.
+    walked: list[SkippedFile] = field(default_factory=list)
 
 
 def _is_multi(spec: object) -> bool:
@@ -50,7 +54,9 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
     if not (_is_multi(rank_spec) or _is_multi(iter_spec) or _is_multi(graph_spec)):
         return None
     selection = selection_of(select)
-    left_leaves = claim(left, selection)
+    left_walked: list[tuple[Path, str]] = []
+    right_walked: list[tuple[Path, str]] = []
+    left_leaves = claim(left, selection, problems=left_walked)
     if left_leaves is None:
         raise OptionError(f"--rank / --graph / --iteration with several values: {left} is not a dump tree with "
                           "ranks or iterations (MindSpore rank_N / device_N / graph / iteration folders, or a "
@@ -62,9 +68,18 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
     if choice.right_open and chosen:
         right_select = choose_right_model(right, right_select, leaf_op_names(chosen[0]), choice)
     notes += [f"right: {n}" for n in choice.right_notes]
-    return EachPlan(Path(left), Path(right), chosen, claim(right, selection), select, version, notes,
+    right_candidates = claim(right, selection, problems=right_walked)
+    if right_candidates is None:
+        right_walked = []  # the right side is then read by load_run, whose run names them itself
+    walked = [SkippedFile(side, path, why) for side, found in (("left", left_walked), ("right", right_walked))
+              for path, why in found]
+    for side, found in (("left", left_walked), ("right", right_walked)):
+        unused = unused_files_note(found)
+        if unused:
+            notes.append(f"{side}: {unused}")
+    return EachPlan(Path(left), Path(right), chosen, right_candidates, select, version, notes,
                      by_graph=_is_multi(graph_spec), right_model=right_select.get("model_name"),
-                     right_probe=choice.right_probe)
+                     right_probe=choice.right_probe, walked=walked)
 
 
 def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mapping: object, metrics: list[str],
@@ -81,6 +96,7 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
     parts: list[tuple[int | None, int | None]] = []
     part_graphs: list[int | None] = []
     part_lefts: list[Run] = []
+    skipped: list[SkippedFile] = list(plan.walked)
     last: NetworkResult | None = None
     fixed_right: Run | None = plan.right_probe if plan.right_candidates is None else None
     reported: list[Run] = []
@@ -121,6 +137,7 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
             stats_rows.extend(part.stats.rows)
             stat_names.extend(n for n in part.stats.stats if n not in stat_names)
         notes.extend(part.notes)
+        skipped.extend(part.skipped)
         parts.append((_as_int(rank), _as_int(iteration)))
         part_lefts.append(part.left)
         if plan.by_graph:
@@ -139,7 +156,7 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
                         + ", ".join(f"rank {r} iteration {i}" for r, i in parts))
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
                          notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs,
-                         same_data=last.same_data, rule=last.rule, part_lefts=part_lefts)
+                         same_data=last.same_data, rule=last.rule, part_lefts=part_lefts, skipped=skipped)
 
 
 def _part_options(options: EngineOptions, counted: list[int], pairs: int) -> EngineOptions:

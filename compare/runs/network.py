@@ -12,7 +12,7 @@ from ..engine import EngineOptions, compare_pairs
 from ..errors import OptionError
 from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
-from ..records import MetricRow, Pairing, PairingMode, PairStatus, Run, RunKind, count_by_status
+from ..records import MetricRow, Pairing, PairingMode, PairStatus, Run, RunKind, SkippedFile, count_by_status
 from ..stats import compare_stats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,6 +53,9 @@ class NetworkResult:
     rule: "FusionRule | None" = None
     #: The left run of each part, in ``parts`` order (one entry for a single run).
     part_lefts: list[Run] = field(default_factory=list)
+    #: Every file of either side that was not used and why (``Run.skipped`` of each run read, each
+    #: folder once): the full list behind the "file(s) not used" notes.
+    skipped: list[SkippedFile] = field(default_factory=list)
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
@@ -70,7 +73,7 @@ def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = Tru
     """The notes of one loaded run for the user, then (``unused_files``) the files it did not use
     (count and the first few names with the reason, :func:`compare.loaders.ascend.unused_files_note`)."""
     notes = [f"{prefix}{side}: {n}" for n in run.notes]
-    unused = unused_files_note(run.skipped) if unused_files else None
+    unused = unused_files_note(run.skipped, folder=run.path) if unused_files else None
     if unused:
         notes.append(f"{prefix}{side}: {unused}")
     return notes
@@ -91,9 +94,13 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
         raise SameDataError(f"{prefix}{same}: a gate on a run compared with itself proves nothing; compare "
                             "different dumps, or add --allow-same (allow_same=True) if this is deliberate")
     notes: list[str] = []
+    skipped: list[SkippedFile] = []
     for side, run in (("left", left_run), ("right", right_run)):
         if not any(run is seen for seen in reported):
-            notes += run_notes(side, run, prefix, unused_files=all(seen.path != run.path for seen in reported))
+            first_time = all(seen.path != run.path for seen in reported)
+            notes += run_notes(side, run, prefix, unused_files=first_time)
+            if first_time:
+                skipped += [SkippedFile(side, Path(path), why) for path, why in run.skipped]
             reported.append(run)
     notes += [f"{prefix}{n}" for n in pairing.notes]
     # compare.stats.needs_stats_mode, spelled out so that tensor comparisons never import compare.stats
@@ -105,12 +112,13 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
         notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
                      "data, so every pair is compared by its statistics (computed from the data where a side has it)")
         return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
-                             scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run])
+                             scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run],
+                             skipped=skipped)
     rows = compare_pairs(pairing.pairs, options)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
-                         scenario=scenario, same_data=same, rule=rule, part_lefts=[left_run])
+                         scenario=scenario, same_data=same, rule=rule, part_lefts=[left_run], skipped=skipped)
 
 
 class SameDataError(OptionError):

@@ -9,8 +9,11 @@ the real name only says which operator and tensor it is.
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
+
+from ..entries import entry_problem
 
 _HASHED_RE = re.compile(r"[0-9]+(?:\.npy)?")
 
@@ -26,46 +29,78 @@ def read_mapping(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]]]:
     Rows must have exactly two columns; the real name must be a plain file name (no ``/`` or
     ``\\``, not ``.``/``..``, no control characters: :func:`mapping_problem`). A hashed name
     listed twice keeps its first row. Bad rows are returned as ``(mapping.csv path, "row N:
-    ...")``; blank lines are ignored. A missing file gives an empty map.
+    ...")``; blank lines are ignored. A missing file gives an empty map. Edge cases: see
+    :func:`read_mapping_rows`.
     """
     mapping, bad, _ = read_mapping_rows(folder)
     return mapping, bad
 
 
 def read_mapping_rows(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]], dict[str, str]]:
-    """:func:`read_mapping` plus ``{hashed name: why its row was refused}``."""
+    """:func:`read_mapping` plus ``{hashed name: why its row was refused}``.
+
+    Edge cases: a UTF-8 byte-order mark (spreadsheet exports) is dropped; bytes that are not
+    UTF-8 become U+FFFD; a row with a field longer than ``csv.field_size_limit()`` (131,072
+    characters) is refused on its own (``row N: field larger than field limit``; the rows after
+    it are read); a ``mapping.csv`` that is not a regular file (a FIFO, a device, a folder) is
+    never opened: one bad row says what it is and the map is empty.
+    """
     path = folder / "mapping.csv"
     mapping: dict[str, str] = {}
     bad: list[tuple[Path, str]] = []
     refused: dict[str, str] = {}
     if not path.is_file():
+        if os.path.lexists(path):
+            bad.append((path, f"mapping.csv not read: {_not_a_file(path)}"))
         return mapping, bad, refused
-    try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            rows = list(csv.reader(handle))
-    except (OSError, csv.Error) as exc:
-        return mapping, [(path, f"mapping.csv could not be read: {exc}")], refused
     first_row: dict[str, int] = {}
-    for number, row in enumerate(rows, start=1):
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if len(row) != 2:
-            problem = f"{len(row)} columns, expected 2 (hashed_name,real_file_name)"
-            bad.append((path, f"row {number}: {problem}"))
-            if row[0].strip():
-                refused.setdefault(row[0].strip(), f"mapping.csv row {number} was refused: {problem}")
-            continue
-        hashed, real = row[0].strip(), row[1].strip()
-        problem = mapping_problem(hashed, real)
-        if problem is None and hashed in first_row:
-            problem = f"hashed name {hashed!r} is already mapped by row {first_row[hashed]}; the first row is kept"
-        if problem:
-            bad.append((path, f"row {number}: {problem}"))
-            refused.setdefault(hashed, f"mapping.csv row {number} was refused: {problem}")
-            continue
-        first_row[hashed] = number
-        mapping[hashed] = real
+    try:
+        with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:
+            reader = csv.reader(handle)
+            number = 0
+            while True:
+                number += 1
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    break
+                except csv.Error as exc:
+                    line = f" (line {reader.line_num})" if reader.line_num != number else ""
+                    bad.append((path, f"row {number}{line}: {exc}; this row is skipped"))
+                    continue
+                _take_row(path, number, row, mapping, bad, refused, first_row)
+    except OSError as exc:
+        return mapping, [*bad, (path, f"mapping.csv could not be read: {exc.strerror or exc}")], refused
     return mapping, bad, refused
+
+
+def _not_a_file(path: Path) -> str:
+    """What ``path`` (which exists and is not a regular file) is, without opening it."""
+    found = entry_problem(path)
+    return found[0] if found is not None else "a folder, not a file"
+
+
+def _take_row(path: Path, number: int, row: list[str], mapping: dict[str, str], bad: list[tuple[Path, str]],
+              refused: dict[str, str], first_row: dict[str, int]) -> None:
+    """Check one row of mapping.csv and add it to ``mapping`` (or ``bad`` / ``refused``)."""
+    if not row or all(not cell.strip() for cell in row):
+        return
+    if len(row) != 2:
+        problem = f"{len(row)} columns, expected 2 (hashed_name,real_file_name)"
+        bad.append((path, f"row {number}: {problem}"))
+        if row[0].strip():
+            refused.setdefault(row[0].strip(), f"mapping.csv row {number} was refused: {problem}")
+        return
+    hashed, real = row[0].strip(), row[1].strip()
+    problem = mapping_problem(hashed, real)
+    if problem is None and hashed in first_row:
+        problem = f"hashed name {hashed!r} is already mapped by row {first_row[hashed]}; the first row is kept"
+    if problem:
+        bad.append((path, f"row {number}: {problem}"))
+        refused.setdefault(hashed, f"mapping.csv row {number} was refused: {problem}")
+        return
+    first_row[hashed] = number
+    mapping[hashed] = real
 
 
 def mapping_problem(hashed: str, real: str) -> str | None:

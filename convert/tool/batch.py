@@ -50,7 +50,7 @@ from typing import TypeVar, Union
 
 from ..errors import CompareError, DumpFormatError, OptionError
 from ..names.hashed import is_hashed_name, read_mapping
-from ..tree import resolve_dump_folder
+from ..tree import is_file_entry, resolve_dump_folder
 from .naming import FAILED_LIST_FILE, MAPPING_FILE, physical_name, update_mapping
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -187,7 +187,8 @@ def _lookup(name: str, mapping: dict[str, str]) -> str:
 def _folder_files(folder: Path, notes: list[str]) -> list[SourceFile]:
     try:
         with os.scandir(folder) as scan:
-            entries = sorted((e for e in scan if e.is_file() and e.name not in NOT_INPUTS), key=lambda e: e.name)
+            # is_file_entry: one link loop must not end the listing (it is passed over)
+            entries = sorted((e for e in scan if is_file_entry(e) and e.name not in NOT_INPUTS), key=lambda e: e.name)
     except OSError as exc:
         raise CompareError(f"{folder}: cannot list the folder ({exc.strerror or exc})") from None
     if not entries:
