@@ -5,6 +5,9 @@ per-pair guard (which turns ``Exception``s into report rows) and through click's
 handling, so every atomic writer removes its temporary file and the command-line entry point
 prints one line and exits with 128 + the signal number (130 for SIGINT, 143 for SIGTERM). A
 result file that already existed is left as it was.
+
+A few steps must not be cut in the middle -- swapping a set of result files in, by a handful of
+renames: :func:`held` keeps SIGINT and SIGTERM for the end of such a block, then delivers them.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 class Interrupted(BaseException):
@@ -50,7 +55,7 @@ def _raise(signum: int, _frame: object) -> None:
 @contextmanager
 def interruptible() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise :class:`Interrupted`; handlers restored after."""
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.getsignal(sig) for sig in _HELD}
     try:
         for sig in previous:
             signal.signal(sig, _raise)
@@ -62,3 +67,52 @@ def interruptible() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Within the block SIGINT and SIGTERM are held; at its end they are delivered.
+
+    For a few steps that must not be cut in the middle (renaming a set of result files into
+    place). A held signal is raised again with the handler that was in force before the block
+    (:func:`interruptible`'s, Python's ``KeyboardInterrupt``, the default action...), so it acts
+    as if it had arrived just after the block. Policy for the edge cases:
+
+    - not in the main thread (signal handlers cannot be set there): nothing is held -- and nothing
+      needs to be, Python runs signal handlers in the main thread only, never in this one;
+    - a handler installed outside Python (``getsignal`` gives ``None``) is left alone: that
+      signal is not held;
+    - the block itself ends with an exception: the held signal is still delivered, and its
+      exception (e.g. :class:`Interrupted`) replaces the block's;
+    - a signal that arrives several times is delivered once; SIGINT and SIGTERM both arrived:
+      in their order, and when the first one's handler raises, the second is dropped (the run
+      is ending anyway).
+
+    SIGKILL cannot be held by anyone; see ``compare.reports.staging`` for how its leftovers are
+    completed or removed.
+    """
+    arrived: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        if signum not in arrived:
+            arrived.append(signum)
+
+    previous: dict[int, object] = {}
+    try:
+        for sig in _HELD:
+            handler = signal.getsignal(sig)
+            if handler is not None:
+                signal.signal(sig, hold)
+                previous[sig] = handler
+    except ValueError:  # not the main thread
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        for sig in arrived:
+            signal.raise_signal(sig)

@@ -164,6 +164,11 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
             typer.echo(render_top_table(result, which, topn, layout))
         if files.mapping is not None:
             err(f"long name shortened to {files.prefix} (see {files.mapping})")
+        if files.swept.completed:
+            err(f"finished swapping in the result of a killed run: {len(files.swept.completed)} file(s) in {outdir}")
+        if files.swept.removed:
+            err(f"removed {len(files.swept.removed)} leftover temporary file(s) or folder(s) of killed runs "
+                f"from {outdir}")
         err(f"{result.tensor_id}: {result.count} elements, {len(files.details)} detail file(s) in {outdir}")
     typer.echo(f"result: {files.summary}")
     return gate_exit(policy, [result.to_metric_row()], quiet)

@@ -9,11 +9,16 @@ Policy:
   target is a directory, a parent that is a file or cannot be created ...) raises one
   :class:`~compare.errors.OutputError` whose one-line message names the path and the OS reason;
 - a result file gets the mode an ordinary ``open(path, "w")`` would give it, ``0o666 & ~umask``
-  (``mkstemp`` alone creates ``0600``, unreadable for a CI uploader running as another user).
+  (``mkstemp`` alone creates ``0600``, unreadable for a CI uploader running as another user);
+- the temporary file is named ``.vcmp-XXXXXXXX.tmp`` and is locked (``flock``, exclusive) from
+  its creation until it is renamed or removed, so that the cleaning of a later run
+  (:mod:`compare.reports.staging`) can tell the temporary of a live run, which it keeps, from the
+  leftover of a killed one, which it removes.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 import threading
@@ -26,6 +31,9 @@ from convert.signals import note_written
 from ..errors import OutputError
 
 _UMASK_LOCK = threading.Lock()
+#: Temporary names: the prefix and suffix around ``mkstemp``'s 8 random characters.
+TEMP_PREFIX = ".vcmp-"
+TEMP_SUFFIX = ".tmp"
 
 
 def current_umask() -> int:
@@ -82,11 +90,15 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
     _prepare_parent(path)
     # short fixed-length temporary names: the final name may already be close to NAME_MAX
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".vcmp-", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=path.parent)
     except OSError as exc:
         raise OutputError(path, os_reason(exc)) from None
     try:
-        with os.fdopen(fd, "wb") as handle:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until fd is closed, after the rename
+        except OSError:
+            pass  # no locks on this file system: the cleaning goes by age alone
+        with os.fdopen(os.dup(fd), "wb") as handle:  # closed (and its errors seen) before the rename
             write(handle)
         os.chmod(tmp, file_mode())
         os.replace(tmp, path)
@@ -98,6 +110,8 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
         if isinstance(exc, OSError):
             raise OutputError(path, os_reason(exc, temporary=tmp)) from None
         raise
+    finally:
+        os.close(fd)
     note_written(path)
     return path
 

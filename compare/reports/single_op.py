@@ -28,8 +28,16 @@ report rendered; the header cells and the op names in ``simple_op_mapping.csv`` 
 inputs and are neutralised (:func:`compare.reports.cells.neutralise_text`: a leading
 ``= + - @ %`` gets a ``'``).
 
-Per-element rows are rendered without a per-row Python loop (:mod:`compare.reports.vectext`),
-and every file is written to a temporary file in the output folder and renamed.
+Per-element rows are rendered without a per-row Python loop (:mod:`compare.reports.vectext`).
+
+One tensor's files are one result, swapped in whole (:mod:`compare.reports.staging`): they are
+written into a fresh staging folder ``.vcmp-XXXXXXXX.stage`` inside the output folder, then
+renamed into place together, and only then are the files of an earlier run of the same tensor
+that this run did not write again removed (chunk CSVs of another ``max_lines``, the detail files
+after ``details=False``, ``P.npy`` after a default-layout run). An interrupted run (Ctrl-C,
+SIGTERM) leaves the earlier result exactly as it was, or -- when the signal came during the swap,
+which finishes first -- the complete new one. Before writing, the leftovers of killed runs in the
+folder are completed or removed (:func:`~compare.reports.staging.sweep_leftovers`).
 
 Long names: when ``P`` plus the longest suffix (``_relative_error_topn.csv``) exceeds 255 bytes,
 ``P`` becomes the first 150 bytes of the op name, ``-``, 16 hex digits of SHA-1 of ``P``, and
@@ -43,17 +51,19 @@ import hashlib
 import io
 import os
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
-from ..errors import OptionError
+from ..errors import OptionError, OutputError
 from .cells import NOT_COMPUTED, metric_cell, neutralise_csv_line, neutralise_text, std_cell
-from .files import atomic_write, atomic_write_bytes
+from .files import atomic_write_bytes, os_reason
 from .network import Layout
+from .staging import ResultStage, Sweep, sweep_leftovers
 from .vectext import const_block, fixed6_block, int_block, join_rows, token_block
 
 if TYPE_CHECKING:
@@ -79,7 +89,11 @@ ERROR_KINDS = ("absolute", "relative")
 
 @dataclass
 class SingleOpFiles:
-    """What :func:`write_operator_report` wrote."""
+    """What :func:`write_operator_report` wrote (final paths) and removed.
+
+    ``removed``: files of an earlier run of the same tensor that this run did not write again;
+    ``swept``: what the cleaning of killed runs' leftovers did in the folder before writing.
+    """
 
     prefix: str
     summary: Path
@@ -88,6 +102,7 @@ class SingleOpFiles:
     npy: Path | None = None
     mapping: Path | None = None
     removed: list[Path] = field(default_factory=list)
+    swept: Sweep = Sweep((), ())
 
 
 # ------------------------------------------------------------------------------ names
@@ -187,9 +202,9 @@ def _chunks(count: int, max_lines: int) -> Iterator[tuple[int, int]]:
         yield start, min(start + max_lines, count)
 
 
-def write_detail_file(path: Path, result: OperatorResult, start: int, stop: int,
-                      layout: Layout | str = Layout.VCOMPARE) -> Path:
-    """Stream elements ``[start, stop)`` to ``path`` (header first), block by block."""
+def detail_writer(result: OperatorResult, start: int, stop: int,
+                  layout: Layout | str = Layout.VCOMPARE) -> Callable[[BinaryIO], None]:
+    """What writes the detail file of elements ``[start, stop)``: header, then the rows block by block."""
     layout = Layout(layout)
     header = (detail_header(result, layout) + "\n").encode()
 
@@ -199,7 +214,7 @@ def write_detail_file(path: Path, result: OperatorResult, start: int, stop: int,
             hi = min(lo + _BLOCK_ROWS, stop)
             handle.write(render_rows(result, np.arange(lo, hi, dtype=np.int64), layout))
 
-    return atomic_write(path, write)
+    return write
 
 
 # ------------------------------------------------------------------------------ summary
@@ -275,13 +290,18 @@ def check_limits(topn: int, max_lines: int) -> None:
         raise OptionError(f"--max-lines must be in {lo}..{hi}, not {max_lines}")
 
 
-def _stale(outdir: Path, prefix: str, keep: set[Path]) -> list[Path]:
-    pattern = re.compile(re.escape(prefix) + r"_\d+\.csv")
-    try:
-        entries = list(outdir.iterdir())
-    except OSError:
-        return []
-    return [p for p in entries if pattern.fullmatch(p.name) and p not in keep]
+def result_names(prefix: str) -> Callable[[str], bool]:
+    """Whether a file name is one of the files of the tensor result ``prefix`` (module doc).
+
+    ``P_summary.txt``, ``P_<digits>.csv``, ``P_absolute_error_topn.csv``,
+    ``P_relative_error_topn.csv``, ``P.npy``. Another tensor's files never match: every prefix
+    ends with ``{input|output}_{index}``, which ``P_<digits>`` never does, so no other prefix is
+    ``P_<digits>`` and another prefix's chunk ``Q_<digits>.csv`` is ``P_<digits>.csv`` only when
+    ``Q == P``.
+    """
+    fixed = {f"{prefix}_summary.txt", f"{prefix}.npy", *(f"{prefix}_{which}_error_topn.csv" for which in ERROR_KINDS)}
+    chunk = re.compile(re.escape(prefix) + r"_\d+\.csv")
+    return lambda name: name in fixed or chunk.fullmatch(name) is not None
 
 
 def write_operator_report(
@@ -295,37 +315,41 @@ def write_operator_report(
 ) -> SingleOpFiles:
     """Write the summary, the detail chunks (unless ``details=False``) and the two top-N files.
 
-    Detail files of an earlier run of the same tensor that this run did not rewrite (another
-    ``max_lines``, or ``details=False``) are deleted, so the folder never mixes two runs.
+    The files of one call are one result, swapped in whole (module doc): an exception or a signal
+    before the swap leaves the folder's earlier result of the tensor as it was; files of an
+    earlier run of the same tensor that this run did not write again are removed after the swap,
+    so the folder never mixes two runs. The leftovers of killed runs in the folder are completed
+    or removed first. ``simple_op_mapping.csv`` (long names) is shared by the folder's results
+    and written on its own, before the result: its rows only say which name stands for which.
     """
+    started = time.time()
     layout = Layout(layout)
     check_limits(topn, max_lines)
     out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(out, f"cannot create the folder: {os_reason(exc)}") from None
+    swept = sweep_leftovers(out, before=started)
     prefix, shortened = file_prefix(result.op, result.kind, result.index)
-    files = SingleOpFiles(prefix=prefix, summary=out / f"{prefix}_summary.txt")
+    files = SingleOpFiles(prefix=prefix, summary=out / f"{prefix}_summary.txt", swept=swept)
     if shortened:
         files.mapping = _record_mapping(out, prefix, result.op, result.kind, result.index)
-    if layout is Layout.MSACCUCMP:
-        files.npy = out / f"{prefix}.npy"
-        array = np.asarray(result.left).reshape(result.shape) if result.count == int(np.prod(result.shape)) \
-            else np.asarray(result.left)
-        buf = io.BytesIO()
-        np.save(buf, array)
-        atomic_write_bytes(files.npy, buf.getvalue())
-    if details:
-        for start, stop in _chunks(result.count, max_lines):
-            files.details.append(write_detail_file(out / f"{prefix}_{start}.csv", result, start, stop, layout))
-    for which in ERROR_KINDS:
-        path = out / f"{prefix}_{which}_error_topn.csv"
-        files.topn[which] = atomic_write_bytes(path, top_rows(result, which, topn, layout).encode())
-    atomic_write_bytes(files.summary, render_summary(result, layout).encode())
-    for path in _stale(out, prefix, set(files.details)):
-        try:
-            path.unlink()
-            files.removed.append(path)
-        except OSError:
-            pass
+    with ResultStage(out) as stage:
+        if layout is Layout.MSACCUCMP:
+            array = np.asarray(result.left).reshape(result.shape) if result.count == int(np.prod(result.shape)) \
+                else np.asarray(result.left)
+            buf = io.BytesIO()
+            np.save(buf, array)
+            files.npy = stage.write_bytes(f"{prefix}.npy", buf.getvalue())
+        if details:
+            for start, stop in _chunks(result.count, max_lines):
+                files.details.append(stage.write(f"{prefix}_{start}.csv", detail_writer(result, start, stop, layout)))
+        for which in ERROR_KINDS:
+            files.topn[which] = stage.write_bytes(f"{prefix}_{which}_error_topn.csv",
+                                                  top_rows(result, which, topn, layout).encode())
+        stage.write_bytes(files.summary.name, render_summary(result, layout).encode())
+        files.removed = stage.commit(result_names(prefix))
     return files
 
 
@@ -337,10 +361,12 @@ __all__ = [
     "SingleOpFiles",
     "check_limits",
     "detail_header",
+    "detail_writer",
     "file_prefix",
     "render_rows",
     "render_summary",
     "render_top_table",
+    "result_names",
     "top_rows",
     "write_operator_report",
 ]
