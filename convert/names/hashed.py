@@ -12,6 +12,8 @@ import csv
 import re
 from pathlib import Path
 
+from ..textcells import unguard
+
 _HASHED_RE = re.compile(r"[0-9]+(?:\.npy)?")
 
 
@@ -26,7 +28,9 @@ def read_mapping(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]]]:
     Rows must have exactly two columns; the real name must be a plain file name (no ``/`` or
     ``\\``, not ``.``/``..``, no control characters: :func:`mapping_problem`). A hashed name
     listed twice keeps its first row. Bad rows are returned as ``(mapping.csv path, "row N:
-    ...")``; blank lines are ignored. A missing file gives an empty map.
+    ...")``; blank lines are ignored. A missing file gives an empty map. A real name written with
+    the spreadsheet guard (``'=x.npy``, as vconvert writes ``=x.npy``: :mod:`convert.textcells`)
+    is read without it.
     """
     mapping, bad, _ = read_mapping_rows(folder)
     return mapping, bad
@@ -55,7 +59,7 @@ def read_mapping_rows(folder: Path) -> tuple[dict[str, str], list[tuple[Path, st
             if row[0].strip():
                 refused.setdefault(row[0].strip(), f"mapping.csv row {number} was refused: {problem}")
             continue
-        hashed, real = row[0].strip(), row[1].strip()
+        hashed, real = row[0].strip(), unguard(row[1].strip())
         problem = mapping_problem(hashed, real)
         if problem is None and hashed in first_row:
             problem = f"hashed name {hashed!r} is already mapped by row {first_row[hashed]}; the first row is kept"
