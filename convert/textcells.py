@@ -134,5 +134,5 @@ def unguard(cell: str) -> str:
     return cell
 
 
-__all__ = ["BLANKS", "DANGEROUS_START", "encodable", "escape_line_breaks", "formula_like", "neutralise", "neutralise_text",
-           "unguard"]
+__all__ = ["BLANKS", "DANGEROUS_START", "encodable", "escape_line_breaks", "formula_like", "neutralise",
+           "neutralise_text", "unguard"]
