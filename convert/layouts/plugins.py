@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 
 from ..signals import Interrupted
+from ..textcells import encodable, escape_line_breaks
 from ..trust import owner_problem, writable_problem
 from .registry import LAYOUTS
 from .shapes import LayoutError, format_key, shape_text
@@ -144,8 +145,8 @@ class PluginSet(dict):
             replaces = ", replaces the built-in converter" if plugin.replaces_built_in else ""
             lines.append(f"-custom: {plugin.path.name} loaded: {format_key(plugin.src)} -> "
                          f"{format_key(plugin.dst)}{replaces}")
-        for name, why in self.ignored[:MAX_NOTED]:
-            lines.append(f"-custom: {name} ignored: {why}")
+        for name, why in self.ignored[:MAX_NOTED]:  # a file name may hold anything: one note, one line
+            lines.append(f"-custom: {encodable(escape_line_breaks(name))} ignored: {why}")
         if len(self.ignored) > MAX_NOTED:
             lines.append(f"-custom: ... and {len(self.ignored) - MAX_NOTED} more entries ignored")
         return lines
