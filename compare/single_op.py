@@ -96,7 +96,9 @@ class OperatorResult:
     coordinates; ``axes`` the coordinate names; ``layout`` the layout the coordinates are in;
     ``reference_format`` the reference's ``Format`` label (``N C H W``, ``N C D H W``, the golden
     letters for FRACTAL_Z, ``ID`` for a 0-d tensor). ``metrics`` / ``std`` are the network metrics
-    (``None`` = not computed). ``notes`` are plain-English remarks (kernel notes, conversion).
+    (``None`` = not computed). ``notes`` are plain-English remarks (kernel notes, conversion);
+    ``plugin_notes`` what ``-custom`` loaded and ignored (:attr:`convert.layouts.PluginSet.notes`),
+    said once for the run and never a reason of the comparison.
     """
 
     op: str
@@ -119,6 +121,7 @@ class OperatorResult:
     converted: bool
     notes: list[str] = field(default_factory=list)
     pair: Pair | None = field(default=None, repr=False)
+    plugin_notes: list[str] = field(default_factory=list)
 
     # ---------------------------------------------------------------- shapes and coordinates
 
@@ -511,7 +514,7 @@ def compare_operator(
         raise OptionError("an operator name is required")
     metrics = resolve_algorithms(algorithms)
 
-    plugins = load_plugins(custom_dir) if custom_dir else None
+    plugins = load_plugins(custom_dir) if custom_dir is not None and custom_dir != "" else None
     left_run, right_run, _, rule, pairing = load_and_pair(
         left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
         dump_version=dump_version, mapping=mapping)
@@ -550,6 +553,7 @@ def compare_operator(
         converted=prepared.converted,
         notes=notes,
         pair=pair,
+        plugin_notes=plugins.notes if plugins is not None else [],
     )
 
 

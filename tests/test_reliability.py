@@ -25,7 +25,7 @@ from convert.npy import load_npy, read_npy_header
 from compare.loaders.golden_npy import scan_golden
 from compare.pairing.fusion_rule import load_fusion_rule
 from compare.records import PairStatus
-from compare.reports.cells import neutralise_csv_line, neutralise_text, text_cell
+from compare.reports.cells import neutralise_text, text_cell
 from compare.reports.network import write_report
 from compare.reports.single_op import _record_mapping
 from compare.testing.synthetic import make_network
@@ -356,7 +356,7 @@ def test_text_cells_are_neutralised_even_when_they_look_numeric() -> None:
     assert [text_cell(v) for v in ("=cmd", "+1", "@x", "-op", "conv1", None)] == \
         ["'=cmd", "'+1", "'@x", "'-op", "conv1", "NaN"]
     assert neutralise_text("'=x") == "'=x"
-    assert neutralise_csv_line("Index,=A1,Left") == "Index,'=A1,Left"
+    assert neutralise_text("\r=A1") == "'\\r=A1" and neutralise_text(" =A1") == "' =A1"
 
 
 def _hostile_network(tmp_path: Path) -> dict[str, Path]:

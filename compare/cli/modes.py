@@ -156,6 +156,8 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
     if not quiet:
         if max_cmp_size:
             err("note: -max is ignored in single-operator mode (every element is compared)")
+        for note in result.plugin_notes:
+            err(note)
         for note in result.notes:
             err(f"{result.tensor_id}: {note}")
         for which in ("absolute", "relative"):

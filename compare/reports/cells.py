@@ -11,15 +11,27 @@ Conventions (shared with the reference tool, so existing parsers keep working):
   use that format instead, and nothing is zeroed);
 - a shape prints ``[d0,d1,...]`` without spaces;
 - ``*`` marks a missing counterpart (set by pairing in the op cells).
+
+Text cells (op names and types, data types, tensor ids, reasons) follow the one policy of
+:mod:`convert.textcells`, shared with vconvert's ``mapping.csv``: a cell a spreadsheet could
+take for a formula -- starting with ``= + - @ %``, a tab or a CR, also after leading blanks
+(``" =1+1"``, ``"\\r=1+1"``) -- gets a leading ``'``; every line break (CR, LF, the other
+``str.splitlines`` breaks) becomes a visible escape (``\\r``, ``\\n``, ``\\xNN``),
+so one row is one line in the CSV and txt reports whatever reads them (a bare CR is otherwise
+left unquoted by ``csv.writer`` with ``\\n`` line endings, and readers split the row there).
+Computed numbers (``-0.5``, ``-inf``) are left alone by :func:`neutralise`; text from the
+inputs is guarded even when it looks numeric (:func:`neutralise_text`, :func:`text_cell`).
+The JSON and parquet results keep the exact text.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from convert.textcells import encodable, neutralise, neutralise_text  # noqa: F401 - the report writers' text cells
 
 from ..errors import OptionError
 
@@ -94,8 +106,6 @@ def parse_float_format(digits: int | None = None, style: str | None = None) -> F
 #: |v| below this prints as 0.000 in the StandardDeviation cell (as the reference does).
 STD_ZERO_BELOW = 0.001
 
-_FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(nan|inf|NaN|Infinity)$")
-DANGEROUS_START = ("=", "+", "-", "@", "%", "\t", "\r", "＝", "＋", "－")
 
 
 def _non_finite(value: float) -> str:
@@ -164,57 +174,3 @@ def text_cell(value: object) -> str:
 def _text_cell(value: str) -> str:
     """:func:`neutralise_text`, remembered: op names, types and data types repeat from row to row."""
     return neutralise_text(value)
-
-
-def encodable(cell: str) -> str:
-    """``cell`` made encodable as UTF-8: unpaired surrogates become backslash escapes.
-
-    File names that are not valid UTF-8 reach Python as surrogate escapes (``\\udcff`` for the
-    byte 0xFF) and end up in reasons; written as they are, they would abort the report. They are
-    shown as ``\\xff`` (the byte) or ``\\ud800`` (any other lone surrogate).
-    """
-    try:
-        cell.encode("utf-8")
-        return cell
-    except UnicodeEncodeError:
-        pass
-    out = []
-    for ch in cell:
-        if "\ud800" <= ch <= "\udfff":
-            code = ord(ch)
-            out.append(f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def neutralise(cell: str) -> str:
-    """Guard against spreadsheet formula injection, for any cell (numbers pass).
-
-    A cell that does not read as a number and starts with ``= + - @ %`` (or a tab/CR, or the
-    full-width forms) is prefixed with ``'`` so a spreadsheet shows it as text. The reference tool
-    aborts the whole run on such a cell instead (e.g. an op name starting with ``-``). A cell that
-    already starts with ``'`` is left alone, so neutralising twice changes nothing. The cell is
-    also made encodable (:func:`encodable`).
-    """
-    cell = encodable(cell)
-    if cell and cell.startswith(DANGEROUS_START) and not _FLOAT_RE.match(cell):
-        return "'" + cell
-    return cell
-
-
-def neutralise_text(cell: str) -> str:
-    """Like :func:`neutralise`, for text that comes from the inputs: no exemption for numbers.
-
-    An op named ``+1`` or ``-2`` is not a number the report computed; a spreadsheet would turn it
-    into one (or into a formula), so it is quoted as well: ``'+1``.
-    """
-    cell = encodable(cell)
-    if cell and cell.startswith(DANGEROUS_START):
-        return "'" + cell
-    return cell
-
-
-def neutralise_csv_line(line: str) -> str:
-    """Neutralise every cell of one comma-separated line of plain cells (no quoting inside)."""
-    return ",".join(neutralise_text(cell) for cell in line.split(","))

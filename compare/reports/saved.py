@@ -17,9 +17,11 @@ What each source keeps:
   not comparable; else compared. (A not-compared row is "not compared" under each rule, so a
   strict gate judges it the same; which of the three it was is exact only in JSON and parquet.)
   Reasons are split on ``"; "`` (vcompare layout) or on the commas outside brackets and quotes (msaccucmp layout, whose ``,`` join is ambiguous when a reason
-  itself holds a comma). A text cell that the writer quoted for spreadsheets (``'=cmd``) is read
-  back without the quote (so a name that really started with ``'=`` loses its quote). Rank,
-  Graph and Iteration columns are read when present. Addresses are read from the msaccucmp layout.
+  itself holds a comma). A text cell that the writer quoted for spreadsheets (``'=cmd``,
+  ``' =cmd``) is read back without the quote (so a name that really started with ``'=`` loses
+  its quote); control characters the writer escaped (``\\r``) stay escaped
+  (:mod:`convert.textcells`). Rank, Graph and Iteration columns are read when present.
+  Addresses are read from the msaccucmp layout.
   CSV does not record ``MetricRow.expected_gap`` (rows structurally not compared, which gates do
   not fail): re-gate the JSON or parquet result to keep them apart.
 
@@ -39,9 +41,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from convert.textcells import unguard
+
 from ..errors import DumpFormatError, OptionError
 from ..records import MetricRow, PairStatus, ValueCounts
-from .cells import DANGEROUS_START, NOT_COMPUTED
+from .cells import NOT_COMPUTED
 from .parquet import METADATA_KEY, STD_COLUMNS, require_pyarrow
 from .result_json import STD_KEYS, STD_NAME, decode_float, load_document
 
@@ -297,15 +301,8 @@ def _load_csv(path: Path, text: str) -> SavedResult:
     return SavedResult(path, SavedKind.CSV, rows, [name for name, _ in plan.metrics])
 
 
-def _unquote(cell: str) -> str:
-    """Undo the spreadsheet guard (``'=x`` -> ``=x``)."""
-    if cell.startswith("'") and cell[1:].startswith(DANGEROUS_START):
-        return cell[1:]
-    return cell
-
-
 def _text(cell: str) -> str | None:
-    return None if cell == NOT_COMPUTED else _unquote(cell)
+    return None if cell == NOT_COMPUTED else unguard(cell)
 
 
 def _int_cell(cell: str, column: str) -> int | None:
@@ -360,7 +357,7 @@ def _shape_cell(cell: str) -> tuple[int, ...] | None:
 
 def split_reasons(cell: str, *, msaccucmp: bool) -> list[str]:
     """A FailReason cell back into its reasons (see the module docstring for the ambiguity)."""
-    cell = _unquote(cell)
+    cell = unguard(cell)
     if not cell:
         return []
     if not msaccucmp:
@@ -407,7 +404,7 @@ def _csv_row(plan: _CsvPlan, cells: list[str]) -> MetricRow:
             metrics[name] = _float_cell(cells[i], name)
     computed = any(v is not None for v in metrics.values()) or std is not None
     reasons = split_reasons(cells[plan.reasons], msaccucmp=plan.msaccucmp)
-    left_op, right_op = _unquote(cells[plan.left_op]), _unquote(cells[plan.right_op])
+    left_op, right_op = unguard(cells[plan.left_op]), unguard(cells[plan.right_op])
     tensor_id = _text(cells[plan.tensor_id])
     index = _int_cell(cells[plan.index], "Index")
     row = MetricRow(

@@ -26,7 +26,8 @@ Layouts:
 Spreadsheet safety: the per-element rows hold only numbers (and ``-`` / ``nan`` tokens) that the
 report rendered; the header cells and the op names in ``simple_op_mapping.csv`` come from the
 inputs and are neutralised (:func:`compare.reports.cells.neutralise_text`: a leading
-``= + - @ %`` gets a ``'``).
+``= + - @ %``, also after blanks, gets a ``'``; CR, LF and the other line breaks become
+``\\r``, ``\\n`` escapes -- :mod:`convert.textcells`); the summary's names are escaped the same way.
 
 Per-element rows are rendered without a per-row Python loop (:mod:`compare.reports.vectext`).
 
@@ -59,8 +60,10 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
+from convert.textcells import escape_line_breaks
+
 from ..errors import OptionError, OutputError
-from .cells import NOT_COMPUTED, metric_cell, neutralise_csv_line, neutralise_text, std_cell
+from .cells import NOT_COMPUTED, metric_cell, neutralise_text, std_cell
 from .files import atomic_write_bytes, os_reason
 from .network import Layout
 from .staging import ResultStage, Sweep, sweep_leftovers
@@ -148,15 +151,19 @@ def _record_mapping(outdir: Path, prefix: str, op: str, kind: str, index: int) -
 def detail_header(result: OperatorResult, layout: Layout | str = Layout.VCOMPARE) -> str:
     """The header line of the detail and top-N CSVs.
 
-    The format cell may come from the rule JSON (a golden layout name), so every cell is
-    neutralised against spreadsheet formulas; the rows below it are numbers the report rendered.
+    The format cell may come from the rule JSON (a golden layout name), so every cell is made
+    safe (:func:`compare.reports.cells.neutralise_text`: formula guard, line breaks
+    escaped) and quoted by the CSV rules when it holds a comma or a quote; the rows below it are
+    numbers the report rendered.
     """
     layout = Layout(layout)
     if layout is Layout.MSACCUCMP:
-        line = f"Index,{result.reference_format},NPUDump,GroundTruth,AbsoluteError,RelativeError"
+        cells = ["Index", result.reference_format, "NPUDump", "GroundTruth", "AbsoluteError", "RelativeError"]
     else:
-        line = f"Index,{result.format},Left,Right,RelativeError,AbsoluteError"
-    return neutralise_csv_line(line)
+        cells = ["Index", result.format, "Left", "Right", "RelativeError", "AbsoluteError"]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([neutralise_text(cell) for cell in cells])
+    return buf.getvalue()[:-1]
 
 
 def render_rows(result: OperatorResult, indexes: np.ndarray, layout: Layout | str = Layout.VCOMPARE) -> bytes:
@@ -221,16 +228,18 @@ def detail_writer(result: OperatorResult, start: int, stop: int,
 
 
 def render_summary(result: OperatorResult, layout: Layout | str = Layout.VCOMPARE) -> str:
-    """The ``P_summary.txt`` text (module doc)."""
+    """The ``P_summary.txt`` text (module doc); line breaks in the names are escaped
+    (``\\r``, ``\\n``: :func:`convert.textcells.escape_line_breaks`), so one key is one line."""
     layout = Layout(layout)
     s = result.summary
     lines = [f"TotalCount:{s['TotalCount']}"]
     if layout is Layout.MSACCUCMP:
-        lines += [f"NPUDump:{' '.join(_names(result.left_op))}",
-                  f"GroundTruth:{' '.join(_names(result.right_op)) or '*'}",
-                  f"Format:{result.reference_format}"]
+        lines += [f"NPUDump:{escape_line_breaks(' '.join(_names(result.left_op)))}",
+                  f"GroundTruth:{escape_line_breaks(' '.join(_names(result.right_op))) or '*'}",
+                  f"Format:{escape_line_breaks(result.reference_format)}"]
     else:
-        lines += [f"LeftOp:{result.left_op}", f"RightOp:{result.right_op}", f"Format:{result.format}"]
+        lines += [f"LeftOp:{escape_line_breaks(result.left_op)}",
+                  f"RightOp:{escape_line_breaks(result.right_op)}", f"Format:{escape_line_breaks(result.format)}"]
     for key in ("MinAbsoluteError", "MaxAbsoluteError", "MinRelativeError", "MaxRelativeError"):
         value = s[key]
         lines.append(f"{key}:{NOT_COMPUTED if value is None else f'{value:.6f}'}")
@@ -268,7 +277,7 @@ def render_top_table(result: OperatorResult, which: str, topn: int, layout: Layo
     """
     layout = Layout(layout)
     lines = top_rows(result, which, topn, layout).splitlines()
-    table = [line.replace("\t", "").split(",") for line in lines]
+    table = list(csv.reader(line.replace("\t", "") for line in lines))  # the header may quote a cell
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     if layout is Layout.MSACCUCMP:
         return "\n".join("\t".join(c.ljust(w) for c, w in zip(row, widths)) for row in table) + "\n"

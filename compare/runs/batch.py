@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from convert.layouts import PluginSet, load_plugins
+
 from ..errors import CompareError, OptionError, PairingError
 from ..pairing.fusion_rule import load_fusion_rule
 from .folders import run_network
@@ -127,7 +129,7 @@ def run_batch(
     *,
     quant_rule: RuleArg | None = None,
     algorithms: Sequence[str | int] | str | None = None,
-    custom_dir: PathLike | None = None,
+    custom_dir: PathLike | PluginSet | None = None,
     dump_version: int | None = None,
     max_elements: int = 0,
     extra_metrics: Sequence[str] = (),
@@ -144,11 +146,16 @@ def run_batch(
     (``for model_name, result in run_batch(...)`` works; ``item.output_name(ts)`` is the
     reference's result file name).
 
-    Raises :class:`~compare.errors.OptionError` for a bad layout or an empty rule folder and
-    :class:`~compare.errors.PairingError` when no model could be compared at all.
+    ``custom_dir``: plugins are loaded once for all models; what was loaded and ignored is in
+    ``notes``. Raises :class:`~compare.errors.OptionError` for a bad layout or an empty rule
+    folder, :class:`~compare.errors.PairingError` when no model could be compared at all and
+    :class:`convert.layouts.LayoutError` for a refused plugin folder.
     """
     rules = _batch_rules(Path(rules_dir))
     batch = BatchResult()
+    plugins = load_plugins(custom_dir) if custom_dir is not None and custom_dir != "" else None
+    if plugins is not None:  # loaded (and its code run) once, said once
+        batch.notes.extend(plugins.notes)
     for device, model, model_id, step, leaf in batch_models(left_root):
         match = _match_rule(model, rules)
         if match is None:
@@ -160,7 +167,7 @@ def run_batch(
             batch.notes.append(note)
         try:
             result = run_network(leaf, right, rule_path, quant_rule=quant_rule, algorithms=algorithms,
-                                 custom_dir=custom_dir, dump_version=dump_version, max_elements=max_elements,
+                                 custom_dir=plugins, dump_version=dump_version, max_elements=max_elements,
                                  extra_metrics=extra_metrics)
         except CompareError as exc:
             batch.errors.append((str(leaf), str(exc)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from convert.layouts import load_plugins
+from convert.layouts import PluginSet, load_plugins
 
 from ..engine import EngineOptions
 from ..heap import frozen_heap
@@ -23,7 +23,7 @@ def run_network(
     quant_rule: RuleArg | None = None,
     close_fusion_rule: RuleArg | None = None,
     algorithms: Sequence[str | int] | str | None = None,
-    custom_dir: PathLike | None = None,
+    custom_dir: PathLike | PluginSet | None = None,
     dump_version: int | None = None,
     max_elements: int = 0,
     extra_metrics: Sequence[str] = (),
@@ -57,12 +57,17 @@ def run_network(
 
     When a side holds statistics and no tensor data the comparison is statistics-only: the result
     has ``stats`` (a :class:`compare.stats.StatsResult`) and no metric rows.
+
+    ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
+    loaded); what was loaded and ignored opens the result's notes. A folder refused by the plugin
+    policy raises :class:`convert.layouts.LayoutError`; a plugin failing on a pair is that pair's
+    row.
     """
     metrics = resolve_algorithms(algorithms)
     for name in extra_metrics:
         if name not in metrics:
             metrics.append(name)
-    plugins = load_plugins(custom_dir) if custom_dir else None
+    plugins = load_plugins(custom_dir) if custom_dir is not None and custom_dir != "" else None
     options = EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements, progress=progress)
     rules = dict(quant_rule=quant_rule, close_fusion_rule=close_fusion_rule)
     if mapping is not None and not isinstance(mapping, list):
@@ -73,6 +78,10 @@ def run_network(
         if plan is None:
             left_run, right_run, scenario, rule, pairing = load_and_pair(
                 left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
-            return compare_loaded(left_run, right_run, scenario, pairing, metrics, options, refuse_same=refuse_same,
-                                  rule=rule)
-        return compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
+            result = compare_loaded(left_run, right_run, scenario, pairing, metrics, options,
+                                    refuse_same=refuse_same, rule=rule)
+        else:
+            result = compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
+    if plugins is not None:
+        result.notes[:0] = plugins.notes
+    return result

@@ -10,9 +10,10 @@ Dispatch, in order:
    (``len(data) != prod(T[:-2]) * C1*No*Ni*C0``): a :class:`LayoutWarning`, then the reshape of 1.
 3. Any other FRACTAL_NZ source: the target shape is validated (``fractal.check_nz_target``).
 4. The converter: a plugin for ``(src, dst)`` if there is one, else the built-in. None at all
-   is a LayoutError listing what exists. ``group >= 2`` is passed as a 4th argument.
-   A plugin gets the flat data and list shapes; a plugin that raises or returns something other
-   than an ndarray gives a LayoutError naming its file.
+   is a LayoutError listing what exists. ``group >= 2`` is passed as a 4th argument to a
+   built-in; a plugin gets the flat data and list shapes (and the group when it is a
+   ``to_FRACTAL_Z`` plugin); a plugin that raises (``sys.exit()`` included) or returns something
+   other than an ndarray gives a LayoutError naming its file (:class:`PluginConverter`).
 """
 
 from __future__ import annotations
@@ -88,22 +89,8 @@ def convert_layout(
     converter = _find_converter(src, dst, plugins)
     if converter is None:
         raise _missing(src, dst, plugins)
-    if isinstance(converter, PluginConverter):
-        args: tuple[object, ...] = (list(shape_from), list(shape_to), data.reshape(-1))
-        if group >= 2:
-            args += (int(group),)
-        try:
-            out = converter(*args)
-        except Exception as exc:  # noqa: BLE001 - user code: every failure is reported the same way
-            raise LayoutError(
-                f"converter plugin {converter.path} failed on {src}->{dst} "
-                f"{shape_text(shape_from)}->{shape_text(shape_to)}: {type(exc).__name__}: {exc}"
-            ) from exc
-        if not isinstance(out, np.ndarray):
-            raise LayoutError(
-                f"converter plugin {converter.path} returned {type(out).__name__}, not a numpy array"
-            )
-        return out
+    if isinstance(converter, PluginConverter):  # guarded: any failure is a LayoutError naming the file
+        return converter(list(shape_from), list(shape_to), data.reshape(-1), int(group))
     if group >= 2:
         return converter(shape_from, shape_to, data, int(group))
     return converter(shape_from, shape_to, data)

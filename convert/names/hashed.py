@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from ..entries import entry_problem
+from ..textcells import unguard
 
 _HASHED_RE = re.compile(r"[0-9]+(?:\.npy)?")
 
@@ -29,8 +30,9 @@ def read_mapping(folder: Path) -> tuple[dict[str, str], list[tuple[Path, str]]]:
     Rows must have exactly two columns; the real name must be a plain file name (no ``/`` or
     ``\\``, not ``.``/``..``, no control characters: :func:`mapping_problem`). A hashed name
     listed twice keeps its first row. Bad rows are returned as ``(mapping.csv path, "row N:
-    ...")``; blank lines are ignored. A missing file gives an empty map. Edge cases: see
-    :func:`read_mapping_rows`.
+    ...")``; blank lines are ignored. A missing file gives an empty map. A real name written with
+    the spreadsheet guard (``'=x.npy``, as vconvert writes ``=x.npy``: :mod:`convert.textcells`)
+    is read without it. Edge cases: see :func:`read_mapping_rows`.
     """
     mapping, bad, _ = read_mapping_rows(folder)
     return mapping, bad
@@ -91,7 +93,7 @@ def _take_row(path: Path, number: int, row: list[str], mapping: dict[str, str], 
         if row[0].strip():
             refused.setdefault(row[0].strip(), f"mapping.csv row {number} was refused: {problem}")
         return
-    hashed, real = row[0].strip(), row[1].strip()
+    hashed, real = row[0].strip(), unguard(row[1].strip())
     problem = mapping_problem(hashed, real)
     if problem is None and hashed in first_row:
         problem = f"hashed name {hashed!r} is already mapped by row {first_row[hashed]}; the first row is kept"

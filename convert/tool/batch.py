@@ -16,8 +16,10 @@ Input policy (:func:`collect_sources`):
 
 Report policy: a file "fails" when it cannot be read or when any of its tensors cannot be written;
 its other tensors are still written. Failed files are listed, one line each
-(``{path}: {reason}``), in ``OUT/convert_failed_file_list.txt``; a stale list from an earlier run
-is removed when nothing failed. Renamed long names are appended to ``OUT/mapping.csv``.
+(``{path}: {reason}``; line breaks as ``\\r`` / ``\\n`` escapes and file names that are
+not UTF-8 as ``\\xff``: :mod:`convert.textcells`), in ``OUT/convert_failed_file_list.txt``; a
+stale list from an earlier run is removed when nothing failed. Renamed long names are appended
+to ``OUT/mapping.csv``.
 
 Parallel policy (:func:`run_files`): the files of a run are converted by
 ``min(usable CPUs, number of files, workers)`` workers (``workers`` None or 0: as many as there
@@ -50,6 +52,7 @@ from typing import TypeVar, Union
 
 from ..errors import CompareError, DumpFormatError, OptionError
 from ..names.hashed import is_hashed_name, read_mapping
+from ..textcells import encodable, escape_line_breaks
 from ..tree import is_file_entry, resolve_dump_folder
 from .naming import FAILED_LIST_FILE, MAPPING_FILE, physical_name, update_mapping
 
@@ -372,7 +375,8 @@ def finish(report: ConvertReport) -> ConvertReport:
     """Write ``convert_failed_file_list.txt`` (or remove a stale one) and ``mapping.csv``."""
     failed_path = report.out_dir / FAILED_LIST_FILE
     if report.failed:
-        lines = [f"{path}: {'; '.join(reasons)}\n" for path, reasons in report.failed.items()]
+        lines = [encodable(escape_line_breaks(f"{path}: {'; '.join(reasons)}")) + "\n"
+                 for path, reasons in report.failed.items()]
         failed_path.write_text("".join(lines), encoding="utf-8")
         report.failed_list = failed_path
     elif failed_path.is_file():

@@ -171,19 +171,12 @@ def _nd_converter(dst: str, plugins: Mapping | None) -> Callable[..., np.ndarray
     return LAYOUTS.get(("ND", dst))
 
 
-def _call(converter: Callable[..., np.ndarray], dst: str, shape: tuple[int, ...], target: tuple[int, ...],
+def _call(converter: Callable[..., np.ndarray], shape: tuple[int, ...], target: tuple[int, ...],
           array: np.ndarray, group: int) -> np.ndarray:
     """Run an ND-source converter the way :func:`convert.layouts.convert_layout` runs the others."""
     if not isinstance(converter, PluginConverter):
         return converter(shape, target or None, array, group) if group >= 2 else converter(shape, target or None, array)
-    args: tuple[object, ...] = (list(shape), list(target), array.reshape(-1)) + ((group,) if group >= 2 else ())
-    try:
-        out = converter(*args)
-    except Exception as exc:  # noqa: BLE001 - user code: every failure is reported the same way
-        raise LayoutError(f"converter plugin {converter.path} failed on ND->{dst}: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(out, np.ndarray):
-        raise LayoutError(f"converter plugin {converter.path} returned {type(out).__name__}, not a numpy array")
-    return out
+    return converter(list(shape), list(target), array.reshape(-1), group)  # guarded: failures are LayoutErrors
 
 
 def convert_tensor(array: np.ndarray, info: TensorInfo, target_format: str | None,
@@ -217,7 +210,7 @@ def convert_tensor(array: np.ndarray, info: TensorInfo, target_format: str | Non
             converted = False
             out = convert_layout(array, "ND", dst, shape)
         else:
-            out = _call(converter, dst, shape, target, np.asarray(array), group)
+            out = _call(converter, shape, target, np.asarray(array), group)
     elif (source == "FRACTAL_NZ" and dst == "ND" and len(target) > 2 and len(shape) >= 4
             and array.size != math.prod(target[:-2]) * math.prod(shape[-4:])):
         notes.append(f"{info.label}: FRACTAL_NZ data {shape_text(shape)} does not hold {math.prod(target[:-2])} "
@@ -369,7 +362,7 @@ def convert_dumps(paths: Sources, out_dir: str | Path, options: DumpConvertOptio
     report, sources = start(paths, out_dir)
     out = report.out_dir
     if options.plugins is not None:
-        report.notes.extend(getattr(options.plugins, "warnings", []))
+        report.notes.extend(getattr(options.plugins, "notes", []))
     strict = len(sources) == 1
 
     def job(source: SourceFile) -> FileOutcome:

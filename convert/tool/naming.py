@@ -35,6 +35,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..textcells import neutralise_text
+
 #: Names of this many UTF-8 bytes or more are hashed.
 MAX_NAME_BYTES = 255
 
@@ -111,7 +113,13 @@ def physical_name(name: str) -> str:
 
 
 def update_mapping(out_dir: Path, rows: Iterable[tuple[str, str]]) -> Path | None:
-    """Append ``(hashed, real)`` rows not yet in ``out_dir/mapping.csv``; return its path if written."""
+    """Append ``(hashed, real)`` rows not yet in ``out_dir/mapping.csv``; return its path if written.
+
+    The cells follow :mod:`convert.textcells`: a real name a spreadsheet could take for a formula
+    (``=x...npy``) is written ``'=x...npy`` (vcompare's mapping reader removes the ``'``), line
+    breaks as ``\\r`` escapes, so one row stays one line (vcompare refuses such a row, as it
+    refuses any real name holding a control character or a backslash).
+    """
     rows = list(rows)
     if not rows:
         return None
@@ -120,7 +128,8 @@ def update_mapping(out_dir: Path, rows: Iterable[tuple[str, str]]) -> Path | Non
     if path.is_file():
         with open(path, newline="", encoding="utf-8", errors="replace") as handle:
             known = {(r[0], r[1]) for r in csv.reader(handle) if len(r) == 2}
-    new = [row for row in dict.fromkeys(rows) if row not in known]
+    safe = [(neutralise_text(hashed), neutralise_text(real)) for hashed, real in rows]
+    new = [row for row in dict.fromkeys(safe) if row not in known]
     if new:
         with open(path, "a", newline="", encoding="utf-8") as handle:
             csv.writer(handle, lineterminator="\n").writerows(new)

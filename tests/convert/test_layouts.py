@@ -353,7 +353,7 @@ def test_plugins_load_and_override_a_built_in(tmp_path: Path) -> None:
     _plugin(tmp_path, "convert_ND_to_FRACTAL_Z.py",
             "def convert(shape_from, shape_to, array, group):\n    return array\n")
     plugins = load_plugins(tmp_path)
-    assert set(plugins) == {("NCHW", "NHWC"), ("ND", "FRACTAL_Z")} and not plugins.warnings
+    assert set(plugins) == {("NCHW", "NHWC"), ("ND", "FRACTAL_Z")} and not plugins.ignored
     out = convert_layout(np.arange(24.0), "NCHW", "NHWC", (1, 2, 3, 4), plugins=plugins)
     np.testing.assert_array_equal(out, [7.0, 7.0, 7.0])
     assert convert_layout(np.arange(24.0), "NCHW", "NHWC", (1, 2, 3, 4)).shape == (1, 3, 4, 2)
@@ -376,9 +376,10 @@ def test_plugin_with_wrong_parameter_count_is_skipped_with_a_warning(tmp_path: P
     _plugin(tmp_path, "helpers.py", "X = 1\n")
     plugins = load_plugins(tmp_path)
     assert not plugins
-    assert len(plugins.warnings) == 3
-    assert any("takes 2 parameters but must take 3" in w for w in plugins.warnings)
-    assert any("must take 4" in w for w in plugins.warnings)
+    why = [reason for _, reason in plugins.ignored]
+    assert len(why) == 3
+    assert any("takes 2 parameters but must take 3" in w for w in why)
+    assert any("must take 4" in w for w in why)
 
 
 @pytest.mark.parametrize(("mode", "why"), [(0o646, "world-writable"), (0o664, "group-writable")])
@@ -409,9 +410,10 @@ def test_plugin_failures_name_the_file(tmp_path: Path) -> None:
         convert_layout(np.zeros(4), "NC1HWC0", "NDHWC", (1, 1, 1, 1, 4), plugins=plugins)
 
 
-def test_missing_plugin_folder_is_a_warning(tmp_path: Path) -> None:
-    plugins = load_plugins(tmp_path)
-    assert not plugins and "no format_convert folder" in plugins.warnings[0]
+def test_missing_plugin_folder_is_refused(tmp_path: Path) -> None:
+    os.chmod(tmp_path, 0o755)
+    with pytest.raises(LayoutError, match="no format_convert folder"):
+        load_plugins(tmp_path)
 
 
 def test_plugin_file_modes_are_real(tmp_path: Path) -> None:
