@@ -30,10 +30,8 @@ dump tools' own hashed names.
 
 from __future__ import annotations
 
-import csv
 import uuid
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 #: Names of this many UTF-8 bytes or more are hashed.
 MAX_NAME_BYTES = 255
@@ -108,20 +106,3 @@ def hashed_name(name: str) -> str:
 def physical_name(name: str) -> str:
     """``name`` itself, or :func:`hashed_name` when it has :data:`MAX_NAME_BYTES` bytes or more."""
     return hashed_name(name) if len(name.encode("utf-8")) >= MAX_NAME_BYTES else name
-
-
-def update_mapping(out_dir: Path, rows: Iterable[tuple[str, str]]) -> Path | None:
-    """Append ``(hashed, real)`` rows not yet in ``out_dir/mapping.csv``; return its path if written."""
-    rows = list(rows)
-    if not rows:
-        return None
-    path = out_dir / MAPPING_FILE
-    known: set[tuple[str, str]] = set()
-    if path.is_file():
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            known = {(r[0], r[1]) for r in csv.reader(handle) if len(r) == 2}
-    new = [row for row in dict.fromkeys(rows) if row not in known]
-    if new:
-        with open(path, "a", newline="", encoding="utf-8") as handle:
-            csv.writer(handle, lineterminator="\n").writerows(new)
-    return path
