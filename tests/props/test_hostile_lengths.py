@@ -34,7 +34,7 @@ from typer.testing import CliRunner
 from compare.testing.synthetic import make_network
 from convert import dump_proto
 from convert.cli import app as vconvert_app
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.dumpwrite import write_dump
 from convert.tool import convert_dump
 from convert.tool.naming import FAILED_LIST_FILE, MAPPING_FILE, msnpy_name, physical_name
 
