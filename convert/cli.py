@@ -10,8 +10,9 @@ Subcommands (the manual's option spellings are kept; see ``docs/convert.md``):
 - ``rename-npy`` -- golden ``.npy`` files (tfdbg, by hand) renamed to ``{op}.{index}.{timestamp}.npy``.
 
 Exit codes: **0** every file converted; **1** some files failed (listed in
-``OUT/convert_failed_file_list.txt`` with the reason, the others were converted; for
-``rename-npy``: some files refused, the others renamed); **2** nothing could run (bad option,
+``OUT/convert_failed_file_list.txt`` with the reason -- on stderr when the list cannot be written,
+a full disk --, the others were converted; for ``rename-npy``: some files refused, the others
+renamed); **2** nothing could run (bad option,
 missing path, refused plugin, unreadable prototxt), with a one-line message naming the file and
 the problem. Errors become exit codes only here, in :func:`_run_safely` / :func:`run`.
 """
@@ -68,16 +69,23 @@ def _run_safely(action: Callable[[], T]) -> T:
 
 
 def _finish(report: ConvertReport) -> None:
-    """Print the report (notes and failures on stderr, summary on stdout) and exit 0 or 1."""
+    """Print the report (notes and failures on stderr, summary on stdout) and exit 0 or 1.
+
+    Failures beyond :data:`MAX_SHOWN` are left to the failed-file list -- unless the list could
+    not be written (a full disk): then every failure is printed, and why the list is missing.
+    """
     for note in report.notes[:MAX_SHOWN]:
         _err(f"note: {note}")
     if len(report.notes) > MAX_SHOWN:
         _err(f"note: ... and {len(report.notes) - MAX_SHOWN} more")
     failed = list(report.failed.items())
-    for path, reasons in failed[:MAX_SHOWN]:
+    shown = failed if report.failed_list_error else failed[:MAX_SHOWN]
+    for path, reasons in shown:
         _err(f"failed: {path}: {'; '.join(reasons)}")
-    if len(failed) > MAX_SHOWN:
+    if len(failed) > len(shown):
         _err(f"failed: ... and {len(failed) - MAX_SHOWN} more (see {report.failed_list})")
+    if report.failed_list_error:
+        _err(f"error: {report.failed_list_error}: the {len(failed)} failed file(s) are listed above only")
     typer.echo(report.summary())
     raise typer.Exit(EXIT_OK if report.all_converted else EXIT_SOME_FAILED)
 

@@ -46,6 +46,20 @@ Size limits (bounded cost for crafted files, :mod:`convert.dumpwire`): more than
 :data:`~convert.dumpwire.MAX_TENSOR_FIELDS` fields in one v1 element, or a shape of more than
 :data:`~convert.dumpwire.MAX_RANK` dimensions is refused, at the offending field's byte.
 
+Lengths read from the file (policy: checked before anything is allocated or read, so that what a
+reader allocates is bounded by what the file holds *and* by a sane bound, whatever the length
+fields say -- a 64 GiB sparse file costs what a small one does):
+
+* the version-2 header length H must satisfy ``0 < H <= size - 8`` and
+  ``H <= MAX_HEADER_BYTES`` (:data:`~convert.dumpwire.MAX_HEADER_BYTES`, 64 MiB); a header of
+  more than :data:`WALK_IN_FILE_BYTES` is walked in the file (:class:`~convert.dumpwire.FileWindow`)
+  before it is read, so a header of zeros or garbage is refused after a few bytes;
+* a version-1 file is walked in the file, never mapped or read whole; every field's length is
+  checked against the end of its message, and the metadata copied (everything but the tensor
+  data) against ``MAX_HEADER_BYTES``;
+* tensor data: see :func:`read_tensor` (shape x itemsize against the bytes the dump holds for it and
+  the file's size; a tensor the process cannot hold in memory is a DumpFormatError too).
+
 Every failure is a :class:`convert.errors.DumpFormatError` whose message is the diagnosis and
 whose ``offset`` is the byte where the problem is.
 
@@ -54,7 +68,6 @@ Writing dump files is :mod:`convert.dumpwrite`.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from collections.abc import Sequence
@@ -82,11 +95,14 @@ from .dumpwire import (
     DUMP_INPUT,
     DUMP_OUTPUT,
     DUMP_SPACE,
+    MAX_HEADER_BYTES,
     MAX_RANK,
     MAX_TENSOR_FIELDS,
     MAX_TOP_LEVEL_FIELDS,
     TOP_LEVEL_NAMES,
+    FileWindow,
     WireError,
+    WireField,
     strip_data,
     walk_fields,
 )
@@ -255,14 +271,20 @@ def _decode_small(data: bytes) -> Message | None:
         return None
 
 
-def _header_parts(path: Path, data: bytes, what: str, offset: int) -> list[tuple[int, int, bytes]]:
-    """Top-level fields of a version-2 header (file offsets), or the wire-format diagnosis."""
+def _header_fields(path: Path, buf: object, start: int, end: int, base: int, what: str) -> list[WireField]:
+    """Top-level fields of a version-2 header at ``buf[start:end]`` (``base + offset`` is where a
+    byte of ``buf`` is in the file), or the wire-format diagnosis."""
     try:
-        fields = list(walk_fields(data, 0, len(data), MAX_TOP_LEVEL_FIELDS, "the DumpData message: top-level"))
+        return list(walk_fields(buf, start, end, MAX_TOP_LEVEL_FIELDS, "the DumpData message: top-level"))
     except WireError as wire:
-        where = offset + wire.offset
+        where = base + wire.offset
         problem = f"{what} is not a valid DumpData protobuf ({wire.problem} at byte {where})"
         raise DumpFormatError(path, problem, offset=where) from None
+
+
+def _header_parts(path: Path, data: bytes, what: str, offset: int) -> list[tuple[int, int, bytes]]:
+    """Top-level fields of a version-2 header (file offsets), or the wire-format diagnosis."""
+    fields = _header_fields(path, data, 0, len(data), offset, what)
     return [(f.number, offset + f.start, data[f.start : f.end]) for f in fields]
 
 
@@ -319,33 +341,61 @@ class _V2Failure(Exception):
         self.header_decoded = header_decoded
 
 
+#: Version-2 headers longer than this are walked in the file (:class:`FileWindow`) before they
+#: are read: a header length that points over a hole or garbage is refused after a few bytes.
+WALK_IN_FILE_BYTES = 1 << 20
+
+
 def _read_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader:
-    """Version-2 header; reads only bytes ``0 .. 8+H``. Raises :class:`_V2Failure`."""
+    """Version-2 header; reads only bytes ``0 .. 8+H``, after checking H (see the module's length
+    policy). Raises :class:`_V2Failure`."""
     if size < HEADER_LENGTH_BYTES:
         need = f"the {HEADER_LENGTH_BYTES}-byte header length"
         problem = f"file has {size} bytes, too short for {need}"
         raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
-    f.seek(0)
-    (hlen,) = struct.unpack("<Q", f.read(HEADER_LENGTH_BYTES))
+    fd = f.fileno()
+    (hlen,) = struct.unpack("<Q", _pread(path, fd, 0, HEADER_LENGTH_BYTES))
     if hlen == 0:
         problem = "header length at byte 0 is 0 (no DumpData header)"
         raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
     if hlen > size - HEADER_LENGTH_BYTES:
         problem = f"header length {hlen} at byte 0 points past the end of the {size}-byte file"
         raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
+    if hlen > MAX_HEADER_BYTES:
+        problem = (
+            f"header length {hlen} at byte 0 is more than the {MAX_HEADER_BYTES} bytes a dump header may "
+            f"take (the file has {size} bytes)"
+        )
+        raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
+    data_start = HEADER_LENGTH_BYTES + hlen
+    what = f"header of {hlen} bytes at byte {HEADER_LENGTH_BYTES}"
     try:
-        what = f"header of {hlen} bytes at byte {HEADER_LENGTH_BYTES}"
-        data = f.read(hlen)
+        if hlen > WALK_IN_FILE_BYTES:
+            _header_fields(path, FileWindow(fd, size), HEADER_LENGTH_BYTES, data_start, 0, what)
+        data = _pread(path, fd, HEADER_LENGTH_BYTES, hlen)
         msg = _decode_small(data)
         if msg is None:
             parts = _header_parts(path, data, what, HEADER_LENGTH_BYTES)
             msg = _decode_dump_data(path, what, parts, HEADER_LENGTH_BYTES)
     except DumpFormatError as exc:
         raise _V2Failure(exc, False) from None
-    data_start = HEADER_LENGTH_BYTES + hlen
     spans, cursor = _v2_spans(msg, data_start)
     _check_v2_size(path, size, data_start, cursor)
     return _assemble(path, 2, size, hlen, msg, spans)
+
+
+def _pread(path: Path, fd: int, offset: int, count: int) -> bytes:
+    """Exactly ``count`` bytes at ``offset`` (``count`` checked against the file's size by the
+    caller); a file that ends sooner (truncated while it is read) is a DumpFormatError."""
+    data = os.pread(fd, count, offset)
+    while len(data) < count:
+        more = os.pread(fd, count - len(data), offset + len(data))
+        if not more:
+            end = offset + len(data)
+            problem = f"file ends at byte {end}, within the {count} bytes at byte {offset} (truncated while read?)"
+            raise DumpFormatError(path, problem, offset=offset + len(data))
+        data += more
+    return data
 
 
 def _v2_spans(msg: Message, data_start: int) -> tuple[dict[int, list[tuple[int, int]]], int]:
@@ -383,14 +433,14 @@ def _check_v2_size(path: Path, size: int, data_start: int, data_end: int) -> Non
 
 
 def _read_v1(path: Path, f: BinaryIO, size: int) -> DumpHeader:
-    """Version-1 header: walk the whole message, decode it without its data values."""
-    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        try:
-            stripped = strip_data(buf, 0, size)
-        except WireError as wire:
-            detail = f"{wire.problem} at byte {wire.offset}"
-            problem = f"the file is not a valid DumpData protobuf ({detail})"
-            raise DumpFormatError(path, problem, offset=wire.offset) from None
+    """Version-1 header: walk the whole message in the file (read through a small window, never
+    mapped or read whole), decode it without its data values."""
+    try:
+        stripped = strip_data(FileWindow(f.fileno(), size), 0, size)
+    except WireError as wire:
+        detail = f"{wire.problem} at byte {wire.offset}"
+        problem = f"the file is not a valid DumpData protobuf ({detail})"
+        raise DumpFormatError(path, problem, offset=wire.offset) from None
     if not stripped.has_known_field:
         problem = "the file is not a DumpData protobuf (none of the DumpData fields 1-8 is present)"
         raise DumpFormatError(path, problem, offset=0)
@@ -499,7 +549,10 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
       never by a failed allocation. *Extra* bytes are accepted and ignored, as the reference
       tool does (device buffers may be padded);
     * a shape with a 0 dimension is an empty tensor only when the dump also holds 0 bytes for it;
-      a 0 dimension next to a non-empty data block means the shape and the size disagree.
+      a 0 dimension next to a non-empty data block means the shape and the size disagree;
+    * the bytes must lie within the file. A tensor that passes all this but does not fit in the
+      process's memory (a 3 GiB tensor under a 1 GiB ``RLIMIT_AS``) is a DumpFormatError too,
+      not a MemoryError.
     """
     code = info.data_type
     try:
@@ -541,7 +594,11 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
             f"the {header.file_size}-byte file"
         )
         raise DumpFormatError(header.path, problem, offset=info.offset)
-    raw = _read_bytes(header.path, info.offset, needed)
+    try:
+        raw = _read_bytes(header.path, info.offset, needed)
+    except MemoryError:
+        problem = f"{info.label}: its {needed} data bytes at byte {info.offset} do not fit in the process's memory"
+        raise DumpFormatError(header.path, problem, offset=info.offset) from None
     if len(raw) < needed:
         problem = f"{info.label}: file ends after {len(raw)} of the {needed} data bytes"
         raise DumpFormatError(header.path, problem, offset=info.offset + len(raw))

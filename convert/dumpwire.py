@@ -10,6 +10,12 @@ bounded walk before anything is decoded.
   ``data`` values of its tensors, buffers and workspaces and records where those values are
   (:class:`Stripped`), so that a tensor is read at its offset as in a version-2 file.
 
+A file is walked through a :class:`FileWindow` (``pread`` of a small window, nothing mapped), so
+the walk of a 64 GiB (sparse) file reads the bytes it looks at and no more. Every length is checked
+against the end of its message (hence the file) before anything is read past it, and what the walk
+copies (the metadata) is bounded by :data:`MAX_HEADER_BYTES`: a field whose length would take the
+copy past the bound is refused at its tag, before a byte of it is read.
+
 Wire-format problems are :class:`WireError` (a problem and an absolute byte offset); the reader
 turns them into :class:`convert.errors.DumpFormatError`. Groups are skipped iteratively (nested
 start-group tags cannot exhaust the Python stack).
@@ -18,11 +24,12 @@ start-group tags cannot exhaust the Python stack).
 from __future__ import annotations
 
 import mmap
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Union
 
-Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap, "FileWindow"]
 
 #: ``DumpData`` fields holding repeated elements with a ``data`` value (:mod:`convert.dump_proto`).
 DUMP_OUTPUT, DUMP_INPUT, DUMP_BUFFER, DUMP_SPACE = 3, 4, 5, 8
@@ -45,6 +52,13 @@ _WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_SGROUP, _WIRE_EGROUP, _WIRE_I32 = 0, 1
 MAX_TOP_LEVEL_FIELDS = 100_000
 MAX_TENSOR_FIELDS = 10_000  # fields of one OpInput/OpOutput/OpBuffer/Workspace (version 1)
 MAX_RANK = 256  # dimensions of a shape or original shape
+#: The most bytes a dump's metadata may take: a version-2 header, or a version-1 DumpData without
+#: the data values of its tensors, buffers and workspaces. A real header takes a few hundred bytes
+#: a tensor (kilobytes; a few MB for tens of thousands of tensors). A header length or a field
+#: beyond it is refused before anything is read or allocated, so a crafted or sparse file cannot
+#: make the reader allocate what its length field says (a 64 GiB sparse file whose header length
+#: is its size: refused at byte 0, nothing read).
+MAX_HEADER_BYTES = 64 << 20
 
 
 class WireError(Exception):
@@ -58,6 +72,65 @@ class WireError(Exception):
 
 class FieldLimit(WireError):
     """A message with more fields than its limit (see :data:`MAX_TOP_LEVEL_FIELDS`)."""
+
+
+class FileWindow:
+    """The bytes of an open file, read on demand through a small cached window (``os.pread``).
+
+    ``w[i]`` gives an int and ``w[a:b]`` bytes, like ``bytes``, so the walk takes it as its buffer.
+    Nothing is mapped -- the walk does not depend on the process's address space (a 64 GiB file
+    under a 1 GiB ``RLIMIT_AS``) -- and only the bytes the walk looks at are read.
+
+    Edge cases: only non-negative indexes and ``[a:b]`` slices with ``0 <= a <= b`` (what the
+    walk asks for; anything else is IndexError / ValueError); a slice is read as asked, so its
+    length must have been checked by the caller (:func:`strip_data` checks every copy against
+    :data:`MAX_HEADER_BYTES`). A file that ends before ``size`` (truncated while it is read)
+    raises :class:`WireError` at the first missing byte.
+    """
+
+    #: Bytes read at once for indexing (tags and varints are read one byte at a time).
+    WINDOW = 1 << 16
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._fd = fd
+        self._size = size
+        self._start = 0
+        self._chunk = b""
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, key: int | slice) -> int | bytes:
+        if key.__class__ is int:
+            i = key - self._start
+            if 0 <= i < len(self._chunk):
+                return self._chunk[i]
+            if not 0 <= key < self._size:
+                raise IndexError(f"byte {key} is outside the {self._size}-byte file")
+            self._chunk = self._read(key, min(self.WINDOW, self._size - key))
+            self._start = key
+            return self._chunk[0]
+        if not isinstance(key, slice) or key.step is not None or key.start is None or key.stop is None:
+            raise ValueError("FileWindow takes [start:stop] slices only")
+        start, stop = key.start, min(key.stop, self._size)
+        if start >= stop:
+            return b""
+        i = start - self._start
+        if 0 <= i and stop - self._start <= len(self._chunk):
+            return self._chunk[i : stop - self._start]
+        return self._read(start, stop - start)
+
+    def _read(self, offset: int, count: int) -> bytes:
+        """``count`` bytes at ``offset`` (the caller keeps them within ``size``)."""
+        pieces = []
+        got = 0
+        while got < count:
+            piece = os.pread(self._fd, count - got, offset + got)
+            if not piece:
+                raise WireError("the file ends here (was it truncated while it was read?)", offset + got)
+            pieces.append(piece)
+            got += len(piece)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 @dataclass(frozen=True)
@@ -201,45 +274,66 @@ class Stripped:
     has_known_field: bool
 
 
-def strip_data(buf: Buffer, start: int, end: int) -> Stripped:
+def strip_data(buf: Buffer, start: int, end: int, budget: int = MAX_HEADER_BYTES) -> Stripped:
     """Copy the DumpData at ``buf[start:end]`` without the data values of tensors/buffers/spaces.
 
     ``spans[f]`` lists, per element of repeated field ``f`` (3 output, 4 input, 5 buffer,
     8 space) in wire order, the absolute offset and size of its (last) data value.
+
+    The copy (everything but the data values) may take at most ``budget`` bytes: a field that
+    would take it past is refused (WireError at its tag) before it is read -- the name, a string
+    attribute or a shape cannot make the reader allocate what its length says.
     """
     parts: list[tuple[int, int, bytes]] = []
     spans: dict[int, list[tuple[int, int]]] = {f: [] for f in DATA_FIELD}
     known = False
+    used = 0
     for field in walk_fields(buf, start, end, MAX_TOP_LEVEL_FIELDS, "the DumpData message: top-level"):
         known = known or (1 <= field.number <= 8)
+        name = TOP_LEVEL_NAMES.get(field.number, f"field {field.number}")
         if field.number in DATA_FIELD and field.wire_type == _WIRE_LEN:
-            name = f"{TOP_LEVEL_NAMES[field.number]} {len(spans[field.number])}"
-            body, span = _strip_element(buf, field, DATA_FIELD[field.number], name)
+            name = f"{name} {len(spans[field.number])}"
+            body, span = _strip_element(buf, field, DATA_FIELD[field.number], name, (budget - used, budget))
             spans[field.number].append(span)
             piece = bytes(buf[field.start : field.tag_end]) + len_prefix(len(body)) + body
         else:
+            _check_budget(name, field.start, field.end - field.start, budget - used, budget)
             piece = bytes(buf[field.start : field.end])
+        used += len(piece)
         parts.append((field.number, field.start, piece))
     return Stripped(tuple(parts), spans, known)
 
 
-def _strip_element(buf: Buffer, element: WireField, data_field: int, name: str) -> tuple[bytes, tuple[int, int]]:
+def _check_budget(name: str, offset: int, length: int, left: int, budget: int) -> None:
+    """Refuse (WireError at ``offset``) a copy of ``length`` bytes when only ``left`` remain."""
+    if length > left:
+        problem = (
+            f"its {name} takes {length} bytes, more than the {budget} bytes allowed for the "
+            "metadata of a dump (the message without its tensor data)"
+        )
+        raise WireError(problem, offset)
+
+
+def _strip_element(buf: Buffer, element: WireField, data_field: int, name: str,
+                   budget: tuple[int, int] = (MAX_HEADER_BYTES, MAX_HEADER_BYTES)) -> tuple[bytes, tuple[int, int]]:
     """One OpInput/OpOutput/OpBuffer/Workspace without its data, and its data's (offset, size).
 
     ``name`` (e.g. ``input 0``) names the element in the diagnosis when it has more than
-    :data:`MAX_TENSOR_FIELDS` fields (raised at the element's tag).
+    :data:`MAX_TENSOR_FIELDS` fields (raised at the element's tag), or when its fields other
+    than the data take more than the bytes left of the metadata budget (``budget``: left, in
+    all; raised at the element's tag, before any of them is copied).
     """
-    pieces: list[bytes] = []
     span = (element.value_start, 0)
     try:
         fields = list(walk_fields(buf, element.value_start, element.end, MAX_TENSOR_FIELDS, name))
     except FieldLimit as wire:
         raise FieldLimit(wire.problem, element.start) from None
+    kept = [f for f in fields if not (f.number == data_field and f.wire_type == _WIRE_LEN)]
+    _check_budget(name, element.start, sum(f.end - f.start for f in kept), *budget)
     for field in fields:
         if field.number == data_field and field.wire_type == _WIRE_LEN:
             span = (field.value_start, field.end - field.value_start)
-        else:
-            pieces.append(bytes(buf[field.start : field.end]))
+    pieces = [bytes(buf[f.start : f.end]) for f in kept]
     return b"".join(pieces), span
 
 
@@ -249,11 +343,13 @@ __all__ = [
     "DUMP_INPUT",
     "DUMP_OUTPUT",
     "DUMP_SPACE",
+    "MAX_HEADER_BYTES",
     "MAX_RANK",
     "MAX_TENSOR_FIELDS",
     "MAX_TOP_LEVEL_FIELDS",
     "TOP_LEVEL_NAMES",
     "FieldLimit",
+    "FileWindow",
     "Stripped",
     "WireError",
     "WireField",

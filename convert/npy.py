@@ -11,7 +11,9 @@
 
 Policy: the file is untrusted input. Every problem is a :class:`convert.errors.DumpFormatError`
 naming the file (and the byte offset where it applies); nothing is allocated or read before the
-sizes have been checked.
+sizes have been checked: the header length (at byte 8) against the file's size and numpy's own
+bound, :data:`MAX_NPY_HEADER_BYTES`, before numpy's parser reads that many bytes (it allocated
+what the field said, 4 GiB for a crafted 20-byte file); the data against the file's size.
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ _SAVED_HEADER = re.compile(
 _HEADER_LENGTH = {(1, 0): "<H", (2, 0): "<I"}
 _MAX_SAVED_HEADER = 4096
 
+#: The longest header read: numpy's own bound (``np.load``'s ``max_header_size``), which numpy
+#: checks only after reading the header. A longer header length is refused before anything is read.
+MAX_NPY_HEADER_BYTES = 10_000
+#: Where the header length is and how it is stored, per format version (numpy reads no other).
+_LENGTH_FIELD = {(1, 0): "<H", (2, 0): "<I", (3, 0): "<I"}
+_LENGTH_AT = 8
+
 
 def read_npy_header(path: str | os.PathLike) -> NpyHeader:
     """Parse only the header of a ``.npy`` file; :class:`DumpFormatError` if it is not a usable one.
@@ -82,12 +91,14 @@ def read_npy_header(path: str | os.PathLike) -> NpyHeader:
         except (ValueError, EOFError, struct_error) as exc:
             raise DumpFormatError(path, f"not a .npy file (bad magic string: {exc})", offset=0) from None
         if version not in _HEADER_LENGTH:
+            _check_header_length(path, raw, version)
             return check_npy_header(path, _header_via_mmap(path, version))
         saved = _saved_header(head, version)
         if saved is not None:
             shape, fortran, dtype = saved
             offset = head.tell()
         else:
+            _check_header_length(path, raw, version)
             with open(path, "rb") as handle:
                 handle.seek(8)  # the header length, for numpy's parser
                 if version == (1, 0):
@@ -125,6 +136,30 @@ def _peek(path: Path) -> bytes:
         return os.pread(fd, _PEEK_BYTES, 0)
     finally:
         os.close(fd)
+
+
+def _check_header_length(path: Path, raw: bytes, version: tuple[int, int]) -> None:
+    """Refuse (DumpFormatError at byte 8) a header length that points past the end of the file or
+    beyond :data:`MAX_NPY_HEADER_BYTES`, before numpy's parser reads (and allocates) that many
+    bytes. Versions numpy does not read are left to numpy, which refuses them unread. Raises
+    OSError when the file's size cannot be asked for."""
+    layout = _LENGTH_FIELD.get(version)
+    if layout is None:
+        return
+    start = _LENGTH_AT + struct.calcsize(layout)
+    if len(raw) < start:
+        raise DumpFormatError(path, f"bad .npy header: the file ends within the header length at byte {_LENGTH_AT}",
+                              offset=_LENGTH_AT)
+    (length,) = struct.unpack_from(layout, raw, _LENGTH_AT)
+    size = os.stat(path).st_size
+    if length > size - start:
+        problem = (f"bad .npy header: header length {length} at byte {_LENGTH_AT} points past the end of the "
+                   f"{size}-byte file")
+        raise DumpFormatError(path, problem, offset=_LENGTH_AT)
+    if length > MAX_NPY_HEADER_BYTES:
+        problem = (f"bad .npy header: header length {length} at byte {_LENGTH_AT} is more than the "
+                   f"{MAX_NPY_HEADER_BYTES} bytes numpy reads a header of")
+        raise DumpFormatError(path, problem, offset=_LENGTH_AT)
 
 
 def _header_bytes(raw: bytes) -> bytes | None:
@@ -315,4 +350,4 @@ def _map_data(path: Path, header: NpyHeader, count: int) -> np.ndarray | None:
     return raw.view(dtype).reshape(header.shape, order="F" if header.fortran_order else "C")
 
 
-__all__ = ["NpyHeader", "check_npy_header", "load_npy", "logical_dtype_name", "read_npy_header"]
+__all__ = ["MAX_NPY_HEADER_BYTES", "NpyHeader", "check_npy_header", "load_npy", "logical_dtype_name", "read_npy_header"]

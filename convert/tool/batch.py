@@ -21,6 +21,18 @@ not UTF-8 as ``\\xff``: :mod:`convert.textcells`), in ``OUT/convert_failed_file_
 stale list from an earlier run is removed when nothing failed. Renamed long names are appended
 to ``OUT/mapping.csv``.
 
+Output policy (:func:`write_atomically`, a full disk): every file -- each output, ``mapping.csv``
+and the failed-file list -- is written to a temporary file in ``OUT`` and renamed into place, so
+a failed write (ENOSPC, EDQUOT, EIO ...) or Ctrl-C leaves no half-written file under an output's
+name and an output of an earlier run whole. A failed output fails its input file with
+``cannot write OUT/NAME: No space left on device (ENOSPC)`` (the path and the OS error with its
+errno name) and the run goes on with the next output and the next file: a disk that fills up
+fails what comes after, never the run. ``mapping.csv`` that cannot be written is itself listed
+as failed, with the hashed names it would have recorded. A failed-file list that cannot be written
+is not lost: the report keeps the reason (:attr:`ConvertReport.failed_list_error`), an earlier
+run's list is removed, and the command line prints every failed file on stderr; the exit code
+stays 1 (some files failed).
+
 Parallel policy (:func:`run_files`): the files of a run are converted by
 ``min(usable CPUs, number of files, workers)`` workers (``workers`` None or 0: as many as there
 are usable CPUs); one worker, or one file, runs serially in the calling process. Workers are
@@ -37,6 +49,9 @@ processes over threads are in ``docs/convert.md``.
 
 from __future__ import annotations
 
+import csv
+import errno
+import io
 import itertools
 import math
 import multiprocessing
@@ -52,9 +67,9 @@ from typing import TypeVar, Union
 
 from ..errors import CompareError, DumpFormatError, OptionError
 from ..names.hashed import is_hashed_name, read_mapping
-from ..textcells import encodable, escape_line_breaks
+from ..textcells import encodable, escape_line_breaks, neutralise_text
 from ..tree import is_file_entry, resolve_dump_folder
-from .naming import FAILED_LIST_FILE, MAPPING_FILE, physical_name, update_mapping
+from .naming import FAILED_LIST_FILE, MAPPING_FILE, physical_name
 
 PathLike = Union[str, "os.PathLike[str]"]
 Sources = Union[PathLike, Sequence[PathLike]]
@@ -87,22 +102,19 @@ class FileOutcome:
     renamed: list[tuple[str, str]] = field(default_factory=list)
 
     def save(self, out_dir: Path, name: str, write: Callable[[Path], None]) -> Path | None:
-        """Write one output through ``write(path)`` under its physical (maybe hashed) name.
+        """Write one output through ``write(path)`` under its physical (maybe hashed) name, atomically
+        (:func:`write_atomically`).
 
-        An OSError (disk full, permissions) becomes an error of this file, the partial output is
-        removed and None returned.
+        An OSError (disk full, permissions) becomes an error of this file naming the output and the
+        OS error (``cannot write OUT/x.npy: No space left on device (ENOSPC)``); nothing is left
+        under the output's name and None is returned. Other exceptions of ``write`` propagate.
         """
         physical = physical_name(name)
         path = out_dir / physical
         try:
-            write(path)
+            write_atomically(path, write)
         except OSError as exc:
-            self.errors.append(f"cannot write {path}: {exc.strerror or exc}")
-            if path.is_file():
-                try:
-                    path.unlink()
-                except OSError:
-                    pass
+            self.errors.append(f"cannot write {path}: {os_problem(exc)}")
             return None
         if physical != name:
             self.renamed.append((physical, name))
@@ -126,6 +138,9 @@ class ConvertReport:
     renamed: list[tuple[str, str]] = field(default_factory=list)
     failed_list: Path | None = None
     mapping: Path | None = None
+    #: Why the failed-file list could not be written (then ``failed_list`` is None and the caller
+    #: must show every failure itself); None when it was written or nothing failed.
+    failed_list_error: str | None = None
 
     @property
     def all_converted(self) -> bool:
@@ -146,10 +161,46 @@ class ConvertReport:
         text = f"{self.sources} file(s) read, {len(self.written)} file(s) written to {self.out_dir}"
         if self.failed:
             where = f" (listed in {self.failed_list})" if self.failed_list else ""
+            if self.failed_list_error:
+                where = f" (listed on stderr: {self.failed_list_error})"
             text += f"; {len(self.failed)} file(s) failed{where}"
         if self.mapping:
             text += f"; {len(self.renamed)} long name(s) hashed, see {self.mapping}"
         return text
+
+
+def os_problem(exc: OSError) -> str:
+    """The operating system's reason, one line, with the errno's name when there is one:
+    ``No space left on device (ENOSPC)``."""
+    reason = " ".join((exc.strerror or str(exc) or type(exc).__name__).split())
+    name = errno.errorcode.get(exc.errno) if isinstance(exc.errno, int) else None
+    return f"{reason} ({name})" if name and name not in reason else reason
+
+
+_TEMPORARY_IDS = itertools.count()
+#: Temporary files are named ``.vconvert-{pid}-{n}.tmp`` in the output folder (short: an output
+#: name may take 254 of the 255 bytes a file name may have).
+TEMPORARY_PREFIX = ".vconvert-"
+
+
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Create ``path`` by ``write(temporary)`` on a new temporary file of its folder, then a rename.
+
+    Policy: on any failure of ``write`` or of the rename -- an OSError such as ENOSPC, any other
+    exception, Ctrl-C -- the temporary file is removed, ``path`` is left as it was (an output of
+    an earlier run stays whole, nothing half-written appears under its name) and the exception
+    is raised.
+    """
+    temporary = path.parent / f"{TEMPORARY_PREFIX}{os.getpid()}-{next(_TEMPORARY_IDS)}.tmp"
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+        raise
 
 
 def problem_of(exc: Exception) -> str:
@@ -372,14 +423,61 @@ def start(paths: Sources, out_dir: PathLike, *, what: str = "dump") -> tuple[Con
 
 
 def finish(report: ConvertReport) -> ConvertReport:
-    """Write ``convert_failed_file_list.txt`` (or remove a stale one) and ``mapping.csv``."""
+    """Write ``mapping.csv``, then ``convert_failed_file_list.txt`` (or remove a stale one).
+
+    Never raises for a file it cannot write (see the module's output policy): ``mapping.csv``
+    that cannot be written is listed as failed, with the rows it would have held; a list that
+    cannot be written sets ``report.failed_list_error`` and an earlier run's list is removed.
+    """
+    try:
+        report.mapping = update_mapping(report.out_dir, report.renamed)
+    except OSError as exc:
+        path = report.out_dir / MAPPING_FILE
+        rows = ", ".join(f"{hashed} = {real}" for hashed, real in dict.fromkeys(report.renamed))
+        report.fail(path, f"cannot write {path}: {os_problem(exc)}; the long names it would record: {rows}")
     failed_path = report.out_dir / FAILED_LIST_FILE
     if report.failed:
-        lines = [encodable(escape_line_breaks(f"{path}: {'; '.join(reasons)}")) + "\n"
-                 for path, reasons in report.failed.items()]
-        failed_path.write_text("".join(lines), encoding="utf-8")
-        report.failed_list = failed_path
-    elif failed_path.is_file():
-        failed_path.unlink()
-    report.mapping = update_mapping(report.out_dir, report.renamed)
+        text = "".join(encodable(escape_line_breaks(f"{path}: {'; '.join(reasons)}")) + "\n"
+                       for path, reasons in report.failed.items())
+        try:
+            write_atomically(failed_path, lambda path: path.write_text(text, encoding="utf-8"))
+            report.failed_list = failed_path
+        except OSError as exc:
+            report.failed_list_error = f"cannot write {failed_path}: {os_problem(exc)}"
+            _remove(failed_path, report)
+    else:
+        _remove(failed_path, report)
     return report
+
+
+def _remove(stale: Path, report: ConvertReport) -> None:
+    """Remove an earlier run's file (a note when it cannot be removed)."""
+    try:
+        stale.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        report.notes.append(f"cannot remove {stale} of an earlier run: {os_problem(exc)}")
+
+
+def update_mapping(out_dir: Path, rows: Iterable[tuple[str, str]]) -> Path | None:
+    """Add the ``(hashed, real)`` rows not yet in ``out_dir/mapping.csv`` (written atomically: the
+    rows already there, then the new ones); return its path when there are rows. Raises OSError.
+
+    The cells follow :mod:`convert.textcells`: a real name a spreadsheet could take for a formula
+    (``=x...npy``) is written ``'=x...npy`` (vcompare's mapping reader removes the ``'``), line
+    breaks as ``\\r`` escapes, so one row stays one line."""
+    rows = list(rows)
+    if not rows:
+        return None
+    path = out_dir / MAPPING_FILE
+    old = path.read_bytes() if path.is_file() else b""
+    known = {(r[0], r[1]) for r in csv.reader(io.StringIO(old.decode("utf-8", "replace"), newline="")) if len(r) == 2}
+    safe = [(neutralise_text(hashed), neutralise_text(real)) for hashed, real in rows]  # convert.textcells
+    new = [row for row in dict.fromkeys(safe) if row not in known]
+    if new:
+        text = io.StringIO(newline="")
+        csv.writer(text, lineterminator="\n").writerows(new)
+        content = old + (b"\n" if old and not old.endswith(b"\n") else b"") + text.getvalue().encode("utf-8")
+        write_atomically(path, lambda target: target.write_bytes(content))
+    return path

@@ -36,6 +36,7 @@ Tensor policy:
 from __future__ import annotations
 
 import math
+import os
 import re
 import warnings
 from collections.abc import Mapping
@@ -47,7 +48,7 @@ import numpy as np
 
 from ..dtypes import format_code, format_name
 from ..dumpfile import DumpHeader, TensorInfo, read_header, read_tensor
-from ..errors import OptionError
+from ..errors import DumpFormatError, OptionError
 from ..layouts import LAYOUTS, LayoutError, LayoutWarning, PluginConverter, convert_layout, format_key
 from ..layouts.formats import PLAIN_4D, PLAIN_TARGETS
 from ..layouts.prepare import paddable_axes, slice_to_golden
@@ -241,33 +242,65 @@ def c_order(array: np.ndarray) -> np.ndarray:
 
 
 def save_npy(array: np.ndarray) -> Callable[[Path], None]:
-    """A writer of ``array`` as a C-order ``.npy`` file (no pickles)."""
+    """A writer of ``array`` as a C-order ``.npy`` file (no pickles), byte for byte what
+    ``np.save`` writes. The data goes through the file object's ``write`` (not numpy's
+    ``tofile``, whose error on a full disk is "N requested and M written", without the errno)."""
 
     def write(path: Path) -> None:
+        data = c_order(array)
+        header = np.lib.format.header_data_from_array_1_0(data)
         with open(path, "wb") as handle:
-            np.lib.format.write_array(handle, c_order(array), allow_pickle=False)
+            try:
+                np.lib.format.write_array_header_1_0(handle, header)
+            except ValueError:  # a header of more than 65535 bytes: format 2.0, as np.save does
+                np.lib.format.write_array_header_2_0(handle, header)
+            handle.write(_bytes_of(data))
 
     return write
 
 
-def _save_raw(data: bytes | np.ndarray) -> Callable[[Path], None]:
+def _bytes_of(array: np.ndarray) -> memoryview:
+    """The bytes of a C-contiguous array, without a copy."""
+    return memoryview(array.reshape(-1).view(np.uint8))
+
+
+def _save_raw(data: np.ndarray) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         with open(path, "wb") as handle:
-            if isinstance(data, np.ndarray):
-                c_order(data).tofile(handle)
-            else:
-                handle.write(data)
+            handle.write(_bytes_of(c_order(data)))
 
     return write
 
 
-def _read_span(path: Path, offset: int, size: int) -> bytes:
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        data = handle.read(size)
-    if len(data) != size:
-        raise OSError(f"file ends after {len(data)} of {size} bytes at byte {offset}")
-    return data
+#: Bytes copied at once from a dump to a buffer / workspace ``.bin`` file.
+COPY_CHUNK = 1 << 20
+
+
+def _copy_span(source: Path, offset: int, size: int) -> Callable[[Path], None]:
+    """A writer of the ``size`` bytes of ``source`` at ``offset``, copied :data:`COPY_CHUNK` bytes
+    at a time: a buffer of any size costs 1 MiB of memory. A source that ends sooner, or cannot
+    be read, raises DumpFormatError (a problem of the dump, not of the output)."""
+
+    def write(path: Path) -> None:
+        with open(path, "wb") as handle:
+            fd = os.open(source, os.O_RDONLY)
+            try:
+                done = 0
+                while done < size:
+                    try:
+                        chunk = os.pread(fd, min(COPY_CHUNK, size - done), offset + done)
+                    except OSError as exc:
+                        raise DumpFormatError(source, f"cannot be read ({exc.strerror or exc})",
+                                              offset=offset + done) from None
+                    if not chunk:
+                        problem = f"file ends after {done} of the {size} bytes at byte {offset}"
+                        raise DumpFormatError(source, problem, offset=offset + done)
+                    handle.write(chunk)
+                    done += len(chunk)
+            finally:
+                os.close(fd)
+
+    return write
 
 
 def _selected(header: DumpHeader, options: DumpConvertOptions) -> list[TensorInfo]:
@@ -341,11 +374,9 @@ def convert_dump_file(source: SourceFile, out_dir: Path, options: DumpConvertOpt
         for what, name_of, spans in (("buffer", buffer_name, header.buffers), ("space", space_name, header.spaces)):
             for i, (offset, size) in enumerate(spans):
                 try:
-                    blob = _read_span(source.path, offset, size)
-                except OSError as exc:
-                    outcome.errors.append(f"{what} {i}: {exc}")
-                    continue
-                outcome.save(out_dir, name_of(source.name, i), _save_raw(blob))
+                    outcome.save(out_dir, name_of(source.name, i), _copy_span(source.path, offset, size))
+                except DumpFormatError as exc:
+                    outcome.errors.append(f"{what} {i}: {problem_of(exc)}")
     return outcome
 
 

@@ -31,11 +31,13 @@ matters for the direction ``dump``.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 
+from .. import npy
 from ..dumpfile import read_header, read_tensor
 from ..dumpwrite import TensorSpec, write_dump
 from ..errors import OptionError
@@ -64,14 +66,14 @@ _SHAPE_FIELD = re.compile(r"[0-9]+(x[0-9]+)*|scalar")
 _UINT64_MAX = (1 << 64) - 1
 
 
-def load_npy(path: Path) -> np.ndarray:
-    """``np.load`` without pickles; ``|V2`` items are read as bfloat16 (see the module doc)."""
-    array = np.load(path, allow_pickle=False)
-    if array.dtype.kind == "V" and array.dtype.itemsize == 2 and array.dtype.names is None:
-        import ml_dtypes  # here: ml_dtypes costs ~5 ms at start-up; only bfloat16 (|V2) files need it
-
-        array = array.view(ml_dtypes.bfloat16)
-    return array
+def load_npy(path: str | os.PathLike[str]) -> np.ndarray:
+    """A ``.npy`` read through the checked codec (:mod:`convert.npy`): never unpickles, the header
+    length and the data size are checked against the file before anything is read or allocated
+    (a header promising 10**8 values in a 200-byte file is refused by arithmetic), the data is
+    mapped read-only; ``|V2`` items are read as bfloat16 (see the module doc). Raises
+    :class:`convert.errors.DumpFormatError` naming the file."""
+    path = Path(path)
+    return npy.load_npy(path, npy.read_npy_header(path))
 
 
 def _check_args(data_type: str, target: str, version: int | None) -> None:

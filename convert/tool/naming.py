@@ -14,11 +14,19 @@ bin                ``{dumpfile}.{input|output}.{i}.{shape}.{dtype}.{FORMAT}.bin`
                    format (or the ``-f`` target)
 msnpy              ``{name}.{input|output}.{i}.{FORMAT}.npy``: ``name`` is ``{dumpfile}``, except
                    that for a 5-field dump name whose DumpData has an ``op_name``, field 1 is
-                   replaced by the last ``/`` component of that op name (the MindSpore layout)
+                   replaced by the last ``/`` component of that op name (the MindSpore layout),
+                   made plain by :func:`plain_name_part`
 buffer             ``{dumpfile}.buffer.{i}.bin``
 workspace          ``{dumpfile}.space.{i}.bin``
 text               ``{dumpfile}.{input|output}.{i}.txt`` (a ``.npy`` source: its stem + ``.txt``)
 =================  ========================================================================
+
+**Text from a dump header** (the op name of an msnpy name) is untrusted: every control character
+(U+0000-U+001F, U+007F-U+009F: NUL, CR, LF, ESC of a terminal sequence ...) and path separator
+(``/``, ``\\``) in it becomes ``%XX``, its code in hex (``a\\nb`` -> ``a%0Ab``), so an output name is
+one plain file name in the output folder that a terminal, a shell loop or a line-based list shows
+as it is. Names from the file system or from ``mapping.csv`` (checked when it is read) are used
+as they are.
 
 **Long names.** A name of 255 bytes or more (UTF-8) cannot be created on common file systems. It
 is replaced by a deterministic decimal hash of the full name -- the 128-bit integer of
@@ -30,12 +38,10 @@ dump tools' own hashed names.
 
 from __future__ import annotations
 
-import csv
+import re
 import uuid
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
-from ..textcells import neutralise_text
 
 #: Names of this many UTF-8 bytes or more are hashed.
 MAX_NAME_BYTES = 255
@@ -71,11 +77,24 @@ def bin_name(dumpfile: str, kind: str, index: int, shape: Sequence[int], dtype: 
     return f"{dumpfile}.{kind}.{index}.{shape_underscore(shape)}.{dtype}.{fmt}.bin"
 
 
+#: What :func:`plain_name_part` replaces: C0 and C1 control characters, DEL, path separators.
+_NOT_PLAIN = re.compile(r"[\x00-\x1f\x7f-\x9f/\\]")
+
+
+def plain_name_part(text: str) -> str:
+    """``text`` from a dump header made safe as part of a file name: each control character
+    (U+0000-U+001F, U+007F-U+009F) and path separator (``/``, ``\\``) becomes ``%XX``, its code
+    in hex (``\\r\\n`` -> ``%0D%0A``, ``\\x1b[31m`` -> ``%1B[31m``). Dots are kept: the part is
+    always inside a longer name, so ``..`` cannot name a parent folder."""
+    return _NOT_PLAIN.sub(lambda match: f"%{ord(match.group()):02X}", text)
+
+
 def msnpy_base(dumpfile: str, op_name: str) -> str:
-    """The ``name`` of an msnpy file: field 1 of a 5-field name becomes the op name's last part."""
+    """The ``name`` of an msnpy file: field 1 of a 5-field name becomes the op name's last ``/``
+    part, made plain (:func:`plain_name_part`)."""
     fields = dumpfile.split(".")
     if len(fields) == 5 and op_name:
-        fields[1] = op_name.rsplit("/", 1)[-1]
+        fields[1] = plain_name_part(op_name.rsplit("/", 1)[-1])
         return ".".join(fields)
     return dumpfile
 
@@ -110,27 +129,3 @@ def hashed_name(name: str) -> str:
 def physical_name(name: str) -> str:
     """``name`` itself, or :func:`hashed_name` when it has :data:`MAX_NAME_BYTES` bytes or more."""
     return hashed_name(name) if len(name.encode("utf-8")) >= MAX_NAME_BYTES else name
-
-
-def update_mapping(out_dir: Path, rows: Iterable[tuple[str, str]]) -> Path | None:
-    """Append ``(hashed, real)`` rows not yet in ``out_dir/mapping.csv``; return its path if written.
-
-    The cells follow :mod:`convert.textcells`: a real name a spreadsheet could take for a formula
-    (``=x...npy``) is written ``'=x...npy`` (vcompare's mapping reader removes the ``'``), line
-    breaks as ``\\r`` escapes, so one row stays one line (vcompare refuses such a row, as it
-    refuses any real name holding a control character or a backslash).
-    """
-    rows = list(rows)
-    if not rows:
-        return None
-    path = out_dir / MAPPING_FILE
-    known: set[tuple[str, str]] = set()
-    if path.is_file():
-        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
-            known = {(r[0], r[1]) for r in csv.reader(handle) if len(r) == 2}
-    safe = [(neutralise_text(hashed), neutralise_text(real)) for hashed, real in rows]
-    new = [row for row in dict.fromkeys(safe) if row not in known]
-    if new:
-        with open(path, "a", newline="", encoding="utf-8") as handle:
-            csv.writer(handle, lineterminator="\n").writerows(new)
-    return path

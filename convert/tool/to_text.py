@@ -68,9 +68,6 @@ def _npy_to_text(source: SourceFile, out_dir: Path, header: bool) -> FileOutcome
     except Exception as exc:  # noqa: BLE001 - listed, the others go on
         outcome.errors.append(f"cannot load the .npy file: {problem_of(exc)}")
         return outcome
-    if array.dtype.kind not in "biufc" and array.dtype.name != "bfloat16":
-        outcome.errors.append(f"dtype {array.dtype} is not numeric")
-        return outcome
     line = header_line(array.shape, array.dtype.name) if header else None
     outcome.save(out_dir, source.name[: -len(".npy")] + ".txt", _writer(array, line))
     return outcome
