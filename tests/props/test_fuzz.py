@@ -187,3 +187,34 @@ def test_mutators_are_deterministic(corpus) -> None:
     assert one[0] == one[1] == one[2]
     assert fuzz.mutate_npy(corpus.npys[0], random.Random(1)) == fuzz.mutate_npy(corpus.npys[0], random.Random(1))
     assert np.frombuffer(corpus.dumps_v2[0][:8], "<u8")[0] > 0
+
+
+# ------------------------------------------------------------------------------ hostile files and trees (issue 17)
+
+
+@SLOW
+@given(rng=st.randoms(use_true_random=False))
+def test_sparse_lengths_are_refused_without_allocating(corpus, work, rng: random.Random) -> None:
+    """Sparse files of up to 64 GiB whose lengths claim them whole: refused (a CompareError) with
+    at most 2 GiB more address space -- never a MemoryError, never the OOM killer."""
+    _no_escape(fuzz.run_one("sparse", corpus, rng, work))
+
+
+@SLOW
+@given(rng=st.randoms(use_true_random=False))
+def test_hostile_names_never_split_or_inject_csv_rows(corpus, work, rng: random.Random) -> None:
+    _no_escape(fuzz.run_one("names", corpus, rng, work))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(rng=st.randoms(use_true_random=False))
+def test_hostile_tree_entries_are_named_and_never_hang(corpus, work, rng: random.Random) -> None:
+    _no_escape(fuzz.run_one("tree", corpus, rng, work))
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(rng=st.randoms(use_true_random=False))
+def test_damaged_network_on_the_command_line(corpus, work, rng: random.Random) -> None:
+    """Through typer's runner: no traceback, never exit 1 (no gate was given)."""
+    paths, rule_mutated, _ = fuzz.damage_network(corpus, rng, work)
+    _no_escape(fuzz.cli_network(paths, rule_mutated))
