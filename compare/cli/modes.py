@@ -24,6 +24,7 @@ from ..reports.cells import FloatFormat, parse_float_format
 from ..diverge import chain
 from ..reports.divergence import divergence_lines, explain_lines
 from ..reports.files import atomic_write_text
+from ..reports.staging import sweep_leftovers
 from ..reports.network import Layout, write_report
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
 from ..runs.batch import run_batch
@@ -282,6 +283,7 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     """The network comparison: outputs checked, compared (with the progress bar), written; the
     notes, the summary and the first divergence printed (and the ``--explain`` chain). Returns the
     exit code; CompareErrors propagate (exit 2)."""
+    started = time.time()
     outputs = Outputs.plan(o.output, o.csv_flag, o.json_out, o.junit_out, o.html_out, verdicts=o.verdicts)
     bar = ProgressBar(o.progress)
     try:
@@ -292,8 +294,13 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
         bar.close()
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
                           verdicts=o.verdicts, explain=o.explain)
+    swept = [sweep_leftovers(folder, before=started) for folder in outputs.folders()]
     written, failed = outputs.write(result, layout=layout, float_format=number_format)
     network = result.network
+    for sweep, folder in zip(swept, outputs.folders()):
+        if sweep.removed or sweep.completed:
+            err(f"cleaned up {len(sweep.removed) + len(sweep.completed)} leftover temporary file(s) or folder(s) of "
+                f"killed runs from {folder}")
     if not o.quiet:
         for note in result.notes:
             err(note)

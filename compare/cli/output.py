@@ -199,6 +199,11 @@ class Outputs:
             check_html()
         return cls(table, table_format, output, json_out, junit_out, html_out, verdicts)
 
+    def folders(self) -> list[Path]:
+        """The folders the outputs go to (each once, in option order)."""
+        paths = [p for p in (self.table, self.json, self.junit, self.html) if p is not None]
+        return list(dict.fromkeys(Path(p).parent for p in paths))
+
     def write(self, result: "ComparisonResult", *, layout: object, float_format: object
               ) -> tuple[list[tuple[str, Path]], list[OutputError]]:
         """Write every output: ``([(label, path) written], [failures])``."""

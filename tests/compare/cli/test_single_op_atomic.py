@@ -373,3 +373,26 @@ def test_swap_ins_into_one_folder_wait_for_each_other(tmp_path: Path) -> None:
         os.close(fd)
     worker.join(POLL_TIMEOUT)
     assert target.read_bytes() == b"TotalCount:1\n" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_network_mode_cleans_leftovers_of_killed_runs(tmp_path: Path) -> None:
+    """A network run sweeps its output folders too: an old, unlocked temporary of ours (what a
+    SIGKILL leaves) is removed; a file that is not ours is kept."""
+    from typer.testing import CliRunner
+
+    from compare.cli import app
+
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / ".vcmp-abcd1234.tmp"
+    stale.write_bytes(b"x" * 1000)
+    other = out / ".vcmp-notours.txt"
+    other.write_text("keep")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    demo = Path(__file__).resolve().parents[3] / "fixtures" / "demo"
+    result = CliRunner().invoke(app, ["-l", str(demo / "npu"), "-r", str(demo / "golden"), "-f",
+                                      str(demo / "model.json"), "-o", str(out / "r.csv")])
+    assert result.exit_code == 0, result.output
+    assert not stale.exists() and other.exists() and (out / "r.csv").is_file()
+    assert "cleaned up 1 leftover temporary file(s)" in result.output
