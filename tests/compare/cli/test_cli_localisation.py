@@ -62,3 +62,11 @@ def test_default_table_is_unchanged_without_verdicts(tmp_path: Path) -> None:
 def test_network_only_options_are_refused_in_single_op_mode(tmp_path: Path, flag: list[str]) -> None:
     result = _demo("-o", tmp_path / "detail", "-d", "fc1", *flag)
     assert result.exit_code == 2 and "describe a network comparison" in result.output
+
+
+def test_control_characters_from_inputs_are_shown_not_obeyed() -> None:
+    """A name holding ESC / CR reaches stderr as visible escapes (no terminal control)."""
+    from compare.cli.echo import visible
+
+    assert visible("op\x1b[2J\rname\tx\u2028") == "op\\x1b[2J\\rname\\tx\\u2028"
+    assert visible("plain name\nnext line") == "plain name\nnext line"
