@@ -68,6 +68,7 @@ Writing dump files is :mod:`convert.dumpwrite`.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from collections.abc import Sequence
@@ -578,6 +579,11 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
                 f"{info.label} has shape {shape} (0 elements) but the dump holds "
                 f"{info.size} bytes for it: the shape and the size disagree"
             )
+            raise DumpFormatError(header.path, problem, offset=info.offset)
+        nonzero = math.prod(d for d in shape if d)
+        if nonzero * 16 >= 2**63:  # numpy refuses such a shape even with 0 elements ("array is too big")
+            problem = (f"{info.label} has shape {shape}: 0 elements, but its other dimensions multiply to "
+                       f"{nonzero}, more than an array can index")
             raise DumpFormatError(header.path, problem, offset=info.offset)
         return decode(b"", code, shape)
     needed = nbytes_for(code, element_count(shape))

@@ -710,18 +710,6 @@ def deadline(seconds: int) -> Iterator[None]:
 SPARSE_SIZES = (3 * 2**30, 2**32 + 17, 2**36)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _write_sparse(path: Path, head: bytes, size: int) -> None:
     """``head`` then a hole up to ``size`` bytes (nothing allocated on disk or in memory)."""
     path.write_bytes(head)
@@ -763,6 +751,7 @@ def sparse_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
 
 def _sparse_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
     from convert import dump_proto
+    from convert.dumpwire import len_prefix  # a varint: the tag and the length of a field
 
     size = rng.choice(SPARSE_SIZES)
     kind = rng.choice(["v2-header", "v1-field", "npy-header"])
@@ -777,9 +766,9 @@ def _sparse_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
         _write_sparse(path, struct.pack("<Q", size - 8) + data[8:8 + rng.choice([0, 16, 64])], size)
         return _loader_call(lambda: read_dump_file(path, rng.choice([None, 2])))
     number = dump_proto.DumpData.DESCRIPTOR.fields_by_name["op_name"].number
-    tag = _varint(number << 3 | 2)
-    length = _varint(size - len(tag) - 10)
-    length = _varint(size - len(tag) - len(length))  # the field claims exactly the rest of the file
+    tag = len_prefix(number << 3 | 2)
+    length = len_prefix(size - len(tag) - 10)
+    length = len_prefix(size - len(tag) - len(length))  # the field claims exactly the rest of the file
     _write_sparse(path, tag + length, size)
     return _loader_call(lambda: read_dump_file(path, rng.choice([None, 1])))
 
@@ -806,6 +795,20 @@ def _is_number(cell: str) -> bool:
     return True
 
 
+def _guarded_run(run: Callable[[], Any], *, refusal_ok: bool) -> Any:
+    """``run()``'s result, or the Outcome of what it raised: a CompareError is a refusal when
+    ``refusal_ok`` (else an escape: the inputs held nothing a run may refuse), anything else an
+    escape."""
+    try:
+        return run()
+    except CompareError as exc:
+        if refusal_ok:
+            return Outcome("refused", error_kind(exc))
+        return Outcome("escape", error_kind(exc), "the run was refused:\n" + traceback.format_exc())
+    except Exception as exc:  # noqa: BLE001 - that is what we are looking for
+        return Outcome("escape", error_kind(exc), traceback.format_exc())
+
+
 def names_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
     """One operator (and its type) renamed with hostile characters; report written and read back."""
     from compare.reports.network import write_report
@@ -830,12 +833,12 @@ def names_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
     for path in list((out / "right").iterdir()):
         if path.name.startswith(f"{victim}.0."):
             path.rename(path.with_name(f"{name}.0." + path.name[len(victim) + 3:]))
+    result = _guarded_run(lambda: run_network(out / "left", out / "right", out / "model.json"), refusal_ok=True)
+    if isinstance(result, Outcome):
+        return result
     try:
-        result = run_network(out / "left", out / "right", out / "model.json")
         written = write_report(result.rows, out / "result.csv", result.metrics)
-    except CompareError as exc:
-        return Outcome("refused", error_kind(exc))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a CompareError too: writing a run that ran must not fail
         return Outcome("escape", error_kind(exc), traceback.format_exc())
     problems = network_problems(result)
     with open(written, newline="", encoding="utf-8") as handle:
@@ -891,13 +894,9 @@ def tree_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
     for k, kind in enumerate(rng.sample(TREE_ENTRIES, k=rng.randint(1, 3))):
         where = leaf if kind != "loop-dir" or rng.random() < 0.5 else leaf.parent
         added.append(_add_entry(where, kind, f"Relu.hostile_{kind.replace('-', '_')}.{90 + k}.1.17041104000090{k:02d}"))
-    try:
-        result = run_network(out / "left", base["right"], base["fusion_rule"])
-    except CompareError as exc:
-        return Outcome("escape", error_kind(exc), "run_network refused a tree with hostile entries:\n"
-                       + traceback.format_exc())
-    except Exception as exc:  # noqa: BLE001
-        return Outcome("escape", error_kind(exc), traceback.format_exc())
+    result = _guarded_run(lambda: run_network(out / "left", base["right"], base["fusion_rule"]), refusal_ok=False)
+    if isinstance(result, Outcome):
+        return result
     problems = network_problems(result)
     said = "\n".join(result.notes) + "\n" + "\n".join(str(p) for p, _ in result.left.skipped)
     for path in added:

@@ -419,3 +419,22 @@ def test_vconvert_msnpy_outputs_from_hostile_op_names_stay_plain(tmp_path: Path)
     for i in range(len(HOSTILE_OP_NAMES)):
         (hit,) = [n for n in names if n.endswith(f".4.1.170000000000003{i}.output.0.ND.npy")]
         assert np.load(out / hit).tolist() == [i, i, i]
+
+
+def test_zero_element_tensor_with_huge_other_dimensions_is_refused(tmp_path: Path) -> None:
+    """Found by the long fuzz run (seed 1717): shape (0, 2**62, 2**62) has 0 elements, and numpy
+    still refuses to make it ("array is too big", a ValueError): a DumpFormatError naming it."""
+    from convert import dump_proto
+    from convert.dumpfile import read_header, read_tensor
+    from convert.errors import DumpFormatError as GroundError
+
+    msg = dump_proto.DumpData()
+    tensor = msg.output.add()
+    tensor.data_type, tensor.format, tensor.size = 0, 2, 0
+    tensor.shape.dim.extend([0, 2**62, 2**62])
+    header = msg.SerializeToString()
+    path = tmp_path / "Op.x.1.1.1704110400000000"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    parsed = read_header(path)
+    with pytest.raises(GroundError, match="0 elements, but its other dimensions multiply to"):
+        read_tensor(parsed, parsed.tensors[0])
