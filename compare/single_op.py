@@ -57,11 +57,11 @@ from convert.layouts import LayoutError, format_key, load_plugins
 from convert.layouts.formats import PLAIN_5D
 from convert.names.keys import normalize_golden_name
 
-from .engine import note_text
+from .engine import note_text, row_counts
 from .engine.prepare import layout_request, prepare_flat
 from .errors import CompareError, OptionError, ShapeError
 from .kernels import compare_arrays, is_scalar_like, resolve_algorithms
-from .records import MetricRow, Pair, Pairing, PairStatus, Run, TensorKind
+from .records import MetricRow, Pair, Pairing, PairStatus, Run, TensorKind, ValueCounts
 from .runs.loading import load_and_pair
 
 PathLike = str | os.PathLike[str]
@@ -122,6 +122,9 @@ class OperatorResult:
     notes: list[str] = field(default_factory=list)
     pair: Pair | None = field(default=None, repr=False)
     plugin_notes: list[str] = field(default_factory=list)
+    #: NaN / infinite / float16-saturated elements of each side (counted in the kernel pass).
+    left_counts: ValueCounts | None = None
+    right_counts: ValueCounts | None = None
 
     # ---------------------------------------------------------------- shapes and coordinates
 
@@ -249,7 +252,8 @@ class OperatorResult:
         return MetricRow(index=0, op_type=self.pair.op_type if self.pair else None, left_op=self.left_op,
                          right_op=self.right_op, tensor_id=self.tensor_id, left_dtype=self.left_dtype,
                          right_dtype=self.right_dtype, shape=tuple(self.shape), metrics=dict(self.metrics),
-                         std=self.std, reasons=list(self.notes))
+                         std=self.std, reasons=list(self.notes), left_counts=self.left_counts,
+                         right_counts=self.right_counts)
 
 
 def _unique_names(axes: tuple[str, ...]) -> list[str]:
@@ -554,6 +558,8 @@ def compare_operator(
         notes=notes,
         pair=pair,
         plugin_notes=plugins.notes if plugins is not None else [],
+        left_counts=row_counts(kernel.left_counts),
+        right_counts=row_counts(kernel.right_counts),
     )
 
 

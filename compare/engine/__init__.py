@@ -258,8 +258,8 @@ def _finish(row: MetricRow, result: KernelResult, pair: Pair) -> MetricRow:
     notes worded as reasons (after the pair's own reason)."""
     row.metrics = dict(result.values)
     row.std = result.std
-    row.left_counts = _row_counts(result.left_counts)
-    row.right_counts = _row_counts(result.right_counts)
+    row.left_counts = row_counts(result.left_counts)
+    row.right_counts = row_counts(result.right_counts)
     for note in sorted(result.notes, key=lambda n: n.name):
         if note.name not in _QUIET_NOTES:
             row.reasons.append(note_text(note, pair))
@@ -268,7 +268,7 @@ def _finish(row: MetricRow, result: KernelResult, pair: Pair) -> MetricRow:
     return row
 
 
-def _row_counts(counts: KernelCounts | None) -> ValueCounts | None:
+def row_counts(counts: KernelCounts | None) -> ValueCounts | None:
     """The kernels' counts as the record the rows carry (records do not import the kernels)."""
     if counts is None:
         return None

@@ -467,3 +467,17 @@ def test_agrees_with_reference(case: str, run_name: str, tmp_path: Path) -> None
         for name in (f"{prefix}_summary.txt", f"{prefix}_0.csv", f"{prefix}_absolute_error_topn.csv",
                      f"{prefix}_relative_error_topn.csv"):
             assert (out / name).read_bytes() == (oracle / name).read_bytes(), name
+
+
+def test_single_op_counts_nan_inf_and_saturation(tmp_path: Path) -> None:
+    """The element-wise comparison carries the kernel pass's counts into its metric row (gates, JSON)."""
+    golden = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 64)
+    left = golden.astype(np.float16)
+    left[0, :3] = np.nan
+    left[0, 3:5] = np.inf
+    left[0, 5] = 65504
+    npu, gold = _one_op_case(tmp_path, left, golden, fmt="ND")
+    res = compare_operator(npu, gold, "op")
+    row = res.to_metric_row()
+    assert (row.left_counts.nan, row.left_counts.inf, row.left_counts.saturated) == (3, 2, 1)
+    assert (row.right_counts.nan, row.right_counts.inf) == (0, 0)
