@@ -63,8 +63,12 @@ def row_ops(rows: Iterable[MetricRow]) -> dict[str, str | None]:
 
 def _topological(ops: Mapping[str, Sequence[str]], rank: Mapping[str, int]) -> list[str]:
     """Kahn's order of ``ops`` (name -> producer names), ties by ``rank``; producers outside
-    ``ops`` are ignored; a cycle (never in a valid graph) keeps the remaining ops in rank order."""
+    ``ops`` are ignored; a cycle (never in a valid graph) keeps the remaining ops in rank order.
+    When the rank order is already topological (ATC numbers ops so), it is returned as it is."""
     import heapq  # noqa: PLC0415 - small, only here
+
+    if all(rank[p] < rank[name] for name, producers in ops.items() for p in producers if p in rank and p != name):
+        return sorted(ops, key=rank.__getitem__)
 
     indegree = {name: 0 for name in ops}
     consumers: dict[str, list[str]] = {name: [] for name in ops}
@@ -153,6 +157,7 @@ def align(graph: OpGraph, rows_ops: Mapping[str, str | None], known: Mapping[str
     """``graph`` renamed to the rows' op names, with every row op a node (module doc);
     ``known``: graph name -> row name pairs found by the graph's own reader."""
     rename = _aligner(graph.nodes, rows_ops, known)
+    renamed = any(old != new for old, new in rename.items())
 
     def edge(e: InputEdge) -> InputEdge:
         producer = rename.get(e.producer, e.producer) if e.producer is not None else None
@@ -161,6 +166,9 @@ def align(graph: OpGraph, rows_ops: Mapping[str, str | None], known: Mapping[str
     nodes: dict[str, OpNode] = {}
     for name, node in graph.nodes.items():
         new = rename.get(name, name)
+        if not renamed and (node.op_type or not rows_ops.get(new)):
+            nodes[new] = node  # names already the rows' (the usual case): the node as it is
+            continue
         nodes[new] = OpNode(name=new, op_type=node.op_type or rows_ops.get(new), role=node.role,
                             inputs=tuple(edge(e) for e in node.inputs), source=node.source)
     missing = [name for name in rows_ops if name not in nodes]
