@@ -34,10 +34,6 @@ class ReplicaStatus(Label):
     NO_DUMP = "no dump"  # the rank has no dump folder for the part's (graph, iteration)
 
 
-#: The statuses of rows that could not be checked (they make a result incomplete, not inconsistent).
-UNCHECKED = frozenset({ReplicaStatus.MISSING, ReplicaStatus.UNREADABLE, ReplicaStatus.NO_DUMP})
-
-
 class Replicated(Label):
     """Why a tensor is expected to be the same on every rank of a group."""
 
@@ -170,5 +166,4 @@ class ConsistencyResult:
                 Consistency.INCOMPLETE: EXIT_INCOMPLETE}[self.outcome]
 
 
-__all__ = ["Consistency", "ConsistencyResult", "PartCheck", "RankGroup", "ReplicaRow", "ReplicaStatus", "Replicated",
-           "UNCHECKED"]
+__all__ = ["Consistency", "ConsistencyResult", "PartCheck", "RankGroup", "ReplicaRow", "ReplicaStatus", "Replicated"]

@@ -32,6 +32,7 @@ a tensor with statistics only (``unreadable``, with the reader's diagnosis). Not
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -105,10 +106,7 @@ def digest(array: np.ndarray) -> bytes:
 def check_part(part: ConsistencyPart, options: ConsistencyOptions) -> PartCheck:
     """Check one part (module doc); never raises for what it finds in the dumps (rows say it)."""
     result = PartCheck(part.group, part.graph, part.iteration, present=tuple(sorted(part.leaves)))
-
-    def row(**fields: object) -> ReplicaRow:
-        return ReplicaRow(group=part.group.index, graph=part.graph,  # type: ignore[arg-type]
-                          iteration=part.iteration, **fields)
+    row = functools.partial(ReplicaRow, group=part.group.index, graph=part.graph, iteration=part.iteration)
 
     runs: dict[int, Run] = {}
     for rank in part.group.ranks:
