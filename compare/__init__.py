@@ -10,6 +10,8 @@ Public API (imported lazily so that ``vcompare --help`` stays fast):
 - :func:`regate` -- a saved result (.json / .csv / .parquet) checked again -> ``ComparisonResult``
 - :func:`write_report` -- rows -> result.csv / result.txt
 - :func:`compare_operator` -- one tensor element by element -> :class:`compare.single_op.OperatorResult`
+- :func:`check_consistency` -- one dump tree, rank groups (``"dp:8"``) -> the ranks whose replicas
+  disagree, :class:`compare.replicas.ConsistencyResult` (docs/consistency.md)
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ _API = {
     "regate": "compare.api",
     "write_report": "compare.reports.network",
     "compare_operator": "compare.single_op",
+    "check_consistency": "compare.consistency",
 }
 
 __all__ = sorted(_API) + ["__version__"]

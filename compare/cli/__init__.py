@@ -2,16 +2,20 @@
 
 Modules: :mod:`~compare.cli.main` (entry point, subcommand dispatch), :mod:`~compare.cli.network`
 (the main command's options and its one ``match`` over the modes), :mod:`~compare.cli.modes`
-(single-operator and batch runners), :mod:`~compare.cli.gate` (``gate``, ``policy``),
+(single-operator, batch and consistency runners), :mod:`~compare.cli.gate` (``gate``, ``policy``),
+:mod:`~compare.cli.consistency` (``consistency``),
 :mod:`~compare.cli.output` (messages, summary, progress bar, output files) and
 :mod:`~compare.cli.startup` (every start-up trick). Runners return exit codes; only the typer
 command functions end with ``typer.Exit``.
 
 Commands: ``vcompare -l LEFT -r RIGHT ...`` (compare; options only), ``vcompare gate RESULT``
-(re-check a saved result, :func:`compare.api.regate`) and ``vcompare policy --init [PATH]``
-(write the starter policy). :func:`run` picks the command from the first argument: the main
-command takes no positional argument, so ``gate`` / ``policy`` there can only be a subcommand
-(a folder named ``gate`` is given with ``-l gate`` and stays an option value).
+(re-check a saved result, :func:`compare.api.regate`), ``vcompare policy --init [PATH]``
+(write the starter policy) and ``vcompare consistency -l TREE --groups dp:8`` (the replicas of
+each rank group of one tree, :func:`compare.consistency.check_consistency`; exit 0 consistent,
+1 a rank disagrees, 3 values not checked, 2 cannot run). :func:`run` picks the command from the
+first argument: the main command takes no positional argument, so ``gate`` / ``policy`` /
+``consistency`` there can only be a subcommand (a folder named ``gate`` is given with ``-l gate``
+and stays an option value).
 
 Exit codes (README.md and docs/ci-gate.md document the same table):
 
@@ -25,8 +29,9 @@ Exit codes (README.md and docs/ci-gate.md document the same table):
 """
 from __future__ import annotations
 
+from .consistency import consistency_app
 from .gate import gate_app, policy_app
 from .main import main, run
 from .network import app
 
-__all__ = ["app", "gate_app", "main", "policy_app", "run"]
+__all__ = ["app", "consistency_app", "gate_app", "main", "policy_app", "run"]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from convert.signals import Interrupted, interruptible, stop_message
 
+from .consistency import consistency_app
 from .echo import err
 from .gate import gate_app, policy_app
 from .network import app
@@ -34,13 +35,13 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 
 #: Subcommands, by their first argument (the main command takes options only).
-SUBCOMMANDS = {"gate": gate_app, "policy": policy_app}
+SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app}
 
 
 def run(argv: Sequence[str]) -> int:
     """Run one command line (without the program name) and return its exit code.
 
-    The first argument picks the subcommand (``gate``, ``policy``); anything else is the main
+    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``); anything else is the main
     comparison, whose ``-alg 0 1 5`` form is normalised first. Ctrl-C / SIGTERM give 130 / 143.
     """
     args = list(argv)

@@ -1,6 +1,6 @@
 """The runners of the command line: the main command (:func:`run_compare`: one ``match`` over
-network, single-operator (``-d``) and batch (``-f DIR``) modes) and the ``gate`` / ``policy``
-subcommands. Each runner returns the exit code; none raises ``typer.Exit``. This module loads
+network, single-operator (``-d``) and batch (``-f DIR``) modes) and the ``gate`` / ``policy`` /
+``consistency`` subcommands. Each runner returns the exit code; none raises ``typer.Exit``. This module loads
 numpy, numba and the readers: the typer command modules import it only when a command runs."""
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from convert.exits import EXIT_CANNOT_RUN, EXIT_OK
 from convert.layouts import LayoutError
 
 from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
-from ..errors import CompareError, OptionError
+from ..consistency import check_consistency
+from ..errors import CompareError, OptionError, OutputError
 from ..kernels import native, preload, resolve_algorithms
 from ..policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format
+from ..reports.consistency import summary_lines, write_consistency_csv, write_consistency_json
 from ..diverge import chain
 from ..reports.divergence import divergence_lines, explain_lines
 from ..reports.files import atomic_write_text
@@ -215,15 +217,21 @@ class CompareOptions:
     html_out: Optional[Path] = None
 
 
-def run_compare(o: CompareOptions) -> int:
-    """The main command: kernels loaded, options checked, one mode run; returns the exit code
-    (CompareErrors and refused ``-custom`` plugin folders: their message on stderr, exit 2)."""
-    if not o.quiet and native.needs_build():
+def kernels_ready(quiet: bool) -> None:
+    """Load the comparison kernels before a command's work (building them once, said on stderr),
+    then end the start-up phase (:func:`~compare.cli.startup.start_up_done`)."""
+    if not quiet and native.needs_build():
         err("compiling the comparison kernels for this machine (once; about 20 s)")
     preload(blas=False)  # load the cached kernels now (or numba, without its optional SciPy/BLAS probe)
     for line in native.notes:  # refused, damaged or unwritable kernel caches: said even with --quiet
         err(line)
     start_up_done()
+
+
+def run_compare(o: CompareOptions) -> int:
+    """The main command: kernels loaded, options checked, one mode run; returns the exit code
+    (CompareErrors and refused ``-custom`` plugin folders: their message on stderr, exit 2)."""
+    kernels_ready(o.quiet)
     left, right = o.left, o.right  # -d with --rank / --iteration may narrow them to one leaf
     try:
         report_layout = Layout(o.layout)  # checked by the command: vcompare or msaccucmp
@@ -348,3 +356,61 @@ def run_policy_init(target: Path, *, init: bool, force: bool) -> int:
     typer.echo(f"policy: {written}")
     err(f"edit it, then: vcompare -l LEFT -r RIGHT ... --policy {written}")
     return EXIT_OK
+
+
+@dataclass(frozen=True)
+class ConsistencyArgs:
+    """``vcompare consistency``'s options as given (see its ``--help``); paths not checked yet."""
+
+    tree: Path
+    groups: str
+    output: Optional[Path]
+    json_out: Optional[Path]
+    tensors: Optional[str]
+    tolerance: Optional[float]
+    iteration: Optional[str]
+    graph: Optional[str]
+    model_name: Optional[str]
+    dump_version: Optional[int]
+    quiet: bool
+
+
+def run_consistency(args: ConsistencyArgs) -> int:
+    """``vcompare consistency``: the check run, its reports written, the notes and summary printed.
+
+    Returns 0 consistent, 1 a rank disagrees, 3 some values could not be checked (and none
+    differs), 2 cannot run (a bad option, not a dump tree with ranks, an output that cannot be
+    written: the other output and the summary are still given).
+    """
+    kernels_ready(args.quiet)
+    try:
+        check_readable(args.tree, "-l")
+        if args.output is not None and args.output.suffix.lower() != ".csv":
+            raise OptionError(f"-o {args.output}: the consistency report is written as .csv (--json FILE writes "
+                              "the JSON document)")
+        for path in (args.output, args.json_out):
+            if path is not None:
+                preflight(path)
+        result = check_consistency(args.tree, args.groups, iteration=args.iteration, graph=args.graph,
+                                   model_name=args.model_name, tensors=args.tensors, tolerance=args.tolerance,
+                                   version=args.dump_version)
+    except CompareError as exc:
+        err(f"error: {exc}")
+        return EXIT_CANNOT_RUN
+    failed: list[OutputError] = []
+    for label, path, write in (("report", args.output, write_consistency_csv),
+                               ("json", args.json_out, write_consistency_json)):
+        if path is None:
+            continue
+        try:
+            typer.echo(f"{label}: {write(result, path)}")
+        except OutputError as exc:
+            failed.append(exc)
+    if not args.quiet:
+        for note in result.notes:
+            err(note)
+    for line in summary_lines(result, quiet=args.quiet):
+        err(line)
+    for exc in failed:
+        err(f"error: {exc}")
+    return EXIT_CANNOT_RUN if failed else result.exit_code

@@ -59,6 +59,10 @@ Examples:
 
   # write a commented starter policy file:
   vcompare policy --init gates.toml
+
+
+  # the ranks of one training dump whose replicas disagree (8 per DP group):
+  vcompare consistency -l msdump --groups dp:8 -o out/consistency.csv
 """
 
 
