@@ -25,11 +25,11 @@ from .lineage import Localisation, OpGraph, OpVerdict
 from .pairing.rule_records import FusionRule
 from .policy import Policy, gated_metrics
 from .policy_file import load_policy
-from .records import Bound, MetricRow, SkippedFile, Verdict, count_by_status
+from .records import Bound, MetricRow, PartReport, SkippedFile, Verdict, count_by_status
 from .reports.divergence import localisation_document
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.result_json import decode_float, result_document, skipped_from_document
+from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
 from .reports.saved import load_result
 from .runs.folders import run_network
 from .runs.loading import PathLike, RuleArg
@@ -105,6 +105,8 @@ class ComparisonResult:
     document: dict | None = None
     #: Every file of either side that was not used, and why (the JSON result's ``skipped`` list).
     skipped: list[SkippedFile] = field(default_factory=list)
+    #: Every part of a compare-each-in-turn run: status, seconds, worker (the JSON result's ``parts``).
+    parts: list[PartReport] = field(default_factory=list)
 
     @property
     def frame(self) -> "pd.DataFrame":
@@ -174,7 +176,7 @@ class ComparisonResult:
         return result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
                                verdict=self.verdict if self.gated else None, timing=self.timing,
                                tool_version=version, created=created, localisation=localisation,
-                               skipped=self.skipped)
+                               skipped=self.skipped, parts=self.parts)
 
     def to_junit(self) -> str:
         """The JUnit XML report (one testcase per row, grouped by operator; ``timing["compare"]`` seconds)."""
@@ -265,7 +267,8 @@ def compare_network(
                "custom_dir": custom_dir}
     timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
     return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
-                            options, timing, network=result, skipped=list(result.skipped))
+                            options, timing, network=result, skipped=list(result.skipped),
+                            parts=list(result.part_reports))
 
 
 def _inputs_text(inputs: dict[str, object]) -> dict[str, object]:
@@ -308,4 +311,5 @@ def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: 
             timing[str(key)] = number
     return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked, list(document.get("notes") or []),
                             dict(document.get("inputs") or {}), dict(document.get("options") or {}), timing,
-                            document=document, skipped=skipped_from_document(document.get("skipped")))
+                            document=document, skipped=skipped_from_document(document.get("skipped")),
+                            parts=parts_from_document(document.get("parts")))
