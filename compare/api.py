@@ -13,7 +13,7 @@ import calendar
 import datetime
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -217,6 +217,9 @@ def compare_network(
     policy: "PathLike | Policy | None" = None,
     allow_same: bool = False,
     progress: Progress | None = None,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    on_dashboard: Callable[[str], None] | None = None,
 ) -> ComparisonResult:
     """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
 
@@ -237,6 +240,12 @@ def compare_network(
     unless ``allow_same``; an ungated one gets a note. ``progress(done, total)`` is called after
     each pair. ``result.frame`` is the report as a DataFrame, ``result.to_json()`` the JSON result.
 
+    ``cluster="local:N"`` (a Dask LocalCluster of N worker processes on this machine) or
+    ``scheduler="tcp://HOST:8786"`` (a running Dask cluster) compare the parts of a multi-part run
+    (``rank="all"`` ...) on Dask workers: the same rows and notes as in turn, the JSON ``parts``
+    saying where and how long; ``progress`` then counts parts and ``on_dashboard(link)`` gets the
+    Dask dashboard's address (docs/distributed.md). Needs ``vcompare[dask]``.
+
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
     (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
     comparison table does not support); per-operator problems are rows with a FailReason.
@@ -247,7 +256,8 @@ def compare_network(
                          algorithms=algorithms, custom_dir=custom_dir, dump_version=dump_version,
                          max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
                          iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
-                         mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same)
+                         mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same,
+                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard)
     if checked is not None and result.stats is not None and not result.rows:
         raise OptionError("gates check tensor metrics, and this comparison is statistics-only (a side holds "
                           "statistics and no tensor data); compare tensor dumps to use gates")
