@@ -166,7 +166,8 @@ def compare(
                                                     "docs/distributed.md)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler",
                                             help="Compare the (rank, iteration) parts on the Dask cluster of this "
-                                                 "scheduler, e.g. tcp://HOST:8786 (workers read the same paths)."),
+                                                 "scheduler: tcp://HOST:8786, or its --scheduler-file (workers read "
+                                                 "the same paths)."),
     mapping: Optional[Path] = typer.Option(None, "--mapping",
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "

@@ -26,7 +26,8 @@ Policy:
   anything else is retried :data:`RETRIES` times, and a task whose worker dies is rescheduled by
   Dask on another worker; a part whose task still fails is **lost**, not dropped: a note, one
   not-comparable row per left operator (listed by the client) with the reason, and ``lost`` in
-  the JSON ``parts``; a gate then says incomplete (exit 3).
+  the JSON ``parts``; a gate then says incomplete (exit 3). A task of several parts that fails
+  for good is tried again part by part first, so that only the broken part is lost.
 - **Threads.** Each task compares on ``cores // N`` engine threads on a ``local:N`` cluster (one
   task at a time per worker process) and on one thread on a remote one (a worker runs as many
   tasks at once as it has threads); never in forked processes (a Dask worker is a daemon).
@@ -36,6 +37,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -70,7 +73,7 @@ CONNECT_TIMEOUT = 20
 class ClusterSpec:
     """Where the parts are compared: a LocalCluster of ``local_workers`` worker processes on this
     machine (``--dask-cluster local:N``), or the Dask scheduler at ``scheduler``
-    (``--scheduler tcp://HOST:PORT``)."""
+    (``--scheduler tcp://HOST:PORT``, or the file ``dask scheduler --scheduler-file FILE`` wrote)."""
 
     local_workers: int | None = None
     scheduler: str | None = None
@@ -228,9 +231,12 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
         batches = task_batches([leaf.files for leaf in plan.left_leaves], workers)
         shared = client.scatter(worker_job, broadcast=True, hash=False)
         run = uuid.uuid4().hex[:8]
-        futures = {client.submit(run_parts, shared, batch, key=f"vcompare-parts-{batch[0]}-{batch[-1]}-{run}",
-                                 retries=RETRIES, pure=False): batch for batch in batches}
-        arrived = _arrivals(distributed, client, futures, job, golden.run, rule, progress)
+
+        def submit(batch: list[int]) -> object:
+            return client.submit(run_parts, shared, batch, key=f"vcompare-parts-{batch[0]}-{batch[-1]}-{run}",
+                                 retries=RETRIES, pure=False)
+
+        arrived = _arrivals(distributed, client, submit, batches, job, golden.run, rule, progress)
         return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves)))
 
 
@@ -239,16 +245,19 @@ def _client(distributed: ModuleType, spec: ClusterSpec) -> Iterator[object]:
     """A client of the spec's cluster, closed (and a local cluster stopped) on the way out, also
     on Ctrl-C: the work still queued is dropped with it."""
     if spec.local_workers is not None:
-        cluster = distributed.LocalCluster(n_workers=spec.local_workers, threads_per_worker=1, processes=True,
-                                           silence_logs=logging.CRITICAL, dashboard_address=":0")
+        with _workers_ignore_ctrl_c():
+            cluster = distributed.LocalCluster(n_workers=spec.local_workers, threads_per_worker=1, processes=True,
+                                               silence_logs=logging.CRITICAL, dashboard_address=":0")
         try:
             with distributed.Client(cluster, set_as_default=False) as client:
                 yield client
         finally:
             cluster.close()
         return
+    address = str(spec.scheduler)
+    where = {"scheduler_file": address} if Path(address).is_file() else {"address": address}
     try:
-        client = distributed.Client(spec.scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        client = distributed.Client(**where, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
         raise OptionError(f"--scheduler {spec.scheduler}: cannot reach the Dask scheduler ({exc}); start one "
                           "with `dask scheduler` (docs/distributed.md) or check the address") from None
@@ -258,14 +267,37 @@ def _client(distributed: ModuleType, spec: ClusterSpec) -> Iterator[object]:
         client.close()
 
 
-def _arrivals(distributed: ModuleType, client: object, futures: dict, job: EachJob, golden: Run | None,
-              rule: object, progress: Progress | None) -> Iterator[PartOutcome]:
-    """The outcomes as their tasks finish (any order), the client's shared objects put back in."""
+@contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """SIGINT ignored while the local worker processes start, so that they inherit it ignored:
+    Ctrl-C at a terminal reaches the whole process group, and it is this process that stops the
+    cluster (its workers would otherwise each print a KeyboardInterrupt traceback). Only from
+    the main thread (where signal handlers live); a no-op elsewhere."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _arrivals(distributed: ModuleType, client: object, submit: Callable[[list[int]], object],
+              batches: list[list[int]], job: EachJob, golden: Run | None, rule: object,
+              progress: Progress | None) -> Iterator[PartOutcome]:
+    """The outcomes as their tasks finish (any order), the client's shared objects put back in.
+
+    A task of several parts that failed for good is submitted again part by part (each with its
+    retries), so that one broken part does not take the others of its task with it; a task of
+    one part that failed for good is that part, lost."""
     total = len(job.plan.left_leaves)
     done = 0
-    for future, value in distributed.as_completed(futures, loop=client.loop, with_results=True,  # type: ignore[attr-defined]
-                                                  raise_errors=False):
-        batch = futures[future]
+    futures = {submit(batch): batch for batch in batches}
+    arriving = distributed.as_completed(list(futures), loop=client.loop, with_results=True,  # type: ignore[attr-defined]
+                                        raise_errors=False)
+    for future, value in arriving:
+        batch = futures.pop(future)
         if future.status == "finished":
             for sent in value:
                 part = sent.outcome.result
@@ -274,10 +306,14 @@ def _arrivals(distributed: ModuleType, client: object, futures: dict, job: EachJ
                 if part is not None and sent.shared_rule and isinstance(rule, FusionRule):
                     part.rule = rule
                 yield sent.outcome
-        else:
-            reason = _failure(distributed, future)
+        elif len(batch) > 1:
             for index in batch:
-                yield _lost(job, index, reason)
+                again = submit([index])
+                futures[again] = [index]
+                arriving.add(again)
+            continue
+        else:
+            yield _lost(job, batch[0], _failure(distributed, future))
         done += len(batch)
         if progress is not None:
             progress(done, total)
