@@ -371,7 +371,7 @@ def _client_costs(paths: dict[str, Path], workdir: Path, cluster: str) -> str:
     def cost(seconds: float) -> str:
         return f"{seconds:.2f} s ({seconds / rows * 1e6:.0f} us a row)"
 
-    return (f"  client, in-process (one run): start, plan and parts to the last arrival {last:.2f} s, merge after it "
+    return (f"  client, in-process (one run): start, plan and parts to the last arrival {last:.2f} s, merge and cluster stop after it "
             f"{merged - start - last:.2f} s, localisation {cost(localised - merged)}, CSV {cost(csv_done - localised)}, "
             f"JSON {cost(json_done - csv_done)}")
 
@@ -409,7 +409,7 @@ def rank_lines(paths: dict[str, Path], workdir: Path, cluster: str, runs: int, r
              f"max {max(w for w, _, _ in here):.2f}), peak RSS {max(r for _, r, _ in here)} MiB; parts "
              f"{sum(p['seconds'] for p in local_doc['parts']):.2f} s",
              f"  on Dask {cluster} ({len(workers)} workers): median {t:.2f} s (min {min(w for w, _, _ in there):.2f}, "
-             f"max {max(w for w, _, _ in there):.2f}), client peak RSS {max(r for _, r, _ in there)} MiB; "
+             f"max {max(w for w, _, _ in there):.2f}), peak RSS {max(r for _, r, _ in there)} MiB (largest process); "
              f"{t / h:.2f}x the in-turn time, overhead {(t - h) / h * 100:+.1f} % of it",
              f"  the same CSV byte for byte: {'yes' if same else 'NO'}",
              f"  per worker: {part_seconds:.2f} s of parts over {len(workers)} workers = "

@@ -245,9 +245,16 @@ def _client(distributed: ModuleType, spec: ClusterSpec) -> Iterator[object]:
     """A client of the spec's cluster, closed (and a local cluster stopped) on the way out, also
     on Ctrl-C: the work still queued is dropped with it."""
     if spec.local_workers is not None:
-        with _workers_ignore_ctrl_c():
-            cluster = distributed.LocalCluster(n_workers=spec.local_workers, threads_per_worker=1, processes=True,
-                                               silence_logs=logging.CRITICAL, dashboard_address=":0")
+        try:
+            with _workers_ignore_ctrl_c():
+                cluster = distributed.LocalCluster(n_workers=spec.local_workers, threads_per_worker=1,
+                                                   processes=True, silence_logs=logging.CRITICAL,
+                                                   dashboard_address=":0")
+        except RuntimeError as exc:  # Dask's "Nanny failed to start" and the like
+            raise OptionError(f"--dask-cluster {spec.describe()}: the local Dask workers did not start ({exc}). "
+                              "They are started with the spawn method, which imports the main module again: a "
+                              "Python script must call compare_network(cluster=...) under "
+                              "`if __name__ == \"__main__\":`, and cannot be read from stdin") from None
         try:
             with distributed.Client(cluster, set_as_default=False) as client:
                 yield client
