@@ -67,6 +67,8 @@ TASKS_PER_WORKER = 2
 RETRIES = 2
 #: Seconds to wait for a remote scheduler to answer.
 CONNECT_TIMEOUT = 20
+#: Seconds to wait for a first worker when the cluster has none yet (workers still starting).
+WORKER_WAIT = 300
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
     with _client(distributed, spec) as client:
         if on_dashboard is not None:
             on_dashboard(client.dashboard_link)
-        workers = len(client.scheduler_info().get("workers", {})) or 1
+        workers = _wait_for_workers(client, spec)
         batches = task_batches([leaf.files for leaf in plan.left_leaves], workers)
         shared = client.scatter(worker_job, broadcast=True, hash=False)
         run = uuid.uuid4().hex[:8]
@@ -238,6 +240,20 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
 
         arrived = _arrivals(distributed, client, submit, batches, job, golden.run, rule, progress)
         return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves)))
+
+
+def _wait_for_workers(client: object, spec: ClusterSpec) -> int:
+    """The number of workers, once there is one (the shared inputs are scattered to them): a
+    cluster whose workers are still starting is waited for, up to :data:`WORKER_WAIT` seconds."""
+    workers = len(client.scheduler_info().get("workers", {}))  # type: ignore[attr-defined]
+    if workers:
+        return workers
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT)  # type: ignore[attr-defined]
+    except TimeoutError:
+        raise OptionError(f"--scheduler {spec.describe()}: no Dask worker joined the scheduler in {WORKER_WAIT} s; "
+                          "start workers with `dask worker ADDRESS` (docs/distributed.md)") from None
+    return max(1, len(client.scheduler_info().get("workers", {})))  # type: ignore[attr-defined]
 
 
 @contextmanager

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from compare.api import compare_network
+from compare.api import compare_network, regate
 from compare.cli import app
 from compare.errors import OptionError
 from compare.records import PairStatus, PartStatus
@@ -84,6 +84,9 @@ def test_cli_local_cluster_gives_the_in_turn_report(ranks: dict[str, Path], tmp_
     assert all(p["worker"].startswith("tcp://") for p in theirs["parts"]) and all(p["worker"] is None
                                                                                    for p in mine["parts"])
     assert theirs["localisation"]["first_divergence"]["op"] == "Default/layer0/LayerNorm-op3"
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parents[3] / "docs" / "result-schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(theirs)
 
 
 @needs_dask
@@ -176,6 +179,17 @@ def test_one_part_is_compared_here_with_a_note(ranks: dict[str, Path]) -> None:
     assert result.network.parts == [] and "local:2: one part to compare" in result.notes[-1]
 
 
+def test_parts_survive_a_regate(ranks: dict[str, Path], tmp_path: Path) -> None:
+    """The JSON ``parts`` of a saved result are those of the re-checked one too (in-turn run)."""
+    saved = tmp_path / "run.json"
+    first = _run("-l", ranks["left"], "-r", ranks["right"], "--rank", "all", "--iteration", "all", "--json", saved,
+                 "-o", tmp_path / "r.csv")
+    assert first.exit_code == 0, first.output
+    parts = json.loads(saved.read_text())["parts"]
+    assert len(parts) == 6 and parts[2]["status"] == "not compared" and "selects nothing" in parts[2]["reason"]
+    assert regate(saved, gates=["CosineSimilarity>=0.5"]).to_json()["parts"] == parts
+
+
 def test_without_dask_the_options_say_how_to_install(ranks: dict[str, Path], tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)
@@ -202,6 +216,17 @@ def test_an_unreachable_scheduler_is_an_option_error(ranks: dict[str, Path], mon
     monkeypatch.setattr(cluster_runs, "CONNECT_TIMEOUT", 1)
     with pytest.raises(OptionError, match="cannot reach the Dask scheduler"):
         compare_network(ranks["left"], ranks["right"], rank="all", scheduler="tcp://127.0.0.1:9")
+
+
+@needs_dask
+def test_a_cluster_without_workers_is_waited_for_then_refused(ranks: dict[str, Path],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from distributed import LocalCluster  # here: only with Dask installed
+
+    monkeypatch.setattr(cluster_runs, "WORKER_WAIT", 1)
+    with LocalCluster(n_workers=0, processes=True, silence_logs=logging.CRITICAL, dashboard_address=":0") as empty:
+        with pytest.raises(OptionError, match="no Dask worker joined the scheduler in 1 s"):
+            compare_network(ranks["left"], ranks["right"], rank="all", scheduler=empty.scheduler_address)
 
 
 def test_cluster_spec() -> None:
