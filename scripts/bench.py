@@ -371,9 +371,9 @@ def _client_costs(paths: dict[str, Path], workdir: Path, cluster: str) -> str:
     def cost(seconds: float) -> str:
         return f"{seconds:.2f} s ({seconds / rows * 1e6:.0f} us a row)"
 
-    return (f"  client, in-process (one run): start, plan and parts to the last arrival {last:.2f} s, merge and cluster stop after it "
-            f"{merged - start - last:.2f} s, localisation {cost(localised - merged)}, CSV {cost(csv_done - localised)}, "
-            f"JSON {cost(json_done - csv_done)}")
+    return (f"  client, in-process (one run): start, plan and parts to the last arrival {last:.2f} s, merge and "
+            f"cluster stop after it {merged - start - last:.2f} s, localisation {cost(localised - merged)}, "
+            f"CSV {cost(csv_done - localised)}, JSON {cost(json_done - csv_done)}")
 
 
 def rank_lines(paths: dict[str, Path], workdir: Path, cluster: str, runs: int, ranks: int, iterations: int,
@@ -403,8 +403,8 @@ def rank_lines(paths: dict[str, Path], workdir: Path, cluster: str, runs: int, r
     data_gb = (_dump_bytes(paths["left"]) + _dump_bytes(paths["right"])) / 1e9
     h, t = statistics.median(w for w, _, _ in here), statistics.median(w for w, _, _ in there)
     mib = (_dump_bytes(paths["left"]) + _dump_bytes(paths["right"])) / rows / 2**20
-    lines = [f"case ranks: {ranks} ranks x {iterations} iterations x {ops} ops, {mib:.3f} MiB a tensor pair (MindSpore .npy trees, "
-             f"{len(document['parts'])} parts, {rows} tensor rows, {data_gb:.3f} GB both sides)",
+    lines = [f"case ranks: {ranks} ranks x {iterations} iterations x {ops} ops, {mib:.3f} MiB a tensor pair "
+             f"(MindSpore .npy trees, {len(document['parts'])} parts, {rows} tensor rows, {data_gb:.3f} GB both sides)",
              f"  in turn here: median {h:.2f} s over {len(here)} runs (min {min(w for w, _, _ in here):.2f}, "
              f"max {max(w for w, _, _ in here):.2f}), peak RSS {max(r for _, r, _ in here)} MiB; parts "
              f"{sum(p['seconds'] for p in local_doc['parts']):.2f} s",

@@ -215,7 +215,8 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
         try:
             golden.get()
         except CompareError as exc:  # every part would say so: no cluster needed to find out
-            return merge_parts(plan, job.metrics, (_not_compared(job, i, str(exc)) for i in range(len(plan.left_leaves))))
+            reason = str(exc)
+            return merge_parts(plan, job.metrics, (_not_compared(job, i, reason) for i in range(len(plan.left_leaves))))
     rule = job.fusion_rule
     if rule is not None and not isinstance(rule, FusionRule):
         try:
@@ -317,8 +318,8 @@ def _arrivals(distributed: ModuleType, client: object, submit: Callable[[list[in
     total = len(job.plan.left_leaves)
     done = 0
     futures = {submit(batch): batch for batch in batches}
-    arriving = distributed.as_completed(list(futures), loop=client.loop, with_results=True,  # type: ignore[attr-defined]
-                                        raise_errors=False)
+    loop = client.loop  # type: ignore[attr-defined]
+    arriving = distributed.as_completed(list(futures), loop=loop, with_results=True, raise_errors=False)
     for future, value in arriving:
         batch = futures.pop(future)
         if future.status == "finished":

@@ -64,8 +64,8 @@ def run_network(
     has ``stats`` (a :class:`compare.stats.StatsResult`) and no metric rows.
 
     ``cluster`` (``"local:N"``: a Dask LocalCluster of N worker processes here) or ``scheduler``
-    (a Dask scheduler's address, ``tcp://HOST:8786``, or its scheduler file): the parts of a compare-each-in-turn run are
-    compared on that cluster (:mod:`compare.runs.distributed`, docs/distributed.md) -- the same
+    (a Dask scheduler's address, ``tcp://HOST:8786``, or its scheduler file): the parts of a
+    compare-each-in-turn run are compared on that cluster (:mod:`compare.runs.distributed`, docs/distributed.md) -- the same
     rows and notes as in turn, ``progress`` then counts parts, and ``on_dashboard(link)`` is
     called with the Dask dashboard's address. A single part is compared here (a note says so).
     Needs ``vcompare[dask]`` (:class:`~compare.errors.OptionError` without it).
