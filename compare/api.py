@@ -13,7 +13,7 @@ import calendar
 import datetime
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -25,11 +25,11 @@ from .lineage import Localisation, OpGraph, OpVerdict
 from .pairing.rule_records import FusionRule
 from .policy import Policy, gated_metrics
 from .policy_file import load_policy
-from .records import Bound, MetricRow, SkippedFile, Verdict, count_by_status
+from .records import Bound, MetricRow, PartReport, SkippedFile, Verdict, count_by_status
 from .reports.divergence import localisation_document
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.result_json import decode_float, result_document, skipped_from_document
+from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
 from .reports.saved import load_result
 from .runs.folders import run_network
 from .runs.loading import PathLike, RuleArg
@@ -105,6 +105,8 @@ class ComparisonResult:
     document: dict | None = None
     #: Every file of either side that was not used, and why (the JSON result's ``skipped`` list).
     skipped: list[SkippedFile] = field(default_factory=list)
+    #: Every part of a compare-each-in-turn run: status, seconds, worker (the JSON result's ``parts``).
+    parts: list[PartReport] = field(default_factory=list)
 
     @property
     def frame(self) -> "pd.DataFrame":
@@ -174,7 +176,7 @@ class ComparisonResult:
         return result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
                                verdict=self.verdict if self.gated else None, timing=self.timing,
                                tool_version=version, created=created, localisation=localisation,
-                               skipped=self.skipped)
+                               skipped=self.skipped, parts=self.parts)
 
     def to_junit(self) -> str:
         """The JUnit XML report (one testcase per row, grouped by operator; ``timing["compare"]`` seconds)."""
@@ -215,6 +217,9 @@ def compare_network(
     policy: "PathLike | Policy | None" = None,
     allow_same: bool = False,
     progress: Progress | None = None,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    on_dashboard: Callable[[str], None] | None = None,
 ) -> ComparisonResult:
     """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
 
@@ -235,6 +240,12 @@ def compare_network(
     unless ``allow_same``; an ungated one gets a note. ``progress(done, total)`` is called after
     each pair. ``result.frame`` is the report as a DataFrame, ``result.to_json()`` the JSON result.
 
+    ``cluster="local:N"`` (a Dask LocalCluster of N worker processes on this machine) or
+    ``scheduler="tcp://HOST:8786"`` (a running Dask cluster) compare the parts of a multi-part run
+    (``rank="all"`` ...) on Dask workers: the same rows and notes as in turn, the JSON ``parts``
+    saying where and how long; ``progress`` then counts parts and ``on_dashboard(link)`` gets the
+    Dask dashboard's address (docs/distributed.md). Needs ``vcompare[dask]``.
+
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
     (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
     comparison table does not support); per-operator problems are rows with a FailReason.
@@ -245,7 +256,8 @@ def compare_network(
                          algorithms=algorithms, custom_dir=custom_dir, dump_version=dump_version,
                          max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
                          iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
-                         mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same)
+                         mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same,
+                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard)
     if checked is not None and result.stats is not None and not result.rows:
         raise OptionError("gates check tensor metrics, and this comparison is statistics-only (a side holds "
                           "statistics and no tensor data); compare tensor dumps to use gates")
@@ -265,7 +277,8 @@ def compare_network(
                "custom_dir": custom_dir}
     timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
     return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
-                            options, timing, network=result, skipped=list(result.skipped))
+                            options, timing, network=result, skipped=list(result.skipped),
+                            parts=list(result.part_reports))
 
 
 def _inputs_text(inputs: dict[str, object]) -> dict[str, object]:
@@ -308,4 +321,5 @@ def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: 
             timing[str(key)] = number
     return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked, list(document.get("notes") or []),
                             dict(document.get("inputs") or {}), dict(document.get("options") or {}), timing,
-                            document=document, skipped=skipped_from_document(document.get("skipped")))
+                            document=document, skipped=skipped_from_document(document.get("skipped")),
+                            parts=parts_from_document(document.get("parts")))

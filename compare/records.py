@@ -191,6 +191,35 @@ class SkippedFile:
     reason: str
 
 
+class PartStatus(str, Enum):
+    """What became of one (rank, [graph,] iteration) part of a compare-each-in-turn run."""
+
+    COMPARED = "compared"
+    #: The part could not be compared (no counterpart leaf, nothing paired ...): a note says why.
+    NOT_COMPARED = "not compared"
+    #: Its cluster task failed every retry (a worker that kept dying, an unexpected error): a note
+    #: and one not-comparable row per left operator carry the reason.
+    LOST = "lost"
+
+
+@dataclass(frozen=True)
+class PartReport:
+    """One part of a compare-each-in-turn run as the JSON result's ``parts`` list gives it.
+
+    ``seconds``: the time spent on the part (loading, pairing, comparing; on its worker for a
+    cluster run); ``worker``: the Dask worker's address, None when this process compared it;
+    ``reason``: why it was not compared (None when it was).
+    """
+
+    rank: int | None
+    graph: int | None
+    iteration: int | None
+    status: PartStatus
+    seconds: float
+    worker: str | None = None
+    reason: str | None = None
+
+
 @dataclass
 class Run:
     """One side of a comparison: a resolved dump folder and its operators.

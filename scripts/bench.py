@@ -4,6 +4,7 @@ the reference tool, in one run.
 
     python scripts/bench.py --size-gb 1.8 --small-ops 10000 --scale 10000,30000,100000   # the issue's suite
     python scripts/bench.py --size-gb 0.02 --ops 10 --runs 1 --no-baseline               # CI smoke test
+    python scripts/bench.py --size-gb 0 --ranks 8 --dask local:2                         # issue 18: Dask overhead
     VCOMPARE_REFERENCE='python3 msaccucmp.py compare -m {left} -g {right} -f {fusion} -out {out}' \
         python scripts/bench.py --size-gb 1.8 --small-ops 10000 --write-doc docs/performance.md --label after
 
@@ -12,7 +13,9 @@ Cases (each generated once, cached in --workdir and keyed by its parameters, wit
 ~300 operators of NC1HWC0 / FRACTAL_Z / FRACTAL_NZ fp16 dumps against fp32 ``.npy`` goldens), the
 **many-small-tensors** network (``--small-ops``: 20 KB of dumps an operator, LLM style) and a
 **scaling curve** of many-small networks by tensor count (``--scale``; a least-squares line through
-the warm times shows the per-row cost and how linear it is).
+the warm times shows the per-row cost and how linear it is), and the **multi-rank** case
+(``--ranks N``: ``compare.testing.synthetic_rank_trees``, N ranks x ``--iterations`` of ``--rank-ops``
+operators of small tensors) compared in turn and on the Dask cluster ``--dask`` alternately.
 
 Each case runs ``vcompare`` as a subprocess: once **cold** (a fresh process with empty user kernel
 caches: it uses the kernel objects built at install time, or builds them, and says which; the
@@ -302,6 +305,124 @@ def scaling_lines(points: list[CaseResult]) -> list[str]:
     return lines
 
 
+def _rank_case(workdir: Path, ranks: int, iterations: int, ops: int, elements: int, seed: int) -> dict[str, Path]:
+    """The multi-rank case (``compare.testing.synthetic_rank_trees``), generated once and cached."""
+    from compare.testing.synthetic_rank_trees import make_rank_trees
+
+    key = {"ranks": ranks, "iterations": iterations, "ops": ops, "elements": elements, "seed": seed, "version": 1}
+    stamp = workdir / "params.json"
+    paths = {"left": workdir / "left", "right": workdir / "right"}
+    if stamp.exists() and json.loads(stamp.read_text()) == key:
+        return paths
+    if workdir.exists():
+        import shutil
+
+        shutil.rmtree(workdir)
+    print(f"generating {ranks} ranks x {iterations} iterations x {ops} ops in {workdir} ...", flush=True)
+    t0 = time.perf_counter()
+    make_rank_trees(workdir, ranks=ranks, iterations=iterations, ops=ops, elements=elements, seed=seed)
+    print(f"  generated in {time.perf_counter() - t0:.1f} s", flush=True)
+    stamp.write_text(json.dumps(key))
+    return paths
+
+
+def _task_overhead(cluster: str, tasks: int = 1000) -> tuple[float, float]:
+    """(seconds to start and stop the cluster, seconds a task) of ``local:N``: a LocalCluster as
+    vcompare starts it, and ``tasks`` empty tasks through it (submit to result, all in flight)."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    workers = int(cluster.split(":", 1)[1])
+    start = time.perf_counter()
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, silence_logs=logging.CRITICAL,
+                      dashboard_address=":0") as running, Client(running, set_as_default=False) as client:
+        up = time.perf_counter() - start
+        client.gather(client.map(abs, range(-10, 0), pure=False))  # the workers warm
+        start = time.perf_counter()
+        client.gather(client.map(abs, range(tasks), pure=False))
+        per_task = (time.perf_counter() - start) / tasks
+        start = time.perf_counter()
+    return up + (time.perf_counter() - start), per_task
+
+
+def _client_costs(paths: dict[str, Path], workdir: Path, cluster: str) -> str:
+    """Where the client's time goes in one cluster run, in this process: planning and waiting for
+    the parts (to the last arrival), the localisation, the CSV and the JSON (seconds, and us a row)."""
+    from compare.api import compare_network
+    from compare.reports.network import write_report
+    from compare.reports.result_json import write_json
+
+    where = {"cluster": cluster} if cluster.startswith("local:") else {"scheduler": cluster}
+    arrivals: list[float] = []
+    start = time.perf_counter()
+    result = compare_network(paths["left"], paths["right"], rank="all", iteration="all",
+                             progress=lambda done, total: arrivals.append(time.perf_counter()), **where)
+    merged = time.perf_counter()
+    result.localisation
+    localised = time.perf_counter()
+    write_report(result.rows, workdir / "ranks_costs.csv", result.metrics)
+    csv_done = time.perf_counter()
+    write_json(result.to_json(), workdir / "ranks_costs.json")
+    json_done = time.perf_counter()
+    rows = max(1, len(result.rows))
+    last = (arrivals[-1] if arrivals else merged) - start
+
+    def cost(seconds: float) -> str:
+        return f"{seconds:.2f} s ({seconds / rows * 1e6:.0f} us a row)"
+
+    return (f"  client, in-process (one run): start, plan and parts to the last arrival {last:.2f} s, merge and "
+            f"cluster stop after it {merged - start - last:.2f} s, localisation {cost(localised - merged)}, "
+            f"CSV {cost(csv_done - localised)}, JSON {cost(json_done - csv_done)}")
+
+
+def rank_lines(paths: dict[str, Path], workdir: Path, cluster: str, runs: int, ranks: int, iterations: int,
+               ops: int) -> list[str]:
+    """The multi-rank case compared in turn here and on the Dask cluster (``--dask``), alternately,
+    ``runs`` times each: wall times, the overhead of the cluster run against the in-turn run, the
+    reports compared byte for byte, and the per-worker throughput and task cost behind the paper
+    estimate of docs/performance.md."""
+    base = VCOMPARE + ["-l", str(paths["left"]), "-r", str(paths["right"]), "--rank", "all", "--iteration", "all",
+                       "--quiet"]
+    option = ["--dask-cluster", cluster] if cluster.startswith("local:") else ["--scheduler", cluster]
+    here_cmd = base + ["-o", str(workdir / "ranks_here.csv")]
+    there_cmd = base + option + ["-o", str(workdir / "ranks_there.csv")]
+    here, there = [], []
+    for _ in range(max(1, runs)):
+        here.append(_timed(here_cmd))
+        there.append(_timed(there_cmd))
+    same = (workdir / "ranks_here.csv").read_bytes() == (workdir / "ranks_there.csv").read_bytes()
+    # once more each with --json (not timed: writing 80,000 rows as JSON is the same work in both): the parts' times
+    for cmd, name in ((here_cmd, "here"), (there_cmd, "there")):
+        _timed(cmd + ["--json", str(workdir / f"ranks_{name}.json")])
+    document = json.loads((workdir / "ranks_there.json").read_text())
+    local_doc = json.loads((workdir / "ranks_here.json").read_text())
+    rows = len(document["rows"])
+    part_seconds = sum(p["seconds"] for p in document["parts"])
+    workers = sorted({p["worker"] for p in document["parts"]})
+    data_gb = (_dump_bytes(paths["left"]) + _dump_bytes(paths["right"])) / 1e9
+    h, t = statistics.median(w for w, _, _ in here), statistics.median(w for w, _, _ in there)
+    mib = (_dump_bytes(paths["left"]) + _dump_bytes(paths["right"])) / rows / 2**20
+    lines = [f"case ranks: {ranks} ranks x {iterations} iterations x {ops} ops, {mib:.3f} MiB a tensor pair "
+             f"(MindSpore .npy trees, {len(document['parts'])} parts, {rows} tensor rows, {data_gb:.3f} GB both sides)",
+             f"  in turn here: median {h:.2f} s over {len(here)} runs (min {min(w for w, _, _ in here):.2f}, "
+             f"max {max(w for w, _, _ in here):.2f}), peak RSS {max(r for _, r, _ in here)} MiB; parts "
+             f"{sum(p['seconds'] for p in local_doc['parts']):.2f} s",
+             f"  on Dask {cluster} ({len(workers)} workers): median {t:.2f} s (min {min(w for w, _, _ in there):.2f}, "
+             f"max {max(w for w, _, _ in there):.2f}), peak RSS {max(r for _, r, _ in there)} MiB (largest process); "
+             f"{t / h:.2f}x the in-turn time, overhead {(t - h) / h * 100:+.1f} % of it",
+             f"  the same CSV byte for byte: {'yes' if same else 'NO'}",
+             f"  per worker: {part_seconds:.2f} s of parts over {len(workers)} workers = "
+             f"{rows / part_seconds:.0f} tensor rows/s, {data_gb / part_seconds:.3f} GB/s (both sides read) a worker"]
+    if cluster.startswith("local:"):
+        up, per_task = _task_overhead(cluster)
+        busy = part_seconds / max(1, len(workers))
+        lines.append(f"  LocalCluster start + stop {up:.2f} s; an empty task {per_task * 1e3:.2f} ms (1000 in flight); "
+                     f"wall minus the busiest-worker estimate (parts / workers = {busy:.2f} s): {t - busy:.2f} s")
+    lines.append(_client_costs(paths, workdir, cluster))
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-gb", type=float, default=1.8, help="the large case: GB of left dumps")
@@ -312,6 +433,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", default="",
                         help="a scaling curve of many-small-tensors cases: comma-separated tensor counts "
                              "(e.g. 10000,30000,100000)")
+    parser.add_argument("--ranks", type=int, default=0,
+                        help="also the multi-rank case: this many ranks of MindSpore .npy trees (with --dask: "
+                             "compared in turn here and on the cluster)")
+    parser.add_argument("--iterations", type=int, default=2, help="the multi-rank case: iterations a rank")
+    parser.add_argument("--rank-ops", type=int, default=2500, help="the multi-rank case: operators a part")
+    parser.add_argument("--rank-elements", type=int, default=64,
+                        help="the multi-rank case: float32 elements a tensor (64: the many-small shape of LLM dumps)")
+    parser.add_argument("--dask", default="local:2",
+                        help="the multi-rank case's cluster: local:N (a LocalCluster here) or tcp://HOST:PORT")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=int, default=5, help="warm runs (median reported)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vcompare_bench")
@@ -358,6 +488,11 @@ def main(argv: list[str] | None = None) -> int:
             points.append(measure(f"scale-{tensors}", paths, workdir, runs=max(1, min(3, args.runs)), cold=False,
                                   baseline_runs=0, reference=None, ops=ops))
         lines += scaling_lines(points)
+    if args.ranks > 0:
+        paths = _rank_case(workdir / f"ranks{args.ranks}_it{args.iterations}_ops{args.rank_ops}_el{args.rank_elements}",
+                           args.ranks, args.iterations, args.rank_ops, args.rank_elements, args.seed)
+        lines += rank_lines(paths, workdir, args.dask, max(1, min(3, args.runs)), args.ranks, args.iterations,
+                            args.rank_ops)
     print("\n".join(lines))
     if args.write_doc:
         with args.write_doc.open("a") as handle:

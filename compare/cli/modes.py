@@ -215,6 +215,8 @@ class CompareOptions:
     verdicts: bool = False
     explain: Optional[str] = None
     html_out: Optional[Path] = None
+    dask_cluster: Optional[str] = None
+    scheduler: Optional[str] = None
 
 
 def kernels_ready(quiet: bool) -> None:
@@ -251,7 +253,9 @@ def run_compare(o: CompareOptions) -> int:
         mode = choose_mode(single, o.fusion_rule)
         network_only = [flag for flag, given in (("--json", o.json_out is not None), ("--junit", o.junit_out is not None),
                                                  ("--html", o.html_out is not None), ("--verdicts", o.verdicts),
-                                                 ("--explain", o.explain is not None)) if given]
+                                                 ("--explain", o.explain is not None),
+                                                 ("--dask-cluster", o.dask_cluster is not None),
+                                                 ("--scheduler", o.scheduler is not None)) if given]
         if mode is not Mode.NETWORK and network_only:
             raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d) "
                               "and batch mode (-f DIR) do not write them")
@@ -297,7 +301,9 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     try:
         result = compare_network(o.left, o.right, o.fusion_rule, algorithms=o.algorithm, custom_dir=o.custom,
                                  dump_version=o.dump_version, max_elements=o.max_cmp_size, mapping=o.mapping,
-                                 policy=policy, allow_same=o.allow_same, progress=bar, **rules, **select)
+                                 policy=policy, allow_same=o.allow_same, progress=bar, cluster=o.dask_cluster,
+                                 scheduler=o.scheduler, on_dashboard=None if o.quiet else _dashboard_line,
+                                 **rules, **select)
     finally:
         bar.close()
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
@@ -321,6 +327,11 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     if o.explain is not None and result.localisation is not None:
         after += explain_lines(o.explain, chain(result.localisation, o.explain), result.localisation)
     return finish(result, written, failed, o.quiet, after=after)
+
+
+def _dashboard_line(link: str) -> None:
+    """The Dask dashboard's address, on stderr when the cluster is up (``--dask-cluster`` / ``--scheduler``)."""
+    err(f"dask dashboard: {link}")
 
 
 def run_gate(saved: Path, *, policy: Optional[Path], gates: tuple[str, ...], json_out: Optional[Path],

@@ -40,6 +40,10 @@ Examples:
   # MindSpore GPU run vs Ascend run (npy / .bin dump trees), every iteration in turn:
   vcompare -l gpu_dump -r ascend_dump --rank 0 --iteration all -o out/
 
+
+  # every rank and iteration of an LLM training dump, on a Dask cluster (docs/distributed.md):
+  vcompare -l npu_dump -r gpu_dump --rank all --iteration all -o out/ --scheduler tcp://HOST:8786
+
 
   # MindSpore vs a Caffe/TF golden folder through a names file (left,right per line):
   vcompare -l ms_dump -r caffe_npy --mapping map.csv
@@ -160,6 +164,14 @@ def compare(
     html_out: Optional[Path] = typer.Option(None, "--html",
                                             help="Also write a self-contained HTML report (plots, sortable table; "
                                                  "needs vcompare[html])."),
+    dask_cluster: Optional[str] = typer.Option(None, "--dask-cluster",
+                                               help="Compare the (rank, iteration) parts on a Dask LocalCluster of "
+                                                    "N worker processes here: local:N (needs vcompare[dask]; "
+                                                    "docs/distributed.md)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                            help="Compare the (rank, iteration) parts on the Dask cluster of this "
+                                                 "scheduler: tcp://HOST:8786, or its --scheduler-file (workers read "
+                                                 "the same paths)."),
     mapping: Optional[Path] = typer.Option(None, "--mapping",
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
@@ -178,4 +190,4 @@ def compare(
         float_format=float_format, allow_same=allow_same, progress=progress, max_cmp_size=max_cmp_size,
         quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
-        verdicts=verdicts, explain=explain, html_out=html_out)))
+        verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler)))

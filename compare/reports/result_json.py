@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DumpFormatError
-from ..records import Bound, CheckFailure, MetricRow, SkippedFile, Verdict, count_by_status
+from ..records import Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, Verdict, count_by_status
 from .files import atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
@@ -186,17 +186,48 @@ def skipped_from_document(value: object) -> list[SkippedFile]:
     return out
 
 
+def part_document(part: PartReport) -> dict[str, Any]:
+    """One entry of the ``parts`` list: a part of a compare-each-in-turn run."""
+    return {"rank": part.rank, "graph": part.graph, "iteration": part.iteration, "status": part.status.value,
+            "seconds": encode_float(part.seconds), "worker": part.worker, "reason": part.reason}
+
+
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def parts_from_document(value: object) -> list[PartReport]:
+    """The ``parts`` list of a saved document read back; entries that are not objects with a known
+    ``status`` are left out (an older document has no list: empty)."""
+    out: list[PartReport] = []
+    statuses = {s.value: s for s in PartStatus}
+    for item in value if isinstance(value, list) else []:
+        if not isinstance(item, dict) or item.get("status") not in statuses:
+            continue
+        try:
+            seconds = decode_float(item.get("seconds"), "parts.seconds") or 0.0
+        except ValueError:
+            seconds = 0.0
+        worker, reason = item.get("worker"), item.get("reason")
+        out.append(PartReport(_whole(item.get("rank")), _whole(item.get("graph")), _whole(item.get("iteration")),
+                              statuses[item["status"]], seconds,
+                              worker if isinstance(worker, str) else None, reason if isinstance(reason, str) else None))
+    return out
+
+
 def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs: Mapping[str, object],
                     options: Mapping[str, object], notes: Sequence[str], verdict: Verdict | None,
                     timing: Mapping[str, float], tool_version: str,
                     created: float | None = None, localisation: Mapping[str, Any] | None = None,
-                    skipped: Sequence[SkippedFile] = ()) -> dict[str, Any]:
+                    skipped: Sequence[SkippedFile] = (), parts: Sequence[PartReport] = ()) -> dict[str, Any]:
     """The JSON result document of one run (keys and types: docs/result-json.md).
 
     ``inputs``: what was compared (``left``, ``right``, ``fusion_rule`` ... as resolved paths);
     ``options``: the options that shaped the result; both are copied with paths as text.
     ``skipped``: every file of either side that was not used, with why (the notes count them and
     name the first few; this is the whole list).
+    ``parts``: every part of a compare-each-in-turn run (``--rank all`` ...), with its status,
+    seconds and worker (empty for a single comparison).
     ``created``: seconds since the epoch (now when None), written as ISO 8601 UTC.
     ``localisation``: the block of :func:`compare.reports.divergence.localisation_document` (null
     when the run has none, e.g. a statistics-only run).
@@ -217,6 +248,7 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
         "verdict": verdict_document(verdict),
         "localisation": None if localisation is None else dict(localisation),
         "timing": {str(k): encode_float(v) for k, v in timing.items()},
+        "parts": [part_document(p) for p in parts],
     }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -9,14 +11,14 @@ from ..engine import EngineOptions
 from ..errors import CompareError, OptionError, PairingError
 from ..loaders import load_run
 from ..loaders.ascend import unused_files_note
-from ..loaders.selection import Selection, parse_spec
+from ..loaders.selection import Candidate, Selection, parse_spec
 from ..loaders.trees import claim, leaf_op_names, load_selected, scan_candidate
 from ..loaders.trees import select
 from ..loaders.trees import select as select_leaves
-from ..records import MetricRow, Run, SkippedFile
+from ..records import MetricRow, PartReport, PartStatus, Run, SkippedFile
 from ..stats import StatsResult, ordered_stats
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
-from .network import NetworkResult, SameDataError, compare_loaded
+from .network import NetworkResult, SameDataError, compare_loaded, report_runs
 
 
 @dataclass
@@ -82,6 +84,115 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
                      right_probe=choice.right_probe, walked=walked)
 
 
+@dataclass
+class EachJob:
+    """What every part of a compare-each-in-turn run is compared with (the same for all parts):
+    the plan, the rules, the mapping, the metrics and the engine options."""
+
+    plan: EachPlan
+    fusion_rule: RuleArg | None
+    rules: dict
+    mapping: object
+    metrics: list[str]
+    options: EngineOptions
+    refuse_same: bool = False
+
+
+@dataclass
+class PartOutcome:
+    """One (rank, [graph,] iteration) part, compared or not, as :func:`merge_parts` takes it.
+
+    ``result``: the part compared, its rows tagged with rank / graph / iteration; its notes are the
+    pairing's (the runs' own notes and unused files are reported by the merge, in part order,
+    each run and folder once). ``error``: why the part could not be compared. ``refused``: the
+    :class:`SameDataError` message of a gated run on the same data (the merge raises it when it
+    reaches the part, as an in-turn run does). ``rows``: rows that stand for a part whose
+    comparison was lost (:attr:`PartStatus.LOST`). ``seconds`` / ``worker``: where and how long.
+    """
+
+    index: int
+    rank: int | None
+    graph: int | None
+    iteration: int | None
+    prefix: str
+    result: NetworkResult | None = None
+    error: str | None = None
+    refused: str | None = None
+    status: PartStatus = PartStatus.COMPARED
+    rows: list[MetricRow] = field(default_factory=list)
+    seconds: float = 0.0
+    worker: str | None = None
+
+    def report(self) -> PartReport:
+        return PartReport(self.rank, self.graph, self.iteration, self.status, self.seconds, self.worker,
+                          self.error)
+
+
+def part_prefix(plan: EachPlan, leaf: Candidate) -> tuple[int | None, int | None, int | None, str]:
+    """``(rank, graph, iteration, prefix)`` of one left leaf: the rows' tags and the notes' prefix."""
+    rank, iteration = leaf.get("rank"), leaf.get("iteration")
+    graph = _as_int(leaf.get("graph")) if plan.by_graph else None
+    where = f"graph {graph} " if plan.by_graph else ""
+    return _as_int(rank), graph, _as_int(iteration), f"[rank {rank} {where}iteration {iteration}] "
+
+
+class GoldenSide:
+    """The right run used by every part when the right side has no rank / graph / iteration
+    levels (a golden folder): the plan's probe, else read at first use (a failed read is that
+    part's note, and the next part tries again)."""
+
+    def __init__(self, plan: EachPlan) -> None:
+        self.plan = plan
+        self.run: Run | None = plan.right_probe if plan.right_candidates is None else None
+
+    def get(self) -> Run:
+        if self.run is None:
+            self.run = load_run(self.plan.right, version=self.plan.version)
+        return self.run
+
+
+def compare_part(job: EachJob, index: int, golden: GoldenSide, *, counted: list[int] | None = None) -> PartOutcome:
+    """Compare the part ``plan.left_leaves[index]``: load both sides, pair, compare.
+
+    A :class:`CompareError` becomes the outcome's ``error``; a :class:`SameDataError` (gated run,
+    same data) its ``refused``. ``counted``: pairs done and known so far over every part (the
+    progress of an in-turn run counts from the first part).
+    """
+    plan = job.plan
+    started = time.perf_counter()
+    leaf = plan.left_leaves[index]
+    rank, graph, iteration, prefix = part_prefix(plan, leaf)
+    outcome = PartOutcome(index, rank, graph, iteration, prefix)
+    try:
+        left_run = scan_candidate(leaf, root=plan.left, version=plan.version)
+        if plan.right_candidates is None:
+            right_run = golden.get()
+        else:
+            ge_graph = plan.select.get("ge_graph")
+            selection = Selection(rank=leaf.get("rank"), iteration=leaf.get("iteration"),
+                                  graph=graph if plan.by_graph else plan.select.get("graph"),
+                                  model_name=plan.right_model,
+                                  ge_graph=Path(ge_graph) if ge_graph is not None else None)
+            right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version)
+        scenario, rule, pairing = pair_loaded(left_run, right_run, job.fusion_rule, mapping=job.mapping, **job.rules)
+        options = _part_options(job.options, counted, len(pairing.pairs)) if counted is not None else job.options
+        part = compare_loaded(left_run, right_run, scenario, pairing, job.metrics, options, prefix,
+                              refuse_same=job.refuse_same, rule=rule, runs_noted=False)
+    except SameDataError as exc:
+        outcome.refused = str(exc)
+    except CompareError as exc:
+        outcome.error, outcome.status = str(exc), PartStatus.NOT_COMPARED
+    else:
+        for row in part.rows:
+            row.rank, row.graph, row.iteration = rank, graph, iteration
+        if part.stats is not None:
+            for srow in part.stats.rows:
+                srow.rank, srow.graph, srow.iteration = rank, graph, iteration
+        outcome.result = part
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
 def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mapping: object, metrics: list[str],
                   options: EngineOptions, *, refuse_same: bool = False) -> NetworkResult:
     """Run the plan: one comparison per (rank, [graph,] iteration), rows tagged, results concatenated.
@@ -89,6 +200,19 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
     A right side without rank / graph / iteration levels (a golden folder) is read once and used
     for every part; its notes (and its unused-file summary) are reported once.
     """
+    job = EachJob(plan, fusion_rule, rules, mapping, metrics, options, refuse_same)
+    golden = GoldenSide(plan)
+    counted = [0, 0]  # pairs done and pairs known so far, over every part (progress)
+    return merge_parts(plan, metrics, (compare_part(job, index, golden, counted=counted)
+                                       for index in range(len(plan.left_leaves))))
+
+
+def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutcome]) -> NetworkResult:
+    """The parts' outcomes, taken in plan order, as one result (the rows of each part after the
+    previous part's; the notes of each run once, see :func:`report_runs`). The result does not
+    depend on where or in which order the parts were compared: an in-turn run and a cluster run
+    give the same rows and notes. Raises :class:`SameDataError` at a refused part, and
+    :class:`PairingError` when no part could be compared."""
     rows: list[MetricRow] = []
     stats_rows: list = []
     stat_names: list[str] = []
@@ -97,51 +221,29 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
     part_graphs: list[int | None] = []
     part_lefts: list[Run] = []
     skipped: list[SkippedFile] = list(plan.walked)
-    last: NetworkResult | None = None
-    fixed_right: Run | None = plan.right_probe if plan.right_candidates is None else None
+    reports: list[PartReport] = []
     reported: list[Run] = []
-    counted = [0, 0]  # pairs done and pairs known so far, over every part (progress)
-    for leaf in plan.left_leaves:
-        rank, iteration = leaf.get("rank"), leaf.get("iteration")
-        graph = _as_int(leaf.get("graph")) if plan.by_graph else None
-        where = f"graph {graph} " if plan.by_graph else ""
-        prefix = f"[rank {rank} {where}iteration {iteration}] "
-        try:
-            left_run = scan_candidate(leaf, root=plan.left, version=plan.version)
-            if plan.right_candidates is None:
-                if fixed_right is None:
-                    fixed_right = load_run(plan.right, version=plan.version)
-                right_run = fixed_right
-            else:
-                ge_graph = plan.select.get("ge_graph")
-                selection = Selection(rank=rank, iteration=iteration,
-                                      graph=graph if plan.by_graph else plan.select.get("graph"),
-                                      model_name=plan.right_model,
-                                      ge_graph=Path(ge_graph) if ge_graph is not None else None)
-                right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version)
-            scenario, rule, pairing = pair_loaded(left_run, right_run, fusion_rule, mapping=mapping, **rules)
-            part = compare_loaded(left_run, right_run, scenario, pairing, metrics,
-                                _part_options(options, counted, len(pairing.pairs)), prefix, reported=reported,
-                                refuse_same=refuse_same, rule=rule)
-        except SameDataError:
-            raise
-        except CompareError as exc:
-            notes.append(f"{prefix}not compared: {exc}")
+    last: NetworkResult | None = None
+    for outcome in outcomes:
+        if outcome.refused is not None:
+            raise SameDataError(outcome.refused)
+        reports.append(outcome.report())
+        part = outcome.result
+        if part is None:
+            notes.append(f"{outcome.prefix}not compared: {outcome.error}")
+            rows.extend(outcome.rows)
             continue
-        for row in part.rows:
-            row.rank, row.graph, row.iteration = _as_int(rank), graph, _as_int(iteration)
+        run_notes, run_skipped = report_runs(part.left, part.right, outcome.prefix, reported)
         rows.extend(part.rows)
         if part.stats is not None:
-            for srow in part.stats.rows:
-                srow.rank, srow.graph, srow.iteration = _as_int(rank), graph, _as_int(iteration)
             stats_rows.extend(part.stats.rows)
             stat_names.extend(n for n in part.stats.stats if n not in stat_names)
-        notes.extend(part.notes)
-        skipped.extend(part.skipped)
-        parts.append((_as_int(rank), _as_int(iteration)))
+        notes.extend(run_notes + part.notes)
+        skipped.extend(run_skipped + part.skipped)
+        parts.append((outcome.rank, outcome.iteration))
         part_lefts.append(part.left)
         if plan.by_graph:
-            part_graphs.append(graph)
+            part_graphs.append(outcome.graph)
         last = part
     if last is None:
         raise PairingError("no rank / iteration could be compared: " + "; ".join(notes[-10:]))
@@ -156,7 +258,8 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
                         + ", ".join(f"rank {r} iteration {i}" for r, i in parts))
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
                          notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs,
-                         same_data=last.same_data, rule=last.rule, part_lefts=part_lefts, skipped=skipped)
+                         same_data=last.same_data, rule=last.rule, part_lefts=part_lefts, skipped=skipped,
+                         part_reports=reports)
 
 
 def _part_options(options: EngineOptions, counted: list[int], pairs: int) -> EngineOptions:

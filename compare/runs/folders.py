@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from convert.layouts import PluginSet, load_plugins
 
@@ -10,7 +11,8 @@ from ..engine import EngineOptions
 from ..heap import frozen_heap
 from ..kernels import resolve_algorithms
 from ..pairing.mapping_file import load_mapping
-from .each import compare_each, plan_each
+from .distributed import ClusterSpec, compare_each_on_cluster, require_dask
+from .each import EachJob, compare_each, plan_each
 from .loading import PathLike, RuleArg, load_and_pair
 from .network import NetworkResult, Progress, compare_loaded
 
@@ -35,6 +37,9 @@ def run_network(
     mapping: PathLike | list | None = None,
     progress: Progress | None = None,
     refuse_same: bool = False,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    on_dashboard: Callable[[str], None] | None = None,
 ) -> NetworkResult:
     """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
 
@@ -58,11 +63,21 @@ def run_network(
     When a side holds statistics and no tensor data the comparison is statistics-only: the result
     has ``stats`` (a :class:`compare.stats.StatsResult`) and no metric rows.
 
+    ``cluster`` (``"local:N"``: a Dask LocalCluster of N worker processes here) or ``scheduler``
+    (a Dask scheduler's address, ``tcp://HOST:8786``, or its scheduler file): the parts of a
+    compare-each-in-turn run are compared on that cluster (:mod:`compare.runs.distributed`, docs/distributed.md) -- the same
+    rows and notes as in turn, ``progress`` then counts parts, and ``on_dashboard(link)`` is
+    called with the Dask dashboard's address. A single part is compared here (a note says so).
+    Needs ``vcompare[dask]`` (:class:`~compare.errors.OptionError` without it).
+
     ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
     loaded); what was loaded and ignored opens the result's notes. A folder refused by the plugin
     policy raises :class:`convert.layouts.LayoutError`; a plugin failing on a pair is that pair's
     row.
     """
+    spec = ClusterSpec.parse(cluster, scheduler)
+    if spec is not None:
+        require_dask()  # before any work: without Dask the option cannot run
     metrics = resolve_algorithms(algorithms)
     for name in extra_metrics:
         if name not in metrics:
@@ -80,8 +95,20 @@ def run_network(
                 left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
             result = compare_loaded(left_run, right_run, scenario, pairing, metrics, options,
                                     refuse_same=refuse_same, rule=rule)
+            if spec is not None:
+                result.notes.append(f"{spec.describe()}: one part to compare (no --rank / --iteration / --graph "
+                                    "with several values): compared here, not on the Dask cluster")
+        elif spec is not None:
+            job = EachJob(plan, fusion_rule, rules, mapping, metrics, options, refuse_same)
+            result = compare_each_on_cluster(job, spec, custom_dir=_plugin_root(plugins),
+                                             progress=progress, on_dashboard=on_dashboard)
         else:
             result = compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
     if plugins is not None:
         result.notes[:0] = plugins.notes
     return result
+
+
+def _plugin_root(plugins: PluginSet | None) -> Path | None:
+    """The ``-custom`` root a worker loads the plugins from again (loaded modules do not travel)."""
+    return plugins.folder.parent if plugins is not None and plugins.folder is not None else None

@@ -12,7 +12,8 @@ from ..engine import EngineOptions, compare_pairs
 from ..errors import OptionError
 from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
-from ..records import MetricRow, Pairing, PairingMode, PairStatus, Run, RunKind, SkippedFile, count_by_status
+from ..records import (MetricRow, Pairing, PairingMode, PairStatus, PartReport, Run, RunKind, SkippedFile,
+                       count_by_status)
 from ..stats import compare_stats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,6 +57,9 @@ class NetworkResult:
     #: Every file of either side that was not used and why (``Run.skipped`` of each run read, each
     #: folder once): the full list behind the "file(s) not used" notes.
     skipped: list[SkippedFile] = field(default_factory=list)
+    #: Every part of a compare-each-in-turn run, in plan order (failed ones too): status, seconds,
+    #: worker (empty for a single comparison).
+    part_reports: list[PartReport] = field(default_factory=list)
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
@@ -79,20 +83,14 @@ def run_notes(side: str, run: Run, prefix: str = "", *, unused_files: bool = Tru
     return notes
 
 
-def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, metrics: list[str],
-                 options: EngineOptions, prefix: str = "", *, reported: list[Run] | None = None,
-                 refuse_same: bool = False, rule: "FusionRule | None" = None) -> NetworkResult:
-    """Compare one pairing (metrics, or statistics when a side is statistics-only).
+def report_runs(left_run: Run, right_run: Run, prefix: str, reported: list[Run]
+                ) -> tuple[list[str], list[SkippedFile]]:
+    """The notes of both runs of one comparison and the files they did not use, each run once.
 
     ``reported``: runs whose notes were already given (a golden side shared by every part of a
     compare-each-in-turn run); their notes are not repeated, nor the unused files of a folder
-    already reported (the same right leaf read for several parts). The runs of this call are added.
+    already reported (the same right leaf read for several parts). The runs given are added.
     """
-    reported = reported if reported is not None else []
-    same = same_data(left_run, right_run)
-    if same is not None and refuse_same:
-        raise SameDataError(f"{prefix}{same}: a gate on a run compared with itself proves nothing; compare "
-                            "different dumps, or add --allow-same (allow_same=True) if this is deliberate")
     notes: list[str] = []
     skipped: list[SkippedFile] = []
     for side, run in (("left", left_run), ("right", right_run)):
@@ -102,6 +100,28 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
             if first_time:
                 skipped += [SkippedFile(side, Path(path), why) for path, why in run.skipped]
             reported.append(run)
+    return notes, skipped
+
+
+def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, metrics: list[str],
+                 options: EngineOptions, prefix: str = "", *, reported: list[Run] | None = None,
+                 refuse_same: bool = False, rule: "FusionRule | None" = None,
+                 runs_noted: bool = True) -> NetworkResult:
+    """Compare one pairing (metrics, or statistics when a side is statistics-only).
+
+    ``reported``: see :func:`report_runs`. ``runs_noted`` False: the result's notes and
+    ``skipped`` leave the runs out (the caller reports them with :func:`report_runs`, as the
+    compare-each-in-turn merge does, in part order); only the pairing's notes are given.
+    """
+    reported = reported if reported is not None else []
+    same = same_data(left_run, right_run)
+    if same is not None and refuse_same:
+        raise SameDataError(f"{prefix}{same}: a gate on a run compared with itself proves nothing; compare "
+                            "different dumps, or add --allow-same (allow_same=True) if this is deliberate")
+    notes: list[str] = []
+    skipped: list[SkippedFile] = []
+    if runs_noted:
+        notes, skipped = report_runs(left_run, right_run, prefix, reported)
     notes += [f"{prefix}{n}" for n in pairing.notes]
     # compare.stats.needs_stats_mode, spelled out so that tensor comparisons never import compare.stats
     stats_sides = [side for side, run in (("left", left_run), ("right", right_run))

@@ -367,3 +367,16 @@ def test_bench_smoke(tmp_path):
                    "warm: median", "GB/s", "peak RSS", "us per tensor row", "reference tool:", "faster",
                    "scaling (warm time vs tensor rows", "fit:", "re-gate"):
         assert figure in proc.stdout, (figure, proc.stdout)
+
+
+def test_bench_ranks_smoke(tmp_path):
+    """The multi-rank case of the benchmark on a tiny tree: in turn and on a LocalCluster of 2, the
+    same CSV, the throughput and task-cost lines (issue 18; skipped without Dask)."""
+    pytest.importorskip("distributed", reason="dask[distributed] is not installed: pip install 'vcompare[dask]'")
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--size-gb", "0", "--ranks", "2", "--iterations", "1",
+           "--rank-ops", "4", "--runs", "1", "--no-baseline", "--workdir", str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    for figure in ("case ranks:", "in turn here:", "on Dask local:2", "the same CSV byte for byte: yes",
+                   "tensor rows/s", "an empty task", "client, in-process"):
+        assert figure in proc.stdout, (figure, proc.stdout)
