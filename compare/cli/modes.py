@@ -215,6 +215,7 @@ class CompareOptions:
     verdicts: bool = False
     explain: Optional[str] = None
     html_out: Optional[Path] = None
+    consistency: Optional[str] = None
     dask_cluster: Optional[str] = None
     scheduler: Optional[str] = None
 
@@ -255,7 +256,8 @@ def run_compare(o: CompareOptions) -> int:
                                                  ("--html", o.html_out is not None), ("--verdicts", o.verdicts),
                                                  ("--explain", o.explain is not None),
                                                  ("--dask-cluster", o.dask_cluster is not None),
-                                                 ("--scheduler", o.scheduler is not None)) if given]
+                                                 ("--scheduler", o.scheduler is not None),
+                                                 ("--consistency", o.consistency is not None)) if given]
         if mode is not Mode.NETWORK and network_only:
             raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d) "
                               "and batch mode (-f DIR) do not write them")
@@ -278,6 +280,8 @@ def run_compare(o: CompareOptions) -> int:
             case Mode.NETWORK:
                 code = _network(o, checked, layout=report_layout, number_format=number_format, rules=rules,
                                 select=select)
+                if o.consistency is not None:
+                    code = _worst_exit(code, _consistency_too(o))
     except CompareError as exc:
         err(f"error: {exc}")
         return EXIT_CANNOT_RUN
@@ -288,6 +292,26 @@ def run_compare(o: CompareOptions) -> int:
         err(f"error: -custom {o.custom}: {exc}" if o.custom is not None else f"error: {exc}")
         return EXIT_CANNOT_RUN
     return code
+
+
+#: Exit codes from the least to the most serious (0 passed, 3 incomplete, 1 failed, 2 could not run).
+_SEVERITY = (EXIT_OK, 3, 1, EXIT_CANNOT_RUN)
+
+
+def _worst_exit(*codes: int) -> int:
+    """The most serious of several exit codes (a signal's 130/143 above all)."""
+    return max(codes, key=lambda c: _SEVERITY.index(c) if c in _SEVERITY else len(_SEVERITY))
+
+
+def _consistency_too(o: CompareOptions) -> int:
+    """``--consistency GROUPS`` on the main command: :func:`run_consistency` on the ``-l`` tree,
+    its CSV beside the ``-o`` table (``{stem}_consistency.csv``; none without ``-o``)."""
+    table = Path(o.output) if o.output is not None and Path(o.output).suffix.lower() in (".csv", ".txt") else None
+    output = table.with_name(f"{table.stem}_consistency.csv") if table is not None else None
+    assert o.consistency is not None
+    return run_consistency(ConsistencyArgs(
+        tree=o.left, groups=o.consistency, output=output, json_out=None, tensors=None, tolerance=None,
+        iteration=o.iteration, graph=o.graph, model_name=o.model_name, dump_version=o.dump_version, quiet=o.quiet))
 
 
 def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, number_format: "FloatFormat",

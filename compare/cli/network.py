@@ -172,6 +172,10 @@ def compare(
                                             help="Compare the (rank, iteration) parts on the Dask cluster of this "
                                                  "scheduler: tcp://HOST:8786, or its --scheduler-file (workers read "
                                                  "the same paths)."),
+    consistency: Optional[str] = typer.Option(None, "--consistency",
+                                              help="Also check the -l tree's cross-rank consistency: dp:K "
+                                                   "(data-parallel groups of K ranks) or a group file; the "
+                                                   "report goes beside -o (docs/consistency.md)."),
     mapping: Optional[Path] = typer.Option(None, "--mapping",
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
@@ -190,4 +194,5 @@ def compare(
         float_format=float_format, allow_same=allow_same, progress=progress, max_cmp_size=max_cmp_size,
         quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
-        verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler)))
+        verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler,
+        consistency=consistency)))

@@ -340,3 +340,25 @@ def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "--groups" in out and "dp:8" in out and "--tolerance" in out
     code = run(["--help"])
     assert code == 0 and "vcompare consistency" in capsys.readouterr().out
+
+
+def test_main_command_consistency_option(tmp_path: Path) -> None:
+    """``vcompare -l TREE -r OTHER --consistency dp:4``: the comparison and the check of the -l tree;
+    the consistency CSV beside -o; the exit code is the more serious of the two."""
+    from typer.testing import CliRunner
+
+    from compare.cli import app
+
+    left = make_rank_tree(tmp_path / "left", ranks=8, iterations=1, dp=4, perturb=Perturbation(rank=5, relative=1e-3))
+    right = make_rank_tree(tmp_path / "right", ranks=8, iterations=1, dp=4)
+    out = tmp_path / "out" / "r.csv"
+    result = CliRunner().invoke(app, ["-l", str(left.root), "-r", str(right.root), "--rank", "all", "-o", str(out),
+                                      "--consistency", "dp:4"])
+    assert result.exit_code == 1, result.output
+    assert "rank 5 disagrees with group 1" in result.output
+    assert out.is_file() and (out.parent / "r_consistency.csv").is_file()
+    clean = CliRunner().invoke(app, ["-l", str(right.root), "-r", str(right.root), "--rank", "all", "-o",
+                                     str(tmp_path / "c.csv"), "--consistency", "dp:4"])
+    assert clean.exit_code == 0, clean.output
+    single = CliRunner().invoke(app, ["-l", str(left.root), "-r", str(right.root), "-d", "x", "--consistency", "dp:4"])
+    assert single.exit_code == 2 and "describe a network comparison" in single.output
