@@ -13,7 +13,7 @@ renames: :func:`held` keeps SIGINT and SIGTERM for the end of such a block, then
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _HELD = (signal.SIGINT, signal.SIGTERM)
@@ -53,20 +53,37 @@ def _raise(signum: int, _frame: object) -> None:
 
 
 @contextmanager
-def interruptible() -> Iterator[None]:
-    """Within the block, SIGINT and SIGTERM raise :class:`Interrupted`; handlers restored after."""
-    previous = {sig: signal.getsignal(sig) for sig in _HELD}
+def _installed(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """``handler`` for SIGINT and SIGTERM within the block, the previous handlers restored after.
+
+    A handler installed outside Python (``getsignal`` gives ``None``) is left alone: that signal
+    keeps it. Off the main thread nothing is installed (handlers can be set only there, and
+    Python runs them only there).
+    """
+    previous: dict[int, object] = {}
     try:
-        for sig in previous:
-            signal.signal(sig, _raise)
+        for sig in _HELD:
+            old = signal.getsignal(sig)
+            if old is not None:
+                signal.signal(sig, handler)
+                previous[sig] = old
     except ValueError:  # not the main thread (e.g. called from a library user's worker thread)
-        yield
-        return
+        for sig, old in previous.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+        previous = {}
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise :class:`Interrupted`; handlers restored after
+    (:func:`_installed`: a handler set outside Python is left alone)."""
+    with _installed(_raise):
+        yield
 
 
 @contextmanager
@@ -97,22 +114,9 @@ def held() -> Iterator[None]:
         if signum not in arrived:
             arrived.append(signum)
 
-    previous: dict[int, object] = {}
     try:
-        for sig in _HELD:
-            handler = signal.getsignal(sig)
-            if handler is not None:
-                signal.signal(sig, hold)
-                previous[sig] = handler
-    except ValueError:  # not the main thread
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-        yield
-        return
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+        with _installed(hold):
+            yield
+    finally:  # the handlers in force before the block are back: deliver what arrived to them
         for sig in arrived:
             signal.raise_signal(sig)
