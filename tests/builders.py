@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compare.testing.synthetic_mindspore import BASE_TS, OPS, _ascend_dump
+import numpy as np
+
+from compare.testing.synthetic_mindspore import BASE_TS, OPS, _ascend_dump, tensor_value
 
 # --------------------------------------------------------------------------------------------
 # Fusion-rule JSON.
@@ -117,3 +119,15 @@ def tf_leaf(root: Path, time: str, device: int, *, iteration: int = 0, value_ite
     leaf.mkdir(parents=True, exist_ok=True)
     for task, op in enumerate(OPS, start=1):
         _ascend_dump(leaf, op, task, BASE_TS + 1000 * task, value_iteration, device)
+
+
+def one_op_golden(tmp_path: Path) -> tuple[Path, Path]:
+    """A golden folder without rank / iteration levels holding one op of the synthetic MindSpore
+    trees (the softmax output, as ``sm``), and the mapping file that pairs it: ``(golden, mapping)``."""
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    op = OPS[3]
+    np.save(golden / "sm.0.1700000000000000.npy", tensor_value(op.name, "output", 0, op.outputs[0], 0, 0))
+    mapping = tmp_path / "map.csv"
+    mapping.write_text(f"{op.name},sm\n")
+    return golden, mapping

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from builders import one_op_golden
 from compare.runs.folders import run_network
 from compare.runs.each import selected_folder
 from compare.reports.frame import to_dataframe
@@ -152,12 +153,7 @@ def test_iteration_all_compares_each_in_turn(trees: dict[str, Path]) -> None:
 
 
 def test_rank_all_against_one_golden(trees: dict[str, Path], tmp_path: Path) -> None:
-    golden = tmp_path / "golden"
-    golden.mkdir()
-    op = OPS[3]
-    np.save(golden / "sm.0.1700000000000000.npy", tensor_value(op.name, "output", 0, op.outputs[0], 0, 0))
-    mapping = tmp_path / "map.csv"
-    mapping.write_text(f"{op.name},sm\n")
+    golden, mapping = one_op_golden(tmp_path)
     result = run_network(trees["npy"], golden, rank="all", iteration=0, mapping=mapping)
     assert result.parts == [(0, 0), (1, 0)]
     rows = {r.rank: r for r in result.rows if r.right_op == "sm" and r.status is PairStatus.COMPARED}

@@ -16,10 +16,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from builders import one_op_golden
 from compare.api import compare_network, regate
 from compare.cli import app
 from compare.errors import OptionError
@@ -28,7 +28,7 @@ from compare.runs import distributed as cluster_runs
 from compare.loaders.trees import MAX_SNIFF
 from compare.runs.distributed import ClusterSpec, task_batches
 from compare.runs.network import SameDataError
-from compare.testing.synthetic_mindspore import OPS, make_trees, tensor_value
+from compare.testing.synthetic_mindspore import make_trees
 from compare.testing.synthetic_rank_trees import make_rank_trees
 
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
@@ -102,12 +102,7 @@ def test_api_on_a_scheduler_graphs_and_a_shared_golden(local_cluster: object, tm
     assert _comparable(here.to_json()) == _comparable(there.to_json()) and len(links) == 1
     assert len(there.network.parts) == 8 and there.network.part_graphs[-1] == 1
     # a golden folder without levels: read once by the client and sent to the workers
-    golden = tmp_path / "golden"
-    golden.mkdir()
-    op = OPS[3]
-    np.save(golden / "sm.0.1700000000000000.npy", tensor_value(op.name, "output", 0, op.outputs[0], 0, 0))
-    mapping = tmp_path / "map.csv"
-    mapping.write_text(f"{op.name},sm\n")
+    golden, mapping = one_op_golden(tmp_path)
     here = compare_network(trees["npy"], golden, rank="all", iteration="all", mapping=mapping)
     there = compare_network(trees["npy"], golden, rank="all", iteration="all", mapping=mapping, scheduler=address)
     assert _comparable(here.to_json()) == _comparable(there.to_json())
