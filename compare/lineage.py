@@ -97,13 +97,6 @@ class OpGraph:
     def order(self) -> tuple[str, ...]:
         return tuple(self.nodes)
 
-    def position(self, name: str) -> int | None:
-        """The 0-based position of ``name`` in graph order, None when it is not a node."""
-        try:
-            return self.order.index(name)
-        except ValueError:
-            return None
-
 
 class Verdict(Label):
     """Whether an operator is wrong itself or only inherits error (rules: :mod:`compare.diverge`)."""

@@ -24,6 +24,7 @@ without the kernel id where unique on both sides.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 
 from convert.names.keys import name_key, without_kernel_id
@@ -213,6 +214,7 @@ def build_graph(rows: Sequence[MetricRow], left: Run | None = None, rule: Fusion
     if rule is not None and rule.ops:
         return align(graph_from_rule(rule), ops)
     if left is not None:
+        order = sorted(left.order, key=left.order.__getitem__)  # the execution order, when the run has one
         ir = find_ir(left.path, left.coords.get("graph") if isinstance(left.coords.get("graph"), int) else None)
         if ir is not None:
             try:
@@ -220,18 +222,14 @@ def build_graph(rows: Sequence[MetricRow], left: Run | None = None, rule: Fusion
             except CompareError as exc:
                 notes.append(f"graph file not used: {exc}")
             else:
-                if left.order:  # the .ir body is a topological order, not the order the kernels ran in
-                    graph = in_execution_order(graph, sorted(left.order, key=left.order.__getitem__))
+                if order:  # the .ir body is a topological order, not the order the kernels ran in
+                    graph = in_execution_order(graph, order)
                 known = {node: dumped for dumped, node in match_dumped(graph, ops).items()}
                 return align(graph, ops, known)
-        if left.order:
-            names = sorted(left.order, key=left.order.__getitem__)
-            graph = graph_from_order(names, {n: ops.get(n) for n in names}, GraphSource.EXECUTION_ORDER)
-            aligned = align(graph, ops)
-            return OpGraph(nodes=aligned.nodes, source=aligned.source, edges=False,
-                           notes=tuple(notes) + aligned.notes)
-    graph = graph_from_order(list(ops), ops, GraphSource.DUMP_ORDER)
-    return OpGraph(nodes=graph.nodes, source=graph.source, edges=False, notes=tuple(notes))
+        if order:
+            aligned = align(graph_from_order(order, ops, GraphSource.EXECUTION_ORDER), ops)
+            return replace(aligned, notes=tuple(notes) + aligned.notes)
+    return replace(graph_from_order(list(ops), ops, GraphSource.DUMP_ORDER), notes=tuple(notes))
 
 
 __all__ = ["ROLE_OF_TYPE", "align", "build_graph", "graph_from_order", "graph_from_rule", "role_of", "row_ops"]
