@@ -33,6 +33,10 @@ Examples:
   vcompare -l npu -r golden -f model.json -alg 0,1,KullbackLeiblerDivergence -o result.txt
 
 
+  # where it goes wrong: the Verdict column, the chain back from prob to its origin, an HTML report:
+  vcompare -l npu -r golden -f model.json -o out/result.csv --verdicts --explain prob --html out/report.html
+
+
   # one operator element by element (summary, per-element CSVs, top-N worst elements):
   vcompare -l npu -r golden -f model.json -o detail/ -d pool5 -t output -i 0 -n 50
 
