@@ -40,7 +40,13 @@ Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
 
 
 class DataType(IntEnum):
-    """``OutputDataType`` codes of ``dump_data.proto`` (there is no 26 or 28; 29 is UINT1)."""
+    """``OutputDataType`` codes of ``dump_data.proto``.
+
+    CANN 8.1's proto stops at 29 (UINT1) and has no 28; newer dump writers (the adump
+    ``ProtoDataType`` table) add 26 VARIANT, 28 INT4, 30-32 INT2/UINT2/COMPLEX32 and 33-41 for the
+    8/6/4-bit float types. These codes differ from the graph (``ge::DataType``) codes that nano
+    dumps carry; :mod:`convert.nano` maps those.
+    """
 
     DT_UNDEFINED = 0
     DT_FLOAT = 1
@@ -68,8 +74,22 @@ class DataType(IntEnum):
     DT_RESOURCE = 23
     DT_STRING_REF = 24
     DT_DUAL = 25
+    DT_VARIANT = 26
     DT_BF16 = 27
+    DT_INT4 = 28
     DT_UINT1 = 29
+    DT_INT2 = 30
+    DT_UINT2 = 31
+    DT_COMPLEX32 = 32
+    DT_HIFLOAT8 = 33
+    DT_FLOAT8_E5M2 = 34
+    DT_FLOAT8_E4M3FN = 35
+    DT_FLOAT8_E8M0 = 36
+    DT_FLOAT6_E3M2 = 37
+    DT_FLOAT6_E2M3 = 38
+    DT_FLOAT4_E2M1 = 39
+    DT_FLOAT4_E1M2 = 40
+    DT_HIFLOAT4 = 41
 
 
 class Format(IntEnum):
