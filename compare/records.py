@@ -57,6 +57,7 @@ class DumpLayout(Label):
     MINDSPORE_O2 = "mindspore-o2"  # GE layout below a {step} folder (MindSpore O2 / jit_level)
     PLAIN = "plain"  # a tree leaf in no known layout
     SINGLE_OP = "single-op"  # {dump_path}/{device_id}/{op_name}/ folders read as one run
+    MSPROBE = "msprobe"  # msprobe {dump_path}/step{N}/rank{R}/dump.json (+ dump_tensor_data/*.pt|*.npy)
 
 
 #: The layouts MindSpore writes (pairing by scope names applies to their runs).

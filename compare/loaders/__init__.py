@@ -12,7 +12,9 @@ str`` (why it declined, for the "no reader found" message) and
 MindSpore and TensorFlow-NPU dump trees (:mod:`compare.loaders.trees`) are claimed before the
 Ascend folder resolution, because their selection options (``rank``, ``iteration``, ``graph``,
 ``model_name``, ``ge_graph``) choose among the leaves of the whole tree; the ``mindspore``
-reader in :data:`READERS` (tried first) makes :func:`detect` and ``kind=`` know them too.
+reader in :data:`READERS` makes :func:`detect` and ``kind=`` know them too. msprobe dumps
+(``dump.json`` folders, :mod:`compare.loaders.msprobe`) are claimed before both, with the
+``rank`` / ``iteration`` (``step{N}``) options choosing the folder.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..errors import CompareError, DumpFormatError
 from ..records import Run, RunKind
 from .ascend import cached_listing, is_quantized_name, misnamed_summary, scan_offline
 from .golden_npy import scan_golden
+from . import msprobe
 from .selection import Selection
 from .trees import MAX_DEPTH, claim, load_selected, select
 
@@ -108,8 +111,20 @@ TREES_READER = FunctionReader(
     claims_only=True,
 )
 
+def _scan_msprobe(folder: Path, *, version: int | None = None, root: Path | None = None) -> Run:
+    candidates = msprobe.claim(folder)
+    if candidates is None:
+        raise CompareError(f"{folder}: {msprobe.explain(folder)}")
+    return msprobe.load_msprobe(root or folder, candidates, Selection())
+
+
+#: The reader of msprobe dumps (``dump.json`` folders, :mod:`compare.loaders.msprobe`).
+MSPROBE_READER = FunctionReader(name="msprobe", kinds=(RunKind.NUMPY,), sniff=msprobe.sniff, explain=msprobe.explain,
+                                scan=_scan_msprobe, claims_only=True)
+
 #: The readers tried, in order, by :func:`detect` and :func:`load_run`.
 READERS: list[Reader] = [
+    MSPROBE_READER,
     TREES_READER,
     FunctionReader(
         name="ascend-offline",
@@ -239,6 +254,8 @@ def detect(path: str | os.PathLike) -> RunKind:
     Only file names are looked at (npy folders whose op names are quantized give QUANT).
     Raises :class:`CompareError` / :class:`DumpFormatError` when no reader claims the folder.
     """
+    if msprobe.claim(path) is not None:
+        return RunKind.NUMPY
     candidates = claim(path)
     if candidates is not None:
         chosen = select(candidates, Selection(), where=str(path))
@@ -300,6 +317,12 @@ def load_run(
     selection.specs()  # validate the option syntax before touching the disk
     trees_declined = False
     walked: list[tuple[Path, str]] = []  # what the walks of the tree could not read
+    if kind is None or kind is RunKind.NUMPY:
+        probed = msprobe.claim(path, problems=walked)
+        if probed is not None:
+            run = msprobe.load_msprobe(path, probed, selection)
+            _add_walked(run, walked)
+            return run
     if kind is None or kind in (RunKind.NUMPY, RunKind.OFFLINE):
         candidates = claim(path, selection, problems=walked)
         trees_declined = candidates is None

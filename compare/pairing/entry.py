@@ -4,7 +4,7 @@ Which strategy pairs them:
 
 - ``mapping`` (a ``--mapping`` file or its entries): the user's names first, the rest by scope
   name (:mod:`compare.pairing.user_mapping`); refused together with a rule option;
-- no rule option and a MindSpore or statistics-only side: by scope name (the same module);
+- no rule option and a MindSpore, msprobe or statistics-only side: by scope name (the same module);
 - everything else: the reference tool's comparison table (:func:`compare.pairing.scenarios.check_scenario`
   says which row, or why none fits) and :func:`compare.pairing.match.pair_runs` -- through the
   fusion / quant / close-fusion rule, NPU vs NPU, or by name. Overflow records (``Opdebug``)
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..errors import OptionError
-from ..records import Pairing, Run
+from ..records import DumpLayout, Pairing, Run
 from .fusion_rule import load_fusion_rule
 from .mapping_file import MapEntry
 from .match import pair_runs
@@ -46,8 +46,8 @@ class Paired(NamedTuple):
 
 
 def is_family_run(run: Run) -> bool:
-    """A MindSpore run, or a statistics-only run: paired by scope name, not by the Ascend table."""
-    return run.family.startswith("mindspore") or run.stats_only
+    """A MindSpore or msprobe run, or a statistics-only run: paired by scope name, not by the Ascend table."""
+    return run.family.startswith("mindspore") or run.family == DumpLayout.MSPROBE or run.stats_only
 
 
 def pair(left: Run, right: Run, *, fusion_rule: RuleSource | None = None, quant_rule: RuleLike | None = None,

@@ -16,7 +16,12 @@ before it left unmatched; every right name is used once:
    on each side and one of the two names lies in such a scope;
 6. ``SHORT_NAME`` -- a short O0/O1 kernel name (``Conv2D-op12``) with the one scoped name of the
    other side ending in ``_Conv2D-op12`` (:func:`kernel_tail`), only where that ``{Type}-op{N}``
-   identifies one op on each side; two scoped names never pair by this rule.
+   identifies one op on each side; two scoped names never pair by this rule;
+7. ``MSPROBE_API`` -- msprobe data names of two frameworks: the same
+   :func:`convert.names.msprobe.api_key` (``Torch.matmul.0.forward`` and
+   ``Mint.matmul.0.forward`` both ``matmul.0.forward``; ``Module.fc.Linear.forward.0`` and
+   ``Cell.fc.Dense.forward.0`` both ``cell:fc.forward.0``), only where that key identifies one op
+   on each side.
 
 The Ascend by-name pairing uses :data:`GOLDEN_RULES` (rules 1-2), the MindSpore family pairing
 :data:`SCOPE_RULES` (1, 3-6). The counts per rule feed the notes that say how names matched.
@@ -31,6 +36,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from convert.names.keys import name_key, normalize_golden_name, without_kernel_id
+from convert.names.msprobe import api_key
 
 #: In a :func:`name_key`: the scope parts ``ms.amp.auto_mixed_precision`` inserts (see :func:`amp_key`).
 _AMP_WRAP_RE = re.compile(r"-_OutputTo(?:16|32)__backbone-")
@@ -50,13 +56,14 @@ class NameRule(str, Enum):
     KERNEL_ID = "kernel id"
     MIXED_PRECISION = "mixed precision"
     SHORT_NAME = "short name"
+    MSPROBE_API = "msprobe api"
 
 
 #: Ascend dumps against golden folders (tfdbg / Caffe file names).
 GOLDEN_RULES: tuple[NameRule, ...] = (NameRule.EXACT, NameRule.GOLDEN_KEY)
 #: MindSpore / cross-family scope names.
 SCOPE_RULES: tuple[NameRule, ...] = (NameRule.EXACT, NameRule.SCOPE_KEY, NameRule.KERNEL_ID,
-                                     NameRule.MIXED_PRECISION, NameRule.SHORT_NAME)
+                                     NameRule.MIXED_PRECISION, NameRule.SHORT_NAME, NameRule.MSPROBE_API)
 
 
 class NameMatch(NamedTuple):
@@ -201,6 +208,15 @@ def _short_name(state: _State) -> None:
         state.take(name, other, NameRule.SHORT_NAME)
 
 
+def _msprobe_api(state: _State) -> None:
+    left_keys, right_keys = _unique_keys(state.left, api_key), _unique_keys(state.right, api_key)
+    for key, name in left_keys.items():
+        other = right_keys.get(key)
+        if name is None or other is None or name in state.matched or other in state.taken:
+            continue
+        state.take(name, other, NameRule.MSPROBE_API)
+
+
 _APPLY: dict[NameRule, Callable[[_State], None]] = {
     NameRule.EXACT: _exact,
     NameRule.GOLDEN_KEY: lambda state: _first_by_key(state, normalize_golden_name, NameRule.GOLDEN_KEY),
@@ -208,6 +224,7 @@ _APPLY: dict[NameRule, Callable[[_State], None]] = {
     NameRule.KERNEL_ID: _kernel_id,
     NameRule.MIXED_PRECISION: _mixed_precision,
     NameRule.SHORT_NAME: _short_name,
+    NameRule.MSPROBE_API: _msprobe_api,
 }
 
 

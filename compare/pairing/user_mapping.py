@@ -254,6 +254,9 @@ def _rule_notes(used: Counter) -> list[str]:
     if used["short name"]:
         notes.append(f"{used['short name']} short O0/O1 kernel name(s) ('Conv2D-op12') matched with the one "
                      "scoped name of the other side ending in that type and kernel id; check them")
+    if used["msprobe api"]:
+        notes.append(f"{used['msprobe api']} msprobe call(s) matched by API name, call count and direction across "
+                     "frameworks (prefixes such as Torch./Mint., Module./Cell. and module classes ignored); check them")
     return notes
 
 

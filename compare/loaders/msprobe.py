@@ -1,0 +1,474 @@
+"""msprobe dumps (Ascend mstt's accuracy tool, PyTorch and MindSpore): ``dump.json`` -> :class:`Run`.
+
+Layout: ``{dump_path}/step{N}/rank{R}/`` (``rank`` alone when the process had no rank,
+``proc{pid}`` for processes without one) holding ``dump.json`` (plus ``stack.json``,
+``construct.json``, ``dump_error_info.log``, not read) and, for ``task: tensor``, the folder
+``dump_tensor_data/`` with one file per tensor: ``.pt`` (PyTorch, read by
+:mod:`convert.torch_pt`, without torch) or ``.npy`` (MindSpore, :mod:`convert.npy`).
+
+``dump.json`` is ``{"task": "tensor"|"statistics"|..., "level": "L0"|"L1"|"mix", "framework":
+"pytorch"|"mindspore", "dump_data_dir": path, "data": {data name: entry}}``. An entry is one
+call (data names: :mod:`convert.names.msprobe`) and becomes one :class:`OpDump` keyed by its
+data name; its sections:
+
+* forward: ``input_args`` (list), ``input_kwargs`` (object), ``parameters`` (object, module
+  weights) -> the inputs, in this order; ``output`` (list) -> the outputs;
+* backward: ``input`` (the gradients of the forward outputs) -> inputs, ``output`` (those of the
+  forward inputs) -> outputs; ``grad_input`` / ``grad_output`` likewise;
+* ``parameters_grad`` entries: ``{name: [tensor]}`` -> outputs, in key order.
+
+Each section is walked depth first (lists in order, objects in key order; nested lists and
+tuples of tensors occur). A *leaf* is an object with a ``type`` or ``dtype`` key, or ``null``;
+every leaf takes the next index of its kind (inputs numbered across ``input_args``, then
+``input_kwargs``, then ``parameters``), tensors or not, so a non-tensor argument (an ``int``,
+a ``slice``, ``null``) keeps the places of the tensors after it the same on both sides. A
+tensor leaf (``type`` ``torch.Tensor`` / ``mindspore.Tensor``, or a ``dtype`` and a ``shape``)
+becomes a :class:`TensorRef`: dtype from :func:`~convert.names.msprobe.msprobe_dtype`, shape as
+recorded, format ``ND``, the recorded ``Max`` / ``Min`` / ``Mean`` / ``Norm`` as statistics
+``max`` / ``min`` / ``avg`` / ``l2norm`` and the ``md5`` field (a CRC-32 or XOR checksum, not an
+MD5) as ``checksum``; ``data_name`` names its file in ``dump_tensor_data`` (read only when the
+pair is compared). A tensor without ``data_name`` (``task: statistics``) has statistics only:
+the run is then ``stats_only`` and compared by statistics (:mod:`compare.stats`).
+
+Data types: MindSpore saves bfloat16 tensors as float32 ``.npy``; the DataType column shows the
+recorded type, the values are compared as saved.
+
+Edge-case policy (nothing crashes, nothing is dropped silently):
+
+* ``dump.json`` that is not JSON or not an object with a ``data`` object: :class:`DumpFormatError`
+  naming the file (and the character offset of a syntax error);
+* an entry that is not an object, or a section of the wrong type: the op is kept with
+  ``error`` set (its row says why); an unknown section is named in ``run.notes``;
+* a ``data_name`` that is not a plain file name (``/``, ``\\``, ``..``, NUL, absolute): the
+  tensor is kept, its reader refuses with "refused: not a file name inside dump_tensor_data";
+* a ``data_name`` whose file is missing, or whose suffix is neither ``.pt`` nor ``.npy``: the
+  tensor's reader says so (the row carries it), a note counts them;
+* files of ``dump_tensor_data`` no entry names: ``run.skipped`` with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from convert.entries import list_entries, os_problem
+from convert.names.msprobe import msprobe_dtype, parse_msprobe_name
+from convert.npy import load_npy, read_npy_header
+from convert.torch_pt import load_pt, read_pt_header
+
+from ..errors import CompareError, DumpFormatError, OptionError
+from ..records import DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef
+from .selection import Candidate, Selection, filter_by
+
+DUMP_JSON = "dump.json"
+DATA_DIR = "dump_tensor_data"
+#: ``dump.json`` files larger than this are refused (a network of 10^5 calls is ~100 MB).
+MAX_JSON_BYTES = 2 << 30
+#: Levels searched below a given path for ``dump.json`` (dump root -> step -> rank).
+MAX_DEPTH = 2
+
+_STEP_RE = re.compile(r"step(\d+)")
+_RANK_RE = re.compile(r"rank(\d*)")
+_PROC_RE = re.compile(r"proc(\d+)")
+
+#: Sections of a forward/backward entry -> the kind of their tensors (in this order).
+_SECTIONS: tuple[tuple[str, TensorKind], ...] = (
+    ("input_args", TensorKind.INPUT),
+    ("input_kwargs", TensorKind.INPUT),
+    ("input", TensorKind.INPUT),
+    ("grad_input", TensorKind.INPUT),
+    ("parameters", TensorKind.INPUT),
+    ("output", TensorKind.OUTPUT),
+    ("grad_output", TensorKind.OUTPUT),
+)
+#: Recorded statistic -> vcompare's statistic name (:data:`compare.loaders.stats_csv.STAT_COLUMNS`).
+_STATS = {"Max": "max", "Min": "min", "Mean": "avg", "Norm": "l2norm", "md5": "checksum"}
+_FORMAT = "ND"
+
+
+# --------------------------------------------------------------------------------------------
+# Finding dump.json folders
+# --------------------------------------------------------------------------------------------
+
+
+def _is_dump_folder(folder: Path) -> bool:
+    try:
+        return (folder / DUMP_JSON).is_file()
+    except OSError:
+        return False
+
+
+def _coords(folder: Path) -> dict[str, object]:
+    """``rank`` (``rank{R}``; ``rank`` alone: none), ``proc``, ``iteration`` (``step{N}``) of a dump folder."""
+    parts = Path(os.path.abspath(folder)).parts
+    coords: dict[str, object] = {}
+    rank = _RANK_RE.fullmatch(parts[-1])
+    proc = _PROC_RE.fullmatch(parts[-1])
+    if rank is not None and rank.group(1):
+        coords["rank"] = int(rank.group(1))
+    elif proc is not None:
+        coords["proc"] = int(proc.group(1))
+    if len(parts) >= 2:
+        step = _STEP_RE.fullmatch(parts[-2])
+        if step is not None:
+            coords["iteration"] = int(step.group(1))
+    return coords
+
+
+def claim(path: str | os.PathLike, problems: list[tuple[Path, str]] | None = None) -> list[Candidate] | None:
+    """The ``dump.json`` folders of ``path`` (itself, its folder when it is the ``dump.json`` file,
+    or up to :data:`MAX_DEPTH` levels below),
+    each a :class:`Candidate` of layout ``msprobe``; None when there is none (not an msprobe dump).
+
+    Folders that cannot be listed go to ``problems`` when given.
+    """
+    root = Path(path)
+    try:
+        if root.name == DUMP_JSON and root.is_file():
+            return [Candidate(path=root.parent, layout=DumpLayout.MSPROBE, coords=_coords(root.parent),
+                              kind="msprobe")]
+        if not root.is_dir():
+            return None
+    except OSError:
+        return None
+    if _is_dump_folder(root):
+        return [Candidate(path=root, layout=DumpLayout.MSPROBE, coords=_coords(root), kind="msprobe")]
+    found: list[Candidate] = []
+    level = [root]
+    for _ in range(MAX_DEPTH):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                entries = list_entries(folder)
+            except OSError as exc:
+                if problems is not None:
+                    problems.append((folder, os_problem(exc, folder)))
+                continue
+            for entry in entries.folders:
+                if entry.name.startswith(".") or entry.name == DATA_DIR:
+                    continue
+                sub = Path(entry.path)
+                if _is_dump_folder(sub):
+                    found.append(Candidate(path=sub, layout=DumpLayout.MSPROBE, coords=_coords(sub), kind="msprobe"))
+                else:
+                    below.append(sub)
+        level = below
+    return found or None
+
+
+def sniff(folder: Path) -> bool:
+    """Whether ``folder`` is (or holds, :data:`MAX_DEPTH` levels down) an msprobe dump folder."""
+    return claim(folder) is not None
+
+
+def explain(folder: Path) -> str:
+    return f"no {DUMP_JSON} in it or in its step*/rank* folders (msprobe dump)"
+
+
+def select_folder(path: str | os.PathLike, candidates: list[Candidate], selection: Selection) -> tuple[Candidate, list[str]]:
+    """The dump folder ``--rank`` / ``--iteration`` (the ``step{N}`` folder) choose, with notes.
+
+    Defaults: the smallest rank, the largest step (a note says so when there were several).
+    Raises :class:`OptionError` when a spec selects nothing, or several folders remain that the
+    folder names do not tell apart (``proc{pid}`` folders).
+    """
+    rank_spec, iter_spec, _ = selection.specs()
+    notes: list[str] = []
+    where = str(path)
+    if selection.graph is not None or selection.model_name is not None or selection.ge_graph is not None:
+        notes.append("--graph / --model-name / --ge-graph ignored: an msprobe dump has no such levels")
+    chosen = filter_by(list(candidates), "rank", rank_spec, option="--rank", where=where, default="min", notes=notes)
+    chosen = filter_by(chosen, "iteration", iter_spec, option="--iteration", where=where, default="max",
+                       notes=notes)
+    if len(chosen) > 1:
+        ranked = [c for c in chosen if c.get("rank") is not None]
+        if len(ranked) == 1:
+            others = ", ".join(str(c.path) for c in chosen if c is not ranked[0])
+            notes.append(f"{where}: using {ranked[0].path}; not compared (no rank number): {others}")
+            chosen = ranked
+        else:
+            raise OptionError(f"{where} holds {len(chosen)} msprobe dump folders the options do not tell apart: "
+                              + ", ".join(str(c.path) for c in chosen[:10]) + " -- give one of them")
+    return chosen[0], notes
+
+
+# --------------------------------------------------------------------------------------------
+# Reading dump.json
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DumpJson:
+    """The top level of a ``dump.json``: its path, the fields that describe it, and ``data``."""
+
+    path: Path
+    task: str
+    level: str
+    framework: str
+    data: dict
+
+
+def read_dump_json(path: Path) -> DumpJson:
+    """Parse a ``dump.json``; :class:`DumpFormatError` (file, character offset) when it is not one."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise DumpFormatError(path, f"{size} bytes: larger than the {MAX_JSON_BYTES} bytes a dump.json is read up to")
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    try:
+        top = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise DumpFormatError(path, f"not UTF-8 text: {exc.reason}", offset=exc.start) from None
+    except json.JSONDecodeError as exc:
+        raise DumpFormatError(path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                              offset=exc.pos) from None
+    except RecursionError:
+        raise DumpFormatError(path, "JSON nested too deeply") from None
+    if not isinstance(top, dict):
+        raise DumpFormatError(path, f"the top level is a JSON {type(top).__name__}, not an object")
+    data = top.get("data")
+    if not isinstance(data, dict):
+        raise DumpFormatError(path, "no \"data\" object: not an msprobe dump.json")
+
+    def text(key: str) -> str:
+        value = top.get(key)
+        return value if isinstance(value, str) else ""
+
+    return DumpJson(path=path, task=text("task"), level=text("level"), framework=text("framework"), data=data)
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors
+# --------------------------------------------------------------------------------------------
+
+
+def _is_leaf(item: object) -> bool:
+    return item is None or (isinstance(item, dict) and ("type" in item or "dtype" in item))
+
+
+def _leaves(section: object, depth: int = 0) -> Iterator[object]:
+    """The leaves of a section, depth first (lists in order, objects in key order)."""
+    if depth > 64:
+        raise ValueError("nested more than 64 levels")
+    if _is_leaf(section):
+        yield section
+    elif isinstance(section, list):
+        for item in section:
+            yield from _leaves(item, depth + 1)
+    elif isinstance(section, dict):
+        for item in section.values():
+            yield from _leaves(item, depth + 1)
+    else:
+        yield section  # a bare value (not written by msprobe): a leaf that is no tensor
+
+
+def _is_tensor(item: object) -> bool:
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type")
+    if isinstance(kind, str) and kind.endswith("Tensor"):
+        return True
+    return kind is None and "dtype" in item and "shape" in item
+
+
+def _safe_name(name: str) -> bool:
+    """A plain file name: no separator, not ``.``/``..``, no NUL, not absolute."""
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0") and not os.path.isabs(name)
+
+
+def _refuse(path: Path, why: str) -> np.ndarray:
+    raise DumpFormatError(path, why)
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    return load_npy(path, read_npy_header(path))
+
+
+def _read_pt(path: Path) -> np.ndarray:
+    return load_pt(path, read_pt_header(path))
+
+
+def _stats(item: dict) -> dict:
+    out: dict[str, float | str] = {}
+    for key, name in _STATS.items():
+        value = item.get(key)
+        if isinstance(value, bool):
+            out[name] = float(value)
+        elif isinstance(value, (int, float)):
+            out[name] = float(value)
+        elif isinstance(value, str) and name == "checksum":
+            out[name] = value
+    return out
+
+
+@dataclass
+class _Files:
+    """The files of ``dump_tensor_data`` (by name) and which of them entries named."""
+
+    folder: Path
+    names: set[str]
+    used: set[str]
+    missing: int = 0
+    refused: int = 0
+
+
+def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files, json_path: Path) -> TensorRef | str:
+    """The TensorRef of a tensor leaf, or why it is not one (a malformed shape)."""
+    shape_value = item.get("shape")
+    if not isinstance(shape_value, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                    for d in shape_value):
+        return f"{op} {kind.value} {index}: shape {shape_value!r:.60} is not a list of non-negative integers"
+    shape = tuple(shape_value)
+    dtype_text = item.get("dtype")
+    dtype = msprobe_dtype(dtype_text) if isinstance(dtype_text, str) else "unknown"
+    stats = _stats(item)
+    source = f"{DUMP_JSON} {op} {kind.value} {index}"
+    data_name = item.get("data_name")
+    try:
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    except TypeError:
+        nbytes = 0
+    base = dict(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=shape, nbytes=nbytes,
+                stats=stats or None, stats_source=source)
+    if not isinstance(data_name, str) or data_name in ("", "-1"):
+        # statistics only; recorded statistics (possibly none: the row then says so) instead of data
+        return TensorRef(**{**base, "stats": stats}, path=json_path, reader=None)
+    if not _safe_name(data_name):
+        files.refused += 1
+        why = f"data_name {data_name!r} of {op} refused: not a file name inside {DATA_DIR}"
+        return TensorRef(**base, path=json_path, reader=functools.partial(_refuse, json_path, why))
+    path = files.folder / data_name
+    files.used.add(data_name)
+    if data_name not in files.names:
+        files.missing += 1
+        reader = functools.partial(_refuse, path, f"missing: {DUMP_JSON} names it for {op} {kind.value} {index}")
+    elif data_name.endswith(".npy"):
+        reader = functools.partial(_read_npy, path)
+    elif data_name.endswith(".pt"):
+        reader = functools.partial(_read_pt, path)
+    else:
+        reader = functools.partial(_refuse, path, "neither .pt nor .npy: not a tensor file vcompare reads")
+    return TensorRef(**base, path=path, reader=reader)
+
+
+def _entry_op(name: str, entry: object, position: int, files: _Files, json_path: Path,
+              unknown: set[str]) -> tuple[OpDump, list[str]]:
+    """One ``data`` entry as an OpDump (module doc), and the problems of its items when the op
+    keeps some tensors (else they are its ``error``); ``unknown`` collects sections not read."""
+    parsed = parse_msprobe_name(name)
+    op_type = parsed.op_type if parsed is not None else None
+    if not isinstance(entry, dict):
+        return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path,), timestamp=position,
+                      error=f"{json_path}: entry {name!r} is a JSON {type(entry).__name__}, not an object"), []
+    sections: list[tuple[str, TensorKind, object]]
+    if parsed is not None and parsed.direction == "parameters_grad":
+        sections = [(key, TensorKind.OUTPUT, value) for key, value in entry.items()]
+    else:
+        sections = [(key, kind, entry[key]) for key, kind in _SECTIONS if key in entry]
+        unknown.update(key for key in entry if key not in dict(_SECTIONS))
+    refs: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
+    counters = {TensorKind.INPUT: 0, TensorKind.OUTPUT: 0}
+    problems: list[str] = []
+    for key, kind, section in sections:
+        if not isinstance(section, (list, dict)) and section is not None:
+            problems.append(f"section {key!r} is a JSON {type(section).__name__}, not a list or object")
+            continue
+        try:
+            leaves = list(_leaves(section))
+        except ValueError as exc:
+            problems.append(f"section {key!r}: {exc}")
+            continue
+        for leaf in leaves:
+            index = counters[kind]
+            counters[kind] += 1
+            if _is_tensor(leaf):
+                made = _tensor(name, kind, index, leaf, files, json_path)  # type: ignore[arg-type]
+                if isinstance(made, str):
+                    problems.append(made)
+                else:
+                    refs[kind].append(made)
+    error = None
+    if problems and not (refs[TensorKind.INPUT] or refs[TensorKind.OUTPUT]):
+        error = f"{json_path}: entry {name!r}: " + "; ".join(problems)
+    data_files = tuple(dict.fromkeys(r.path for k in refs for r in refs[k] if r.path != json_path))
+    return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path, *data_files),
+                  inputs=tuple(refs[TensorKind.INPUT]), outputs=tuple(refs[TensorKind.OUTPUT]), error=error,
+                  timestamp=position), (problems if error is None else [])
+
+
+def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None = None) -> Run:
+    """Read one msprobe dump folder (``dump.json`` + ``dump_tensor_data``) as a Run (module doc).
+
+    Raises :class:`DumpFormatError` when ``dump.json`` is not an msprobe one; everything else is
+    kept as rows with their reasons.
+    """
+    folder = Path(folder)
+    json_path = folder / DUMP_JSON
+    dump = read_dump_json(json_path)
+    run = Run(root=Path(root) if root is not None else folder, path=folder, kind=RunKind.NUMPY,
+              family=DumpLayout.MSPROBE, coords=dict(coords if coords is not None else _coords(folder)))
+    data_dir = folder / DATA_DIR
+    names: set[str] = set()
+    if data_dir.is_dir():
+        try:
+            entries = list_entries(data_dir)
+        except OSError as exc:
+            raise CompareError(f"cannot list {data_dir}: {os_problem(exc, data_dir)}") from exc
+        names = {e.name for e in entries.files}
+        run.skipped.extend(entries.problems)
+    files = _Files(folder=data_dir, names=names, used=set())
+    unknown: set[str] = set()
+    partial: list[str] = []
+    for position, (name, entry) in enumerate(dump.data.items()):
+        op, problems = _entry_op(str(name), entry, position, files, json_path, unknown)
+        run.ops[op.name] = op
+        run.order[op.name] = position
+        partial.extend(problems)
+    tensors = sum(len(op.inputs) + len(op.outputs) for op in run.ops.values())
+    without_data = sum(1 for op in run.ops.values() for ref in (*op.inputs, *op.outputs)
+                       if ref.reader is None)
+    run.notes.append(f"msprobe dump {folder} ({dump.framework or 'framework not given'}, task "
+                     f"{dump.task or '?'}, level {dump.level or '?'}): {len(run.ops)} call(s), {tensors} tensor(s)")
+    if without_data:
+        run.stats_only = True
+        run.notes.append(f"{without_data} tensor(s) have statistics only (no data_name): this side is compared by "
+                         "the statistics dump.json records")
+    if files.missing:
+        run.notes.append(f"{files.missing} tensor file(s) named by {DUMP_JSON} are missing from {data_dir} "
+                         "(their rows say which)")
+    if files.refused:
+        run.notes.append(f"{files.refused} data_name(s) refused: not plain file names inside {DATA_DIR} "
+                         "(their rows say which)")
+    if unknown:
+        run.notes.append(f"{DUMP_JSON} sections not read (not tensors of a call): {', '.join(sorted(unknown))}")
+    if partial:
+        shown = "; ".join(partial[:5]) + (f"; and {len(partial) - 5} more" if len(partial) > 5 else "")
+        run.notes.append(f"{len(partial)} item(s) of {DUMP_JSON} are not usable tensors: {shown}")
+    for name in sorted(names - files.used):
+        run.skipped.append((data_dir / name, f"not named by any data_name of {DUMP_JSON}"))
+    if not run.ops:
+        run.notes.append(f"{json_path}: the data object is empty (nothing was dumped)")
+    return run
+
+
+def load_msprobe(path: str | os.PathLike, candidates: list[Candidate], selection: Selection) -> Run:
+    """The run of the dump folder the selection picks among ``candidates`` (:func:`claim`)."""
+    chosen, notes = select_folder(path, candidates, selection)
+    run = scan_msprobe(chosen.path, root=Path(path), coords=dict(chosen.coords))
+    run.notes[1:1] = notes
+    return run
+
+
+__all__ = ["DATA_DIR", "DUMP_JSON", "DumpJson", "claim", "explain", "load_msprobe", "read_dump_json",
+           "scan_msprobe", "select_folder", "sniff"]

@@ -1,0 +1,345 @@
+"""A safe reader of single-tensor PyTorch ``.pt`` files (``torch.save`` zip format), without torch.
+
+Why a hand-written reader: torch is not a dependency of vcompare, and ``torch.load`` -- even
+with ``weights_only=True`` -- needs torch; plain :mod:`pickle` would execute whatever the file
+names. This module unpickles with a :class:`pickle.Unpickler` whose ``find_class`` admits only
+an allow-list of names and maps each to an inert placeholder defined here (no torch or other
+foreign code ever runs); ``persistent_load`` turns storage references into records. The
+numbers then come straight from the storage bytes, as a numpy view.
+
+File layout (``torch.save`` since torch 1.6; a zip archive, entries normally *stored*, not
+compressed, with the storages aligned to 64 bytes)::
+
+    {archive}/data.pkl         the pickle (protocol 2) of the saved object
+    {archive}/data/{key}       one raw storage per key: little-endian elements, nothing else
+    {archive}/byteorder        "little" or "big" (absent in old files: little)
+    {archive}/version, {archive}/.data/serialization_id ...   not needed here
+
+``{archive}`` is the first path part of ``data.pkl``'s entry (the saved file's stem, or
+``archive``). The pickle of one tensor is ``torch._utils._rebuild_tensor_v2(storage,
+storage_offset, size, stride, requires_grad, backward_hooks[, metadata])``, where ``storage``
+is a persistent id ``("storage", torch.{Type}Storage, key, location, numel)`` and
+``backward_hooks`` an empty ``collections.OrderedDict``. The element at index ``(i0, i1, ...)``
+is element ``storage_offset + sum(i_k * stride_k)`` of the storage.
+
+Allow-list (module, name -> placeholder): ``torch._utils._rebuild_tensor_v2`` and
+``_rebuild_parameter`` (-> a :class:`PtTensor` record), the typed storage classes
+``torch.{Float,Double,Half,BFloat16,Long,Int,Short,Char,Byte,Bool,ComplexFloat,ComplexDouble}Storage``
+(-> their numpy dtype), ``collections.OrderedDict`` and ``torch.Size`` (-> inert builders).
+
+Edge-case policy: anything else -- another global (named in the message, never imported), a
+storage type outside the list, a missing storage, a compressed or encrypted entry, a storage
+too small for the size/stride/offset, negative strides, a pickle holding something other than
+one tensor, a byte order other than little/big, a pickle larger than :data:`MAX_PICKLE_BYTES`
+-- raises :class:`TorchPtError` (a :class:`~convert.errors.DumpFormatError`) whose message starts
+``not readable without torch:`` and says why. Nothing is executed, nothing crashes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import pickle
+import struct
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+from .errors import DumpFormatError
+from .fastread import map_bytes
+
+#: The largest ``data.pkl`` read (a single-tensor pickle is a few hundred bytes).
+MAX_PICKLE_BYTES = 1 << 20
+
+#: ``torch.{Name}Storage`` -> the numpy dtype of its elements.
+STORAGE_DTYPES: dict[str, np.dtype] = {
+    "FloatStorage": np.dtype("<f4"),
+    "DoubleStorage": np.dtype("<f8"),
+    "HalfStorage": np.dtype("<f2"),
+    "BFloat16Storage": np.dtype(ml_dtypes.bfloat16),
+    "LongStorage": np.dtype("<i8"),
+    "IntStorage": np.dtype("<i4"),
+    "ShortStorage": np.dtype("<i2"),
+    "CharStorage": np.dtype("i1"),
+    "ByteStorage": np.dtype("u1"),
+    "BoolStorage": np.dtype("?"),
+    "ComplexFloatStorage": np.dtype("<c8"),
+    "ComplexDoubleStorage": np.dtype("<c16"),
+}
+
+
+class TorchPtError(DumpFormatError):
+    """A ``.pt`` file that this reader will not (or cannot) turn into an array without torch."""
+
+    def __init__(self, path: object, why: str, *, offset: int | None = None) -> None:
+        super().__init__(path, f"not readable without torch: {why}", offset=offset)
+
+
+@dataclass(frozen=True)
+class StorageType:
+    """The placeholder of an allow-listed ``torch.{Name}Storage`` class."""
+
+    name: str
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class StorageRef:
+    """A persistent id ``("storage", type, key, location, numel)`` of the pickle."""
+
+    storage: StorageType
+    key: str
+    location: str
+
+
+@dataclass(frozen=True)
+class PtTensor:
+    """What the pickle says of the tensor: its storage, offset (elements), size and stride (elements)."""
+
+    storage: StorageRef
+    offset: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.storage.storage.dtype
+
+
+@dataclass(frozen=True)
+class PtHeader:
+    """A ``.pt`` file opened and checked: the tensor and where its storage's bytes lie in the file.
+
+    ``data_offset`` is the file offset of the storage's first byte, ``storage_bytes`` its length
+    (the zip entry is stored uncompressed, so the bytes can be mapped in place).
+    """
+
+    path: Path
+    tensor: PtTensor
+    data_offset: int
+    storage_bytes: int
+    big_endian: bool
+
+    @property
+    def dtype(self) -> np.dtype:
+        dtype = self.tensor.dtype
+        return dtype.newbyteorder(">") if self.big_endian and dtype.itemsize > 1 and dtype.kind != "V" else dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.tensor.shape
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.tensor.dtype.itemsize
+
+
+# --------------------------------------------------------------------------------------------
+# Inert placeholders of the allow-list
+# --------------------------------------------------------------------------------------------
+
+
+def _ints(value: object, what: str) -> tuple[int, ...]:
+    if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"{what} is not a tuple of integers: {value!r:.80}")
+    return tuple(value)
+
+
+def _rebuild_tensor(storage: object, offset: object, size: object, stride: object, *_rest: object) -> PtTensor:
+    if not isinstance(storage, StorageRef):
+        raise ValueError(f"the tensor's storage is not a storage reference: {storage!r:.80}")
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise ValueError(f"storage offset {offset!r:.40} is not a non-negative integer")
+    return PtTensor(storage, offset, _ints(size, "size"), _ints(stride, "stride"))
+
+
+def _rebuild_parameter(data: object, *_rest: object) -> PtTensor:
+    if not isinstance(data, PtTensor):
+        raise ValueError(f"a parameter whose data is not a tensor: {data!r:.80}")
+    return data
+
+
+def _ordered_dict(*args: object) -> dict:
+    if args:
+        raise ValueError("an OrderedDict built with arguments (backward hooks are not data)")
+    return {}
+
+
+def _size(*args: object) -> tuple[int, ...]:
+    return _ints(args[0] if args else (), "torch.Size")
+
+
+_ALLOWED: dict[tuple[str, str], object] = {
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("collections", "OrderedDict"): _ordered_dict,
+    ("torch", "Size"): _size,
+    **{("torch", name): StorageType(name, dtype) for name, dtype in STORAGE_DTYPES.items()},
+}
+
+
+class _Refused(Exception):
+    """A global outside the allow-list (raised by ``find_class``; nothing was imported)."""
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    """``find_class`` answers only from :data:`_ALLOWED`; ``persistent_load`` builds :class:`StorageRef`."""
+
+    def find_class(self, module: str, name: str) -> object:
+        found = _ALLOWED.get((module, name))
+        if found is None:
+            raise _Refused(f"the pickle names {module}.{name}, which is not on the allow-list of a plain tensor "
+                           "(nothing was imported or executed)")
+        return found
+
+    def persistent_load(self, pid: object) -> StorageRef:
+        if (not isinstance(pid, tuple) or len(pid) < 4 or pid[0] != "storage" or not isinstance(pid[1], StorageType)
+                or not isinstance(pid[2], str) or not isinstance(pid[3], str)):
+            raise ValueError(f"persistent id {pid!r:.120} is not a typed storage reference")
+        return StorageRef(pid[1], pid[2], pid[3])
+
+
+# --------------------------------------------------------------------------------------------
+# The archive
+# --------------------------------------------------------------------------------------------
+
+
+def _entry_data_offset(handle, info: zipfile.ZipInfo, path: Path) -> int:
+    """File offset of an entry's data: after its local header (30 bytes + name + extra field)."""
+    handle.seek(info.header_offset)
+    local = handle.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise TorchPtError(path, f"no zip local header for {info.filename}", offset=info.header_offset)
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def _unpickle(raw: bytes, path: Path) -> object:
+    try:
+        return _SafeUnpickler(io.BytesIO(raw)).load()
+    except _Refused as exc:
+        raise TorchPtError(path, str(exc)) from None
+    except RecursionError:
+        raise TorchPtError(path, "data.pkl nests too deeply") from None
+    except Exception as exc:  # noqa: BLE001 - any failure of untrusted pickle data is a diagnosis
+        raise TorchPtError(path, f"data.pkl does not describe a plain tensor ({type(exc).__name__}: {exc})") from None
+
+
+def read_pt_header(path: str | os.PathLike) -> PtHeader:
+    """Open a ``.pt`` file, unpickle its ``data.pkl`` safely and check its one tensor against the storage.
+
+    Raises :class:`TorchPtError` (module doc) for anything that is not a plain tensor readable
+    from the file's bytes; :class:`DumpFormatError` when the file cannot be read at all.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            try:
+                archive = zipfile.ZipFile(handle)
+            except (zipfile.BadZipFile, ValueError, OSError) as exc:
+                raise TorchPtError(path, f"not a zip archive (torch.save's format since torch 1.6; the legacy "
+                                         f"format is not read): {exc}") from None
+            with archive:
+                return _header(archive, handle, path)
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _header(archive: zipfile.ZipFile, handle, path: Path) -> PtHeader:
+    entries = {info.filename: info for info in archive.infolist()}
+    pickles = [name for name in entries if name.endswith("/data.pkl") and name.count("/") == 1]
+    if len(pickles) != 1:
+        raise TorchPtError(path, f"expected one {{archive}}/data.pkl entry, found {len(pickles)}")
+    prefix = pickles[0][: -len("data.pkl")]
+    info = entries[pickles[0]]
+    if info.file_size > MAX_PICKLE_BYTES:
+        raise TorchPtError(path, f"data.pkl holds {info.file_size} bytes (more than {MAX_PICKLE_BYTES}: not one tensor)")
+    try:
+        raw = archive.read(info)
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, ValueError, OSError, EOFError) as exc:
+        raise TorchPtError(path, f"cannot read data.pkl: {exc}") from None
+    tensor = _unpickle(raw, path)
+    if not isinstance(tensor, PtTensor):
+        raise TorchPtError(path, f"the pickle holds a {type(tensor).__name__}, not one tensor")
+    big_endian = False
+    order = entries.get(prefix + "byteorder")
+    if order is not None:
+        text = archive.read(order).decode("ascii", "replace").strip()
+        if text not in ("little", "big"):
+            raise TorchPtError(path, f"byteorder entry says {text!r} (expected little or big)")
+        big_endian = text == "big"
+    storage_name = f"{prefix}data/{tensor.storage.key}"
+    stored = entries.get(storage_name)
+    if stored is None or "/" in tensor.storage.key or tensor.storage.key in ("", ".", ".."):
+        raise TorchPtError(path, f"storage {tensor.storage.key!r} has no entry {storage_name}")
+    if stored.compress_type != zipfile.ZIP_STORED or stored.flag_bits & 0x1:
+        raise TorchPtError(path, f"storage entry {storage_name} is compressed or encrypted (torch.save stores it)")
+    if stored.compress_size != stored.file_size:
+        raise TorchPtError(path, f"storage entry {storage_name}: sizes disagree ({stored.compress_size} stored, "
+                                 f"{stored.file_size} declared)")
+    _check_extent(tensor, stored.file_size, path)
+    offset = _entry_data_offset(handle, stored, path)
+    return PtHeader(path=path, tensor=tensor, data_offset=offset, storage_bytes=stored.file_size,
+                    big_endian=big_endian)
+
+
+def _check_extent(tensor: PtTensor, storage_bytes: int, path: Path) -> None:
+    """The elements the size/stride/offset reach must lie inside the storage (strides non-negative)."""
+    if len(tensor.shape) != len(tensor.stride):
+        raise TorchPtError(path, f"size {list(tensor.shape)} and stride {list(tensor.stride)} differ in length")
+    if any(d < 0 for d in tensor.shape) or any(s < 0 for s in tensor.stride):
+        raise TorchPtError(path, f"negative size or stride (size {list(tensor.shape)}, stride {list(tensor.stride)})")
+    itemsize = tensor.dtype.itemsize
+    elements = storage_bytes // itemsize
+    if math.prod(tensor.shape) == 0:
+        return
+    last = tensor.offset + sum((d - 1) * s for d, s in zip(tensor.shape, tensor.stride))
+    if last >= elements:
+        raise TorchPtError(path, f"storage {tensor.storage.key} holds {elements} element(s) of "
+                                 f"{tensor.storage.storage.name}, the tensor (offset {tensor.offset}, size "
+                                 f"{list(tensor.shape)}, stride {list(tensor.stride)}) reaches element {last}")
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def load_pt(path: str | os.PathLike, header: PtHeader | None = None) -> np.ndarray:
+    """The tensor of a ``.pt`` file as a read-only numpy array (its own dtype and shape).
+
+    A contiguous tensor is a view of the mapped storage bytes; any other stride is gathered into
+    a new array (after :func:`read_pt_header` checked that every element lies in the storage).
+    """
+    header = header if header is not None else read_pt_header(path)
+    tensor = header.tensor
+    dtype = header.dtype
+    if math.prod(tensor.shape) == 0:
+        return np.empty(tensor.shape, dtype=dtype)
+    raw = map_bytes(header.path, header.data_offset, header.storage_bytes)
+    if raw is None:
+        raise DumpFormatError(header.path, f"the file is shorter than its storage entry says "
+                                           f"({header.storage_bytes} bytes at byte {header.data_offset})")
+    storage = raw[: header.storage_bytes - header.storage_bytes % dtype.itemsize].view(dtype)
+    if tensor.stride == _contiguous_strides(tensor.shape) or len(tensor.shape) == 0:
+        count = math.prod(tensor.shape)
+        return storage[tensor.offset: tensor.offset + count].reshape(tensor.shape)
+    view = np.lib.stride_tricks.as_strided(storage[tensor.offset:], shape=tensor.shape,
+                                           strides=tuple(s * dtype.itemsize for s in tensor.stride), writeable=False)
+    return np.ascontiguousarray(view)
+
+
+def pt_dtype_name(header: PtHeader) -> str:
+    """The numpy-style name of the tensor's type (``float32``, ``bfloat16``, ``bool`` ...)."""
+    return str(header.tensor.dtype) if header.tensor.dtype.kind != "V" else "bfloat16"
+
+
+__all__ = ["MAX_PICKLE_BYTES", "PtHeader", "PtTensor", "STORAGE_DTYPES", "TorchPtError", "load_pt", "pt_dtype_name",
+           "read_pt_header"]
