@@ -99,11 +99,21 @@ _FORMAT = "ND"
 # --------------------------------------------------------------------------------------------
 
 
+#: Keys of msprobe's ``dump.json`` top level, one of which its first :data:`_SNIFF_BYTES` bytes hold
+#: (msprobe writes ``task``, ``level``, ``framework``, ``dump_data_dir``, ``data`` first): a
+#: ``dump.json`` of another tool (a MindSpore dump configuration) is not claimed.
+_SNIFF_KEYS = (b'"data"', b'"framework"', b'"dump_data_dir"')
+_SNIFF_BYTES = 4096
+
+
 def _is_dump_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds an msprobe ``dump.json`` (by its name and first bytes)."""
     try:
-        return (folder / DUMP_JSON).is_file()
+        with open(folder / DUMP_JSON, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
     except OSError:
         return False
+    return head.lstrip()[:1] == b"{" and any(key in head for key in _SNIFF_KEYS)
 
 
 def _coords(folder: Path) -> dict[str, object]:
@@ -132,7 +142,7 @@ def claim(path: str | os.PathLike, problems: list[tuple[Path, str]] | None = Non
     """
     root = Path(path)
     try:
-        if root.name == DUMP_JSON and root.is_file():
+        if root.name == DUMP_JSON and root.is_file() and _is_dump_folder(root.parent):
             return [Candidate(path=root.parent, layout=DumpLayout.MSPROBE, coords=_coords(root.parent),
                               kind="msprobe")]
         if not root.is_dir():
@@ -227,12 +237,14 @@ def read_dump_json(path: Path) -> DumpJson:
     except OSError as exc:
         raise DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}") from None
     try:
-        top = json.loads(raw)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DumpFormatError(path, f"not UTF-8 text: {exc.reason}", offset=exc.start) from None
+    try:
+        top = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DumpFormatError(path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                              offset=exc.pos) from None
+                              offset=len(text[:exc.pos].encode("utf-8"))) from None
     except RecursionError:
         raise DumpFormatError(path, "JSON nested too deeply") from None
     if not isinstance(top, dict):
@@ -241,11 +253,12 @@ def read_dump_json(path: Path) -> DumpJson:
     if not isinstance(data, dict):
         raise DumpFormatError(path, "no \"data\" object: not an msprobe dump.json")
 
-    def text(key: str) -> str:
+    def field_text(key: str) -> str:
         value = top.get(key)
         return value if isinstance(value, str) else ""
 
-    return DumpJson(path=path, task=text("task"), level=text("level"), framework=text("framework"), data=data)
+    return DumpJson(path=path, task=field_text("task"), level=field_text("level"), framework=field_text("framework"),
+                    data=data)
 
 
 # --------------------------------------------------------------------------------------------
@@ -323,15 +336,19 @@ class _Files:
     refused: int = 0
 
 
-def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files, json_path: Path) -> TensorRef | str:
-    """The TensorRef of a tensor leaf, or why it is not one (a malformed shape)."""
+def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
+            json_path: Path) -> tuple[TensorRef, str | None]:
+    """The TensorRef of a tensor leaf, and what is wrong with its item (a malformed shape: the
+    reader then refuses with that reason), None when nothing is."""
+    dtype_text = item.get("dtype")
+    dtype = msprobe_dtype(dtype_text) if isinstance(dtype_text, str) else "unknown"
     shape_value = item.get("shape")
     if not isinstance(shape_value, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                                     for d in shape_value):
-        return f"{op} {kind.value} {index}: shape {shape_value!r:.60} is not a list of non-negative integers"
+        why = f"{op} {kind.value} {index}: shape {shape_value!r:.60} is not a list of non-negative integers"
+        return TensorRef(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=(), path=json_path,
+                         reader=functools.partial(_refuse, json_path, why)), why
     shape = tuple(shape_value)
-    dtype_text = item.get("dtype")
-    dtype = msprobe_dtype(dtype_text) if isinstance(dtype_text, str) else "unknown"
     stats = _stats(item)
     source = f"{DUMP_JSON} {op} {kind.value} {index}"
     data_name = item.get("data_name")
@@ -343,11 +360,11 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files, js
                 stats=stats or None, stats_source=source)
     if not isinstance(data_name, str) or data_name in ("", "-1"):
         # statistics only; recorded statistics (possibly none: the row then says so) instead of data
-        return TensorRef(**{**base, "stats": stats}, path=json_path, reader=None)
+        return TensorRef(**{**base, "stats": stats}, path=json_path, reader=None), None
     if not _safe_name(data_name):
         files.refused += 1
         why = f"data_name {data_name!r} of {op} refused: not a file name inside {DATA_DIR}"
-        return TensorRef(**base, path=json_path, reader=functools.partial(_refuse, json_path, why))
+        return TensorRef(**base, path=json_path, reader=functools.partial(_refuse, json_path, why)), None
     path = files.folder / data_name
     files.used.add(data_name)
     if data_name not in files.names:
@@ -359,7 +376,7 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files, js
         reader = functools.partial(_read_pt, path)
     else:
         reader = functools.partial(_refuse, path, "neither .pt nor .npy: not a tensor file vcompare reads")
-    return TensorRef(**base, path=path, reader=reader)
+    return TensorRef(**base, path=path, reader=reader), None
 
 
 def _entry_op(name: str, entry: object, position: int, files: _Files, json_path: Path,
@@ -393,11 +410,10 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
             index = counters[kind]
             counters[kind] += 1
             if _is_tensor(leaf):
-                made = _tensor(name, kind, index, leaf, files, json_path)  # type: ignore[arg-type]
-                if isinstance(made, str):
-                    problems.append(made)
-                else:
-                    refs[kind].append(made)
+                ref, problem = _tensor(name, kind, index, leaf, files, json_path)  # type: ignore[arg-type]
+                refs[kind].append(ref)
+                if problem is not None:
+                    problems.append(problem)
     error = None
     if problems and not (refs[TensorKind.INPUT] or refs[TensorKind.OUTPUT]):
         error = f"{json_path}: entry {name!r}: " + "; ".join(problems)
