@@ -1,0 +1,131 @@
+"""The safe ``.pt`` reader against files written by our own opcode-level writer (and torch's, when installed)."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from compare.testing.synthetic_msprobe import tensor_pickle, write_pt
+from convert.errors import DumpFormatError
+from convert.torch_pt import TorchPtError, load_pt, pt_dtype_name, read_pt_header
+
+DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64, np.int32, np.int16, np.int8, np.uint8,
+          np.bool_, np.complex64]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_round_trip_every_storage_type(tmp_path: Path, dtype) -> None:
+    rng = np.random.default_rng(3)
+    array = (rng.standard_normal((3, 5)) * 10).astype(dtype)
+    path = write_pt(tmp_path / "t.pt", array)
+    header = read_pt_header(path)
+    assert header.shape == (3, 5)
+    assert pt_dtype_name(header) == np.dtype(dtype).name
+    loaded = load_pt(path, header)
+    assert loaded.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(loaded, array)
+
+
+def test_non_contiguous_stride_and_storage_offset(tmp_path: Path) -> None:
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    transposed = load_pt(write_pt(tmp_path / "t.pt", array, transpose=True))
+    np.testing.assert_array_equal(transposed, array)
+    shifted = load_pt(write_pt(tmp_path / "o.pt", array, offset=7))
+    np.testing.assert_array_equal(shifted, array)
+    assert read_pt_header(tmp_path / "o.pt").tensor.offset == 7
+
+
+def test_big_endian_archive(tmp_path: Path) -> None:
+    array = np.linspace(-2, 2, 10, dtype=np.float32)
+    np.testing.assert_array_equal(load_pt(write_pt(tmp_path / "b.pt", array, byteorder="big")), array)
+
+
+def test_scalar_and_empty(tmp_path: Path) -> None:
+    assert load_pt(write_pt(tmp_path / "s.pt", np.array(3.5, dtype=np.float32))).item() == 3.5
+    assert load_pt(write_pt(tmp_path / "e.pt", np.zeros((0, 4), dtype=np.float32))).shape == (0, 4)
+
+
+@given(shape=st.lists(st.integers(1, 5), min_size=0, max_size=4), offset=st.integers(0, 9),
+       dtype=st.sampled_from(["float32", "float16", "int32", "uint8"]))
+def test_property_round_trip(tmp_path_factory, shape, offset, dtype) -> None:
+    folder = tmp_path_factory.mktemp("pt")
+    array = (np.arange(int(np.prod(shape)), dtype=np.int64) % 200).astype(dtype).reshape(shape)
+    np.testing.assert_array_equal(load_pt(write_pt(folder / "p.pt", array, offset=offset)), array)
+
+
+def test_forbidden_global_is_refused_and_never_called(tmp_path: Path, monkeypatch) -> None:
+    called = []
+    monkeypatch.setattr(os, "system", lambda *a: called.append(a))
+    path = write_pt(tmp_path / "evil.pt", np.zeros(4, np.float32), extra_global=("os", "system"))
+    with pytest.raises(TorchPtError, match=r"not readable without torch: the pickle names os\.system"):
+        read_pt_header(path)
+    assert called == []
+
+
+def test_unlisted_storage_type_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "q.pt"
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr("q/data.pkl", tensor_pickle("QInt8Storage", 4, (4,), (1,)))
+        out.writestr("q/data/0", bytes(4))
+    with pytest.raises(TorchPtError, match="torch.QInt8Storage"):
+        read_pt_header(path)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "has no entry"),
+    ("compressed", "compressed or encrypted"),
+    ("too_far", "reaches element"),
+    ("not_zip", "not a zip archive"),
+    ("not_tensor", "not one tensor"),
+    ("garbage_pickle", "does not describe a plain tensor"),
+])
+def test_broken_files_are_diagnosed(tmp_path: Path, case: str, message: str) -> None:
+    path = tmp_path / f"{case}.pt"
+    array = np.arange(6, dtype=np.float32)
+    if case == "missing":
+        write_pt(path, array, drop_storage=True)
+    elif case == "compressed":
+        write_pt(path, array, compress=True)
+    elif case == "too_far":
+        with zipfile.ZipFile(path, "w") as out:
+            out.writestr("x/data.pkl", tensor_pickle("FloatStorage", 6, (2, 4), (4, 1)))
+            out.writestr("x/data/0", array.tobytes())
+    elif case == "not_zip":
+        path.write_bytes(b"\x80\x02legacy torch format")
+    elif case == "not_tensor":
+        with zipfile.ZipFile(path, "w") as out:
+            out.writestr("x/data.pkl", b"\x80\x02(J\x01\x00\x00\x00t.")  # the tuple (1,)
+    else:
+        with zipfile.ZipFile(path, "w") as out:
+            out.writestr("x/data.pkl", b"\x80\x02\xff\xfe")
+    with pytest.raises(TorchPtError, match=message) as caught:
+        load_pt(path)
+    assert str(path) in str(caught.value)
+
+
+def test_truncated_storage_bytes(tmp_path: Path) -> None:
+    path = write_pt(tmp_path / "t.pt", np.arange(4096, dtype=np.float32))
+    raw = path.read_bytes()
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(DumpFormatError):
+        load_pt(cut)
+
+
+def test_real_torch_save_output(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    cases = {"f32": torch.randn(3, 4), "bf16": torch.randn(2, 5).to(torch.bfloat16), "i64": torch.arange(7),
+             "t": torch.randn(4, 3).t().contiguous(), "half": torch.randn(6).half()}
+    for name, tensor in cases.items():
+        path = tmp_path / f"{name}.pt"
+        torch.save(tensor, path)
+        loaded = load_pt(path)
+        expected = tensor.float().numpy() if tensor.dtype == torch.bfloat16 else tensor.numpy()
+        np.testing.assert_array_equal(np.asarray(loaded, dtype=expected.dtype), expected)
