@@ -126,6 +126,7 @@ class PtHeader:
 
     @property
     def dtype(self) -> np.dtype:
+        """The element type in the tensor's byte order (``byteorder`` says ``big``: big-endian)."""
         dtype = self.tensor.dtype
         return dtype.newbyteorder(">") if self.big_endian and dtype.itemsize > 1 and dtype.kind != "V" else dtype
 
@@ -327,7 +328,11 @@ def load_pt(path: str | os.PathLike, header: PtHeader | None = None) -> np.ndarr
     if raw is None:
         raise DumpFormatError(header.path, f"the file is shorter than its storage entry says "
                                            f"({header.storage_bytes} bytes at byte {header.data_offset})")
-    storage = raw[: header.storage_bytes - header.storage_bytes % dtype.itemsize].view(dtype)
+    whole = raw[: header.storage_bytes - header.storage_bytes % dtype.itemsize]
+    if header.big_endian and dtype.kind == "V":  # bfloat16 has no big-endian numpy type: swap into a copy
+        storage = whole.view(">u2").astype("<u2").view(dtype)
+    else:
+        storage = whole.view(dtype)
     if tensor.stride == _contiguous_strides(tensor.shape) or len(tensor.shape) == 0:
         count = math.prod(tensor.shape)
         return storage[tensor.offset: tensor.offset + count].reshape(tensor.shape)
@@ -338,7 +343,7 @@ def load_pt(path: str | os.PathLike, header: PtHeader | None = None) -> np.ndarr
 
 def pt_dtype_name(header: PtHeader) -> str:
     """The numpy-style name of the tensor's type (``float32``, ``bfloat16``, ``bool`` ...)."""
-    return str(header.tensor.dtype) if header.tensor.dtype.kind != "V" else "bfloat16"
+    return header.tensor.dtype.name
 
 
 __all__ = ["MAX_PICKLE_BYTES", "PtHeader", "PtTensor", "STORAGE_DTYPES", "TorchPtError", "load_pt", "pt_dtype_name",

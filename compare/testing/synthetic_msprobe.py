@@ -106,8 +106,8 @@ def write_pt(path: Path, array: np.ndarray, *, archive: str | None = None, trans
         flat = np.ascontiguousarray(array).reshape(-1)
         stride = _contiguous(shape)
     data = np.concatenate([np.zeros(offset, dtype=array.dtype), flat]) if offset else flat
-    if byteorder == "big":
-        data = data.astype(data.dtype.newbyteorder(">"))
+    if byteorder == "big":  # bfloat16 (a numpy void type) has no big-endian form: swap its 2-byte words
+        data = data.view("<u2").byteswap() if data.dtype.kind == "V" else data.astype(data.dtype.newbyteorder(">"))
     stem = archive or path.stem
     pickle_bytes = tensor_pickle(_STORAGE[name], data.size, shape, stride, offset, extra_global=extra_global)
     path.parent.mkdir(parents=True, exist_ok=True)

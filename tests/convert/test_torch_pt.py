@@ -42,9 +42,11 @@ def test_non_contiguous_stride_and_storage_offset(tmp_path: Path) -> None:
     assert read_pt_header(tmp_path / "o.pt").tensor.offset == 7
 
 
-def test_big_endian_archive(tmp_path: Path) -> None:
-    array = np.linspace(-2, 2, 10, dtype=np.float32)
-    np.testing.assert_array_equal(load_pt(write_pt(tmp_path / "b.pt", array, byteorder="big")), array)
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, ml_dtypes.bfloat16], ids=lambda d: np.dtype(d).name)
+def test_big_endian_archive(tmp_path: Path, dtype) -> None:
+    array = np.linspace(-2, 2, 10).astype(dtype)
+    loaded = load_pt(write_pt(tmp_path / "b.pt", array, byteorder="big"))
+    np.testing.assert_array_equal(np.asarray(loaded, dtype=np.float64), np.asarray(array, dtype=np.float64))
 
 
 def test_scalar_and_empty(tmp_path: Path) -> None:
