@@ -318,10 +318,11 @@ def load_run(
     trees_declined = False
     walked: list[tuple[Path, str]] = []  # what the walks of the tree could not read
     if kind is None or kind is RunKind.NUMPY:
-        probed = msprobe.claim(path, problems=walked)
+        probe_walked: list[tuple[Path, str]] = []  # kept only when msprobe claims the path (else walked below)
+        probed = msprobe.claim(path, problems=probe_walked)
         if probed is not None:
             run = msprobe.load_msprobe(path, probed, selection)
-            _add_walked(run, walked)
+            _add_walked(run, probe_walked)
             return run
     if kind is None or kind in (RunKind.NUMPY, RunKind.OFFLINE):
         candidates = claim(path, selection, problems=walked)

@@ -133,6 +133,26 @@ def _coords(folder: Path) -> dict[str, object]:
     return coords
 
 
+def _subfolders(folder: Path, problems: list[tuple[Path, str]] | None) -> list[Path]:
+    """The folders in ``folder`` (hidden ones and ``dump_tensor_data`` left out), by name; only
+    the entries' types are looked at (a flat folder of many dump files costs one listing)."""
+    out: list[Path] = []
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.name.startswith(".") or entry.name == DATA_DIR:
+                    continue
+                try:
+                    if entry.is_dir():
+                        out.append(Path(entry.path))
+                except OSError:
+                    continue  # a link loop or an unreadable link: not an msprobe folder
+    except OSError as exc:
+        if problems is not None:
+            problems.append((folder, os_problem(exc, folder)))
+    return sorted(out)
+
+
 def claim(path: str | os.PathLike, problems: list[tuple[Path, str]] | None = None) -> list[Candidate] | None:
     """The ``dump.json`` folders of ``path`` (itself, its folder when it is the ``dump.json`` file,
     or up to :data:`MAX_DEPTH` levels below),
@@ -156,16 +176,7 @@ def claim(path: str | os.PathLike, problems: list[tuple[Path, str]] | None = Non
     for _ in range(MAX_DEPTH):
         below: list[Path] = []
         for folder in level:
-            try:
-                entries = list_entries(folder)
-            except OSError as exc:
-                if problems is not None:
-                    problems.append((folder, os_problem(exc, folder)))
-                continue
-            for entry in entries.folders:
-                if entry.name.startswith(".") or entry.name == DATA_DIR:
-                    continue
-                sub = Path(entry.path)
+            for sub in _subfolders(folder, problems):
                 if _is_dump_folder(sub):
                     found.append(Candidate(path=sub, layout=DumpLayout.MSPROBE, coords=_coords(sub), kind="msprobe"))
                 else:
