@@ -22,7 +22,7 @@ tuples of tensors occur). A *leaf* is an object with a ``type`` or ``dtype`` key
 every leaf takes the next index of its kind (inputs numbered across ``input_args``, then
 ``input_kwargs``, then ``parameters``), tensors or not, so a non-tensor argument (an ``int``,
 a ``slice``, ``null``) keeps the places of the tensors after it the same on both sides. A
-tensor leaf (``type`` ``torch.Tensor`` / ``mindspore.Tensor``, or a ``dtype`` and a ``shape``)
+tensor leaf (``type`` ``torch.Tensor`` / ``mindspore.Tensor`` / ``...Parameter``, or a ``dtype`` and a ``shape``)
 becomes a :class:`TensorRef`: dtype from :func:`~convert.names.msprobe.msprobe_dtype`, shape as
 recorded, format ``ND``, the recorded ``Max`` / ``Min`` / ``Mean`` / ``Norm`` as statistics
 ``max`` / ``min`` / ``avg`` / ``l2norm`` and the ``md5`` field (a CRC-32 or XOR checksum, not an
@@ -298,12 +298,14 @@ def _leaves(section: object, depth: int = 0) -> Iterator[object]:
 
 
 def _is_tensor(item: object) -> bool:
+    """A tensor item: ``type`` ending in ``Tensor`` or ``Parameter``, or a ``dtype`` and a ``shape``
+    (non-tensor items -- ``int``, ``slice``, ``torch.Size``, ``torch.dtype`` -- carry a ``value``)."""
     if not isinstance(item, dict):
         return False
     kind = item.get("type")
-    if isinstance(kind, str) and kind.endswith("Tensor"):
+    if isinstance(kind, str) and kind.endswith(("Tensor", "Parameter")):
         return True
-    return kind is None and "dtype" in item and "shape" in item
+    return "dtype" in item and "shape" in item
 
 
 def _safe_name(name: str) -> bool:

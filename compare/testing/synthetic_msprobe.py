@@ -67,16 +67,22 @@ def _p_global(module: str, name: str) -> bytes:
 
 
 def tensor_pickle(storage_type: str, numel: int, shape: tuple[int, ...], stride: tuple[int, ...], offset: int = 0,
-                  *, key: str = "0", extra_global: tuple[str, str] | None = None) -> bytes:
+                  *, key: str = "0", extra_global: tuple[str, str] | None = None, parameter: bool = False) -> bytes:
     """The ``data.pkl`` of one tensor (module doc); ``extra_global`` replaces the hooks' OrderedDict
-    with a call of another global (a hostile file: the reader must refuse it, never import it)."""
+    with a call of another global (a hostile file: the reader must refuse it, never import it);
+    ``parameter`` wraps the tensor in ``torch._utils._rebuild_parameter(tensor, True, OrderedDict())``
+    as ``torch.save`` writes an ``nn.Parameter``."""
     storage = _p_tuple([_p_str("storage"), _p_global("torch", storage_type), _p_str(key), _p_str("cpu"),
                         _p_int(numel)]) + b"Q"
     hooks = (_p_global(*extra_global) + _p_tuple([_p_str("echo pwned")]) + b"R" if extra_global
              else _p_global("collections", "OrderedDict") + b")R")
     args = _p_tuple([storage, _p_int(offset), _p_tuple([_p_int(d) for d in shape]),
                      _p_tuple([_p_int(s) for s in stride]), b"\x89", hooks])
-    return b"\x80\x02" + _p_global("torch._utils", "_rebuild_tensor_v2") + args + b"R."
+    tensor = _p_global("torch._utils", "_rebuild_tensor_v2") + args + b"R"
+    if parameter:
+        tensor = (_p_global("torch._utils", "_rebuild_parameter")
+                  + _p_tuple([tensor, b"\x88", _p_global("collections", "OrderedDict") + b")R"]) + b"R")
+    return b"\x80\x02" + tensor + b"."
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -71,6 +71,15 @@ def test_forbidden_global_is_refused_and_never_called(tmp_path: Path, monkeypatc
     assert called == []
 
 
+def test_parameter_wrapper(tmp_path: Path) -> None:
+    path = tmp_path / "w.pt"
+    array = np.arange(6, dtype=np.float32)
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr("w/data.pkl", tensor_pickle("FloatStorage", 6, (2, 3), (3, 1), parameter=True))
+        out.writestr("w/data/0", array.tobytes())
+    np.testing.assert_array_equal(load_pt(path), array.reshape(2, 3))
+
+
 def test_unlisted_storage_type_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "q.pt"
     with zipfile.ZipFile(path, "w") as out:
