@@ -258,7 +258,8 @@ def _header(archive: zipfile.ZipFile, handle, path: Path) -> PtHeader:
     prefix = pickles[0][: -len("data.pkl")]
     info = entries[pickles[0]]
     if info.file_size > MAX_PICKLE_BYTES:
-        raise TorchPtError(path, f"data.pkl holds {info.file_size} bytes (more than {MAX_PICKLE_BYTES}: not one tensor)")
+        raise TorchPtError(path, f"data.pkl holds {info.file_size} bytes (more than {MAX_PICKLE_BYTES}: not one "
+                                 "tensor)")
     try:
         raw = archive.read(info)
     except (zipfile.BadZipFile, NotImplementedError, RuntimeError, ValueError, OSError, EOFError) as exc:

@@ -29,9 +29,9 @@ from convert.tree import resolve_dump_folder, walk_leaves
 
 from ..errors import CompareError, DumpFormatError
 from ..records import Run, RunKind
+from . import msprobe
 from .ascend import cached_listing, is_quantized_name, misnamed_summary, scan_offline
 from .golden_npy import scan_golden
-from . import msprobe
 from .selection import Selection
 from .trees import MAX_DEPTH, claim, load_selected, select
 

@@ -194,7 +194,8 @@ def explain(folder: Path) -> str:
     return f"no {DUMP_JSON} in it or in its step*/rank* folders (msprobe dump)"
 
 
-def select_folder(path: str | os.PathLike, candidates: list[Candidate], selection: Selection) -> tuple[Candidate, list[str]]:
+def select_folder(path: str | os.PathLike, candidates: list[Candidate],
+                  selection: Selection) -> tuple[Candidate, list[str]]:
     """The dump folder ``--rank`` / ``--iteration`` (the ``step{N}`` folder) choose, with notes.
 
     Defaults: the smallest rank, the largest step (a note says so when there were several).
@@ -242,7 +243,8 @@ def read_dump_json(path: Path) -> DumpJson:
     try:
         size = path.stat().st_size
         if size > MAX_JSON_BYTES:
-            raise DumpFormatError(path, f"{size} bytes: larger than the {MAX_JSON_BYTES} bytes a dump.json is read up to")
+            raise DumpFormatError(path, f"{size} bytes: larger than the {MAX_JSON_BYTES} bytes a dump.json is "
+                                        "read up to")
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError as exc:

@@ -147,7 +147,8 @@ def _int(value: int) -> dict:
 #: (PyTorch name, MindSpore name, sections) of the synthetic network, in call order.
 CALLS: tuple[tuple[str, str, dict], ...] = (
     ("Functional.conv2d.0.forward", "Functional.conv2d.0.forward",
-     {"input_args": [T((2, 3, 4, 4)), T((4, 3, 3, 3)), None, _int(1)], "input_kwargs": {}, "output": [T((2, 4, 2, 2))]}),
+     {"input_args": [T((2, 3, 4, 4)), T((4, 3, 3, 3)), None, _int(1)], "input_kwargs": {},
+      "output": [T((2, 4, 2, 2))]}),
     ("Torch.matmul.0.forward", "Mint.matmul.0.forward",
      {"input_args": [T((4, 8)), T((8, 4))], "input_kwargs": {}, "output": [T((4, 4), "float16")]}),
     ("Torch.split.0.forward", "Mint.split.0.forward",

@@ -10,7 +10,8 @@ from convert.names.msprobe import CallKind, api_key, msprobe_dtype, parse_msprob
 
 @pytest.mark.parametrize("name, kind, prefix, api, count, direction, key", [
     ("Functional.relu.0.forward", CallKind.API, "Functional", "relu", 0, "forward", "relu.0.forward"),
-    ("Tensor.__getitem__.12.backward", CallKind.API, "Tensor", "__getitem__", 12, "backward", "__getitem__.12.backward"),
+    ("Tensor.__getitem__.12.backward", CallKind.API, "Tensor", "__getitem__", 12, "backward",
+     "__getitem__.12.backward"),
     ("Aten.add.Tensor.3.forward", CallKind.API, "Aten", "add.Tensor", 3, "forward", "add.Tensor.3.forward"),
     ("Mint.matmul.0.forward", CallKind.API, "Mint", "matmul", 0, "forward", "matmul.0.forward"),
     ("Module.conv2.Conv2d.forward.0", CallKind.MODULE, "Module", "conv2.Conv2d", 0, "forward", "cell:conv2.forward.0"),
@@ -33,9 +34,9 @@ def test_names_in_neither_form(name) -> None:
     assert parse_msprobe_name(name) is None and api_key(name) is None
 
 
-@pytest.mark.parametrize("text, expected", [("torch.float32", "float32"), ("torch.bfloat16", "bfloat16"),
-                                            ("torch.half", "float16"), ("torch.long", "int64"), ("Float32", "float32"),
-                                            ("BFloat16", "bfloat16"), ("Int64", "int64"), ("torch.qint8", "torch.qint8")])
+@pytest.mark.parametrize("text, expected", [
+    ("torch.float32", "float32"), ("torch.bfloat16", "bfloat16"), ("torch.half", "float16"), ("torch.long", "int64"),
+    ("Float32", "float32"), ("BFloat16", "bfloat16"), ("Int64", "int64"), ("torch.qint8", "torch.qint8")])
 def test_dtype_names(text, expected) -> None:
     assert msprobe_dtype(text) == expected
 
