@@ -8,8 +8,8 @@ byte counts of what follows them (readers do not use them).
 
 Encoding: the tensor bytes are what :func:`convert.dumpwrite.write_dump` stores for the same
 array (:func:`convert.dumpwrite.tensor_bytes`, with the proto code of the graph data type); the
-data type defaults to the graph code of the array's dtype. A spec can leave out its shape,
-original shape or origin name sub-TLV, to write the files the reader must accept without them.
+data type defaults to the graph code of the array's dtype. Every sub-TLV is written unless a spec
+leaves it out (:attr:`NanoTensorSpec.omit`), to write the files a reader must accept without them.
 """
 
 from __future__ import annotations
@@ -37,30 +37,46 @@ from .nano import (
 )
 
 
+#: Sub-TLVs a spec may leave out (:attr:`NanoTensorSpec.omit`).
+SUB_TLVS = frozenset({"shape", "original_shape", "origin_name"})
+
+
 @dataclass(frozen=True)
 class NanoTensorSpec:
     """A tensor to write into a nano dump.
 
     ``data_type`` is a *graph* code (:class:`convert.nano.NanoDataType`); None: the graph code of
-    ``array.dtype``. ``shape`` (default ``array.shape``) is recorded as given; ``write_shape=False``
-    leaves the shape sub-TLV out. ``original_shape`` and ``origin_name`` (outputs only) are left
-    out when None. ``format`` is a name (``NC1HWC0``) or a code. ``original_data_type`` and
-    ``original_format`` (outputs only) default to ``data_type`` and ``format``.
+    ``array.dtype``. ``shape`` (default ``array.shape``) is recorded as given; ``original_shape``
+    defaults to the shape; ``origin_name`` is written for outputs only. ``format`` is a name
+    (``NC1HWC0``) or a code. ``original_data_type`` and ``original_format`` (outputs only) default
+    to ``data_type`` and ``format``.
+
+    Every sub-TLV is written, as the device runtime does, unless ``omit`` names it (``shape``,
+    ``original_shape``, ``origin_name``). A reader peeks for the tag of an optional sub-TLV, so
+    an omitted one is only absent when what follows does not start with its tag value: an input
+    without its original shape followed by a float16 input (graph code 1) reads that input's
+    data type as the tag 1 of an original shape -- the format is ambiguous there, readers and the
+    reference tool alike.
     """
 
     array: np.ndarray
     format: str | int = "ND"
     data_type: int | None = None
     shape: tuple[int, ...] | None = None
-    write_shape: bool = True
     original_shape: tuple[int, ...] | None = None
-    origin_name: str | None = None
+    origin_name: str = ""
     address: int = 0
     address_type: int = 0
     device_offset: int = 0
     original_index: int = 0
     original_data_type: int | None = None
     original_format: int | None = None
+    omit: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = set(self.omit) - SUB_TLVS
+        if unknown:
+            raise ValueError(f"omit: {sorted(unknown)} are not sub-TLVs (known: {sorted(SUB_TLVS)})")
 
 
 NanoTensorLike = Union[NanoTensorSpec, np.ndarray]
@@ -87,13 +103,14 @@ def _encode(item: NanoTensorLike, output: bool) -> _Encoded:
     shape = tuple(int(d) for d in (array.shape if spec.shape is None else spec.shape))
     fmt = format_code(spec.format) if isinstance(spec.format, str) else int(spec.format)
     payload = tensor_bytes(array, proto_data_type(graph), shape)
+    original = shape if spec.original_shape is None else tuple(int(d) for d in spec.original_shape)
     subs = b""
-    if spec.write_shape:
+    if "shape" not in spec.omit:
         subs += _dims(SHAPE_TAG, shape)
-    if spec.original_shape is not None:
-        subs += _dims(ORIGINAL_SHAPE_TAG, spec.original_shape)
+    if "original_shape" not in spec.omit:
+        subs += _dims(ORIGINAL_SHAPE_TAG, original)
     if output:
-        if spec.origin_name is not None:
+        if "origin_name" not in spec.omit:
             subs += _tlv(ORIGIN_NAME_TAG, spec.origin_name.encode("utf-8"))
         orig_dt = graph if spec.original_data_type is None else int(spec.original_data_type)
         orig_fmt = fmt if spec.original_format is None else int(spec.original_format)
@@ -139,4 +156,4 @@ def write_nano(
     return path
 
 
-__all__ = ["NanoTensorLike", "NanoTensorSpec", "nano_head", "write_nano"]
+__all__ = ["SUB_TLVS", "NanoTensorLike", "NanoTensorSpec", "nano_head", "write_nano"]

@@ -29,7 +29,7 @@ from convert.nano import (
     proto_data_type,
     read_nano,
 )
-from convert.nano_write import NanoTensorSpec, nano_head, write_nano
+from convert.nano_write import SUB_TLVS, NanoTensorSpec, nano_head, write_nano
 
 NAME = "Conv2D.conv1.3.1.1700000000000123"
 
@@ -128,13 +128,18 @@ def test_round_trip_keeps_every_descriptor_field(tmp_path: Path) -> None:
     assert (o0.data_type, o0.format, o0.shape, o0.original_shape) == (1, 3, (1, 1, 2, 2, 16), (1, 3, 2, 2))
     assert (o0.origin_name, o0.address, o0.address_type, o0.device_offset) == ("scope/conv1", 0xDEAD, 2, 77)
     assert (o0.original_index, o0.original_data_type, o0.original_format) == (1, 0, 0)
-    assert (o1.shape, o1.origin_name, o1.original_shape, o1.original_data_type) == ((), "标量", None, 0)
+    assert (o1.shape, o1.origin_name, o1.original_shape, o1.original_data_type) == ((), "标量", (), 0)
     header = read_header(path)
     assert [t.format_name for t in header.tensors] == ["NCHW", "NC1HWC0", "ND"]
     assert [t.original_shape for t in header.tensors] == [(6,), (1, 3, 2, 2), ()]
     assert header.outputs[0].address == 0xDEAD and header.header_length == dump.head_length
     for info, expected in zip(header.tensors, (b, a, c)):
         assert _same(read_tensor(header, info), expected)
+
+
+def test_omitting_an_unknown_sub_tlv_is_refused() -> None:
+    with pytest.raises(ValueError, match="are not sub-TLVs"):
+        NanoTensorSpec(np.ones(2), omit=frozenset({"shape", "dims"}))
 
 
 def test_uint1_empty_and_many_tensors(tmp_path: Path) -> None:
@@ -179,8 +184,8 @@ def test_op_name_is_field_1_of_the_file_name_not_the_timestamp(tmp_path: Path) -
 
 def test_absent_sub_tlvs(tmp_path: Path) -> None:
     x = np.arange(10, dtype=np.float32)
-    path = write_nano(tmp_path / NAME, inputs=[NanoTensorSpec(x, write_shape=False)],
-                      outputs=[NanoTensorSpec(x[:3], write_shape=False)])
+    path = write_nano(tmp_path / NAME, inputs=[NanoTensorSpec(x, omit=frozenset({"shape", "original_shape"}))],
+                      outputs=[NanoTensorSpec(x[:3], omit=SUB_TLVS)])
     dump = read_nano(path)
     assert dump.inputs[0].shape is None and dump.inputs[0].original_shape is None
     assert dump.outputs[0].origin_name is None
@@ -260,13 +265,18 @@ def test_truncated_at_every_byte_is_a_diagnosis_naming_file_and_offset(tmp_path:
     path = tmp_path / NAME
     for n in range(1, len(data)):
         path.write_bytes(data[:n])
+        if n <= 12:  # too short to be detected as nano: a few bytes may even decode as a v1 DumpData
+            try:
+                header = read_header(path)
+            except DumpFormatError as exc:
+                assert str(path) in str(exc) and exc.offset is not None and 0 <= exc.offset <= n
+            else:
+                assert header.version == 1 and header.tensors == ()
+            continue
         with pytest.raises(DumpFormatError) as info:
-            header = read_header(path)
-            for tensor in header.tensors:
-                read_tensor(header, tensor)
+            read_header(path)
         assert str(path) in str(info.value) and info.value.offset is not None and 0 <= info.value.offset <= n
-        if n > 12:
-            assert "nano dump:" in info.value.problem
+        assert "nano dump:" in info.value.problem
 
 
 def test_head_truncated_at_every_byte_parses_or_names_the_field(tmp_path: Path) -> None:
@@ -283,7 +293,7 @@ def test_head_truncated_at_every_byte_parses_or_names_the_field(tmp_path: Path) 
 
 @pytest.mark.parametrize("extra, needle, where", [
     (b"xx", "nano dump: 2 unexpected extra bytes after the declared tensor data", "end"),
-    (None, "nano dump: truncated: the TLV head declares 40 bytes of tensor data after byte 253, but the 288-byte file holds only 35 (5 missing)", "size"),
+    (None, "nano dump: truncated: the TLV head declares 40 bytes of tensor data after byte 293, but the 328-byte file holds only 35 (5 missing)", "size"),
 ])
 def test_size_mismatch(tmp_path: Path, extra: bytes | None, needle: str, where: str) -> None:
     data = _good(tmp_path)
@@ -309,7 +319,7 @@ def _input_head() -> bytes:
 
 # byte offsets in _input_head() (the file offsets in messages are 8 more): 0 magic, 4 version, 8 tag 4, 12 length, 16 count, 20 descriptor
 # (20 data_type, 24 format, 28 address_type, 32 address, 40 offset, 48 size, 56 list length,
-# 60 shape tag, 64 shape length, 68 dims)
+# 60 shape tag, 64 shape length, 68 dims, 76 original shape), 92 the output section
 @pytest.mark.parametrize("offset, fmt, value, needle, at", [
     (16, "<I", 2**32 - 1, "input count 4294967295 at byte 24: the", 24),
     (20, "<i", 5, "input 0 has data type code 5, which is not a graph (ge::DataType) code", 28),
@@ -317,7 +327,7 @@ def _input_head() -> bytes:
     (64, "<I", 12, "the shape of input 0 at byte 68 has length 12, not a multiple of 8", 68),
     (64, "<I", 8 * 300, "the shape of input 0 at byte 68 has 300 dimensions (more than 256)", 68),
     (64, "<I", 2**32 - 8, "has 536870911 dimensions", 68),
-    (64, "<I", 32, "ends within the shape of input 0 (32 bytes at byte 76, 20 left)", 76),
+    (64, "<I", 64, "ends within the shape of input 0 (64 bytes at byte 76, 36 left)", 76),
     (0, "<I", 0x5A5A5A5B, "magic at byte 8 is 0x5A5A5A5B", 8),
 ])
 def test_absurd_fields_in_the_head(tmp_path: Path, offset: int, fmt: str, value: int, needle: str, at: int) -> None:
