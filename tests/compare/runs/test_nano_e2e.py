@@ -137,3 +137,28 @@ def test_cli_reads_nano_whatever_the_dump_version(folders: dict[str, Path], tmp_
         assert row.MaxAbsoluteError == pytest.approx(expected["MaxAbsoluteError"], abs=1e-6)
     (broken,) = df[df.LeftOp == "add1"].itertuples()
     assert "nano dump: truncated" in broken.FailReason and BROKEN in broken.FailReason
+
+
+def test_undecodable_type_is_one_row_and_an_unknown_code_the_operator_row(tmp_path: Path) -> None:
+    from convert.nano import NanoDataType
+
+    left, right = tmp_path / "left", tmp_path / "right"
+    left.mkdir()
+    right.mkdir()
+    write_nano(left / "Cast.cast1.1.1.1700000000000001",
+               outputs=[NanoTensorSpec(np.zeros(8, np.uint8), data_type=NanoDataType.STRING), np.ones(3, np.float32)])
+    odd = write_nano(left / "Add.add1.2.1.1700000000000002", outputs=[np.ones(3, np.float32)])
+    data = bytearray(odd.read_bytes())
+    data[8 + 8 + 12 + 12] = 5  # output 0's data type: a code no graph version defines
+    odd.write_bytes(bytes(data))
+    np.save(right / "cast1.0.1700000000000001.npy", np.zeros(8, np.float32))
+    np.save(right / "cast1.1.1700000000000001.npy", np.full(3, 2.0, np.float32))
+    np.save(right / "add1.0.1700000000000002.npy", np.ones(3, np.float32))
+    result = run_network(left, right)
+    rows = {r.tensor_id: r for r in result.rows if r.tensor_id}
+    assert rows["cast1:output:0"].status is not PairStatus.COMPARED
+    assert "data type DT_STRING (13) of output 0 cannot be decoded" in " ".join(rows["cast1:output:0"].reasons)
+    assert rows["cast1:output:1"].status is PairStatus.COMPARED
+    assert rows["cast1:output:1"].metrics["MaxAbsoluteError"] == 1.0
+    (add,) = [r for r in result.rows if r.left_op == "add1"]
+    assert "output 0 has data type code 5, which is not a graph (ge::DataType) code" in " ".join(add.reasons)
