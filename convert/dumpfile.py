@@ -168,8 +168,9 @@ class DumpHeader:
     """Everything a dump file says except the tensor bytes.
 
     ``version`` is 1 (pure protobuf), 2 (binary) or 3 (nano, :data:`NANO_VERSION`);
-    ``header_length`` is H for version 2, T (the TLV head) for nano and 0 for version 1. ``buffers`` and ``spaces`` are ``(offset, size)`` pairs; ``attrs`` the
-    ``(name, value)`` pairs of ``DumpData.attr``.
+    ``header_length`` is H for version 2, T (the TLV head) for nano and 0 for version 1.
+    ``buffers`` and ``spaces`` are ``(offset, size)`` pairs; ``attrs`` the ``(name, value)`` pairs
+    of ``DumpData.attr`` (none for nano).
     """
 
     path: Path
@@ -501,7 +502,8 @@ def _nano_tensor_info(tensor: nano.NanoTensor) -> TensorInfo:
 def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
     """Read a dump file's metadata (not its tensor data); see the module doc for the layouts.
 
-    ``version`` forces a layout (1 pure protobuf, 2 binary); ``None`` detects it per file.
+    ``version`` forces a layout (1 pure protobuf, 2 binary); ``None`` detects it per file. A nano
+    dump is read as such whatever ``version`` says (:mod:`convert.nano`).
     Raises :class:`DumpFormatError` with the diagnosis for every malformed file.
     """
     if version not in (None, 1, 2):
