@@ -303,7 +303,8 @@ def _dims(cur: _Cursor, tag: int, what: str) -> tuple[int, ...] | None:
         raise cur.fail(f"{what} at byte {start} has length {length}, not a multiple of 8 (uint64 dimensions)", start)
     rank = length // 8
     if rank > MAX_RANK:
-        raise cur.fail(f"{what} at byte {start} has {rank} dimensions (more than {MAX_RANK}): not a tensor shape", start)
+        problem = f"{what} at byte {start} has {rank} dimensions (more than {MAX_RANK}): not a tensor shape"
+        raise cur.fail(problem, start)
     raw = cur.take(length, what)
     return struct.unpack(f"<{rank}Q", raw)
 
@@ -332,11 +333,14 @@ def _data_type(cur: _Cursor, code: int, what: str, at: int) -> int:
     try:
         NanoDataType(code)
     except ValueError:
-        raise cur.fail(f"{what} has data type code {code}, which is not a graph (ge::DataType) code (known: 0-4, 6-42)", at) from None
+        problem = f"{what} has data type code {code}, which is not a graph (ge::DataType) code (known: 0-4, 6-42)"
+        raise cur.fail(problem, at) from None
     return code
 
 
-def parse_head(path: PathLike, data: bytes, *, base: int = HEAD_LENGTH_BYTES, data_start: int | None = None) -> NanoHead:
+def parse_head(
+    path: PathLike, data: bytes, *, base: int = HEAD_LENGTH_BYTES, data_start: int | None = None
+) -> NanoHead:
     """Parse the TLV head ``data`` (found at byte ``base`` of the file) -- see the module doc.
 
     ``data_start`` (default ``base + len(data)``) is where the first tensor's bytes start; the
@@ -398,7 +402,9 @@ def is_nano(first_bytes: bytes, file_size: int) -> bool:
     """Whether a file of ``file_size`` bytes starting with ``first_bytes`` is a nano dump: more
     than 12 bytes and the uint32 at byte 8 is :data:`NANO_MAGIC` (whatever the dump version)."""
     end = NANO_MAGIC_OFFSET + 4
-    return file_size > end and len(first_bytes) >= end and _U32.unpack_from(first_bytes, NANO_MAGIC_OFFSET)[0] == NANO_MAGIC
+    if file_size <= end or len(first_bytes) < end:
+        return False
+    return _U32.unpack_from(first_bytes, NANO_MAGIC_OFFSET)[0] == NANO_MAGIC
 
 
 def _pread_exact(path: Path, fd: int, offset: int, count: int) -> bytes:
@@ -406,7 +412,9 @@ def _pread_exact(path: Path, fd: int, offset: int, count: int) -> bytes:
     while len(data) < count:
         more = os.pread(fd, count - len(data), offset + len(data))
         if not more:
-            problem = f"nano dump: file ends at byte {offset + len(data)}, within the {count} bytes at byte {offset} (truncated while read?)"
+            end = offset + len(data)
+            problem = f"nano dump: file ends at byte {end}, within the {count} bytes at byte {offset}"
+            problem += " (truncated while read?)"
             raise DumpFormatError(path, problem, offset=offset + len(data))
         data += more
     return data
@@ -416,7 +424,8 @@ def read_nano_fd(path: Path, fd: int, size: int) -> NanoDump:
     """Read the nano dump open as ``fd`` (``size`` bytes): head length checks, the head, the size
     check (see the module doc). Reads bytes ``0 .. 8+T`` only."""
     if size < HEAD_LENGTH_BYTES + 8:
-        raise DumpFormatError(path, f"nano dump: file has {size} bytes, too short for a head length and magic", offset=0)
+        problem = f"nano dump: file has {size} bytes, too short for a head length and magic"
+        raise DumpFormatError(path, problem, offset=0)
     (length,) = struct.unpack("<Q", _pread_exact(path, fd, 0, HEAD_LENGTH_BYTES))
     if length < 8:
         problem = f"nano dump: TLV head length {length} at byte 0 is less than the 8 bytes of its magic and version"
@@ -425,10 +434,12 @@ def read_nano_fd(path: Path, fd: int, size: int) -> NanoDump:
         problem = f"nano dump: TLV head length {length} at byte 0 points past the end of the {size}-byte file"
         raise DumpFormatError(path, problem, offset=0)
     if length > MAX_HEADER_BYTES:
-        problem = f"nano dump: TLV head length {length} at byte 0 is more than the {MAX_HEADER_BYTES} bytes a dump header may take"
+        problem = (f"nano dump: TLV head length {length} at byte 0 is more than the {MAX_HEADER_BYTES} bytes a dump "
+                   "header may take")
         raise DumpFormatError(path, problem, offset=0)
     data_start = HEAD_LENGTH_BYTES + length
-    head = parse_head(path, _pread_exact(path, fd, HEAD_LENGTH_BYTES, length), base=HEAD_LENGTH_BYTES, data_start=data_start)
+    raw = _pread_exact(path, fd, HEAD_LENGTH_BYTES, length)
+    head = parse_head(path, raw, base=HEAD_LENGTH_BYTES, data_start=data_start)
     declared, present = head.data_end - data_start, size - data_start
     if head.data_end > size:
         problem = (

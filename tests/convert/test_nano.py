@@ -293,7 +293,8 @@ def test_head_truncated_at_every_byte_parses_or_names_the_field(tmp_path: Path) 
 
 @pytest.mark.parametrize("extra, needle, where", [
     (b"xx", "nano dump: 2 unexpected extra bytes after the declared tensor data", "end"),
-    (None, "nano dump: truncated: the TLV head declares 40 bytes of tensor data after byte 293, but the 328-byte file holds only 35 (5 missing)", "size"),
+    (None, "nano dump: truncated: the TLV head declares 40 bytes of tensor data after byte 293, but the 328-byte "
+           "file holds only 35 (5 missing)", "size"),
 ])
 def test_size_mismatch(tmp_path: Path, extra: bytes | None, needle: str, where: str) -> None:
     data = _good(tmp_path)
@@ -317,8 +318,8 @@ def _input_head() -> bytes:
     return head
 
 
-# byte offsets in _input_head() (the file offsets in messages are 8 more): 0 magic, 4 version, 8 tag 4, 12 length, 16 count, 20 descriptor
-# (20 data_type, 24 format, 28 address_type, 32 address, 40 offset, 48 size, 56 list length,
+# byte offsets in _input_head() (the file offsets in messages are 8 more): 0 magic, 4 version,
+# 8 tag 4, 12 length, 16 count, 20 descriptor (20 data_type, 24 format, 28 address_type, 32 address, 40 offset, 48 size, 56 list length,
 # 60 shape tag, 64 shape length, 68 dims, 76 original shape), 92 the output section
 @pytest.mark.parametrize("offset, fmt, value, needle, at", [
     (16, "<I", 2**32 - 1, "input count 4294967295 at byte 24: the", 24),
