@@ -21,8 +21,11 @@ protobuf runtime.
 
 Auto-detection (``version=None``), per file:
 
-1. A file of more than 12 bytes whose uint32 at byte 8 is ``0x5A5A5A5A`` is a *nano* dump, which
-   is detected (whatever the version) and rejected as not supported yet.
+1. A file of more than 12 bytes whose uint32 at byte 8 is ``0x5A5A5A5A`` is a *nano* dump
+   (:mod:`convert.nano`), whatever the version asked for. Its header has ``version`` 3
+   (:data:`NANO_VERSION`), ``header_length`` the TLV head length T, the graph data-type codes
+   mapped to proto codes, the op name from the file name (field 1; nano heads carry none) and
+   ``dump_time`` 0; the tensor policy below applies as to the other layouts.
 2. Version 2 if ``0 < H <= size - 8``, the H header bytes decode as DumpData and the declared
    sizes add up to the file size.
 3. Otherwise version 1, if the whole file decodes as a DumpData with at least one known field.
@@ -79,7 +82,7 @@ from typing import BinaryIO, Union
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
-from . import dump_proto
+from . import dump_proto, nano
 from .dtypes import (
     UnsupportedDataType,
     count_for_nbytes,
@@ -114,8 +117,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 HEADER_LENGTH_BYTES = 8
 #: Dimensions at or above this are negative int64 values written into the uint64 ``Shape.dim``.
 _INT64_SIGN = 1 << 63
-NANO_MAGIC = 0x5A5A5A5A
-NANO_MAGIC_OFFSET = 8
+NANO_MAGIC = nano.NANO_MAGIC
+NANO_MAGIC_OFFSET = nano.NANO_MAGIC_OFFSET
+#: ``DumpHeader.version`` of a nano dump.
+NANO_VERSION = 3
 
 
 # ----------------------------------------------------------------------------------- records
@@ -162,9 +167,10 @@ class TensorInfo:
 class DumpHeader:
     """Everything a dump file says except the tensor bytes.
 
-    ``version`` is 1 (pure protobuf) or 2 (binary); ``header_length`` is H for version 2 and 0
-    for version 1. ``buffers`` and ``spaces`` are ``(offset, size)`` pairs; ``attrs`` the
-    ``(name, value)`` pairs of ``DumpData.attr``.
+    ``version`` is 1 (pure protobuf), 2 (binary) or 3 (nano, :data:`NANO_VERSION`);
+    ``header_length`` is H for version 2, T (the TLV head) for nano and 0 for version 1.
+    ``buffers`` and ``spaces`` are ``(offset, size)`` pairs; ``attrs`` the ``(name, value)`` pairs
+    of ``DumpData.attr`` (none for nano).
     """
 
     path: Path
@@ -449,21 +455,55 @@ def _read_v1(path: Path, f: BinaryIO, size: int) -> DumpHeader:
     return _assemble(path, 1, size, 0, msg, stripped.spans)
 
 
-def _check_nano(path: Path, f: BinaryIO, size: int) -> None:
-    if size <= NANO_MAGIC_OFFSET + 4:
-        return
-    f.seek(NANO_MAGIC_OFFSET)
-    (magic,) = struct.unpack("<I", f.read(4))
-    if magic == NANO_MAGIC:
-        magic_at = f"magic 0x{NANO_MAGIC:08X} at byte {NANO_MAGIC_OFFSET}"
-        problem = f"nano dump format ({magic_at}) is not supported yet"
-        raise DumpFormatError(path, problem, offset=NANO_MAGIC_OFFSET)
+def _nano_header(path: Path, f: BinaryIO, size: int) -> DumpHeader | None:
+    """The header of a nano dump (:mod:`convert.nano`), or None when the file is not one."""
+    if not nano.is_nano(os.pread(f.fileno(), NANO_MAGIC_OFFSET + 4, 0), size):
+        return None
+    dump = nano.read_nano_fd(path, f.fileno(), size)
+    return DumpHeader(
+        path=path,
+        version=NANO_VERSION,
+        file_size=size,
+        header_length=dump.head_length,
+        op_name=_op_name_of_file(path.name),
+        dump_time=0,
+        inputs=tuple(_nano_tensor_info(t) for t in dump.inputs),
+        outputs=tuple(_nano_tensor_info(t) for t in dump.outputs),
+    )
+
+
+def _op_name_of_file(name: str) -> str:
+    """Field 1 of an offline dump file name (``Type.Name.task...``), or ``''`` when there is none.
+    (The reference tool takes field 4, the timestamp, for nano dumps: a bug.)"""
+    fields = name.split(".")
+    return fields[1] if len(fields) > 1 else ""
+
+
+def _nano_tensor_info(tensor: nano.NanoTensor) -> TensorInfo:
+    """A nano descriptor as a TensorInfo: proto data-type code; a missing shape sub-TLV gives
+    ``has_shape=False`` and the element count of its bytes (the module's policy)."""
+    code = nano.proto_data_type(tensor.data_type)
+    has_shape = tensor.shape is not None
+    shape = tensor.shape if tensor.shape is not None else (_elements_in(code, tensor.size),)
+    return TensorInfo(
+        kind=tensor.kind,
+        index=tensor.index,
+        data_type=code,
+        format=tensor.format,
+        shape=shape,
+        original_shape=tensor.original_shape or (),
+        size=tensor.size,
+        offset=tensor.data_offset,
+        address=tensor.address,
+        has_shape=has_shape,
+    )
 
 
 def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
     """Read a dump file's metadata (not its tensor data); see the module doc for the layouts.
 
-    ``version`` forces a layout (1 pure protobuf, 2 binary); ``None`` detects it per file.
+    ``version`` forces a layout (1 pure protobuf, 2 binary); ``None`` detects it per file. A nano
+    dump is read as such whatever ``version`` says (:mod:`convert.nano`).
     Raises :class:`DumpFormatError` with the diagnosis for every malformed file.
     """
     if version not in (None, 1, 2):
@@ -478,7 +518,9 @@ def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
                 quick = _quick_v2(path, f, size)
                 if quick is not None:
                     return quick
-            _check_nano(path, f, size)
+            nano_header = _nano_header(path, f, size)
+            if nano_header is not None:
+                return nano_header
             return _read_any(path, f, size, version)
     except OSError as exc:
         raise DumpFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
@@ -646,6 +688,7 @@ def _read_at(fd: int, buf: memoryview, offset: int) -> int:
 
 
 __all__ = [
+    "NANO_VERSION",
     "DumpHeader",
     "TensorInfo",
     "read_header",

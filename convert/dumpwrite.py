@@ -153,4 +153,10 @@ def write_dump(
     return path
 
 
-__all__ = ["TensorLike", "TensorSpec", "write_dump"]
+def tensor_bytes(array: np.ndarray, code: int, shape: tuple[int, ...]) -> bytes:
+    """The bytes :func:`write_dump` stores for ``array`` as proto data type ``code`` recorded with
+    ``shape`` (the encoding policy of the module docstring; :mod:`convert.nano_write` uses it)."""
+    return _payload(np.asarray(array), int(code), tuple(int(d) for d in shape))
+
+
+__all__ = ["TensorLike", "TensorSpec", "tensor_bytes", "write_dump"]

@@ -12,7 +12,9 @@ garbage collected.
   bytes are all in the file. It returns the same values (a read-only view: mapped, or below
   :data:`MIN_MAP_BYTES` read with one ``pread``). Anything else goes to ``read_tensor`` itself,
   which makes the checks and reports the errors. So this is never *less* strict than ``read_tensor``: its
-  conditions are a subset of ``read_tensor``'s success conditions.
+  conditions are a subset of ``read_tensor``'s success conditions. Every dump layout -- version 1,
+  version 2 and nano (:mod:`convert.nano`) -- gives the same ``TensorInfo`` (proto data-type code,
+  absolute offset and size of the bytes), so they are all mapped alike.
 
 A file truncated by another process while it is mapped makes the next access to a vanished page
 fail with SIGBUS; ``np.load(mmap_mode="r")`` (the golden ``.npy`` reader) has the same property.
