@@ -474,6 +474,30 @@ def decode(buf: Buffer, code: int, shape: tuple[int, ...]) -> np.ndarray:
     return raw[:needed].view(dt).reshape(shape)
 
 
+def widened(array: np.ndarray) -> np.ndarray:
+    """``array`` in a dtype numpy itself can save and print, with the same values.
+
+    bfloat16 and the ml_dtypes floats (fp8, fp6, fp4, e8m0) -> float32 and the ml_dtypes integers
+    (int4, int2, uint2 ...) -> int8 / uint8: every value is exact in the wider type. Any other array
+    is returned as it is. (numpy saves an ml_dtypes array as raw ``|V1`` bytes -- or, for
+    float8_e5m2, under a descriptor ``<f1`` that it cannot load back -- and cannot format one.)
+    """
+    dt = array.dtype
+    if not (dt.kind == "V" and dt.names is None or dt.kind == "f" and dt.itemsize == 1):  # float8_e5m2 is "f"
+        return array
+    import ml_dtypes  # here: only for an ml_dtypes array, which has loaded it already
+
+    try:
+        ml_dtypes.finfo(dt)
+    except ValueError:
+        try:
+            info = ml_dtypes.iinfo(dt)
+        except ValueError:
+            return array
+        return array.astype(np.int8 if info.min < 0 else np.uint8)
+    return array.astype(np.float32)
+
+
 def format_name(code: int) -> str:
     """Layout name of a format code (``NC1HWC0``, ``FRACTAL_Z``, ...).
 

@@ -24,6 +24,7 @@ from convert.dtypes import (
     nbytes_for,
     numpy_dtype,
     stored_nbytes,
+    widened,
 )
 from convert.dumpfile import read_header, read_tensor
 from convert.dumpwrite import TensorSpec, write_dump
@@ -133,3 +134,43 @@ def test_hifloat4_and_names_in_the_unsupported_message() -> None:
 
 def test_shapeless_narrow_tensor_is_taken_as_packed() -> None:
     assert count_for_nbytes(DataType.DT_INT4, 6) == 12 and count_for_nbytes(DataType.DT_FLOAT6_E2M3, 3) == 4
+
+
+@pytest.mark.parametrize("dtype, wide", [
+    (ml_dtypes.bfloat16, np.float32), (ml_dtypes.float8_e5m2, np.float32), (ml_dtypes.float8_e4m3fn, np.float32),
+    (ml_dtypes.float8_e8m0fnu, np.float32), (ml_dtypes.float6_e3m2fn, np.float32), (ml_dtypes.float4_e2m1fn, np.float32),
+    (ml_dtypes.int4, np.int8), (ml_dtypes.int2, np.int8), (ml_dtypes.uint2, np.uint8),
+])
+def test_widened_keeps_every_value(dtype: object, wide: type) -> None:
+    codes = np.arange(256, dtype=np.uint8)
+    array = codes.view(dtype)
+    out = widened(array)
+    assert out.dtype == wide
+    np.testing.assert_array_equal(out.astype(np.float64), array.astype(np.float64))
+
+
+def test_widened_leaves_plain_arrays_alone() -> None:
+    for array in (np.ones(2, np.float16), np.ones(2, np.float32), np.ones(2, np.int8), np.ones(2, bool),
+                  np.ones(2, np.complex64), np.zeros(2, "V3")):
+        assert widened(array) is array
+
+
+def test_vconvert_dump_and_txt_write_the_values(tmp_path: Path, capsys) -> None:
+    from convert.cli import run
+
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    hif8 = np.array([0x08, 0x10, 0x98, 0x01], np.uint8)
+    write_dump(dump / f"Op.a.1.{1700000000000000}", op_name="a", outputs=[
+        TensorSpec(np.array([0.5, -1.5, 6.0, 0.0], np.float32).astype(ml_dtypes.float8_e5m2)),
+        TensorSpec(np.array([-8, 7, 3], np.int8).astype(ml_dtypes.int4)),
+        TensorSpec(hif8, data_type=DataType.DT_HIFLOAT8)])
+    assert run(["dump", "-d", str(dump), "-out", str(tmp_path / "npy")]) == 0
+    loaded = {p.name.split(".")[-2]: np.load(p) for p in (tmp_path / "npy").glob("*.npy")}
+    assert loaded["0"].dtype == np.float32 and loaded["0"].tolist() == [0.5, -1.5, 6.0, 0.0]
+    assert loaded["1"].dtype == np.int8 and loaded["1"].tolist() == [-8, 7, 3]
+    assert loaded["2"].tolist() == ref.decode("hifloat8", hif8).tolist() == [1.0, 2.0, -0.5, 2.0**-22]
+    assert run(["txt", "-i", str(dump), "-o", str(tmp_path / "txt")]) == 0
+    text = (tmp_path / "txt" / f"Op.a.1.{1700000000000000}.output.1.txt").read_text().splitlines()
+    assert text == ["# shape=[3] dtype=int4 format=ND", "-8", "7", "3"]
+    capsys.readouterr()
