@@ -174,3 +174,15 @@ def test_vconvert_dump_and_txt_write_the_values(tmp_path: Path, capsys) -> None:
     text = (tmp_path / "txt" / f"Op.a.1.{1700000000000000}.output.1.txt").read_text().splitlines()
     assert text == ["# shape=[3] dtype=int4 format=ND", "-8", "7", "3"]
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu])
+def test_large_fp8_tensors_are_memory_mapped(tmp_path: Path, dtype: object) -> None:
+    from convert.fastread import MIN_MAP_BYTES, is_mapped
+
+    codes = np.random.default_rng(3).integers(0, 256, MIN_MAP_BYTES + 5).astype(np.uint8)
+    path = write_dump(tmp_path / "Op.x.1.2", outputs=[TensorSpec(codes.view(dtype))], op_name="x")
+    header = read_header(path)
+    array = read_tensor_mapped(header, header.outputs[0])
+    assert is_mapped(array) and array.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(array.view(np.uint8), codes)
