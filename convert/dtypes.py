@@ -3,33 +3,33 @@
 This module imports nothing from :mod:`compare`; errors are plain ``ValueError`` subclasses that
 the dump reader wraps into :class:`compare.errors.DumpFormatError` with the file and offset.
 
-Data types (``OutputDataType`` of ``dump_data.proto``) and their storage dtypes:
+Data types (``OutputDataType`` of ``dump_data.proto``) and the dtypes they decode to:
 
-=================  ====  ==========================  =======================================
-code name          code  numpy storage dtype         :func:`dtype_name`
-=================  ====  ==========================  =======================================
-DT_UNDEFINED          0  int8                        ``int8`` (as the reference tool reads it)
-DT_FLOAT              1  float32                     ``float32``
-DT_FLOAT16            2  float16                     ``float16``
-DT_INT8..DT_UINT64  3-10 int8..uint64                ``int8`` ... ``uint64``
-DT_BOOL              11  bool                        ``bool``
-DT_DOUBLE            12  float64                     ``float64``
-DT_COMPLEX64/128  16/17  complex64 / complex128      ``complex64`` / ``complex128``
-DT_RESOURCE          23  int64                       ``int64``
-DT_BF16              27  ``ml_dtypes.bfloat16``      ``bfloat16``
-DT_INT4              28  ``ml_dtypes.int4``          ``int4``          (4 bits, packed)
-DT_UINT1             29  uint8, 8 bits per byte      ``uint1``
-DT_INT2 / DT_UINT2  30/31 ``ml_dtypes.int2/uint2``   ``int2`` / ``uint2`` (2 bits, packed)
-DT_COMPLEX32         32  complex64 (from 2 x fp16)   ``complex32``
-DT_HIFLOAT8          33  float32 (a 256-entry table) ``hifloat8``
-DT_FLOAT8_E5M2       34  ``ml_dtypes.float8_e5m2``   ``float8_e5m2``
-DT_FLOAT8_E4M3FN     35  ``ml_dtypes.float8_e4m3fn`` ``float8_e4m3fn``
-DT_FLOAT8_E8M0       36  ``ml_dtypes.float8_e8m0fnu`` ``float8_e8m0``
-DT_FLOAT6_E3M2/E2M3 37/38 ``ml_dtypes.float6_*fn``   ``float6_e3m2`` / ``float6_e2m3`` (6 bits, packed)
-DT_FLOAT4_E2M1       39  ``ml_dtypes.float4_e2m1fn`` ``float4_e2m1``   (4 bits, packed)
-DT_FLOAT4_E1M2       40  float32 (a 16-entry table)  ``float4_e1m2``   (4 bits, packed)
-DT_HIFLOAT4          41  float32 (a 16-entry table)  ``hifloat4``      (4 bits, packed)
-=================  ====  ==========================  =======================================
+====================  =====  ============================  ========================================
+code name             code   decoded dtype                 :func:`dtype_name`
+====================  =====  ============================  ========================================
+DT_UNDEFINED          0      int8                          ``int8`` (as the reference tool reads it)
+DT_FLOAT              1      float32                       ``float32``
+DT_FLOAT16            2      float16                       ``float16``
+DT_INT8..DT_UINT64    3-10   int8..uint64                  ``int8`` ... ``uint64``
+DT_BOOL               11     bool                          ``bool``
+DT_DOUBLE             12     float64                       ``float64``
+DT_COMPLEX64/128      16/17  complex64 / complex128        ``complex64`` / ``complex128``
+DT_RESOURCE           23     int64                         ``int64``
+DT_BF16               27     ``ml_dtypes.bfloat16``        ``bfloat16``
+DT_INT4               28     ``ml_dtypes.int4``            ``int4`` (4 bits)
+DT_UINT1              29     uint8, 8 bits per byte        ``uint1``
+DT_INT2 / DT_UINT2    30/31  ``ml_dtypes.int2`` / uint2    ``int2`` / ``uint2`` (2 bits)
+DT_COMPLEX32          32     complex64 (from 2 x fp16)     ``complex32``
+DT_HIFLOAT8           33     float32 (a 256-entry table)   ``hifloat8``
+DT_FLOAT8_E5M2        34     ``ml_dtypes.float8_e5m2``     ``float8_e5m2``
+DT_FLOAT8_E4M3FN      35     ``ml_dtypes.float8_e4m3fn``   ``float8_e4m3fn``
+DT_FLOAT8_E8M0        36     ``ml_dtypes.float8_e8m0fnu``  ``float8_e8m0``
+DT_FLOAT6_E3M2/E2M3   37/38  ``ml_dtypes.float6_*fn``      ``float6_e3m2`` / ``float6_e2m3`` (6 bits)
+DT_FLOAT4_E2M1        39     ``ml_dtypes.float4_e2m1fn``   ``float4_e2m1`` (4 bits)
+DT_FLOAT4_E1M2        40     float32 (a 16-entry table)    ``float4_e1m2`` (4 bits)
+DT_HIFLOAT4           41     float32 (a 16-entry table)    ``hifloat4`` (4 bits)
+====================  =====  ============================  ========================================
 
 The 8/6/4/2-bit types are :mod:`convert.narrow` (bit packing, packed or one-a-byte storage told by
 the byte count, the HiFloat8 / e1m2 tables); COMPLEX32 is a little-endian float16 pair (real,

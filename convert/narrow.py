@@ -35,19 +35,20 @@ Values. Codes of the types ml_dtypes has are decoded by viewing the code bytes a
 float8_e8m0fnu, float6_e3m2fn, float6_e2m3fn, float4_e2m1fn, int4, int2, uint2. The others go
 through a float32 table built here from the format's definition (every value is exact in float32):
 
-* **HiFloat8** (Huawei's HiF8, arXiv:2409.16626). Byte ``S DDDD...`` = sign bit 7, then a 7-bit
-  body: a prefix-coded *dot* field giving the exponent width ``D``, the exponent, the mantissa:
+* **HiFloat8** (Huawei's HiF8, arXiv:2409.16626). Bit 7 is the sign ``S``; bits 6-0 (the body)
+  hold, from the top, a prefix-coded *dot* field giving the exponent width ``D``, the exponent,
+  then the mantissa (``m`` bits, value ``M``):
 
-  ====================  ====  ==============  ==============
-  dot (body's top bits)  D    exponent bits   mantissa bits
-  ====================  ====  ==============  ==============
-  ``11``                 4    4               1
-  ``10``                 3    3               2
-  ``01``                 2    2               3
-  ``001``                1    1               3
-  ``0001``               0    0               3
-  ``0000``               --   denormal        3
-  ====================  ====  ==============  ==============
+  =======================  ===  =============  =============
+  dot (top bits of body)   D    exponent bits  mantissa bits
+  =======================  ===  =============  =============
+  ``11``                   4    4              1
+  ``10``                   3    3              2
+  ``01``                   2    2              3
+  ``001``                  1    1              3
+  ``0001``                 0    0              3
+  ``0000``                 --   denormal       3
+  =======================  ===  =============  =============
 
   The exponent is sign-magnitude with an implicit leading 1 on the magnitude: its first bit is the
   sign, the other ``D-1`` bits follow a hidden 1, so ``|e|`` is ``2**(D-1) .. 2**D - 1`` (D = 0
