@@ -89,12 +89,12 @@ def _encode(item: TensorLike) -> _Encoded:
 def _payload(array: np.ndarray, code: int, shape: tuple[int, ...], *, packed: bool = True) -> bytes:
     if code == DataType.DT_UINT1:
         count = element_count(shape)
-        packed = (count + 7) // 8
-        if array.size != count and array.dtype == np.uint8 and array.size == packed:
+        packed_size = (count + 7) // 8
+        if array.size != count and array.dtype == np.uint8 and array.size == packed_size:
             return array.tobytes()
         if array.size != count:
             raise ValueError(
-                f"UINT1 tensor of shape {shape} needs {count} bit values or {packed} packed "
+                f"UINT1 tensor of shape {shape} needs {count} bit values or {packed_size} packed "
                 f"bytes, got {array.size} elements"
             )
         return np.packbits(array.reshape(-1) != 0).tobytes()
