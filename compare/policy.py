@@ -39,6 +39,9 @@ NOT_COMPARED = "not-compared"
 #: Machine epsilon (spacing of 1.0 to the next value) of the data types with built-in bounds. int8
 #: data is quantised: its resolution relative to the range is 1/127, about 2**-7 (like bfloat16's
 #: 8 significant bits). fp8 names are matched by prefix (``float8_e4m3fn``, ``float8_e4m3fnuz`` ...).
+#: The narrow device types (docs/dtypes.md): eps = 2**-(mantissa bits); HiFloat8's mantissa tapers
+#: from 3 bits (magnitudes 2**-3 .. 2**4) to 1, its eps is taken where values are most common, near
+#: 1; float8_e8m0 (powers of two: scale tensors) has 2**0; int4, like int8, 1/7 ~ 2**-3.
 DTYPE_EPS: dict[str, float] = {
     "float32": 2.0**-23,
     "float16": 2.0**-10,
@@ -46,12 +49,21 @@ DTYPE_EPS: dict[str, float] = {
     "int8": 2.0**-7,
     "float8_e4m3": 2.0**-3,
     "float8_e5m2": 2.0**-2,
+    "hifloat8": 2.0**-3,
+    "float8_e8m0": 2.0**0,
+    "float6_e2m3": 2.0**-3,
+    "float6_e3m2": 2.0**-2,
+    "float4_e2m1": 2.0**-1,
+    "float4_e1m2": 2.0**-2,
+    "hifloat4": 2.0**-2,
+    "int4": 2.0**-3,
 }
 
 DTYPE_ALIASES = {
     "fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16",
     "fp64": "float64", "double": "float64", "fp8": "float8_*", "fp8_e4m3": "float8_e4m3*",
-    "fp8_e5m2": "float8_e5m2*",
+    "fp8_e5m2": "float8_e5m2*", "hif8": "hifloat8", "fp6": "float6_*", "fp4": "float4_*", "hif4": "hifloat4",
+    "e8m0": "float8_e8m0",
 }
 
 BOUND_OPS = (">=", "<=", "==", ">", "<")

@@ -3,26 +3,40 @@
 This module imports nothing from :mod:`compare`; errors are plain ``ValueError`` subclasses that
 the dump reader wraps into :class:`compare.errors.DumpFormatError` with the file and offset.
 
-Data types (``OutputDataType`` of ``dump_data.proto``) and their storage dtypes:
+Data types (``OutputDataType`` of ``dump_data.proto``) and the dtypes they decode to:
 
-=================  ====  ==========================  =======================================
-code name          code  numpy storage dtype         :func:`dtype_name`
-=================  ====  ==========================  =======================================
-DT_UNDEFINED          0  int8                        ``int8`` (as the reference tool reads it)
-DT_FLOAT              1  float32                     ``float32``
-DT_FLOAT16            2  float16                     ``float16``
-DT_INT8..DT_UINT64  3-10 int8..uint64                ``int8`` ... ``uint64``
-DT_BOOL              11  bool                        ``bool``
-DT_DOUBLE            12  float64                     ``float64``
-DT_COMPLEX64/128  16/17  complex64 / complex128      ``complex64`` / ``complex128``
-DT_RESOURCE          23  int64                       ``int64``
-DT_BF16              27  ``ml_dtypes.bfloat16``      ``bfloat16``
-DT_UINT1             29  uint8, 8 bits per byte      ``uint1``
-=================  ====  ==========================  =======================================
+====================  =====  ============================  ========================================
+code name             code   decoded dtype                 :func:`dtype_name`
+====================  =====  ============================  ========================================
+DT_UNDEFINED          0      int8                          ``int8`` (as the reference tool reads it)
+DT_FLOAT              1      float32                       ``float32``
+DT_FLOAT16            2      float16                       ``float16``
+DT_INT8..DT_UINT64    3-10   int8..uint64                  ``int8`` ... ``uint64``
+DT_BOOL               11     bool                          ``bool``
+DT_DOUBLE             12     float64                       ``float64``
+DT_COMPLEX64/128      16/17  complex64 / complex128        ``complex64`` / ``complex128``
+DT_RESOURCE           23     int64                         ``int64``
+DT_BF16               27     ``ml_dtypes.bfloat16``        ``bfloat16``
+DT_INT4               28     ``ml_dtypes.int4``            ``int4`` (4 bits)
+DT_UINT1              29     uint8, 8 bits per byte        ``uint1``
+DT_INT2 / DT_UINT2    30/31  ``ml_dtypes.int2`` / uint2    ``int2`` / ``uint2`` (2 bits)
+DT_COMPLEX32          32     complex64 (from 2 x fp16)     ``complex32``
+DT_HIFLOAT8           33     float32 (a 256-entry table)   ``hifloat8``
+DT_FLOAT8_E5M2        34     ``ml_dtypes.float8_e5m2``     ``float8_e5m2``
+DT_FLOAT8_E4M3FN      35     ``ml_dtypes.float8_e4m3fn``   ``float8_e4m3fn``
+DT_FLOAT8_E8M0        36     ``ml_dtypes.float8_e8m0fnu``  ``float8_e8m0``
+DT_FLOAT6_E3M2/E2M3   37/38  ``ml_dtypes.float6_*fn``      ``float6_e3m2`` / ``float6_e2m3`` (6 bits)
+DT_FLOAT4_E2M1        39     ``ml_dtypes.float4_e2m1fn``   ``float4_e2m1`` (4 bits)
+DT_FLOAT4_E1M2        40     float32 (a 16-entry table)    ``float4_e1m2`` (4 bits)
+DT_HIFLOAT4           41     float32 (a 16-entry table)    ``hifloat4`` (4 bits)
+====================  =====  ============================  ========================================
 
-Every other code (``DT_STRING``, ``DT_QINT8``, ``DT_DUAL``, codes not in the table ...) cannot be
-decoded: :func:`numpy_dtype` raises :class:`UnsupportedDataType` and :func:`dtype_name` returns
-the enum name (``DT_STRING``) or ``DT_<code>`` for an unknown integer.
+The 8/6/4/2-bit types are :mod:`convert.narrow` (bit packing, packed or one-a-byte storage told by
+the byte count, the HiFloat8 / e1m2 tables); COMPLEX32 is a little-endian float16 pair (real,
+imaginary), widened exactly to complex64. Every other code (``DT_STRING``, ``DT_QINT8``,
+``DT_DUAL``, ``DT_VARIANT``, codes not in the table ...) cannot be decoded: :func:`numpy_dtype`
+raises :class:`UnsupportedDataType` and :func:`dtype_name` returns the enum name (``DT_STRING``)
+or ``DT_<code>`` for an unknown integer.
 
 All multi-byte values are little-endian (the byte order of every Ascend host).
 """
@@ -35,6 +49,9 @@ from enum import IntEnum
 from typing import Union
 
 import numpy as np
+
+from .narrow import NarrowType, Values, decode_codes, decoded_dtype, layout, packed_nbytes
+from .narrow import stored_nbytes as _narrow_nbytes
 
 Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
 
@@ -201,11 +218,30 @@ _STORAGE: dict[int, np.dtype] = {
     DataType.DT_RESOURCE: np.dtype("<i8"),
     DataType.DT_UINT1: np.dtype(np.uint8),
 }
+#: The types of 8 bits or fewer an element (:mod:`convert.narrow`), by code.
+_NARROW: dict[int, NarrowType] = {
+    DataType.DT_INT4: NarrowType("int4", 4, Values.ML_DTYPES, "int4"),
+    DataType.DT_INT2: NarrowType("int2", 2, Values.ML_DTYPES, "int2"),
+    DataType.DT_UINT2: NarrowType("uint2", 2, Values.ML_DTYPES, "uint2"),
+    DataType.DT_HIFLOAT8: NarrowType("hifloat8", 8, Values.HIFLOAT8),
+    DataType.DT_FLOAT8_E5M2: NarrowType("float8_e5m2", 8, Values.ML_DTYPES, "float8_e5m2"),
+    DataType.DT_FLOAT8_E4M3FN: NarrowType("float8_e4m3fn", 8, Values.ML_DTYPES, "float8_e4m3fn"),
+    DataType.DT_FLOAT8_E8M0: NarrowType("float8_e8m0", 8, Values.ML_DTYPES, "float8_e8m0fnu"),
+    DataType.DT_FLOAT6_E3M2: NarrowType("float6_e3m2", 6, Values.ML_DTYPES, "float6_e3m2fn"),
+    DataType.DT_FLOAT6_E2M3: NarrowType("float6_e2m3", 6, Values.ML_DTYPES, "float6_e2m3fn"),
+    DataType.DT_FLOAT4_E2M1: NarrowType("float4_e2m1", 4, Values.ML_DTYPES, "float4_e2m1fn"),
+    DataType.DT_FLOAT4_E1M2: NarrowType("float4_e1m2", 4, Values.E1M2),
+    DataType.DT_HIFLOAT4: NarrowType("hifloat4", 4, Values.E1M2),
+}
+#: Bytes of one COMPLEX32 element: two little-endian float16 (real, imaginary).
+_COMPLEX32_BYTES = 4
+
 #: Every decodable data-type code.
-_DECODABLE = frozenset(_STORAGE) | {int(DataType.DT_BF16)}
+_DECODABLE = frozenset(_STORAGE) | frozenset(_NARROW) | {int(DataType.DT_BF16), int(DataType.DT_COMPLEX32)}
 
 #: numpy-style names where they differ from ``str(storage dtype)``.
-_SPECIAL_NAMES = {DataType.DT_BF16: "bfloat16", DataType.DT_UINT1: "uint1"}
+_SPECIAL_NAMES = {DataType.DT_BF16: "bfloat16", DataType.DT_UINT1: "uint1", DataType.DT_COMPLEX32: "complex32",
+                  **{code: narrow.name for code, narrow in _NARROW.items()}}
 
 #: Code written for each numpy dtype (by ``dtype.str`` without byte order, plus bfloat16).
 _CODE_FOR_KIND: dict[tuple[str, int], int] = {
@@ -279,32 +315,60 @@ def _dtype_name(code: int) -> str:
 
 
 def numpy_dtype(code: int) -> np.dtype:
-    """Storage dtype of a data-type code (bf16 -> ``ml_dtypes.bfloat16``, uint1 -> uint8).
+    """dtype of a decoded tensor of a data-type code: the storage dtype of the plain types, bf16 ->
+    ``ml_dtypes.bfloat16``, uint1 -> uint8, the narrow types -> their ml_dtypes type (int4 ->
+    ``ml_dtypes.int4``, float8_e8m0 -> ``ml_dtypes.float8_e8m0fnu`` ...) or float32 (HiFloat8,
+    float4_e1m2, HiFloat4), complex32 -> complex64.
 
     Raises :class:`UnsupportedDataType` for codes that cannot be decoded.
     """
+    code = int(code)
     try:
-        return _STORAGE[int(code)]
+        return _STORAGE[code]
     except KeyError:
-        if int(code) == DataType.DT_BF16:
-            return _bfloat16()
-        raise UnsupportedDataType(
-            f"data type {data_type_label(code)} cannot be decoded (supported: "
-            + ", ".join(sorted({dtype_name(c) for c in _DECODABLE}))
-            + ")"
-        ) from None
+        pass
+    if code == DataType.DT_BF16:
+        return _bfloat16()
+    narrow = _NARROW.get(code)
+    if narrow is not None:
+        return decoded_dtype(narrow)
+    if code == DataType.DT_COMPLEX32:
+        return np.dtype(np.complex64)
+    raise UnsupportedDataType(
+        f"data type {data_type_label(code)} cannot be decoded (supported: "
+        + ", ".join(sorted({dtype_name(c) for c in _DECODABLE}))
+        + ")"
+    )
+
+
+@functools.cache
+def _narrow_codes_by_dtype() -> dict[np.dtype, int]:
+    """The code written for each ml_dtypes type of :data:`_NARROW` (float8_e4m3fn -> 35 ...)."""
+    return {decoded_dtype(n): int(code) for code, n in _NARROW.items() if n.values is Values.ML_DTYPES}
+
+
+def narrow_type(code: int) -> NarrowType | None:
+    """The :class:`~convert.narrow.NarrowType` of an 8/6/4/2-bit data-type code, else None."""
+    return _NARROW.get(int(code))
 
 
 def code_for_numpy(dtype: object) -> int:
     """Data-type code to write for a numpy dtype (bfloat16 -> 27, bool -> 11, float64 -> 12 ...).
 
-    Byte order is ignored (writers store little-endian). Raises :class:`UnsupportedDataType`
-    for dtypes with no dump code (strings, objects, float128, datetime ...).
+    The ml_dtypes types of the narrow codes map to them (int4 -> 28, int2 -> 30, uint2 -> 31,
+    float8_e5m2 -> 34, float8_e4m3fn -> 35, float8_e8m0fnu -> 36, float6_e3m2fn -> 37,
+    float6_e2m3fn -> 38, float4_e2m1fn -> 39). HiFloat8, float4_e1m2, HiFloat4 and complex32 have
+    no numpy dtype: give their code explicitly. Byte order is ignored (writers store
+    little-endian). Raises :class:`UnsupportedDataType` for dtypes with no dump code (strings,
+    objects, float128, datetime, float8_e4m3fnuz ...).
     """
     bfloat16 = _bfloat16()  # first, so that np.dtype("bfloat16") is known
     dt = np.dtype(dtype)
     if dt == bfloat16:
         return int(DataType.DT_BF16)
+    narrow = _narrow_codes_by_dtype().get(dt)
+    if narrow is not None:
+        return narrow
     code = _CODE_FOR_KIND.get((dt.kind, dt.itemsize))
     if code is None:
         raise UnsupportedDataType(f"numpy dtype {dt} has no Ascend dump data type")
@@ -312,19 +376,47 @@ def code_for_numpy(dtype: object) -> int:
 
 
 def nbytes_for(code: int, count: int) -> int:
-    """Bytes that ``count`` elements of data type ``code`` occupy (UINT1: ``ceil(count/8)``)."""
-    if int(code) == DataType.DT_UINT1:
+    """The fewest bytes ``count`` elements of data type ``code`` occupy: UINT1 ``ceil(count/8)``,
+    the narrow types packed (``ceil(count*bits/8)``), COMPLEX32 ``4*count``, else
+    ``count * itemsize``. (A narrow tensor may also be stored one element a byte: :func:`stored_nbytes`.)"""
+    code = int(code)
+    if code == DataType.DT_UINT1:
         return (count + 7) // 8
+    narrow = _NARROW.get(code)
+    if narrow is not None:
+        return packed_nbytes(narrow.bits, count)
+    if code == DataType.DT_COMPLEX32:
+        return count * _COMPLEX32_BYTES
     return count * numpy_dtype(code).itemsize
 
 
+def stored_nbytes(code: int, count: int, available: int) -> int:
+    """The bytes a tensor of ``count`` elements uses when the dump holds ``available`` bytes for it.
+
+    :func:`nbytes_for` for every type but the narrow ones of fewer than 8 bits, whose storage the
+    byte count tells (:func:`convert.narrow.layout`): exactly ``count`` bytes, when that is not
+    also the packed size, is one element a byte; anything else is packed (extra bytes are padding).
+    """
+    narrow = _NARROW.get(int(code))
+    if narrow is not None:
+        return _narrow_nbytes(narrow, count, available)
+    return nbytes_for(code, count)
+
+
 def count_for_nbytes(code: int, nbytes: int) -> int:
-    """Whole elements of data type ``code`` held by ``nbytes`` bytes (UINT1: ``8*nbytes``).
+    """Whole elements of data type ``code`` held by ``nbytes`` bytes (UINT1: ``8*nbytes``; the
+    narrow types are taken as packed: ``8*nbytes // bits``; COMPLEX32 ``nbytes // 4``).
 
     Used for a tensor with no recorded shape; trailing bytes of a partial element are dropped.
     """
-    if int(code) == DataType.DT_UINT1:
+    code = int(code)
+    if code == DataType.DT_UINT1:
         return nbytes * 8
+    narrow = _NARROW.get(code)
+    if narrow is not None:
+        return nbytes * 8 // narrow.bits
+    if code == DataType.DT_COMPLEX32:
+        return nbytes // _COMPLEX32_BYTES
     return nbytes // numpy_dtype(code).itemsize
 
 
@@ -344,29 +436,66 @@ def element_count(shape: tuple[int, ...]) -> int:
 def decode(buf: Buffer, code: int, shape: tuple[int, ...]) -> np.ndarray:
     """Decode raw little-endian tensor bytes into an array of ``shape``.
 
-    * ``count = prod(shape)`` (1 for ``()``); the first ``nbytes_for(code, count)`` bytes are
-      used and any extra bytes are ignored. Fewer bytes raise :class:`DataSizeError`.
+    * ``count = prod(shape)`` (1 for ``()``); the first ``stored_nbytes(code, count, len(buf))``
+      bytes are used and any extra bytes are ignored. Fewer than ``nbytes_for(code, count)`` bytes
+      raise :class:`DataSizeError`.
     * A 0 anywhere in ``shape`` gives an empty array of that shape.
     * UINT1: bits are packed most-significant first; the first ``count`` bits become a uint8
       array of 0/1 values.
+    * The narrow types (:mod:`convert.narrow`): packed little end first, or one element a byte when
+      the buffer holds exactly ``count`` bytes (and that is not the packed size); decoded to their
+      ml_dtypes type (a view for the 1-byte fp8 types) or, for HiFloat8 / float4_e1m2 / HiFloat4,
+      to float32 through the format's value table.
+    * COMPLEX32: (real, imaginary) float16 pairs widened exactly to complex64 (a copy).
     * The result is a zero-copy (read-only when ``buf`` is) view wherever the dtype allows.
 
     Raises :class:`UnsupportedDataType` for codes that cannot be decoded.
     """
     dt = numpy_dtype(code)
+    code = int(code)
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
         raise ValueError(f"negative dimension in shape {shape}")
     if 0 in shape:
         return np.empty(shape, dtype=dt)
     count = element_count(shape)
-    needed = nbytes_for(code, count)
     raw = _as_uint8(buf)
+    needed = nbytes_for(code, count)
     if raw.size < needed:
         raise DataSizeError(needed, int(raw.size), f"shape {shape} of {dtype_name(code)}")
-    if int(code) == DataType.DT_UINT1:
+    if code == DataType.DT_UINT1:
         return np.unpackbits(raw[:needed])[:count].reshape(shape)
+    narrow = _NARROW.get(code)
+    if narrow is not None:
+        return decode_codes(raw, narrow, count, layout(narrow, count, int(raw.size))).reshape(shape)
+    if code == DataType.DT_COMPLEX32:
+        halves = raw[:needed].view("<f2").astype(np.float32)
+        return halves.view(np.complex64).reshape(shape)
     return raw[:needed].view(dt).reshape(shape)
+
+
+def widened(array: np.ndarray) -> np.ndarray:
+    """``array`` in a dtype numpy itself can save and print, with the same values.
+
+    bfloat16 and the ml_dtypes floats (fp8, fp6, fp4, e8m0) -> float32 and the ml_dtypes integers
+    (int4, int2, uint2 ...) -> int8 / uint8: every value is exact in the wider type. Any other array
+    is returned as it is. (numpy saves an ml_dtypes array as raw ``|V1`` bytes -- or, for
+    float8_e5m2, under a descriptor ``<f1`` that it cannot load back -- and cannot format one.)
+    """
+    dt = array.dtype
+    if not (dt.kind == "V" and dt.names is None or dt.kind == "f" and dt.itemsize == 1):  # float8_e5m2 is "f"
+        return array
+    import ml_dtypes  # here: only for an ml_dtypes array, which has loaded it already
+
+    try:
+        ml_dtypes.finfo(dt)
+    except ValueError:
+        try:
+            info = ml_dtypes.iinfo(dt)
+        except ValueError:
+            return array
+        return array.astype(np.int8 if info.min < 0 else np.uint8)
+    return array.astype(np.float32)
 
 
 def format_name(code: int) -> str:

@@ -91,8 +91,8 @@ from .dtypes import (
     dtype_name,
     element_count,
     format_name,
-    nbytes_for,
     numpy_dtype,
+    stored_nbytes,
 )
 from .dumpwire import (
     DUMP_BUFFER,
@@ -579,7 +579,9 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
     """Decode one tensor of ``header`` into an array of ``info.shape`` (native dtype).
 
     Only the bytes the shape needs are read, at ``info.offset``. bf16 comes back as
-    ``ml_dtypes.bfloat16``, UINT1 as uint8 0/1 values.
+    ``ml_dtypes.bfloat16``, UINT1 as uint8 0/1 values, the narrow and complex32 types as
+    :func:`convert.dtypes.decode` gives them (a narrow tensor whose dump size is exactly one byte
+    an element is read unpacked, else packed).
 
     Checks, all made from the metadata *before* anything is allocated or read, each raising
     :class:`DumpFormatError` (file, byte offset of the tensor's data, the problem):
@@ -628,7 +630,7 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
                        f"{nonzero}, more than an array can index")
             raise DumpFormatError(header.path, problem, offset=info.offset)
         return decode(b"", code, shape)
-    needed = nbytes_for(code, element_count(shape))
+    needed = stored_nbytes(code, element_count(shape), info.size)  # a narrow type's layout: by its size
     if needed > info.size:
         problem = (
             f"{info.label} has shape {shape} of {dtype_name(code)}, which needs {needed} "

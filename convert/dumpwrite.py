@@ -7,7 +7,9 @@ input, output, buffer order) and version 1 (one serialized ``DumpData`` holding 
 reading a written file back gives the same bytes, dtypes and shapes.
 
 Encoding: each tensor's array is stored in the dtype of its data-type code (the array's own code
-unless one is given); UINT1 is packed MSB first; an undecodable code (``DT_STRING`` ...) gets the
+unless one is given); UINT1 is packed MSB first; the narrow 8/6/4/2-bit types are packed little end
+first (or one element a byte, on request) as :mod:`convert.narrow` describes; COMPLEX32 is written as
+float16 (real, imaginary) pairs; an undecodable code (``DT_STRING`` ...) gets the
 array's raw bytes. The recorded shape is the given one, even when it disagrees with the array.
 """
 
@@ -24,7 +26,9 @@ import numpy as np
 from google.protobuf.message import Message
 
 from . import dump_proto
-from .dtypes import DataType, UnsupportedDataType, code_for_numpy, element_count, format_code, numpy_dtype
+from .dtypes import (DataType, UnsupportedDataType, code_for_numpy, element_count, format_code, narrow_type,
+                     numpy_dtype)
+from .narrow import encode_codes, pack_codes
 
 
 @dataclass
@@ -41,6 +45,14 @@ class TensorSpec:
     ``prod(shape)`` elements, packed MSB first on writing; a uint8 array of exactly
     ``ceil(prod(shape)/8)`` bytes (when that differs from ``prod(shape)``) is taken as already
     packed bits.
+
+    The narrow types (``data_type`` 28, 30, 31, 33-41): a uint8 array holds the codes (bit
+    patterns) themselves; any other array is converted by value -- to the ml_dtypes type of the
+    code (int4, float8_e4m3fn, float4_e2m1fn ...; so an ml_dtypes array needs no ``data_type``),
+    or, for HiFloat8 / float4_e1m2 / HiFloat4, looked up exactly in the type's values (a value the
+    type does not have is a ValueError). ``packed`` (default) packs sub-byte elements little end
+    first; ``packed=False`` writes one element a byte (its code in the low bits). COMPLEX32
+    (``data_type=32``): a complex array, written as float16 (real, imaginary) pairs.
     """
 
     array: np.ndarray
@@ -50,6 +62,7 @@ class TensorSpec:
     original_shape: tuple[int, ...] | None = None
     address: int = 0
     sub_format: int = 0
+    packed: bool = True
 
 
 TensorLike = Union[TensorSpec, np.ndarray]
@@ -70,21 +83,28 @@ def _encode(item: TensorLike) -> _Encoded:
     code = int(spec.data_type) if spec.data_type is not None else code_for_numpy(array.dtype)
     shape = tuple(int(d) for d in (array.shape if spec.shape is None else spec.shape))
     fmt = format_code(spec.format) if isinstance(spec.format, str) else int(spec.format)
-    return _Encoded(spec, code, fmt, shape, _payload(array, code, shape))
+    return _Encoded(spec, code, fmt, shape, _payload(array, code, shape, packed=spec.packed))
 
 
-def _payload(array: np.ndarray, code: int, shape: tuple[int, ...]) -> bytes:
+def _payload(array: np.ndarray, code: int, shape: tuple[int, ...], *, packed: bool = True) -> bytes:
     if code == DataType.DT_UINT1:
         count = element_count(shape)
-        packed = (count + 7) // 8
-        if array.size != count and array.dtype == np.uint8 and array.size == packed:
+        packed_size = (count + 7) // 8
+        if array.size != count and array.dtype == np.uint8 and array.size == packed_size:
             return array.tobytes()
         if array.size != count:
             raise ValueError(
-                f"UINT1 tensor of shape {shape} needs {count} bit values or {packed} packed "
+                f"UINT1 tensor of shape {shape} needs {count} bit values or {packed_size} packed "
                 f"bytes, got {array.size} elements"
             )
         return np.packbits(array.reshape(-1) != 0).tobytes()
+    narrow = narrow_type(code)
+    if narrow is not None:
+        codes = encode_codes(array, narrow)
+        return (pack_codes(codes, narrow.bits) if packed else codes).tobytes()
+    if code == DataType.DT_COMPLEX32:
+        parts = np.ascontiguousarray(array, dtype=np.complex64).reshape(-1).view(np.float32)
+        return parts.astype("<f2").tobytes()
     try:
         storage = numpy_dtype(code)
     except UnsupportedDataType:

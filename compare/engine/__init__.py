@@ -206,8 +206,10 @@ def _shape_column(pair: Pair, request: LayoutRequest, prepared: Sequence[int]) -
 
 def _fast_dtype(dtype: np.dtype) -> bool:
     """Dtypes the fast path reads (bool and complex data keep their special rules on the
-    ordinary path; ml_dtypes other than bfloat16 are converted there too)."""
-    return dtype.kind in "fiu" or (dtype.kind == "V" and dtype.name == "bfloat16")
+    ordinary path; ml_dtypes other than bfloat16 are converted there too -- float8_e5m2 as well,
+    which numpy files under kind "f" but whose 1-byte typestr ``<f1`` no strided view accepts)."""
+    return (dtype.kind in "iu" or (dtype.kind == "f" and dtype.itemsize > 1)
+            or (dtype.kind == "V" and dtype.name == "bfloat16"))
 
 
 def _compare_planned(pair: Pair, request: LayoutRequest, algorithms: list[str],

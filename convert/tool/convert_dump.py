@@ -46,7 +46,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..dtypes import format_code, format_name
+from ..dtypes import format_code, format_name, widened
 from ..dumpfile import DumpHeader, TensorInfo, read_header, read_tensor
 from ..errors import DumpFormatError, OptionError
 from ..layouts import LAYOUTS, LayoutError, LayoutWarning, PluginConverter, convert_layout, format_key
@@ -158,10 +158,8 @@ class Converted:
 
 
 def writable(array: np.ndarray) -> np.ndarray:
-    """bf16 widened to float32 (exact); everything else unchanged."""
-    if array.dtype.name == "bfloat16":
-        return array.astype(np.float32)
-    return array
+    """bf16 and the other ml_dtypes types widened exactly (:func:`convert.dtypes.widened`); everything else unchanged."""
+    return widened(array)
 
 
 def _nd_converter(dst: str, plugins: Mapping | None) -> Callable[..., np.ndarray] | None:

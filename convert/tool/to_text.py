@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..dtypes import widened
 from ..dumpfile import read_header, read_tensor
 from .batch import ConvertReport, FileOutcome, SourceFile, Sources, finish, problem_of, run_files, start
 from .data_conversion import load_npy
@@ -33,10 +34,8 @@ CHUNK = 1 << 20
 
 def value_lines(array: np.ndarray) -> Iterator[str]:
     """The flattened values of ``array`` as text, one per line, in chunks (each ends with a newline)."""
-    flat = np.ascontiguousarray(array).reshape(-1)
-    if flat.dtype.name == "bfloat16":
-        flat = flat.astype(np.float32)
-    elif flat.dtype.kind == "b":
+    flat = widened(np.ascontiguousarray(array).reshape(-1))  # bf16, fp8, int4 ... printed as their values
+    if flat.dtype.kind == "b":
         flat = flat.astype(np.uint8)
     for start in range(0, flat.size, CHUNK):
         yield "\n".join(flat[start : start + CHUNK].astype(str).tolist()) + "\n"

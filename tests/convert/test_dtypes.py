@@ -57,15 +57,26 @@ EXPECTED_NAMES = {
     25: "DT_DUAL",
     26: "DT_VARIANT",
     27: "bfloat16",
-    28: "DT_INT4",
+    28: "int4",
     29: "uint1",
-    30: "DT_INT2",
+    30: "int2",
+    31: "uint2",
+    32: "complex32",
+    33: "hifloat8",
+    34: "float8_e5m2",
+    35: "float8_e4m3fn",
+    36: "float8_e8m0",
+    37: "float6_e3m2",
+    38: "float6_e2m3",
+    39: "float4_e2m1",
+    40: "float4_e1m2",
+    41: "hifloat4",
     42: "DT_42",
     999: "DT_999",
 }
 
 SUPPORTED = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 23, 27, 29]
-UNSUPPORTED = [13, 14, 15, 18, 19, 20, 21, 22, 24, 25, 26, 28, 30, 255, 10_000]
+UNSUPPORTED = [13, 14, 15, 18, 19, 20, 21, 22, 24, 25, 26, 255, 10_000]
 
 
 @pytest.mark.parametrize("code, name", sorted(EXPECTED_NAMES.items()))
@@ -116,6 +127,9 @@ def test_numpy_dtype_of_unsupported_codes_raises(code: int) -> None:
         (np.complex64, 16),
         (np.complex128, 17),
         (ml_dtypes.bfloat16, 27),
+        (ml_dtypes.int4, 28),
+        (ml_dtypes.float8_e4m3fn, 35),
+        (ml_dtypes.float4_e2m1fn, 39),
         (">f4", 1),
     ],
 )
@@ -124,7 +138,7 @@ def test_code_for_numpy(dtype: object, code: int) -> None:
     assert numpy_dtype(code).itemsize == np.dtype(dtype).itemsize
 
 
-@pytest.mark.parametrize("dtype", ["U3", object, "datetime64[s]", ml_dtypes.float8_e4m3fn])
+@pytest.mark.parametrize("dtype", ["U3", object, "datetime64[s]", ml_dtypes.float8_e4m3fnuz, ml_dtypes.uint4])
 def test_code_for_numpy_unsupported(dtype: object) -> None:
     with pytest.raises(UnsupportedDataType, match="no Ascend dump data type"):
         code_for_numpy(dtype)
