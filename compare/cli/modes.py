@@ -218,6 +218,8 @@ class CompareOptions:
     consistency: Optional[str] = None
     dask_cluster: Optional[str] = None
     scheduler: Optional[str] = None
+    #: ``-ffts``: FFTS+ slice files compared one by one (raw op names), not merged.
+    ffts: bool = False
 
 
 def kernels_ready(quiet: bool) -> None:
@@ -258,6 +260,9 @@ def run_compare(o: CompareOptions) -> int:
                                                  ("--dask-cluster", o.dask_cluster is not None),
                                                  ("--scheduler", o.scheduler is not None),
                                                  ("--consistency", o.consistency is not None)) if given]
+        if mode is not Mode.NETWORK and o.ffts:
+            raise OptionError("-ffts applies to a network comparison; single-operator mode (-d) and batch mode "
+                              "(-f DIR) read FFTS+ ops merged")
         if mode is not Mode.NETWORK and network_only:
             raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d) "
                               "and batch mode (-f DIR) do not write them")
@@ -327,7 +332,7 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
                                  dump_version=o.dump_version, max_elements=o.max_cmp_size, mapping=o.mapping,
                                  policy=policy, allow_same=o.allow_same, progress=bar, cluster=o.dask_cluster,
                                  scheduler=o.scheduler, on_dashboard=None if o.quiet else _dashboard_line,
-                                 **rules, **select)
+                                 ffts=o.ffts, **rules, **select)
     finally:
         bar.close()
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
