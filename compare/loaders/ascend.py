@@ -514,13 +514,13 @@ def _piece_shapes(attr: SliceAttr, mode: FftsMode, index: int, headers: Sequence
     return tuple(tuple(int(d) for d in h.outputs[index].shape) for h in headers)
 
 
-def _merged_output(name: str, index: int, headers: Sequence, attr: SliceAttr, mode: FftsMode,
+def _merged_output(base: TensorRef, headers: Sequence, attr: SliceAttr, mode: FftsMode,
                    count_remark: str) -> TensorRef:
-    """The TensorRef of output ``index`` of an FFTS+ op: metadata of the merged tensor, a reader
-    that merges the slices when it is loaded. A slice that does not fit (no such output, another
-    dtype, a shape that does not concatenate) gives a ref whose reader raises the diagnosis."""
-    first = headers[0]
-    base = _tensor_refs(name, first, first.path)[1][index]
+    """The TensorRef of an FFTS+ op's output (``base``: the first slice file's ref of it): the
+    merged tensor's metadata and a reader that merges the slices when it is loaded. A slice that
+    does not fit (no such output, another dtype, a shape that does not concatenate) gives a ref
+    whose reader raises the diagnosis."""
+    first, index = headers[0], base.index
     axis = attr.merge_axis(index)
     remarks = [count_remark] if count_remark else []
     if axis is None:
@@ -608,7 +608,7 @@ def build_ffts_op(name: str, files: list[tuple[Path, OfflineName]], mode: FftsMo
                   path, parsed)
     input_remark = "; ".join(filter(None, [count_remark, (
         f"FFTS+ op input: the first of {len(files)} slice files ({first_path.name}); inputs are not merged")]))
-    merged = tuple(_merged_output(name, i, headers, attr, mode, count_remark) for i in range(len(outputs)))
+    merged = tuple(_merged_output(ref, headers, attr, mode, count_remark) for ref in outputs)
     return op(tuple(replace(r, remark=input_remark) for r in inputs), merged, first_path, first)
 
 
