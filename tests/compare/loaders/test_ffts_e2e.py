@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
+from convert.dumpwrite import write_dump
 from convert.ffts import FftsMode
 
 from compare.cli import app
@@ -84,3 +86,57 @@ def test_single_operator_mode_merged_and_apart(tmp_path: Path) -> None:
                                 "-o", str(tmp_path / "two")])
     assert apart.exit_code == 0, apart.output
     assert "TotalCount:96" in (tmp_path / "two" / "manual4d_lxslice1_output_0_summary.txt").read_text()
+
+
+def _origin(name: str) -> dict:
+    return {"key": "_datadump_original_op_names", "value": {"list": {"s": [name]}}}
+
+
+def test_fusion_rule_pairs_the_merged_tensor(tmp_path: Path) -> None:
+    """-f: the merged 4-D output (manual mode, cut on axis 1 in uneven slices) meets its golden
+    through the rule's output desc."""
+    left, right = tmp_path / "npu", tmp_path / "golden"
+    left.mkdir()
+    right.mkdir()
+    full = _ints((2, 8, 4, 4), 5)
+    moved = full.copy()
+    moved[1, 5, 2, 3] += 0.25  # in the second slice (channels 3..7)
+    write_sliced_op(left, moved, (3, 5), 1, name="conv_fused", op_type="Conv2D", mode=FftsMode.MANUAL)
+    np.save(right / f"conv_a.0.{BASE_TIMESTAMP}.npy", full)
+    desc = {"dtype": "DT_FLOAT", "layout": "NCHW", "shape": {"dim": [2, 8, 4, 4]},
+            "attr": [{"key": "origin_format", "value": {"s": "NCHW"}},
+                     {"key": "origin_shape", "value": {"list": {"i": [2, 8, 4, 4]}}},
+                     {"key": "_datadump_origin_name", "value": {"s": "conv_a"}},
+                     {"key": "_datadump_origin_output_index", "value": {"i": 0}}]}
+    rule = {"graph": [{"name": "g", "op": [{"name": "conv_fused", "type": "Conv2D", "id": 0,
+                                            "attr": [_origin("conv_a")], "output_desc": [desc]}]}]}
+    (tmp_path / "rule.json").write_text(json.dumps(rule))
+    out = tmp_path / "result.csv"
+    result = runner.invoke(app, ["-l", str(left), "-r", str(right), "-f", str(tmp_path / "rule.json"), "-o", str(out),
+                                 "--float-format", "repr"])
+    assert result.exit_code == 0, result.output
+    df = pd.read_csv(out)
+    assert list(df.TensorIndex) == ["conv_fused:output:0"] and list(df.RightOp) == ["conv_a"]
+    assert df.Shape[0] == "[2,8,4,4]" and df.MaxAbsoluteError[0] == 0.25
+    assert df.MeanAbsoluteError[0] == 0.25 / full.size
+
+
+def test_broken_slices_are_rows_with_reasons(tmp_path: Path) -> None:
+    left, right = tmp_path / "npu", tmp_path / "golden"
+    left.mkdir()
+    right.mkdir()
+    write_sliced_op(left, _ints((4, 2), 0), (2, 2), 0, name="badattr", attr_text="[1, 2")
+    misfit = write_sliced_op(left, _ints((4, 2), 1), (2, 2), 0, name="misfit", mode=FftsMode.MANUAL)
+    write_dump(misfit.files[1], outputs=[_ints((2, 3), 2)], attrs=[("ffts", misfit.attr.to_json())])
+    for name in ("badattr", "misfit"):
+        np.save(right / f"{name}.0.{BASE_TIMESTAMP}.npy", _ints((4, 2), 3))
+    out = tmp_path / "result.csv"
+    result = runner.invoke(app, ["-l", str(left), "-r", str(right), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    df = pd.read_csv(out).set_index("TensorIndex")
+    assert sorted(df.index) == ["badattr:output:0", "misfit:output:0"]
+    assert df.CosineSimilarity.isna().all()
+    assert "FFTS+ slice attribute (DumpData.attr[0].value) is not JSON" in df.FailReason["badattr:output:0"]
+    assert "cannot be merged" in df.FailReason["badattr:output:0"]
+    assert (f"{misfit.files[1].name}: FFTS+ slice of shape [2, 3] does not fit the first slice [2, 2]"
+            in df.FailReason["misfit:output:0"])
