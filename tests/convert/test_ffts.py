@@ -15,6 +15,7 @@ from convert.dumpwrite import write_dump
 from convert.errors import DumpFormatError
 from convert.ffts import (DimRange, SliceAttr, merge_pieces, merged_path, merged_shape, parse_slice_attr,
                           slice_attr_of)
+from convert.names.ascend import parse_offline_name
 
 AUTO = {"threadMode": 1, "slice_instance_num": 2, "outputCutList": [[2, 1], [1, 1]],
         "output_tensor_slice": [[[{"lower": 0, "higher": 3}, {"lower": 0, "higher": 4}]],
@@ -144,3 +145,14 @@ def test_split_then_merge_is_identity(case) -> None:
     merged = merge_pieces([p.reshape(-1) for p in pieces], shapes, axis, paths)
     assert merged.dtype == full.dtype
     assert np.array_equal(merged, full)
+
+
+def test_offline_names_give_thread_id_and_ffts_task_type() -> None:
+    long = parse_offline_name("MatMul.mm.3.2.1700000000000001.4.0.7.0")
+    assert long is not None and long.ffts and long.thread_id == 7 and long.timestamp == 1700000000000001
+    no_stream = parse_offline_name("MatMul.mm.3.1700000000000001.4.0.5.0")
+    assert no_stream is not None and no_stream.thread_id == 5 and no_stream.ffts
+    aicore = parse_offline_name("MatMul.mm.3.2.1700000000000001.0.0.1.0")
+    assert aicore is not None and not aicore.ffts and aicore.thread_id == 1
+    short = parse_offline_name("MatMul.mm.3.2.1700000000000001")
+    assert short is not None and short.thread_id is None and not short.ffts
