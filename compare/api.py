@@ -220,6 +220,7 @@ def compare_network(
     cluster: str | None = None,
     scheduler: str | None = None,
     on_dashboard: Callable[[str], None] | None = None,
+    ffts: bool = False,
 ) -> ComparisonResult:
     """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
 
@@ -246,6 +247,9 @@ def compare_network(
     saying where and how long; ``progress`` then counts parts and ``on_dashboard(link)`` gets the
     Dask dashboard's address (docs/distributed.md). Needs ``vcompare[dask]``.
 
+    ``ffts=True`` (``-ffts``): the slice files of an FFTS+ op are compared one by one under their
+    raw op names instead of being merged along the cut axis (docs/ffts.md).
+
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
     (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
     comparison table does not support); per-operator problems are rows with a FailReason.
@@ -257,7 +261,7 @@ def compare_network(
                          max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
                          iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
                          mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same,
-                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard)
+                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, ffts=ffts)
     if checked is not None and result.stats is not None and not result.rows:
         raise OptionError("gates check tensor metrics, and this comparison is statistics-only (a side holds "
                           "statistics and no tensor data); compare tensor dumps to use gates")

@@ -117,6 +117,10 @@ class TensorRef:
     #: tensor has statistics only (no data was saved). ``stats_source`` names the CSV and row.
     stats: dict | None = field(default=None, compare=False, hash=False)
     stats_source: str = ""
+    #: What the reader knows about this tensor that its report row must say (an FFTS+ op whose
+    #: slice count differs from ``slice_instance_num``, an input taken from the first slice file
+    #: ...): the engine puts it first in the row's reasons; ``""`` for none.
+    remark: str = field(default="", compare=False)
 
     @property
     def tensor_id(self) -> str:

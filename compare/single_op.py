@@ -496,6 +496,7 @@ def compare_operator(
     dump_version: int | None = None,
     algorithms: Any = None,
     mapping: PathLike | list | None = None,
+    ffts: bool = False,
 ) -> OperatorResult:
     """Compare one tensor of one operator element by element (see the module doc).
 
@@ -504,7 +505,8 @@ def compare_operator(
     or ``output`` (``-t``), ``index`` the tensor index (``-i``); ``algorithms`` the network
     metrics to add to the summary (default all ten); ``mapping`` a mapping file (or its entries,
     :mod:`compare.pairing.user_mapping`): the left op is then compared with the right op the
-    mapping names for it (ops it does not mention pair by name as usual).
+    mapping names for it (ops it does not mention pair by name as usual); ``ffts`` (``-ffts``): FFTS+
+    slice files are ops of their own (raw names), so ``op`` may name one slice.
 
     Raises :class:`OperatorNotFound` (a :class:`~compare.errors.CompareError`) when the tensor
     does not exist or has no golden counterpart, :class:`~compare.errors.ShapeError` when the two
@@ -521,7 +523,7 @@ def compare_operator(
     plugins = load_plugins(custom_dir) if custom_dir is not None and custom_dir != "" else None
     left_run, right_run, _, rule, pairing = load_and_pair(
         left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
-        dump_version=dump_version, mapping=mapping)
+        dump_version=dump_version, mapping=mapping, keep_raw_names=ffts)
     pair = select_pair(pairing, left_run, op, tensor_kind, index, rule)
     prepared = prepare_operator(pair, plugins=plugins)
     x, y, shape = prepared.x, prepared.y, prepared.shape
@@ -530,6 +532,7 @@ def compare_operator(
     except CompareError as exc:
         raise ShapeError(f"{pair.tensor_id}: {exc}") from None
     notes = list(prepared.notes)
+    notes[:0] = [ref.remark for ref in (pair.left, pair.right) if ref is not None and ref.remark]
     if pair.reason:
         notes.insert(0, pair.reason)
     notes += [note_text(n, pair) for n in sorted(kernel.notes, key=lambda n: n.name) if n.name != "BOTH_ZERO"]

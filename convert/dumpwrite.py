@@ -136,11 +136,13 @@ def write_dump(
     version: int = 2,
     dump_time: int = 0,
     buffers: Sequence[bytes] = (),
+    attrs: Sequence[tuple[str, str]] = (),
 ) -> Path:
     """Write an Ascend dump file (version 2 binary or version 1 pure protobuf); return its path.
 
     ``inputs`` / ``outputs`` are :class:`TensorSpec` or plain arrays; ``buffers`` raw L1
-    buffer contents. The DumpData ``version`` string is ``"2.0"`` / ``"1.0"``. Reading the file
+    buffer contents; ``attrs`` the ``(name, value)`` pairs of ``DumpData.attr`` (an FFTS+ slice
+    file's first attr holds its slice-attribute JSON, :mod:`convert.ffts`). The DumpData ``version`` string is ``"2.0"`` / ``"1.0"``. Reading the file
     back with :func:`convert.dumpfile.read_header` / :func:`~convert.dumpfile.read_tensor` gives
     the same bytes, dtypes and shapes.
     """
@@ -154,6 +156,8 @@ def write_dump(
         _fill(msg.output.add(), enc, inline)
     for enc in enc_in:
         _fill(msg.input.add(), enc, inline)
+    for name, value in attrs:
+        msg.attr.add(name=name, value=value)
     for blob in buffers:
         buf = msg.buffer.add(buffer_type=0, size=len(blob))
         if inline:

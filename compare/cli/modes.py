@@ -103,10 +103,11 @@ def gate_exit(policy: "Policy | None", rows: list, quiet: bool) -> int:
 def run_batch_mode(left: Path, right: Path, rules_dir: Path, output: Optional[str], *, algorithm: str,
                    custom: Optional[Path], dump_version: Optional[int], layout, policy: "Policy | None",
                    max_cmp_size: int, quiet: bool, csv_flag: bool, quant_rule: Optional[Path],
-                   float_format: object) -> int:
+                   float_format: object, ffts: bool = False) -> int:
     """``-f DIR``: compare every model of the dump tree with its rule file; one result file per model."""
     batch = run_batch(left, right, rules_dir, quant_rule=quant_rule, algorithms=algorithm, custom_dir=custom,
-                      dump_version=dump_version, max_elements=max_cmp_size, extra_metrics=gate_metrics(policy))
+                      dump_version=dump_version, max_elements=max_cmp_size, extra_metrics=gate_metrics(policy),
+                      ffts=ffts)
     outdir = Path(output) if output else Path.cwd()
     if outdir.exists() and not outdir.is_dir():
         raise OptionError(f"-o {outdir}: with a folder of rules (-f DIR) -o must be an output folder")
@@ -132,7 +133,7 @@ def run_batch_mode(left: Path, right: Path, rules_dir: Path, output: Optional[st
 def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *,
                   algorithm: str, custom: Optional[Path], dump_version: Optional[int], layout,
                   policy: "Policy | None", max_cmp_size: int, quiet: bool, quant_rule: Optional[Path] = None,
-                  close_fusion_rule: Optional[Path] = None, mapping: Optional[Path] = None) -> int:
+                  close_fusion_rule: Optional[Path] = None, mapping: Optional[Path] = None, ffts: bool = False) -> int:
     """``-d OP``: compare one tensor element by element, write the files, print the top-N tables.
 
     With ``--mapping`` the left operator's counterpart is the one the mapping file names (else the
@@ -153,7 +154,7 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
     result = compare_operator(left, right, args.op or "", fusion_rule=fusion_rule, quant_rule=quant_rule,
                               close_fusion_rule=close_fusion_rule, kind=args.tensor_type or "output",
                               index=args.index or 0, custom_dir=custom, dump_version=dump_version,
-                              algorithms=metrics, mapping=mapping)
+                              algorithms=metrics, mapping=mapping, ffts=ffts)
     files = write_operator_report(result, outdir, layout=layout, topn=topn, max_lines=max_lines,
                                   details=not args.no_details)
     if not quiet:
@@ -218,6 +219,8 @@ class CompareOptions:
     consistency: Optional[str] = None
     dask_cluster: Optional[str] = None
     scheduler: Optional[str] = None
+    #: ``-ffts``: FFTS+ slice files compared one by one (raw op names), not merged.
+    ffts: bool = False
 
 
 def kernels_ready(quiet: bool) -> None:
@@ -270,13 +273,13 @@ def run_compare(o: CompareOptions) -> int:
                 code = run_single_op(single, left, right, o.fusion_rule, o.output, algorithm=o.algorithm,
                                      custom=o.custom, dump_version=o.dump_version, layout=report_layout,
                                      policy=checked, max_cmp_size=o.max_cmp_size, quiet=o.quiet, mapping=o.mapping,
-                                     **rules)
+                                     ffts=o.ffts, **rules)
             case Mode.BATCH:
                 assert o.fusion_rule is not None
                 code = run_batch_mode(left, right, o.fusion_rule, o.output, algorithm=o.algorithm, custom=o.custom,
                                       dump_version=o.dump_version, layout=report_layout, policy=checked,
                                       max_cmp_size=o.max_cmp_size, quiet=o.quiet, csv_flag=o.csv_flag,
-                                      quant_rule=o.quant_rule, float_format=number_format)
+                                      quant_rule=o.quant_rule, float_format=number_format, ffts=o.ffts)
             case Mode.NETWORK:
                 code = _network(o, checked, layout=report_layout, number_format=number_format, rules=rules,
                                 select=select)
@@ -327,7 +330,7 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
                                  dump_version=o.dump_version, max_elements=o.max_cmp_size, mapping=o.mapping,
                                  policy=policy, allow_same=o.allow_same, progress=bar, cluster=o.dask_cluster,
                                  scheduler=o.scheduler, on_dashboard=None if o.quiet else _dashboard_line,
-                                 **rules, **select)
+                                 ffts=o.ffts, **rules, **select)
     finally:
         bar.close()
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,

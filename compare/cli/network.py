@@ -184,6 +184,9 @@ def compare(
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
                                                 "the left operator meets the one it maps to."),
+    ffts: bool = typer.Option(False, "-ffts", "--ffts",
+                              help="FFTS+ sliced ops: compare each slice file by itself, raw op names kept "
+                                   "[merge an op's slices along the cut axis; docs/ffts.md]."),
 ) -> None:
     """The main command: the options into a :class:`~compare.cli.modes.CompareOptions`, then its runner."""
     if layout not in ("vcompare", "msaccucmp"):
@@ -199,4 +202,4 @@ def compare(
         quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
         verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler,
-        consistency=consistency)))
+        consistency=consistency, ffts=ffts)))

@@ -88,6 +88,7 @@ def _base_row(pair: Pair) -> MetricRow:
         status=pair.status,
         op_sequence=pair.op_sequence,
         expected_gap=pair.expected_gap,
+        reasons=[ref.remark for ref in (left, right) if ref is not None and ref.remark],
     )
 
 

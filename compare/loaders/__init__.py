@@ -292,7 +292,8 @@ def load_run(
     says which). ``version``: dump file version (1 protobuf, 2 binary; ``None`` auto).
     ``kind``: force a reader instead of detecting one; if the folder's files say otherwise the
     run keeps the requested kind and a note says what was detected. ``fusion_rule`` /
-    ``keep_raw_names`` steer the offline op-name clean-up.
+    ``keep_raw_names`` steer the offline op-name clean-up; ``keep_raw_names`` (``-ffts``) also
+    keeps the slice files of an FFTS+ op apart instead of merging them (docs/ffts.md).
 
     Selection (MindSpore / TensorFlow-NPU trees, see :mod:`compare.loaders.selection`):
     ``rank`` and ``iteration`` take a number, a list, a range (``0|5-8``) or ``all`` -- one run

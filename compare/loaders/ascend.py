@@ -24,13 +24,16 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
+
+import numpy as np
 
 from convert import dumpfile
 from convert.dtypes import Format, dtype_name, format_name
 from convert.fastread import read_tensor_mapped
+from convert.ffts import FftsMode, SliceAttr, merge_pieces, merged_path, merged_shape, slice_attr_of
 from convert.names.ascend import IGNORED_FILES, OfflineName, classify_name
 from convert.names.hashed import is_hashed_name, lookup_hashed, read_mapping_rows
 from convert.tree import list_entries, os_problem
@@ -417,6 +420,16 @@ def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...
     return refs(header.inputs, TensorKind.INPUT), refs(header.outputs, TensorKind.OUTPUT)
 
 
+def _read_header(path: Path, version: int | None):
+    """``(header, None)``, or ``(None, diagnosis)`` when the file's header cannot be read."""
+    try:
+        return _dumpfile().read_header(path, version=version), None
+    except CompareError as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, str(DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}"))
+
+
 def build_offline_op(
     name: str, files: list[tuple[Path, OfflineName]], *, version: int | None = None
 ) -> OpDump:
@@ -427,14 +440,9 @@ def build_offline_op(
     path, parsed = files[-1]
     inputs: tuple[TensorRef, ...] = ()
     outputs: tuple[TensorRef, ...] = ()
-    error = None
-    try:
-        header = _dumpfile().read_header(path, version=version)
+    header, error = _read_header(path, version)
+    if header is not None:
         inputs, outputs = _tensor_refs(name, header, path)
-    except CompareError as exc:
-        error = str(exc)
-    except OSError as exc:
-        error = str(DumpFormatError(path, f"cannot read the file: {exc.strerror or exc}"))
     return OpDump(
         name=name,
         op_type=parsed.op_type,
@@ -447,6 +455,163 @@ def build_offline_op(
     )
 
 
+# --------------------------------------------------------------------------------------------
+# FFTS+ sliced ops: one op, several slice files, merged when a tensor is loaded
+# --------------------------------------------------------------------------------------------
+
+_SLICE_NUMBER_RE = re.compile(r"lxslice([0-9]+)")
+
+
+def ffts_mode(files: Sequence[tuple[Path, OfflineName]]) -> FftsMode | None:
+    """The FFTS+ mode of an op's files (§2.8): None unless there are several and every one has
+    task type 4 (FFTSPLUS); then manual when a raw op name holds ``_lxslice``, else automatic."""
+    if len(files) < 2 or not all(parsed.ffts for _, parsed in files):
+        return None
+    return FftsMode.MANUAL if any("_lxslice" in parsed.op_name for _, parsed in files) else FftsMode.AUTOMATIC
+
+
+def slice_number(parsed: OfflineName) -> int:
+    """A manual-mode file's slice number: the digits of the last ``lxslice<digits>`` of its raw op
+    name (0 when there is none). The reference reads only the last character of the name, so slice
+    10 would sort before slice 2 there."""
+    found = _SLICE_NUMBER_RE.findall(parsed.op_name)
+    return int(found[-1]) if found else 0
+
+
+def slice_order(files: Sequence[tuple[Path, OfflineName]], mode: FftsMode) -> list[tuple[Path, OfflineName]]:
+    """The slice files in merge order: by thread id (automatic) or slice number (manual), then by
+    16-digit timestamp, then by file name. A piece's thread index is its position in this list."""
+
+    def key(item: tuple[Path, OfflineName]) -> tuple[int, int, str]:
+        path, parsed = item
+        first = slice_number(parsed) if mode is FftsMode.MANUAL else (parsed.thread_id or 0)
+        return (first, parsed.sort_key, path.name)
+
+    return sorted(files, key=key)
+
+
+def _refuse(path: str, problem: str) -> np.ndarray:
+    """The reader of a tensor that cannot be loaded: raises the diagnosis found at scan time."""
+    raise DumpFormatError(path, problem)
+
+
+def _refused(ref: TensorRef, exc: DumpFormatError, remark: str = "") -> TensorRef:
+    return replace(ref, reader=functools.partial(_refuse, exc.path, exc.problem), remark=remark)
+
+
+def _read_merged(headers: tuple, infos: tuple, shapes: tuple, axis: int | None) -> np.ndarray:
+    """Read the slices of one output and merge them (:func:`convert.ffts.merge_pieces`)."""
+    count = 1 if axis is None else len(infos)
+    arrays = [read_dump_tensor(header, info) for header, info in zip(headers[:count], infos[:count])]
+    return merge_pieces(arrays, shapes[:count], axis, [h.path for h in headers[:count]])
+
+
+def _piece_shapes(attr: SliceAttr, mode: FftsMode, index: int, headers: Sequence) -> tuple[tuple[int, ...], ...]:
+    """The shape of each slice file's piece of output ``index`` (§2.9): the thread shape of
+    ``output_tensor_slice`` (automatic) or the file's own dump shape (manual)."""
+    if mode is FftsMode.AUTOMATIC:
+        return tuple(attr.thread_shape(t, index, h.path) for t, h in enumerate(headers))
+    return tuple(tuple(int(d) for d in h.outputs[index].shape) for h in headers)
+
+
+def _merged_output(base: TensorRef, headers: Sequence, attr: SliceAttr, mode: FftsMode,
+                   count_remark: str) -> TensorRef:
+    """The TensorRef of an FFTS+ op's output (``base``: the first slice file's ref of it): the
+    merged tensor's metadata and a reader that merges the slices when it is loaded. A slice that
+    does not fit (no such output, another dtype, a shape that does not concatenate) gives a ref
+    whose reader raises the diagnosis."""
+    first, index = headers[0], base.index
+    axis = attr.merge_axis(index)
+    remarks = [count_remark] if count_remark else []
+    if axis is None:
+        remarks.append(f"FFTS+ output {index} has no cut axis in outputCutList: the first slice file's "
+                       f"({first.path.name}) data is compared")
+    remark = "; ".join(remarks)
+    paths = [h.path for h in headers]
+    try:
+        for header in headers[1:]:
+            if index >= len(header.outputs):
+                raise DumpFormatError(header.path, f"FFTS+ slice file has {len(header.outputs)} output(s), the first "
+                                                   f"slice file {first.path.name} has output {index}")
+            if int(header.outputs[index].data_type) != int(first.outputs[index].data_type):
+                raise DumpFormatError(header.path, f"FFTS+ slice output {index} is {header.outputs[index].dtype_name}, "
+                                                   f"the first slice file's is {first.outputs[index].dtype_name}")
+        shapes = _piece_shapes(attr, mode, index, headers)
+        shape = merged_shape(shapes, axis, paths)
+    except DumpFormatError as exc:
+        return _refused(base, exc, remark)
+    infos = tuple(h.outputs[index] for h in headers)
+    try:
+        original = merged_shape([tuple(int(d) for d in i.original_shape) for i in infos], axis, paths)
+    except DumpFormatError:
+        original = ()  # slices without (or with disagreeing) framework shapes: none for the merged tensor
+    used = infos if axis is not None else infos[:1]
+    return replace(base, shape=shape, original_shape=original if all(i.original_shape for i in infos) else (),
+                   nbytes=sum(int(i.size) for i in used), remark=remark,
+                   reader=functools.partial(_read_merged, tuple(headers), infos, shapes, axis))
+
+
+def build_ffts_op(name: str, files: list[tuple[Path, OfflineName]], mode: FftsMode, *,
+                  version: int | None = None) -> OpDump:
+    """One OpDump for an FFTS+ op cut into several slice files (§2.9 of the reference-tool spec).
+
+    Every slice file's header is read now (metadata); the data are read and merged when an
+    output is loaded. Policy (nothing silent, the op is never dropped):
+
+    * the slice-attribute JSON is the first slice file's ``DumpData.attr[0]``; when it is missing
+      or malformed, every tensor of the op is listed (first slice file's metadata) with a reader
+      that raises that diagnosis, so each row says why;
+    * a slice count other than ``slice_instance_num``: the tensors are still merged and each row
+      carries that remark (the reference warns and flags the row too);
+    * no output with a cut axis: the latest file (16-digit timestamp, then name) is compared, as
+      the reference does, and each row says so;
+    * outputs: concatenated along their first cut axis (:mod:`convert.ffts`); inputs: the first
+      slice file's (they are not merged), each input row says so;
+    * a header that cannot be read: ``OpDump.error`` names the file.
+
+    ``OpDump.path`` is the first slice file (in merge order), ``files`` all of them.
+    """
+    ordered = slice_order(files, mode)
+    headers = []
+    for path, _ in ordered:
+        header, error = _read_header(path, version)
+        if header is None:
+            return OpDump(name=name, op_type=ordered[0][1].op_type, path=path, files=tuple(p for p, _ in files),
+                          error=f"FFTS+ slice file of {name} cannot be read: {error}", timestamp=ordered[0][1].timestamp)
+        headers.append(header)
+    first_path, first = ordered[0]
+    shown = merged_path(first_path)
+
+    def op(inputs: tuple[TensorRef, ...], outputs: tuple[TensorRef, ...], path: Path, parsed: OfflineName) -> OpDump:
+        return OpDump(name=name, op_type=parsed.op_type, path=path, files=tuple(p for p, _ in files),
+                      inputs=inputs, outputs=outputs, timestamp=parsed.timestamp)
+
+    inputs, outputs = _tensor_refs(name, headers[0], first_path)
+    try:
+        attr = slice_attr_of(headers[0].attrs, first_path)
+    except DumpFormatError as exc:
+        why = f"FFTS+ op {name} ({len(files)} {mode.value}-mode slice files {shown}) cannot be merged"
+        return op(tuple(_refused(r, exc, why) for r in inputs), tuple(_refused(r, exc, why) for r in outputs),
+                  first_path, first)
+    count_remark = ""
+    if len(files) != attr.slice_instance_num:
+        count_remark = (f"FFTS+ op {name}: {len(files)} slice file(s) ({shown}) but slice_instance_num is "
+                        f"{attr.slice_instance_num}")
+    if not attr.has_cut:
+        path, parsed = files[-1]
+        header = headers[[p for p, _ in ordered].index(path)]
+        remark = "; ".join(filter(None, [count_remark, (
+            f"FFTS+ op {name} has {len(files)} slice files and no cut axis in outputCutList: the latest, "
+            f"{path.name}, is compared")]))
+        ins, outs = _tensor_refs(name, header, path)
+        return op(tuple(replace(r, remark=remark) for r in ins), tuple(replace(r, remark=remark) for r in outs),
+                  path, parsed)
+    input_remark = "; ".join(filter(None, [count_remark, (
+        f"FFTS+ op input: the first of {len(files)} slice files ({first_path.name}); inputs are not merged")]))
+    merged = tuple(_merged_output(ref, headers, attr, mode, count_remark) for ref in outputs)
+    return op(tuple(replace(r, remark=input_remark) for r in inputs), merged, first_path, first)
+
+
 def group_offline(
     items: list[Classified], *, fusion_rule: bool = False, keep_raw_names: bool = False
 ) -> tuple[dict[str, list[tuple[Path, OfflineName]]], list[tuple[Path, str]]]:
@@ -455,6 +620,10 @@ def group_offline(
     Sorting: by 16-digit timestamp (others count as 0), ties by file name -- deterministic.
     Files with an invalid task-type field, or whose name keeps ``_lxslice`` after clean-up, are
     skipped with a reason.
+
+    ``keep_raw_names`` (``-ffts``): automatic-mode FFTS+ thread files share their raw op name;
+    when one name has files of several thread ids, each thread becomes its own op
+    ``{op_name}_thread{id}`` (compared by itself; the reference would keep only the latest).
     """
     groups: dict[str, list[tuple[Path, OfflineName]]] = {}
     skipped: list[tuple[Path, str]] = []
@@ -472,9 +641,24 @@ def group_offline(
             )
             continue
         groups.setdefault(name, []).append((item.entry.path, parsed))
+    if keep_raw_names:
+        groups = _split_threads(groups)
     for files in groups.values():
         files.sort(key=lambda f: (f[1].sort_key, f[0].name))
     return groups, skipped
+
+
+def _split_threads(groups: dict[str, list[tuple[Path, OfflineName]]]) -> dict[str, list[tuple[Path, OfflineName]]]:
+    """``-ffts``: the groups with an automatic-mode FFTS+ op's thread files split by thread id."""
+    out: dict[str, list[tuple[Path, OfflineName]]] = {}
+    for name, files in groups.items():
+        threads = {parsed.thread_id for _, parsed in files}
+        if ffts_mode(files) is not FftsMode.AUTOMATIC or len(threads) < 2 or None in threads:
+            out[name] = files
+            continue
+        for path, parsed in files:
+            out.setdefault(f"{name}_thread{parsed.thread_id}", []).append((path, parsed))
+    return out
 
 
 def scan_offline(
@@ -502,7 +686,10 @@ def scan_offline(
       that one file with the reason in ``run.skipped`` and goes on;
     * golden (``.npy``/``.pb``/``.quant``) files in the folder are skipped with a reason (the
       reference refuses mixed folders);
-    * ``fusion_rule`` / ``keep_raw_names`` steer the op-name clean-up (:func:`clean_op_name`).
+    * ``fusion_rule`` / ``keep_raw_names`` steer the op-name clean-up (:func:`clean_op_name`);
+    * an FFTS+ op of several slice files (task type 4, :func:`ffts_mode`) is one op whose outputs
+      are merged from the slices when loaded (:func:`build_ffts_op`); with ``keep_raw_names``
+      (``-ffts``) every slice stays its own op, as the reference does.
 
     Raises :class:`CompareError` when the folder holds no usable dump file (naming the folder and
     listing the files and why).
@@ -523,6 +710,10 @@ def scan_offline(
         notes=list(listing.notes),
     )
     for name in sorted(groups):
-        run.ops[name] = build_offline_op(name, groups[name], version=version)
+        mode = None if keep_raw_names else ffts_mode(groups[name])
+        if mode is not None:
+            run.ops[name] = build_ffts_op(name, groups[name], mode, version=version)
+        else:
+            run.ops[name] = build_offline_op(name, groups[name], version=version)
     run.quantized = any(is_quantized_name(name) for name in run.ops)
     return run

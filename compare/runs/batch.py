@@ -133,6 +133,7 @@ def run_batch(
     dump_version: int | None = None,
     max_elements: int = 0,
     extra_metrics: Sequence[str] = (),
+    ffts: bool = False,
 ) -> BatchResult:
     """Compare every model of a dump time folder with its rule from ``rules_dir`` (spec §3.9).
 
@@ -147,7 +148,7 @@ def run_batch(
     reference's result file name).
 
     ``custom_dir``: plugins are loaded once for all models; what was loaded and ignored is in
-    ``notes``. Raises :class:`~compare.errors.OptionError` for a bad layout or an empty rule
+    ``notes``. ``ffts`` (``-ffts``): see :func:`run_network`. Raises :class:`~compare.errors.OptionError` for a bad layout or an empty rule
     folder, :class:`~compare.errors.PairingError` when no model could be compared at all and
     :class:`convert.layouts.LayoutError` for a refused plugin folder.
     """
@@ -168,7 +169,7 @@ def run_batch(
         try:
             result = run_network(leaf, right, rule_path, quant_rule=quant_rule, algorithms=algorithms,
                                  custom_dir=plugins, dump_version=dump_version, max_elements=max_elements,
-                                 extra_metrics=extra_metrics)
+                                 extra_metrics=extra_metrics, ffts=ffts)
         except CompareError as exc:
             batch.errors.append((str(leaf), str(exc)))
             continue

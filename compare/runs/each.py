@@ -41,13 +41,16 @@ class EachPlan:
     #: What the walks of the two trees could not read (folders the user may not list, link
     #: loops, broken links): noted and listed once, not per part.
     walked: list[SkippedFile] = field(default_factory=list)
+    #: ``-ffts``: FFTS+ slice files kept apart under their raw op names when the leaves are read.
+    keep_raw_names: bool = False
 
 
 def _is_multi(spec: object) -> bool:
     return spec is not None and (spec.every or spec.single is None)  # type: ignore[attr-defined]
 
 
-def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None) -> EachPlan | None:
+def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None, *,
+              keep_raw_names: bool = False) -> EachPlan | None:
     """The compare-each-in-turn plan when ``rank`` / ``graph`` / ``iteration`` select several
     values, else None."""
     rank_spec = parse_spec(select["rank"], "--rank")
@@ -63,7 +66,7 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
         raise OptionError(f"--rank / --graph / --iteration with several values: {left} is not a dump tree with "
                           "ranks or iterations (MindSpore rank_N / device_N / graph / iteration folders, or a "
                           "TF-NPU / GE tree)")
-    choice = choose_models(left, right, select, version)
+    choice = choose_models(left, right, select, version, keep_raw_names=keep_raw_names)
     notes = [f"left: {n}" for n in choice.left_notes]
     chosen = select_leaves(left_leaves, selection_of(choice.left), where=str(left), keep_all=True, notes=notes)
     right_select = choice.right
@@ -81,7 +84,7 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
             notes.append(f"{side}: {unused}")
     return EachPlan(Path(left), Path(right), chosen, right_candidates, select, version, notes,
                      by_graph=_is_multi(graph_spec), right_model=right_select.get("model_name"),
-                     right_probe=choice.right_probe, walked=walked)
+                     right_probe=choice.right_probe, walked=walked, keep_raw_names=keep_raw_names)
 
 
 @dataclass
@@ -147,7 +150,7 @@ class GoldenSide:
 
     def get(self) -> Run:
         if self.run is None:
-            self.run = load_run(self.plan.right, version=self.plan.version)
+            self.run = load_run(self.plan.right, version=self.plan.version, keep_raw_names=self.plan.keep_raw_names)
         return self.run
 
 
@@ -164,7 +167,7 @@ def compare_part(job: EachJob, index: int, golden: GoldenSide, *, counted: list[
     rank, graph, iteration, prefix = part_prefix(plan, leaf)
     outcome = PartOutcome(index, rank, graph, iteration, prefix)
     try:
-        left_run = scan_candidate(leaf, root=plan.left, version=plan.version)
+        left_run = scan_candidate(leaf, root=plan.left, version=plan.version, keep_raw_names=plan.keep_raw_names)
         if plan.right_candidates is None:
             right_run = golden.get()
         else:
@@ -173,7 +176,8 @@ def compare_part(job: EachJob, index: int, golden: GoldenSide, *, counted: list[
                                   graph=graph if plan.by_graph else plan.select.get("graph"),
                                   model_name=plan.right_model,
                                   ge_graph=Path(ge_graph) if ge_graph is not None else None)
-            right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version)
+            right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version,
+                                      keep_raw_names=plan.keep_raw_names)
         scenario, rule, pairing = pair_loaded(left_run, right_run, job.fusion_rule, mapping=job.mapping, **job.rules)
         options = _part_options(job.options, counted, len(pairing.pairs)) if counted is not None else job.options
         part = compare_loaded(left_run, right_run, scenario, pairing, job.metrics, options, prefix,

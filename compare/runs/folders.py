@@ -40,6 +40,7 @@ def run_network(
     cluster: str | None = None,
     scheduler: str | None = None,
     on_dashboard: Callable[[str], None] | None = None,
+    ffts: bool = False,
 ) -> NetworkResult:
     """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
 
@@ -70,6 +71,9 @@ def run_network(
     called with the Dask dashboard's address. A single part is compared here (a note says so).
     Needs ``vcompare[dask]`` (:class:`~compare.errors.OptionError` without it).
 
+    ``ffts``: FFTS+ slice files kept apart under their raw op names (the loaders'
+    ``keep_raw_names``), instead of one op merged from its slices.
+
     ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
     loaded); what was loaded and ignored opens the result's notes. A folder refused by the plugin
     policy raises :class:`convert.layouts.LayoutError`; a plugin failing on a pair is that pair's
@@ -89,10 +93,11 @@ def run_network(
         mapping = load_mapping(mapping)  # read once (and refused early when malformed)
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
-        plan = plan_each(left, right, select, dump_version)
+        plan = plan_each(left, right, select, dump_version, keep_raw_names=ffts)
         if plan is None:
             left_run, right_run, scenario, rule, pairing = load_and_pair(
-                left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
+                left, right, fusion_rule, dump_version=dump_version, mapping=mapping, keep_raw_names=ffts, **rules,
+                **select)
             result = compare_loaded(left_run, right_run, scenario, pairing, metrics, options,
                                     refuse_same=refuse_same, rule=rule)
             if spec is not None:

@@ -42,21 +42,22 @@ def load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | None =
                   quant_rule: RuleArg | None = None, close_fusion_rule: RuleArg | None = None,
                   dump_version: int | None = None, rank: object = None, iteration: object = None,
                   graph: object = None, model_name: str | None = None, ge_graph: PathLike | None = None,
-                  mapping: PathLike | list | None = None):
+                  mapping: PathLike | list | None = None, keep_raw_names: bool = False):
     """Load both runs, check the scenario, read the rules, pair: ``(left, right, scenario, rule, pairing)``.
 
     The scenario (row of the manual's comparison table) is checked after both folders are read
     and before any rule file is: an unsupported combination raises
     :class:`~compare.errors.PairingError` naming the row and the options needed. ``rule`` is the
     loaded ATC fusion rule (or ``None``). The selection options (``rank`` ... ``ge_graph``) apply
-    to both sides (see :func:`compare.loaders.load_run`); ``mapping`` see :func:`pair_loaded`.
+    to both sides (see :func:`compare.loaders.load_run`); ``mapping`` see :func:`pair_loaded`;
+    ``keep_raw_names`` (``-ffts``): FFTS+ slice files kept apart (:func:`compare.loaders.load_run`).
     A large rule file is parsed in a forked process while the dumps are read (:class:`BackgroundRule`).
     """
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
     pending = BackgroundRule.start(fusion_rule)  # a large rule file is parsed while the dumps are read
     try:
         return _load_and_pair(left, right, pending or fusion_rule, select, dump_version, quant_rule=quant_rule,
-                              close_fusion_rule=close_fusion_rule, mapping=mapping)
+                              close_fusion_rule=close_fusion_rule, mapping=mapping, keep_raw_names=keep_raw_names)
     finally:
         if pending is not None:
             pending.close()
@@ -122,17 +123,17 @@ def _parse_rule_quietly(path: str) -> FusionRule | None:
 
 def _load_and_pair(left: PathLike, right: PathLike, fusion_rule: RuleArg | BackgroundRule | None, select: dict,
                    dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
-                   mapping: PathLike | list | None):
+                   mapping: PathLike | list | None, keep_raw_names: bool = False):
     with paused_gc():
         return _load_and_pair_now(left, right, fusion_rule, select, dump_version, quant_rule=quant_rule,
-                                  close_fusion_rule=close_fusion_rule, mapping=mapping)
+                                  close_fusion_rule=close_fusion_rule, mapping=mapping, keep_raw_names=keep_raw_names)
 
 
 def _load_and_pair_now(left: PathLike, right: PathLike, fusion_rule: RuleArg | BackgroundRule | None, select: dict,
                        dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
-                       mapping: PathLike | list | None):
-    choice = choose_models(left, right, select, dump_version)
-    left_run = load_run(left, version=dump_version, **choice.left)
+                       mapping: PathLike | list | None, keep_raw_names: bool = False):
+    choice = choose_models(left, right, select, dump_version, keep_raw_names=keep_raw_names)
+    left_run = load_run(left, version=dump_version, keep_raw_names=keep_raw_names, **choice.left)
     left_run.notes.extend(choice.left_notes)
     right_select, aligned = _align_right(right, choice.right, left_run)
     if choice.right_open:
@@ -140,7 +141,7 @@ def _load_and_pair_now(left: PathLike, right: PathLike, fusion_rule: RuleArg | B
     if choice.right_probe is not None and right_select == choice.probe_select:
         right_run = choice.right_probe  # read once: the folder the model choice looked at is the one to compare
     else:
-        right_run = load_run(right, version=dump_version, **right_select)
+        right_run = load_run(right, version=dump_version, keep_raw_names=keep_raw_names, **right_select)
     right_run.notes.extend(choice.right_notes)
     if aligned:
         right_run.notes.append(f"{aligned} chosen to match the left side")
@@ -191,7 +192,8 @@ def _no_pair_note(other: str, counts: dict[str, int]) -> str:
             f"{other} side by name; the default choice applies (force one with --model-name or --ge-graph)")
 
 
-def choose_models(left: PathLike, right: PathLike, select: dict, version: int | None) -> ModelChoice:
+def choose_models(left: PathLike, right: PathLike, select: dict, version: int | None, *,
+                  keep_raw_names: bool = False) -> ModelChoice:
     """Choose the ``model_name`` folder of a side with several (TF-NPU / GE: GE builds several
     graphs) by what pairs: the folder whose ops pair by name with the other side the most.
 
@@ -200,6 +202,7 @@ def choose_models(left: PathLike, right: PathLike, select: dict, version: int | 
     pairing most with the right run (read once, reused). Only the right -> chosen after the left
     is loaded (``right_open``). Ties go to the folder with more ops, then the name. When no
     folder pairs at all, the default choice applies (the most dump files) and a note says so.
+    ``keep_raw_names`` (``-ffts``): how the right run probed here is read (it may be reused).
     """
     choice = ModelChoice(dict(select), dict(select))
     if select.get("model_name") is not None or select.get("ge_graph") is not None:
@@ -227,7 +230,7 @@ def choose_models(left: PathLike, right: PathLike, select: dict, version: int | 
                                                right_sizes))
         return choice
     try:
-        probe = load_run(right, version=version, **select)
+        probe = load_run(right, version=version, keep_raw_names=keep_raw_names, **select)
     except CompareError:
         return choice  # the right side's own error comes when it is loaded for the comparison
     choice.right_probe, choice.probe_select = probe, dict(select)

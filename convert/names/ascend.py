@@ -60,6 +60,17 @@ class OfflineName:
         return self.timestamp if len(self.timestamp_digits) == TIMESTAMP_DIGITS else 0
 
     @property
+    def thread_id(self) -> int | None:
+        """The thread id of the long layout (field -2, ``...task_type.context.thread.x``); None
+        for names of fewer than 8 fields."""
+        return int(self.extra[-2]) if self.task_type is not None and len(self.extra) >= 4 else None
+
+    @property
+    def ffts(self) -> bool:
+        """Whether the task-type field says FFTS+ (4)."""
+        return self.task_type == 4
+
+    @property
     def task_type_problem(self) -> str | None:
         """Why the task-type field is invalid, or ``None`` when it is absent or valid."""
         if self.task_type is None or self.task_type in TASK_TYPES:
