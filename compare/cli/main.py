@@ -10,6 +10,7 @@ from convert.signals import Interrupted, interruptible, stop_message
 
 from .consistency import consistency_app
 from .echo import err
+from .file_compare import file_compare_app
 from .gate import gate_app, policy_app
 from .network import app
 from .startup import hold_gc
@@ -35,7 +36,8 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 
 #: Subcommands, by their first argument (the main command takes options only).
-SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app}
+SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app,
+               "file_compare": file_compare_app}
 
 
 def run(argv: Sequence[str]) -> int:

@@ -35,6 +35,7 @@ from ..single_op import compare_operator
 from .echo import err
 from .output import Outputs, ProgressBar, check_readable, failure_text, finish, outcome_line, preflight
 from .startup import start_up_done
+from .two_files import run_two_files
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..policy import Policy
@@ -46,10 +47,15 @@ class Mode(Enum):
     NETWORK = "network"  # the whole network, one row per tensor pair
     SINGLE_OP = "single-op"  # -d OP: one tensor element by element
     BATCH = "batch"  # -f DIR: every model of the dump tree with its rule file
+    TWO_FILES = "two-files"  # -l FILE -r FILE: the two files' tensors compared as they are
 
 
-def choose_mode(single: "SingleOpArgs", fusion_rule: Optional[Path]) -> Mode:
-    """``-d`` selects single-operator mode; otherwise ``-f`` naming a folder selects batch mode."""
+def choose_mode(single: "SingleOpArgs", fusion_rule: Optional[Path], left: Optional[Path] = None,
+                right: Optional[Path] = None) -> Mode:
+    """Two files (``-l`` and ``-r`` both regular files) select two-file mode; else ``-d`` selects
+    single-operator mode; otherwise ``-f`` naming a folder selects batch mode."""
+    if left is not None and right is not None and left.is_file() and right.is_file():
+        return Mode.TWO_FILES
     if single.op is not None:
         return Mode.SINGLE_OP
     if fusion_rule is not None and fusion_rule.is_dir():
@@ -243,7 +249,9 @@ def run_compare(o: CompareOptions) -> int:
             check_readable(o.policy, "--policy")
         checked = build_policy(o.policy, o.gate)
         single = o.single
-        single.check()
+        mode = choose_mode(single, o.fusion_rule, left, right)
+        if mode is not Mode.TWO_FILES:  # with two files, -t / -i choose a dump file's tensor (no -d)
+            single.check()
         for path, flag in ((left, "-l"), (right, "-r"), (o.fusion_rule, "-f"), (o.quant_rule, "-q"),
                            (o.close_fusion_rule, "-cf"), (o.ge_graph, "--ge-graph"), (o.mapping, "--mapping")):
             if path is not None:
@@ -251,14 +259,13 @@ def run_compare(o: CompareOptions) -> int:
         rules = {"quant_rule": o.quant_rule, "close_fusion_rule": o.close_fusion_rule}
         select = {"rank": o.rank, "iteration": o.iteration, "graph": o.graph, "model_name": o.model_name,
                   "ge_graph": o.ge_graph}
-        mode = choose_mode(single, o.fusion_rule)
         network_only = [flag for flag, given in (("--json", o.json_out is not None), ("--junit", o.junit_out is not None),
                                                  ("--html", o.html_out is not None), ("--verdicts", o.verdicts),
                                                  ("--explain", o.explain is not None),
                                                  ("--dask-cluster", o.dask_cluster is not None),
                                                  ("--scheduler", o.scheduler is not None),
                                                  ("--consistency", o.consistency is not None)) if given]
-        if mode is not Mode.NETWORK and network_only:
+        if mode in (Mode.SINGLE_OP, Mode.BATCH) and network_only:
             raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d) "
                               "and batch mode (-f DIR) do not write them")
         match mode:
@@ -277,6 +284,8 @@ def run_compare(o: CompareOptions) -> int:
                                       dump_version=o.dump_version, layout=report_layout, policy=checked,
                                       max_cmp_size=o.max_cmp_size, quiet=o.quiet, csv_flag=o.csv_flag,
                                       quant_rule=o.quant_rule, float_format=number_format)
+            case Mode.TWO_FILES:
+                code = run_two_files(o, checked, layout=report_layout, number_format=number_format)
             case Mode.NETWORK:
                 code = _network(o, checked, layout=report_layout, number_format=number_format, rules=rules,
                                 select=select)
