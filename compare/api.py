@@ -35,6 +35,7 @@ from .runs.folders import run_network
 from .runs.loading import PathLike, RuleArg
 from .runs.localise import localise_network
 from .runs.network import NetworkResult, Progress
+from .runs.op_range import OpChoice
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -220,6 +221,7 @@ def compare_network(
     cluster: str | None = None,
     scheduler: str | None = None,
     on_dashboard: Callable[[str], None] | None = None,
+    ops: OpChoice | None = None,
 ) -> ComparisonResult:
     """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
 
@@ -246,6 +248,9 @@ def compare_network(
     saying where and how long; ``progress`` then counts parts and ``on_dashboard(link)`` gets the
     Dask dashboard's address (docs/distributed.md). Needs ``vcompare[dask]``.
 
+    ``ops``: ``--range`` / ``--select`` (:class:`~compare.runs.op_range.OpRange` /
+    :class:`~compare.runs.op_range.OpSelect`): only the fusion groups of those rule ids (docs/modes.md).
+
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
     (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
     comparison table does not support); per-operator problems are rows with a FailReason.
@@ -257,7 +262,7 @@ def compare_network(
                          max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
                          iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
                          mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same,
-                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard)
+                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, ops=ops)
     if checked is not None and result.stats is not None and not result.rows:
         raise OptionError("gates check tensor metrics, and this comparison is statistics-only (a side holds "
                           "statistics and no tensor data); compare tensor dumps to use gates")
@@ -274,7 +279,7 @@ def compare_network(
                "rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
                "ge_graph": ge_graph, "gates": [b.text for b in checked.gates] if checked is not None else [],
                "strict": checked.strict if checked is not None else None, "allow_same": allow_same,
-               "custom_dir": custom_dir}
+               "custom_dir": custom_dir, "ops": ops.option if ops is not None else None}
     timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
     return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
                             options, timing, network=result, skipped=list(result.skipped),

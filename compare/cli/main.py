@@ -16,12 +16,21 @@ from .network import app
 from .startup import hold_gc
 
 
+#: The golden-side spellings of msaccucmp; on a command line using one, ``-r`` is its ``--range``.
+MSACCUCMP_GOLDEN = ("-g", "--golden_dump_path")
+
+
 def normalise_argv(argv: list[str]) -> list[str]:
-    """Accept the reference tool's ``-alg 0 1 5`` (several index tokens) as ``-alg 0,1,5``."""
+    """Accept the reference tool's spellings: ``-alg 0 1 5`` (several index tokens) as
+    ``-alg 0,1,5``; and, on a command line in msaccucmp's spelling (``-g`` / ``--golden_dump_path``
+    present, so the golden side is not ``-r``), ``-r START,END,STEP`` as ``--range``."""
+    msaccucmp = any(token in MSACCUCMP_GOLDEN or token.startswith("--golden_dump_path=") for token in argv)
     out: list[str] = []
     i = 0
     while i < len(argv):
         token = argv[i]
+        if msaccucmp and token == "-r":
+            token = "--range"
         out.append(token)
         if token in ("-alg", "--algorithm") and i + 1 < len(argv):
             values = [argv[i + 1]]

@@ -184,6 +184,17 @@ def compare(
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
                                                 "the left operator meets the one it maps to."),
+    mapping_table: bool = typer.Option(False, "-map", "--mapping-table",
+                                       help="Write the mapping table (which left tensor meets which golden tensor "
+                                            "and their files) instead of comparing: needs -f or -q; -o FILE.csv or "
+                                            "a folder (-> mapping_{YYYYmmddHHMMSS}.csv)."),
+    op_range: Optional[str] = typer.Option(None, "--range",
+                                           help="Compare only the fusion groups of the -f rule's operators with ids "
+                                                "start,end,step (end -1: the last; e.g. 1,-1,10). With -m/-g "
+                                                "spelling, -r RANGE as in msaccucmp."),
+    op_select: Optional[str] = typer.Option(None, "-s", "--select",
+                                            help="Compare only the fusion groups of the -f rule's operators with "
+                                                 "these ids: i1,i2,... (e.g. 3,7,12)."),
 ) -> None:
     """The main command: the options into a :class:`~compare.cli.modes.CompareOptions`, then its runner."""
     if layout not in ("vcompare", "msaccucmp"):
@@ -199,4 +210,4 @@ def compare(
         quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
         verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler,
-        consistency=consistency)))
+        consistency=consistency, mapping_table=mapping_table, op_range=op_range, op_select=op_select)))

@@ -9,12 +9,14 @@ from convert.layouts import PluginSet, load_plugins
 
 from ..engine import EngineOptions
 from ..heap import frozen_heap
+from ..errors import OptionError
 from ..kernels import resolve_algorithms
 from ..pairing.mapping_file import load_mapping
 from .distributed import ClusterSpec, compare_each_on_cluster, require_dask
 from .each import EachJob, compare_each, plan_each
 from .loading import PathLike, RuleArg, load_and_pair
 from .network import NetworkResult, Progress, compare_loaded
+from .op_range import OpChoice, select_pairs
 
 
 def run_network(
@@ -40,6 +42,7 @@ def run_network(
     cluster: str | None = None,
     scheduler: str | None = None,
     on_dashboard: Callable[[str], None] | None = None,
+    ops: OpChoice | None = None,
 ) -> NetworkResult:
     """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
 
@@ -70,6 +73,10 @@ def run_network(
     called with the Dask dashboard's address. A single part is compared here (a note says so).
     Needs ``vcompare[dask]`` (:class:`~compare.errors.OptionError` without it).
 
+    ``ops``: ``--range`` / ``--select`` (:mod:`compare.runs.op_range`): only the rows of the fusion
+    groups of the operators with those rule ids are compared; a note says how many were selected.
+    One model only (not with several ranks / iterations / graphs).
+
     ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
     loaded); what was loaded and ignored opens the result's notes. A folder refused by the plugin
     policy raises :class:`convert.layouts.LayoutError`; a plugin failing on a pair is that pair's
@@ -90,9 +97,14 @@ def run_network(
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
         plan = plan_each(left, right, select, dump_version)
+        if plan is not None and ops is not None:
+            raise OptionError(f"{ops.option} selects operators of one model: not with several ranks, iterations or "
+                              "graphs")
         if plan is None:
             left_run, right_run, scenario, rule, pairing = load_and_pair(
                 left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
+            if ops is not None:
+                pairing, _ = select_pairs(pairing, rule, ops)
             result = compare_loaded(left_run, right_run, scenario, pairing, metrics, options,
                                     refuse_same=refuse_same, rule=rule)
             if spec is not None:
