@@ -52,8 +52,9 @@ SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistenc
 def run(argv: Sequence[str]) -> int:
     """Run one command line (without the program name) and return its exit code.
 
-    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``); anything else is the main
-    comparison, whose ``-alg 0 1 5`` form is normalised first. Ctrl-C / SIGTERM give 130 / 143.
+    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``, ``file_compare``);
+    anything else is the main comparison, whose msaccucmp spellings are normalised first
+    (:func:`normalise_argv`). Ctrl-C / SIGTERM give 130 / 143.
     """
     args = list(argv)
     target, name = app, "vcompare"

@@ -41,6 +41,18 @@ Examples:
   vcompare -l npu -r golden -f model.json -o detail/ -d pool5 -t output -i 0 -n 50
 
 
+  # two files (.npy, .txt or dump files), every metric, the table on stdout and in result.csv:
+  vcompare -l my_output.npy -r golden.npy -o result.csv
+
+
+  # the fusion groups of rule ops 1, 11, 21 ... only (msaccucmp spelling: -m MY -g GOLDEN -r 1,-1,10):
+  vcompare -l npu -r golden -f model.json --range 1,-1,10 -o result.csv
+
+
+  # which left tensor meets which golden file (mapping_{ts}.csv in out/), nothing compared:
+  vcompare -l npu -r golden -f model.json -map -o out/
+
+
   # MindSpore GPU run vs Ascend run (npy / .bin dump trees), every iteration in turn:
   vcompare -l gpu_dump -r ascend_dump --rank 0 --iteration all -o out/
 
@@ -67,6 +79,10 @@ Examples:
 
   # write a commented starter policy file:
   vcompare policy --init gates.toml
+
+
+  # two .npy files, the reference's eight metrics in out/file_result_{ts}.txt:
+  vcompare file_compare -m my.npy -g golden.npy -out out
 
 
   # the ranks of one training dump whose replicas disagree (8 per DP group):
