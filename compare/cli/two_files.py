@@ -21,7 +21,7 @@ from ..reports.result_json import write_json
 from ..reports.junit import write_junit
 from ..runs.two_files import FileKind, FilesResult, TensorChoice, compare_files, compare_npy_files
 from .echo import err
-from .output import check_readable, finish, preflight
+from .output import check_readable, count_line, finish, preflight
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..policy import Policy
@@ -106,12 +106,16 @@ def run_two_files(o: "CompareOptions", policy: "Policy | None", *, layout: Layou
             written.append((label, job()))  # type: ignore[operator]
         except OutputError as exc:
             failed.append(exc)
-    code = finish(result, written, failed, o.quiet)
-    if files.compared == 0:
+    if files.compared == 0:  # the outputs hold the rows and their reasons; the run itself failed
+        for label, path in written:
+            typer.echo(f"{label}: {path}")
+        err(count_line(result.summary(), 0))
+        for exc in failed:
+            err(f"error: {exc}")
         reasons = "; ".join(reason for row in files.rows for reason in row.reasons) or "no tensor pair"
         err(f"error: nothing compared: {reasons}")
         return EXIT_CANNOT_RUN
-    return code
+    return finish(result, written, failed, o.quiet)
 
 
 def run_file_compare(my: Path, golden: Path, output: Path, *, quiet: bool) -> int:

@@ -13,6 +13,7 @@ from compare.errors import OptionError
 from compare.reports.mapping_table import render_mapping
 from compare.runs.mapping_table import mapping_table
 from compare.runs.op_range import OpSelect
+from compare.testing.synthetic_quant import make_quant_network
 
 DEMO = FIXTURES / "demo"
 GOLDEN = TESTS / "golden" / "mapping_demo.csv"
@@ -57,3 +58,13 @@ def test_selected_rows_carry_op_sequence() -> None:
 def test_needs_a_rule() -> None:
     with pytest.raises(OptionError, match=r"needs|give one of them"):
         mapping_table(DEMO / "npu", DEMO / "golden")
+
+
+def test_quant_rule_alone(tmp_path: Path) -> None:
+    paths = make_quant_network(tmp_path)
+    table = mapping_table(paths["quant_caffe"], paths["caffe"], quant_rule=paths["quant_rule"])
+    conv = next(row for row in table.rows if row.npu_dump == "conv1")
+    assert conv.tensor_index == "conv1:output:0"  # scenario 3: output 0 of each left op only
+    assert conv.npu_path is not None and conv.npu_path.parent == paths["quant_caffe"]
+    assert conv.golden_path is not None and conv.golden_path.parent == paths["caffe"]
+    assert all(row.tensor_index is None or ":output:" in row.tensor_index for row in table.rows)
