@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FIXTURES, TESTS
+from conftest import FIXTURES, ROOT, TESTS
 
 from compare.cli import app, run
 from compare.cli.file_compare import file_compare_app
@@ -83,6 +83,9 @@ def test_two_files_json_and_msaccucmp_spelling(npys: tuple[Path, Path], tmp_path
     doc = json.loads(out.read_text())
     assert doc["options"]["mode"] == "two-files" and doc["counts"]["compared"] == 1
     assert doc["inputs"]["left_kind"] == "npy"
+    assert [row["metrics"]["MaxAbsoluteError"] for row in doc["rows"]] == [5.0]
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, json.loads((ROOT / "docs" / "result-schema.json").read_text()))
 
 
 def test_two_files_without_output_write_nothing(npys: tuple[Path, Path], tmp_path: Path,
