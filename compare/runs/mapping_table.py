@@ -19,7 +19,7 @@ from .loading import PathLike, RuleArg, load_and_pair
 from .op_range import OpChoice, select_pairs
 
 
-@dataclass
+@dataclass(frozen=True)
 class MappingTable:
     """The rows, the notes of loading and pairing, and whether an op range / select made them
     (the table then has the OpSequence column, as the reference tool)."""

@@ -85,7 +85,7 @@ class TensorChoice:
         return f"{self.kind.value} {self.index}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class FilesResult:
     """The rows of a two-file comparison (one per tensor pair, in input-then-output order), the
     metric columns, both sides, and notes for the user."""
