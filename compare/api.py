@@ -35,6 +35,7 @@ from .runs.folders import run_network
 from .runs.loading import PathLike, RuleArg
 from .runs.localise import localise_network
 from .runs.network import NetworkResult, Progress
+from .runs.op_range import OpChoice
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -221,6 +222,7 @@ def compare_network(
     scheduler: str | None = None,
     on_dashboard: Callable[[str], None] | None = None,
     ffts: bool = False,
+    ops: OpChoice | None = None,
 ) -> ComparisonResult:
     """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
 
@@ -249,6 +251,8 @@ def compare_network(
 
     ``ffts=True`` (``-ffts``): the slice files of an FFTS+ op are compared one by one under their
     raw op names instead of being merged along the cut axis (docs/ffts.md).
+    ``ops``: ``--range`` / ``--select`` (:class:`~compare.runs.op_range.OpRange` /
+    :class:`~compare.runs.op_range.OpSelect`): only the fusion groups of those rule ids (docs/modes.md).
 
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
     (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
@@ -261,7 +265,7 @@ def compare_network(
                          max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
                          iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
                          mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same,
-                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, ffts=ffts)
+                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, ffts=ffts, ops=ops)
     if checked is not None and result.stats is not None and not result.rows:
         raise OptionError("gates check tensor metrics, and this comparison is statistics-only (a side holds "
                           "statistics and no tensor data); compare tensor dumps to use gates")
@@ -278,7 +282,7 @@ def compare_network(
                "rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
                "ge_graph": ge_graph, "gates": [b.text for b in checked.gates] if checked is not None else [],
                "strict": checked.strict if checked is not None else None, "allow_same": allow_same,
-               "custom_dir": custom_dir}
+               "custom_dir": custom_dir, "ops": ops.option if ops is not None else None}
     timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
     return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
                             options, timing, network=result, skipped=list(result.skipped),

@@ -3,19 +3,21 @@
 Modules: :mod:`~compare.cli.main` (entry point, subcommand dispatch), :mod:`~compare.cli.network`
 (the main command's options and its one ``match`` over the modes), :mod:`~compare.cli.modes`
 (single-operator, batch and consistency runners), :mod:`~compare.cli.gate` (``gate``, ``policy``),
-:mod:`~compare.cli.consistency` (``consistency``),
+:mod:`~compare.cli.consistency` (``consistency``), :mod:`~compare.cli.file_compare` (``file_compare``),
+:mod:`~compare.cli.two_files` (the runners of two files: ``-l FILE -r FILE`` and ``file_compare``),
 :mod:`~compare.cli.output` (messages, summary, progress bar, output files) and
 :mod:`~compare.cli.startup` (every start-up trick). Runners return exit codes; only the typer
 command functions end with ``typer.Exit``.
 
 Commands: ``vcompare -l LEFT -r RIGHT ...`` (compare; options only), ``vcompare gate RESULT``
 (re-check a saved result, :func:`compare.api.regate`), ``vcompare policy --init [PATH]``
-(write the starter policy) and ``vcompare consistency -l TREE --groups dp:8`` (the replicas of
+(write the starter policy), ``vcompare consistency -l TREE --groups dp:8`` (the replicas of
 each rank group of one tree, :func:`compare.consistency.check_consistency`; exit 0 consistent,
-1 a rank disagrees, 3 values not checked, 2 cannot run). :func:`run` picks the command from the
-first argument: the main command takes no positional argument, so ``gate`` / ``policy`` /
-``consistency`` there can only be a subcommand (a folder named ``gate`` is given with ``-l gate``
-and stays an option value).
+1 a rank disagrees, 3 values not checked, 2 cannot run) and ``vcompare file_compare -m A.npy
+-g B.npy -out DIR`` (the reference's ``file_result_{ts}.txt``, docs/modes.md). :func:`run` picks
+the command from the first argument: the main command takes no positional argument, so ``gate``
+/ ``policy`` / ``consistency`` / ``file_compare`` there can only be a subcommand (a folder named
+``gate`` is given with ``-l gate`` and stays an option value).
 
 Exit codes (README.md and docs/ci-gate.md document the same table):
 

@@ -10,17 +10,27 @@ from convert.signals import Interrupted, interruptible, stop_message
 
 from .consistency import consistency_app
 from .echo import err
+from .file_compare import file_compare_app
 from .gate import gate_app, policy_app
 from .network import app
 from .startup import hold_gc
 
 
+#: The golden-side spellings of msaccucmp; on a command line using one, ``-r`` is its ``--range``.
+MSACCUCMP_GOLDEN = ("-g", "--golden_dump_path")
+
+
 def normalise_argv(argv: list[str]) -> list[str]:
-    """Accept the reference tool's ``-alg 0 1 5`` (several index tokens) as ``-alg 0,1,5``."""
+    """Accept the reference tool's spellings: ``-alg 0 1 5`` (several index tokens) as
+    ``-alg 0,1,5``; and, on a command line in msaccucmp's spelling (``-g`` / ``--golden_dump_path``
+    present, so the golden side is not ``-r``), ``-r START,END,STEP`` as ``--range``."""
+    msaccucmp = any(token in MSACCUCMP_GOLDEN or token.startswith("--golden_dump_path=") for token in argv)
     out: list[str] = []
     i = 0
     while i < len(argv):
         token = argv[i]
+        if msaccucmp and token == "-r":
+            token = "--range"
         out.append(token)
         if token in ("-alg", "--algorithm") and i + 1 < len(argv):
             values = [argv[i + 1]]
@@ -35,14 +45,16 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 
 #: Subcommands, by their first argument (the main command takes options only).
-SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app}
+SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app,
+               "file_compare": file_compare_app}
 
 
 def run(argv: Sequence[str]) -> int:
     """Run one command line (without the program name) and return its exit code.
 
-    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``); anything else is the main
-    comparison, whose ``-alg 0 1 5`` form is normalised first. Ctrl-C / SIGTERM give 130 / 143.
+    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``, ``file_compare``);
+    anything else is the main comparison, whose msaccucmp spellings are normalised first
+    (:func:`normalise_argv`). Ctrl-C / SIGTERM give 130 / 143.
     """
     args = list(argv)
     target, name = app, "vcompare"

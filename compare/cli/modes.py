@@ -29,12 +29,16 @@ from ..reports.files import atomic_write_text
 from ..reports.staging import sweep_leftovers
 from ..reports.network import Layout, write_report
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
+from ..reports.mapping_table import mapping_path, write_mapping
 from ..runs.batch import run_batch
+from ..runs.mapping_table import mapping_table
+from ..runs.op_range import OpChoice, parse_range, parse_select
 from ..runs.each import selected_folder
 from ..single_op import compare_operator
 from .echo import err
 from .output import Outputs, ProgressBar, check_readable, failure_text, finish, outcome_line, preflight
 from .startup import start_up_done
+from .two_files import run_two_files
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..policy import Policy
@@ -46,10 +50,16 @@ class Mode(Enum):
     NETWORK = "network"  # the whole network, one row per tensor pair
     SINGLE_OP = "single-op"  # -d OP: one tensor element by element
     BATCH = "batch"  # -f DIR: every model of the dump tree with its rule file
+    TWO_FILES = "two-files"  # -l FILE -r FILE: the two files' tensors compared as they are
+    MAPPING_TABLE = "mapping-table"  # -map: the pairs listed, nothing compared
 
 
-def choose_mode(single: "SingleOpArgs", fusion_rule: Optional[Path]) -> Mode:
-    """``-d`` selects single-operator mode; otherwise ``-f`` naming a folder selects batch mode."""
+def choose_mode(single: "SingleOpArgs", fusion_rule: Optional[Path], left: Optional[Path] = None,
+                right: Optional[Path] = None) -> Mode:
+    """Two files (``-l`` and ``-r`` both regular files) select two-file mode; else ``-d`` selects
+    single-operator mode; otherwise ``-f`` naming a folder selects batch mode."""
+    if left is not None and right is not None and left.is_file() and right.is_file():
+        return Mode.TWO_FILES
     if single.op is not None:
         return Mode.SINGLE_OP
     if fusion_rule is not None and fusion_rule.is_dir():
@@ -221,6 +231,23 @@ class CompareOptions:
     scheduler: Optional[str] = None
     #: ``-ffts``: FFTS+ slice files compared one by one (raw op names), not merged.
     ffts: bool = False
+    mapping_table: bool = False
+    op_range: Optional[str] = None
+    op_select: Optional[str] = None
+
+    def op_choice(self) -> "OpChoice | None":
+        """``--range`` / ``--select`` parsed (syntax), checked against the other options; None
+        when neither is given. Raises :class:`OptionError` (exit 2)."""
+        if self.op_range is not None and self.op_select is not None:
+            raise OptionError("--range and --select choose operators in two ways: give one of them")
+        if self.op_range is None and self.op_select is None:
+            return None
+        flag = "--range" if self.op_range is not None else "--select"
+        if self.single.op is not None:
+            raise OptionError(f"{flag} chooses operators of a network comparison: not with -d (one operator)")
+        if self.fusion_rule is None or self.fusion_rule.is_dir():
+            raise OptionError(f"{flag} chooses operators by their id in the fusion rule: give one rule file with -f")
+        return parse_range(self.op_range) if self.op_range is not None else parse_select(self.op_select or "")
 
 
 def kernels_ready(quiet: bool) -> None:
@@ -246,7 +273,10 @@ def run_compare(o: CompareOptions) -> int:
             check_readable(o.policy, "--policy")
         checked = build_policy(o.policy, o.gate)
         single = o.single
-        single.check()
+        mode = Mode.MAPPING_TABLE if o.mapping_table else choose_mode(single, o.fusion_rule, left, right)
+        ops = o.op_choice()
+        if mode not in (Mode.TWO_FILES, Mode.MAPPING_TABLE):  # two files: -t / -i choose a dump tensor (no -d)
+            single.check()
         for path, flag in ((left, "-l"), (right, "-r"), (o.fusion_rule, "-f"), (o.quant_rule, "-q"),
                            (o.close_fusion_rule, "-cf"), (o.ge_graph, "--ge-graph"), (o.mapping, "--mapping")):
             if path is not None:
@@ -254,16 +284,15 @@ def run_compare(o: CompareOptions) -> int:
         rules = {"quant_rule": o.quant_rule, "close_fusion_rule": o.close_fusion_rule}
         select = {"rank": o.rank, "iteration": o.iteration, "graph": o.graph, "model_name": o.model_name,
                   "ge_graph": o.ge_graph}
-        mode = choose_mode(single, o.fusion_rule)
         network_only = [flag for flag, given in (("--json", o.json_out is not None), ("--junit", o.junit_out is not None),
                                                  ("--html", o.html_out is not None), ("--verdicts", o.verdicts),
                                                  ("--explain", o.explain is not None),
                                                  ("--dask-cluster", o.dask_cluster is not None),
                                                  ("--scheduler", o.scheduler is not None),
                                                  ("--consistency", o.consistency is not None)) if given]
-        if mode is not Mode.NETWORK and network_only:
-            raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d) "
-                              "and batch mode (-f DIR) do not write them")
+        if mode in (Mode.SINGLE_OP, Mode.BATCH, Mode.MAPPING_TABLE) and network_only:
+            raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d), "
+                              "batch mode (-f DIR) and the mapping table (-map) do not write them")
         match mode:
             case Mode.SINGLE_OP:
                 if any(v is not None for v in select.values()):
@@ -280,9 +309,15 @@ def run_compare(o: CompareOptions) -> int:
                                       dump_version=o.dump_version, layout=report_layout, policy=checked,
                                       max_cmp_size=o.max_cmp_size, quiet=o.quiet, csv_flag=o.csv_flag,
                                       quant_rule=o.quant_rule, float_format=number_format, ffts=o.ffts)
+            case Mode.MAPPING_TABLE:
+                code = run_mapping_table(o, ops, select)
+            case Mode.TWO_FILES:
+                if ops is not None:
+                    raise OptionError("--range / --select choose operators of dump folders, not of two files")
+                code = run_two_files(o, checked, layout=report_layout, number_format=number_format)
             case Mode.NETWORK:
                 code = _network(o, checked, layout=report_layout, number_format=number_format, rules=rules,
-                                select=select)
+                                select=select, ops=ops)
                 if o.consistency is not None:
                     code = _worst_exit(code, _consistency_too(o))
     except CompareError as exc:
@@ -295,6 +330,32 @@ def run_compare(o: CompareOptions) -> int:
         err(f"error: -custom {o.custom}: {exc}" if o.custom is not None else f"error: {exc}")
         return EXIT_CANNOT_RUN
     return code
+
+
+def run_mapping_table(o: CompareOptions, ops: "OpChoice | None", select: dict) -> int:
+    """``-map``: the mapping table written (its path on stdout, the notes on stderr), nothing
+    compared; exit 0, or 2 (CompareErrors propagate to :func:`run_compare`)."""
+    single = o.single
+    refused = [flag for flag, given in (("-d", single.op is not None), ("-t", single.tensor_type is not None),
+                                        ("-i", single.index is not None), ("-n", single.topn is not None),
+                                        ("--max-lines", single.max_lines is not None),
+                                        ("--no-details", single.no_details), ("--mapping", o.mapping is not None),
+                                        ("-cf", o.close_fusion_rule is not None)) if given]
+    if refused:
+        raise OptionError(f"-map lists the pairs of a whole network through -f / -q: not with {', '.join(refused)}")
+    if o.fusion_rule is not None and o.fusion_rule.is_dir():
+        raise OptionError("-map lists the pairs of one model: -f must be a rule file, not a folder")
+    target = mapping_path(o.output)
+    preflight(target)
+    table = mapping_table(o.left, o.right, o.fusion_rule, quant_rule=o.quant_rule, dump_version=o.dump_version,
+                          ops=ops, select=select)
+    written = write_mapping(table.rows, target, op_sequence=table.selected)
+    if not o.quiet:
+        for note in table.notes:
+            err(note)
+        err(f"mapping table: {len(table.rows)} row(s); nothing compared")
+    typer.echo(f"mapping: {written}")
+    return EXIT_OK
 
 
 #: Exit codes from the least to the most serious (0 passed, 3 incomplete, 1 failed, 2 could not run).
@@ -318,7 +379,7 @@ def _consistency_too(o: CompareOptions) -> int:
 
 
 def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, number_format: "FloatFormat",
-             rules: dict, select: dict) -> int:
+             rules: dict, select: dict, ops: "OpChoice | None" = None) -> int:
     """The network comparison: outputs checked, compared (with the progress bar), written; the
     notes, the summary and the first divergence printed (and the ``--explain`` chain). Returns the
     exit code; CompareErrors propagate (exit 2)."""
@@ -330,7 +391,7 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
                                  dump_version=o.dump_version, max_elements=o.max_cmp_size, mapping=o.mapping,
                                  policy=policy, allow_same=o.allow_same, progress=bar, cluster=o.dask_cluster,
                                  scheduler=o.scheduler, on_dashboard=None if o.quiet else _dashboard_line,
-                                 ffts=o.ffts, **rules, **select)
+                                 ffts=o.ffts, ops=ops, **rules, **select)
     finally:
         bar.close()
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,

@@ -41,6 +41,18 @@ Examples:
   vcompare -l npu -r golden -f model.json -o detail/ -d pool5 -t output -i 0 -n 50
 
 
+  # two files (.npy, .txt or dump files), every metric, the table on stdout and in result.csv:
+  vcompare -l my_output.npy -r golden.npy -o result.csv
+
+
+  # the fusion groups of rule ops 1, 11, 21 ... only (msaccucmp spelling: -m MY -g GOLDEN -r 1,-1,10):
+  vcompare -l npu -r golden -f model.json --range 1,-1,10 -o result.csv
+
+
+  # which left tensor meets which golden file (mapping_{ts}.csv in out/), nothing compared:
+  vcompare -l npu -r golden -f model.json -map -o out/
+
+
   # MindSpore GPU run vs Ascend run (npy / .bin dump trees), every iteration in turn:
   vcompare -l gpu_dump -r ascend_dump --rank 0 --iteration all -o out/
 
@@ -67,6 +79,10 @@ Examples:
 
   # write a commented starter policy file:
   vcompare policy --init gates.toml
+
+
+  # two .npy files, the reference's eight metrics in out/file_result_{ts}.txt:
+  vcompare file_compare -m my.npy -g golden.npy -out out
 
 
   # the ranks of one training dump whose replicas disagree (8 per DP group):
@@ -187,6 +203,17 @@ def compare(
     ffts: bool = typer.Option(False, "-ffts", "--ffts",
                               help="FFTS+ sliced ops: compare each slice file by itself, raw op names kept "
                                    "[merge an op's slices along the cut axis; docs/ffts.md]."),
+    mapping_table: bool = typer.Option(False, "-map", "--mapping-table",
+                                       help="Write the mapping table (which left tensor meets which golden tensor "
+                                            "and their files) instead of comparing: needs -f or -q; -o FILE.csv or "
+                                            "a folder (-> mapping_{YYYYmmddHHMMSS}.csv)."),
+    op_range: Optional[str] = typer.Option(None, "--range",
+                                           help="Compare only the fusion groups of the -f rule's operators with ids "
+                                                "start,end,step (end -1: the last; e.g. 1,-1,10). With -m/-g "
+                                                "spelling, -r RANGE as in msaccucmp."),
+    op_select: Optional[str] = typer.Option(None, "-s", "--select",
+                                            help="Compare only the fusion groups of the -f rule's operators with "
+                                                 "these ids: i1,i2,... (e.g. 3,7,12)."),
 ) -> None:
     """The main command: the options into a :class:`~compare.cli.modes.CompareOptions`, then its runner."""
     if layout not in ("vcompare", "msaccucmp"):
@@ -202,4 +229,4 @@ def compare(
         quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
         verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler,
-        consistency=consistency, ffts=ffts)))
+        consistency=consistency, ffts=ffts, mapping_table=mapping_table, op_range=op_range, op_select=op_select)))

@@ -9,12 +9,14 @@ from convert.layouts import PluginSet, load_plugins
 
 from ..engine import EngineOptions
 from ..heap import frozen_heap
+from ..errors import OptionError
 from ..kernels import resolve_algorithms
 from ..pairing.mapping_file import load_mapping
 from .distributed import ClusterSpec, compare_each_on_cluster, require_dask
 from .each import EachJob, compare_each, plan_each
 from .loading import PathLike, RuleArg, load_and_pair
 from .network import NetworkResult, Progress, compare_loaded
+from .op_range import OpChoice, select_pairs
 
 
 def run_network(
@@ -41,6 +43,7 @@ def run_network(
     scheduler: str | None = None,
     on_dashboard: Callable[[str], None] | None = None,
     ffts: bool = False,
+    ops: OpChoice | None = None,
 ) -> NetworkResult:
     """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
 
@@ -73,6 +76,9 @@ def run_network(
 
     ``ffts``: FFTS+ slice files kept apart under their raw op names (the loaders'
     ``keep_raw_names``), instead of one op merged from its slices.
+    ``ops``: ``--range`` / ``--select`` (:mod:`compare.runs.op_range`): only the rows of the fusion
+    groups of the operators with those rule ids are compared; a note says how many were selected.
+    One model only (not with several ranks / iterations / graphs).
 
     ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
     loaded); what was loaded and ignored opens the result's notes. A folder refused by the plugin
@@ -94,10 +100,15 @@ def run_network(
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
         plan = plan_each(left, right, select, dump_version, keep_raw_names=ffts)
+        if plan is not None and ops is not None:
+            raise OptionError(f"{ops.option} selects operators of one model: not with several ranks, iterations or "
+                              "graphs")
         if plan is None:
             left_run, right_run, scenario, rule, pairing = load_and_pair(
                 left, right, fusion_rule, dump_version=dump_version, mapping=mapping, keep_raw_names=ffts, **rules,
                 **select)
+            if ops is not None:
+                pairing, _ = select_pairs(pairing, rule, ops)
             result = compare_loaded(left_run, right_run, scenario, pairing, metrics, options,
                                     refuse_same=refuse_same, rule=rule)
             if spec is not None:
