@@ -12,6 +12,7 @@ from .consistency import consistency_app
 from .echo import err
 from .gate import gate_app, policy_app
 from .network import app
+from .overflow import overflow_app
 from .startup import hold_gc
 
 
@@ -35,7 +36,7 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 
 #: Subcommands, by their first argument (the main command takes options only).
-SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app}
+SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app, "overflow": overflow_app}
 
 
 def run(argv: Sequence[str]) -> int:
