@@ -27,7 +27,7 @@ from ..diverge import chain
 from ..reports.divergence import divergence_lines, explain_lines
 from ..reports.files import atomic_write_text
 from ..reports.staging import sweep_leftovers
-from ..reports.network import Layout, write_report
+from ..reports.network import Layout, TableFormat, write_report
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
 from ..runs.batch import run_batch
 from ..runs.each import selected_folder
@@ -37,7 +37,9 @@ from .output import Outputs, ProgressBar, check_readable, failure_text, finish, 
 from .startup import start_up_done
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..api import ComparisonResult
     from ..policy import Policy
+    from ..reports.overflow import OverflowColumn
 
 
 class Mode(Enum):
@@ -218,6 +220,7 @@ class CompareOptions:
     consistency: Optional[str] = None
     dask_cluster: Optional[str] = None
     scheduler: Optional[str] = None
+    overflow: bool = False
 
 
 def kernels_ready(quiet: bool) -> None:
@@ -257,7 +260,8 @@ def run_compare(o: CompareOptions) -> int:
                                                  ("--explain", o.explain is not None),
                                                  ("--dask-cluster", o.dask_cluster is not None),
                                                  ("--scheduler", o.scheduler is not None),
-                                                 ("--consistency", o.consistency is not None)) if given]
+                                                 ("--consistency", o.consistency is not None),
+                                                 ("--overflow", o.overflow)) if given]
         if mode is not Mode.NETWORK and network_only:
             raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d) "
                               "and batch mode (-f DIR) do not write them")
@@ -321,6 +325,9 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     exit code; CompareErrors propagate (exit 2)."""
     started = time.time()
     outputs = Outputs.plan(o.output, o.csv_flag, o.json_out, o.junit_out, o.html_out, verdicts=o.verdicts)
+    if o.overflow and outputs.table_format is TableFormat.PARQUET:
+        raise OptionError(f"--overflow adds a column to -o .csv / .txt and to the rows of --json; -o {o.output}: a "
+                          "parquet table has no OverFlow column")
     bar = ProgressBar(o.progress)
     try:
         result = compare_network(o.left, o.right, o.fusion_rule, algorithms=o.algorithm, custom_dir=o.custom,
@@ -333,14 +340,15 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
                           verdicts=o.verdicts, explain=o.explain)
     swept = [sweep_leftovers(folder, before=started) for folder in outputs.folders()]
-    written, failed = outputs.write(result, layout=layout, float_format=number_format)
     network = result.network
+    column, overflow_notes = _overflow_column(o, result)
+    written, failed = outputs.write(result, layout=layout, float_format=number_format, overflow=column)
     for sweep, folder in zip(swept, outputs.folders()):
         if sweep.removed or sweep.completed:
             err(f"cleaned up {len(sweep.removed) + len(sweep.completed)} leftover temporary file(s) or folder(s) of "
                 f"killed runs from {folder}")
     if not o.quiet:
-        for note in result.notes:
+        for note in result.notes + overflow_notes:
             err(note)
     elif network is not None and network.same_data is not None:
         err(f"warning: {network.same_data}")
@@ -351,6 +359,18 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     if o.explain is not None and result.localisation is not None:
         after += explain_lines(o.explain, chain(result.localisation, o.explain), result.localisation)
     return finish(result, written, failed, o.quiet, after=after)
+
+
+def _overflow_column(o: CompareOptions, result: "ComparisonResult") -> tuple["OverflowColumn | None", list[str]]:
+    """``--overflow``: the OverFlow column (the left runs' Opdebug records looked for and linked)
+    and its notes; ``(None, [])`` without the option or a network result."""
+    network = result.network
+    if not o.overflow or network is None:
+        return None, []
+    from ..runs.overflow import opdebug_column  # here: only --overflow reads the Opdebug records
+
+    lefts = network.part_lefts or [network.left]
+    return opdebug_column(lefts, by_part=len(network.parts) > 1)
 
 
 def _dashboard_line(link: str) -> None:

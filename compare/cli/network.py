@@ -180,6 +180,10 @@ def compare(
                                               help="Also check the -l tree's cross-rank consistency: dp:K "
                                                    "(data-parallel groups of K ranks) or a group file; the "
                                                    "report goes beside -o (docs/consistency.md)."),
+    overflow: bool = typer.Option(False, "--overflow", "-overflow_detection",
+                                  help="Add an OverFlow column (YES / NO / NaN) after Shape: YES for a float left "
+                                       "tensor holding inf, NaN or (float16) +-65504, and for the operators the "
+                                       "left folder's Opdebug records name (docs/overflow.md)."),
     mapping: Optional[Path] = typer.Option(None, "--mapping",
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
@@ -199,4 +203,4 @@ def compare(
         quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
         verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler,
-        consistency=consistency)))
+        consistency=consistency, overflow=overflow)))
