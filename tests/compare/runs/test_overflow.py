@@ -1,0 +1,116 @@
+"""compare.runs.overflow: finding Opdebug records (depth, mapping.csv), linking them to op dumps by
+task / stream (/ context / thread) ids, the analysis and the Opdebug marks of the OverFlow column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compare.errors import OptionError
+from compare.records import Run, RunKind
+from compare.runs.overflow import analyse_overflow, find_linked, find_opdebug_files, folder_files, opdebug_column
+from convert.dumpwrite import TensorSpec, write_dump
+from convert.opdebug import AccType, NewEntry, decode_opdebug, encode_new, encode_old, write_opdebug_file
+
+TS = 1700000000000000
+
+
+def _op(folder: Path, name: str, array: np.ndarray | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = np.array([1.0, -2.0, 4.0], np.float16) if array is None else array
+    return write_dump(folder / name, inputs=[TensorSpec(data, format="NCHW")], outputs=[data], op_name=name)
+
+
+def _aic(task: int, stream: int, *, context: int = 0xFFFFFFFF, thread: int = 0xFFFFFFFF) -> bytes:
+    return encode_new([NewEntry(AccType.AIC, {"task_id": task, "stream_id": stream, "status": 1,
+                                              "context_id": context, "thread_id": thread})])
+
+
+def test_find_depth_mapping_and_order(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(4)])
+    deep.mkdir(parents=True)
+    write_opdebug_file(deep / f"Opdebug.Node_OpDebug.1.1.{TS + 300}", [encode_old()])
+    write_opdebug_file(tmp_path / f"Opdebug.Node_OpDebug.2.1.{TS + 100}", [encode_old()])
+    write_opdebug_file(tmp_path / "12345", [encode_old()])  # hashed name, mapped below
+    (tmp_path / "mapping.csv").write_text(f"12345,Opdebug.Node_OpDebug.3.1.{TS + 200}\n")
+    (tmp_path / f"Opdebug.Node_OpDebug.2.1.{TS + 100}.output.0.json").write_text("{}")
+    sources, skipped, notes = find_opdebug_files(tmp_path)
+    assert [s.name.timestamp for s in sources] == [TS + 100, TS + 200, TS + 300]
+    assert sources[1].path.name == "12345" and sources[1].real_name.startswith("Opdebug.Node_OpDebug.3.1.")
+    assert [p.name for p, _ in skipped] == [f"Opdebug.Node_OpDebug.2.1.{TS + 100}.output.0.json"]
+    assert notes == []
+    shallow, _, notes = find_opdebug_files(tmp_path, max_depth=2)
+    assert len(shallow) == 2 and "deeper than 2 levels" in notes[0]
+
+
+def test_link_by_task_and_stream_earliest(tmp_path: Path) -> None:
+    _op(tmp_path, f"Conv2D.conv1.3.1.{TS + 50}")
+    _op(tmp_path, f"Conv2D.conv1_again.3.1.{TS + 20}")  # same ids, earlier: chosen
+    _op(tmp_path, f"Relu.relu1.3.2.{TS + 10}")  # other stream
+    _op(tmp_path, f"Add.nostream.4.{TS + 10}")  # no stream field: stream 0
+    files = folder_files(tmp_path)
+    hit = find_linked(decode_opdebug(_aic(3, 1)).primary, files)
+    assert hit is not None and hit.name.op_name == "conv1_again"
+    hit0 = find_linked(decode_opdebug(_aic(4, 0)).primary, files)
+    assert hit0 is not None and hit0.name.op_name == "nostream"
+    assert find_linked(decode_opdebug(_aic(9, 1)).primary, files) is None
+
+
+def test_link_by_context_and_thread(tmp_path: Path) -> None:
+    _op(tmp_path, f"Add.slice_a.5.1.{TS + 10}.4.0.0.0")
+    _op(tmp_path, f"Add.slice_b.5.1.{TS + 20}.4.1.0.0")
+    _op(tmp_path, f"Add.slice_c.5.1.{TS + 30}.4.1.2.0")
+    files = folder_files(tmp_path)
+
+    def linked(**ids: int) -> str | None:
+        hit = find_linked(decode_opdebug(_aic(5, 1, **ids)).primary, files)
+        return None if hit is None else hit.name.op_name
+
+    assert linked() == "slice_a"  # no valid context / thread in the record: task and stream only
+    assert linked(context=1) == "slice_b"
+    assert linked(context=1, thread=2) == "slice_c"
+    assert linked(context=7) is None
+
+
+def test_analyse_writes_npy_and_statistics(tmp_path: Path) -> None:
+    dump, out = tmp_path / "dump" / "leaf", tmp_path / "out"
+    _op(dump, f"Conv2D.conv1.3.1.{TS + 50}", np.array([[1, 65504], [-1, 2]], np.float16))
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.9.1.{TS + 100}", [encode_old((0, 1, 3, 0, 0, 0), status=4)])
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.9.1.{TS + 200}", [_aic(77, 1)])
+    (dump / f"Opdebug.Node_OpDebug.9.1.{TS + 300}").write_bytes(b"not a dump")
+    first = analyse_overflow(tmp_path / "dump", out, count=1)
+    assert (first.found, first.selected, len(first.findings)) == (3, 1, 1)
+    (finding,) = first.findings
+    assert finding.linked is not None and finding.linked.op_name == "conv1" and finding.entry.status == 4
+    tensor_in, tensor_out = finding.linked.tensors
+    assert tensor_out.npy is not None and tensor_out.npy.name == f"Conv2D.conv1.3.1.{TS + 50}.output.0.npy"
+    np.testing.assert_array_equal(np.load(tensor_out.npy), np.array([[1, 65504], [-1, 2]], np.float16))
+    assert (tensor_out.maximum, tensor_out.minimum, tensor_out.mean) == (65504.0, -1.0, 16376.5)
+    assert tensor_in.format == "NCHW" and tensor_in.shape == (2, 2) and tensor_in.dtype == "float16"
+    every = analyse_overflow(tmp_path / "dump", out, count=5)
+    assert len(every.findings) == 3 and every.undecodable == 1
+    assert every.findings[1].linked is None and "task_id 77 and stream_id 1" in every.findings[1].link_problem
+    assert every.findings[2].problem is not None and "byte" in every.findings[2].problem
+
+
+def test_analyse_refuses_bad_options(tmp_path: Path) -> None:
+    with pytest.raises(OptionError, match="1..5"):
+        analyse_overflow(tmp_path, tmp_path / "out", count=6)
+    with pytest.raises(OptionError, match="not a folder"):
+        analyse_overflow(tmp_path / "missing", tmp_path / "out")
+
+
+def test_opdebug_column_marks_linked_ops(tmp_path: Path) -> None:
+    _op(tmp_path, f"Relu.relu1.4.1.{TS + 10}")
+    write_opdebug_file(tmp_path / f"Opdebug.Node_OpDebug.9.1.{TS + 100}", [_aic(4, 1)])
+    write_opdebug_file(tmp_path / f"Opdebug.Node_OpDebug.9.1.{TS + 200}", [_aic(40, 1)])
+    (tmp_path / f"Opdebug.Node_OpDebug.9.1.{TS + 300}").write_bytes(b"bad")
+    run = Run(root=tmp_path, path=tmp_path, kind=RunKind.OFFLINE, coords={"rank": "2", "iteration": "5"})
+    column, notes = opdebug_column([run], by_part=False)
+    assert column.linked == frozenset({(None, None, "relu1")})
+    assert any("no op dump" in n and "task_id 40" in n for n in notes)
+    assert any("not decoded" in n for n in notes)
+    by_part, _ = opdebug_column([run], by_part=True)
+    assert by_part.linked == frozenset({(2, 5, "relu1")})
