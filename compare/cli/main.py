@@ -42,8 +42,8 @@ SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistenc
 def run(argv: Sequence[str]) -> int:
     """Run one command line (without the program name) and return its exit code.
 
-    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``); anything else is the main
-    comparison, whose ``-alg 0 1 5`` form is normalised first. Ctrl-C / SIGTERM give 130 / 143.
+    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``, ``overflow``); anything else
+    is the main comparison, whose ``-alg 0 1 5`` form is normalised first. Ctrl-C / SIGTERM give 130 / 143.
     """
     args = list(argv)
     target, name = app, "vcompare"

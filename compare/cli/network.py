@@ -71,6 +71,10 @@ Examples:
 
   # the ranks of one training dump whose replicas disagree (8 per DP group):
   vcompare consistency -l msdump --groups dp:8 -o out/consistency.csv
+
+
+  # the operator each of the first 5 overflow records (Opdebug files) names:
+  vcompare overflow -d npu_dump/20240315101530 -o out/overflow -n 5
 """
 
 

@@ -18,12 +18,12 @@ OVERFLOW_EXAMPLES = """
 Examples:
 
 
-  # the first overflow record of a dump (by timestamp), its operator's tensors as .npy:
-  vcompare overflow -d dump/20240315101530 -o out/
+  # the first overflow record below a dump tree, by timestamp, its operator:
+  vcompare overflow -d npu_dump/20240315101530 -o out/overflow
 
 
-  # the first five:
-  vcompare overflow -d dump -o out/ -n 5
+  # the first five overflow records, with the reference tool's option names:
+  vcompare overflow -d npu_dump -out out/overflow -n 5
 """
 
 
