@@ -9,6 +9,7 @@ import typer
 
 from convert.exits import EXIT_CANNOT_RUN, EXIT_OK, EXIT_SOME_FAILED
 
+from ..errors import CompareError
 from .echo import err
 
 overflow_app = typer.Typer(add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
@@ -46,11 +47,9 @@ def overflow_command(
 def run_overflow(dump: Path, output: Path, *, count: int, quiet: bool) -> int:
     """The analysis run, its summary files written, one line per finding printed; the exit code
     (0 analysed, 1 some record not decoded, 2 cannot run)."""
-    # here: the analysis loads numpy and the dump readers (--help stays fast)
-    from ..errors import CompareError
-    from ..reports.overflow import write_overflow_summary
-    from ..runs.overflow import analyse_overflow
-    from .output import check_readable, preflight
+    from ..reports.overflow import write_overflow_summary  # here: loads numpy (--help stays fast)
+    from ..runs.overflow import analyse_overflow  # here: loads numpy and the dump readers
+    from .output import check_readable, preflight  # here: output.py loads the report writers
 
     try:
         check_readable(dump, "-d")
