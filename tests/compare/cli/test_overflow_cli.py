@@ -118,3 +118,12 @@ def test_overflow_refused_in_single_op_mode(tmp_path: Path) -> None:
     single = runner.invoke(app, ["-l", str(left), "-r", str(right), "-d", "sat", "-o", str(tmp_path / "s"),
                                  "--overflow"])
     assert single.exit_code == 2 and "--overflow describe a network comparison" in single.stderr
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["overflow", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "-out" in out and "--count" in out and "Examples" in out and "vcompare overflow -d" in out
+    assert run(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "-overflow_detection" in out and "vcompare overflow" in out

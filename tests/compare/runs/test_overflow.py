@@ -114,3 +114,13 @@ def test_opdebug_column_marks_linked_ops(tmp_path: Path) -> None:
     assert any("not decoded" in n for n in notes)
     by_part, _ = opdebug_column([run], by_part=True)
     assert by_part.linked == frozenset({(2, 5, "relu1")})
+
+
+def test_hashed_op_dump_is_linked_by_its_real_name(tmp_path: Path) -> None:
+    _op(tmp_path, "98765")  # stored under a hashed name
+    (tmp_path / "mapping.csv").write_text(f"98765,Conv2D.a_very_long_name.6.2.{TS + 5}\n")
+    write_dump(tmp_path / "11111", outputs=[np.zeros(2, np.float16)], op_name="x")  # hashed, not in mapping.csv
+    files = folder_files(tmp_path)
+    assert sorted(f.real_name for f in files) == sorted([f"Conv2D.a_very_long_name.6.2.{TS + 5}", "mapping.csv"])
+    hit = find_linked(decode_opdebug(_aic(6, 2)).primary, files)
+    assert hit is not None and hit.file.path.name == "98765" and hit.name.op_name == "a_very_long_name"
