@@ -51,6 +51,7 @@ Edge-case policy (a record never crashes a run; a problem is a
 * a struct that neither starts with the magic nor is 2048 bytes long: error at byte 0;
 * a new-layout struct cut short (header, entry head or entry data): error at the byte where the
   missing part starts; an unknown ``acc_type``: error at that field;
+* an output of more than :data:`MAX_STRUCT_BYTES` is refused before it is read;
 * odd but readable values are kept and said in :attr:`OpDebugRecord.notes`: a first entry whose
   ``valid`` is not 1, a ``data_len`` that is not the field table's size (the fields are read by
   the table, as the reference does; the next entry starts after the larger of the two).
@@ -89,6 +90,9 @@ _OLD_BLOCKS = (("DHA Atomic Add", 0, 512), ("L2 Atomic Add", 128, 768), ("AI Cor
 _ENTRY_HEAD = 16
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+#: The largest debug struct read (a real one is 2048 bytes or a few hundred): a larger output of
+#: an Opdebug file is refused before it is read.
+MAX_STRUCT_BYTES = 1 << 20
 #: Values a context / thread id takes when the entry has none.
 NO_ID = frozenset({0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
 
@@ -330,6 +334,10 @@ def read_opdebug_file(path: str | os.PathLike[str], real_name: str | None = None
     try:
         with open(path, "rb") as handle:
             for info in header.outputs:
+                if info.size > MAX_STRUCT_BYTES:
+                    raise DumpFormatError(path, f"output {info.index}: {info.size} bytes, more than any overflow "
+                                                f"debug struct ({MAX_STRUCT_BYTES} bytes at most); not read",
+                                          offset=info.offset)
                 handle.seek(info.offset)
                 data = handle.read(info.size)
                 if len(data) != info.size:
@@ -394,7 +402,7 @@ def write_opdebug_file(path: str | os.PathLike[str], structs: Sequence[bytes], *
 
 
 __all__ = [
-    "ACC_FIELDS", "ADDRESS_FIELDS", "AccType", "Field", "MAGIC", "NO_ID", "NewEntry", "OLD_LAYOUT_SIZE",
+    "ACC_FIELDS", "ADDRESS_FIELDS", "AccType", "Field", "MAGIC", "MAX_STRUCT_BYTES", "NO_ID", "NewEntry", "OLD_LAYOUT_SIZE",
     "OPDEBUG_PREFIX", "OpDebugEntry", "OpDebugFile", "OpDebugLayout", "OpDebugRecord", "SliceIds", "decode_opdebug",
     "encode_new", "encode_old", "is_opdebug_name", "parse_opdebug_name", "read_opdebug_file", "slice_ids",
     "write_opdebug_file",

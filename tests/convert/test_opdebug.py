@@ -147,3 +147,11 @@ def test_names() -> None:
     assert long is not None and slice_ids(long) == (1, 2)
     short = parse_offline_name("Add.add1.0.3.1673383728093446")
     assert short is not None and slice_ids(short) == (None, None)
+
+
+def test_oversized_output_is_refused_unread(tmp_path: Path) -> None:
+    from convert.opdebug import MAX_STRUCT_BYTES
+
+    path = write_opdebug_file(tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000", [bytes(MAX_STRUCT_BYTES + 8)])
+    with pytest.raises(DumpFormatError, match="more than any overflow debug struct"):
+        read_opdebug_file(path)
