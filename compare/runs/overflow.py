@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -179,43 +180,64 @@ def _statistics(array: np.ndarray) -> tuple[float | None, float | None, float | 
     return float(values.max()), float(values.min()), float(values.mean())
 
 
-def _npy_writer(array: np.ndarray) -> Callable[..., object]:
-    def write(handle: object) -> None:
-        np.save(handle, np.ascontiguousarray(array), allow_pickle=False)  # type: ignore[arg-type]
+def _npy_writer(array: np.ndarray) -> Callable[[BinaryIO], None]:
+    """Writes ``array`` as ``.npy`` (C order, no pickles) into an open file."""
+
+    def write(handle: BinaryIO) -> None:
+        np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+
     return write
 
 
+#: The longest file name most file systems take (bytes).
+NAME_MAX = 255
+
+
+def npy_name(item: FolderFile, name: OfflineName, kind: str, index: int) -> str:
+    """``{dump name}.{kind}.{index}.npy``; when that is too long for a file name (a dump stored
+    under a hashed name because its real name is long), ``{hashed name}.{kind}.{index}.npy``, else
+    ``{op_type}.{task_id}.{stream_id}.{timestamp}.{kind}.{index}.npy``."""
+    suffix = f".{kind}.{index}.npy"
+    for stem in (item.real_name, item.path.name,
+                 f"{name.op_type}.{name.task_id}.{name.stream_id or 0}.{name.timestamp}"):
+        if len((stem + suffix).encode("utf-8", "surrogateescape")) <= NAME_MAX:
+            return stem + suffix
+    return f"{name.task_id}.{name.timestamp}{suffix}"
+
+
 def read_linked(item: FolderFile, name: OfflineName, out_dir: Path) -> LinkedDump:
-    """Read the linked op dump: each tensor written as ``.npy`` into ``out_dir`` with its
-    statistics (a tensor or file that cannot be read is said, not raised). Raises
+    """Read the linked op dump: each tensor written as ``.npy`` into ``out_dir`` (:func:`npy_name`)
+    with its statistics (a tensor or file that cannot be read is said, not raised). Raises
     :class:`~compare.errors.OutputError` when an ``.npy`` cannot be written."""
+    linked = LinkedDump(item.path, item.real_name, name.op_type, name.op_name, name.timestamp)
     try:
         header = read_header(item.path)
     except DumpFormatError as exc:
-        return LinkedDump(item.path, item.real_name, name.op_type, name.op_name, name.timestamp, problem=str(exc))
+        return replace(linked, problem=str(exc))
     tensors = []
     for info in header.tensors:
-        base = dict(kind=info.kind, index=info.index, format=info.format_name, shape=tuple(info.shape),
-                    dtype=info.dtype_name)
+        summary = TensorSummary(kind=info.kind, index=info.index, format=info.format_name, shape=tuple(info.shape),
+                                dtype=info.dtype_name, npy=None)
         try:
             array = read_tensor(header, info)
         except CompareError as exc:
-            tensors.append(TensorSummary(npy=None, problem=str(exc), **base))
+            tensors.append(replace(summary, problem=str(exc)))
             continue
-        npy = atomic_write(out_dir / f"{item.real_name}.{info.kind}.{info.index}.npy", _npy_writer(array))
+        npy = atomic_write(out_dir / npy_name(item, name, info.kind, info.index), _npy_writer(array))
         maximum, minimum, mean = _statistics(array)
-        tensors.append(TensorSummary(npy=npy, maximum=maximum, minimum=minimum, mean=mean, **base))
-    return LinkedDump(item.path, item.real_name, name.op_type, name.op_name, name.timestamp, tuple(tensors))
+        tensors.append(replace(summary, npy=npy, maximum=maximum, minimum=minimum, mean=mean))
+    return replace(linked, tensors=tuple(tensors))
 
 
 def analyse_source(source: OpDebugSource, out_dir: Path, *, version: int | None = None) -> list[OverflowFinding]:
     """The findings of one overflow record: one per debug struct, or one that says why the file
     cannot be decoded."""
-    common = dict(source=source.path, real_name=source.real_name, timestamp=source.name.timestamp)
+    base = OverflowFinding(source=source.path, real_name=source.real_name, timestamp=source.name.timestamp,
+                           output_index=None)
     try:
         record_file = read_opdebug_file(source.path, source.real_name, version=version)
     except DumpFormatError as exc:
-        return [OverflowFinding(output_index=None, problem=str(exc), **common)]
+        return [replace(base, problem=str(exc))]
     folder = source.path.parent
     folder_problem = None
     try:
@@ -228,10 +250,10 @@ def analyse_source(source: OpDebugSource, out_dir: Path, *, version: int | None 
         hit = find_linked(entry, files)
         if hit is None:
             why = folder_problem or f"no op dump in {folder} has {_ids_text(entry)}"
-            findings.append(OverflowFinding(output_index=index, record=record, link_problem=why, **common))
+            findings.append(replace(base, output_index=index, record=record, link_problem=why))
             continue
         linked = read_linked(hit.file, hit.name, out_dir)
-        findings.append(OverflowFinding(output_index=index, record=record, linked=linked, **common))
+        findings.append(replace(base, output_index=index, record=record, linked=linked))
     return findings
 
 
@@ -289,4 +311,5 @@ def opdebug_column(runs: Sequence[Run], *, by_part: bool) -> tuple[OverflowColum
 
 
 __all__ = ["MAX_DEPTH", "MAX_RECORDS", "FolderFile", "OpDebugSource", "analyse_overflow", "analyse_source",
-           "LinkedFile", "find_linked", "find_opdebug_files", "folder_files", "opdebug_column", "read_linked"]
+           "LinkedFile", "find_linked", "find_opdebug_files", "folder_files", "npy_name", "opdebug_column",
+           "read_linked"]

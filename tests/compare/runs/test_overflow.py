@@ -124,3 +124,16 @@ def test_hashed_op_dump_is_linked_by_its_real_name(tmp_path: Path) -> None:
     assert sorted(f.real_name for f in files) == sorted([f"Conv2D.a_very_long_name.6.2.{TS + 5}", "mapping.csv"])
     hit = find_linked(decode_opdebug(_aic(6, 2)).primary, files)
     assert hit is not None and hit.file.path.name == "98765" and hit.name.op_name == "a_very_long_name"
+
+
+def test_npy_names_stay_short(tmp_path: Path) -> None:
+    from compare.runs.overflow import FolderFile, npy_name
+    from convert.names.ascend import parse_offline_name
+
+    long_real = f"Conv2D.{'x' * 240}.6.2.{TS}"
+    name = parse_offline_name(long_real)
+    assert name is not None
+    plain = FolderFile(tmp_path / f"Conv2D.conv1.6.2.{TS}", f"Conv2D.conv1.6.2.{TS}")
+    assert npy_name(plain, name, "output", 0) == f"Conv2D.conv1.6.2.{TS}.output.0.npy"
+    assert npy_name(FolderFile(tmp_path / "98765", long_real), name, "input", 1) == "98765.input.1.npy"
+    assert npy_name(FolderFile(tmp_path / long_real, long_real), name, "input", 1) == f"Conv2D.6.2.{TS}.input.1.npy"
