@@ -8,6 +8,10 @@ each of its *output* tensors holds one debug struct as raw bytes, in one of two 
 ``task_id`` / ``stream_id`` in the file name are those of the debug task itself; the ids of the
 operator that overflowed are *inside* the struct, and that is what links it to an op dump.
 
+The dump tools can also decode an Opdebug file into JSON copies, ``{Opdebug file name}.output.{i}.json``
+(MindSpore's npy dumps hold only those); :func:`decode_opdebug_json` reads them into the same
+records.
+
 Byte layouts (every integer little-endian, unsigned):
 
 Old layout -- exactly 2048 bytes, no magic::
@@ -62,10 +66,12 @@ Why hand-written: the struct is a fixed C layout with no schema file and no libr
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import NamedTuple
@@ -160,8 +166,9 @@ class OpDebugRecord:
     """One decoded debug struct (one output tensor of an Opdebug file).
 
     ``version`` is the new layout's version (None for the old layout); ``entries`` the old
-    layout's three blocks (file order) or the new layout's valid acc_list entries; ``notes`` odd
-    but readable values (module policy). :attr:`primary` is the entry that reports the overflow.
+    layout's three blocks (file order) or the new layout's valid acc_list entries; ``size`` the
+    struct's bytes (0 for a decoded JSON copy); ``notes`` odd but readable values (module
+    policy). :attr:`primary` is the entry that reports the overflow.
     """
 
     layout: OpDebugLayout
@@ -169,6 +176,8 @@ class OpDebugRecord:
     entries: tuple[OpDebugEntry, ...]
     size: int
     notes: tuple[str, ...] = ()
+    #: Which output tensor of the Opdebug dump held it (the ``.output.{i}.json`` index of a decoded copy).
+    output_index: int = 0
 
     @property
     def primary(self) -> OpDebugEntry:
@@ -302,6 +311,108 @@ def _decode_new(data: bytes, path: str | os.PathLike[str], base: int) -> OpDebug
                          notes=tuple(notes))
 
 
+# ------------------------------------------------------------------ decoded JSON copies
+
+_JSON_NAME_RE = re.compile(r"\.output\.([0-9]+)\.json")
+#: A decoded JSON copy larger than this is not an overflow record (a real one is about 1 KiB).
+MAX_JSON_BYTES = 1 << 20
+
+
+class JsonName(NamedTuple):
+    """The fields of a decoded copy's name, ``{Opdebug file name}.output.{i}.json``."""
+
+    name: OfflineName
+    output_index: int
+    dump_name: str
+
+
+def parse_opdebug_json_name(name: str) -> JsonName | None:
+    """The fields of ``Opdebug.Node_OpDebug.{...}.output.{i}.json`` (the JSON copy the dump tools
+    decode an Opdebug file into), or None."""
+    parsed = parse_offline_name(name)
+    if parsed is None or parsed.op_type != "Opdebug" or parsed.op_name != "Node_OpDebug":
+        return None
+    match = _JSON_NAME_RE.fullmatch(parsed.trailing)
+    if match is None:
+        return None
+    return JsonName(replace(parsed, trailing=""), int(match.group(1)), name[: len(name) - len(parsed.trailing)])
+
+
+def _json_int(path: str | os.PathLike[str], where: str, value: object) -> int:
+    """An unsigned field of a JSON copy: an integer, or a ``0x..`` / decimal string."""
+    if isinstance(value, bool):
+        raise DumpFormatError(path, f"{where}: {value!r} is not an unsigned integer")
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, str):
+        try:
+            number = int(value, 16) if value.lower().startswith("0x") else int(value)
+        except ValueError:
+            number = -1
+        if number >= 0:
+            return number
+    raise DumpFormatError(path, f"{where}: {value!r} is not an unsigned integer")
+
+
+def _json_entry(path: str | os.PathLike[str], where: str, kind: str, block: object,
+                names: Sequence[str]) -> OpDebugEntry:
+    if not isinstance(block, dict):
+        raise DumpFormatError(path, f"{where}: expected an object, found {type(block).__name__}")
+    missing = [n for n in names if n not in block]
+    if missing:
+        raise DumpFormatError(path, f"{where}: no {', '.join(missing)}")
+    values = tuple(Field(n, _json_int(path, f"{where}.{n}", block[n])) for n in names)
+    named = {f.name: f.value for f in values}
+    return OpDebugEntry(kind=kind, model_id=named["model_id"], stream_id=named["stream_id"],
+                        task_id=named["task_id"], task_type=named["task_type"], status=named["status"],
+                        fields=values, context_id=_id(named["context_id"]) if "context_id" in named else None,
+                        thread_id=_id(named["thread_id"]) if "thread_id" in named else None)
+
+
+def decode_opdebug_json(document: object, path: str | os.PathLike[str] = "<json>") -> OpDebugRecord:
+    """Decode a debug struct's JSON copy (what the dump tools write as ``...output.{i}.json``).
+
+    Old layout: an object with ``"DHA Atomic Add"``, ``"L2 Atomic Add"`` and ``"AI Core"``, each
+    holding the info fields and ``status`` (AI Core also ``kernel_code``, ``block_idx``). New
+    layout: ``magic``, ``version`` and ``acc_list`` -- one entry object, or a list of them -- of
+    ``valid``, ``acc_type`` (``"AIC"`` ... or its code), ``rsv``, ``data_len`` and ``data`` (the
+    fields of :data:`ACC_FIELDS`). Numbers may be integers or ``0x..`` strings. Raises
+    :class:`DumpFormatError` naming the JSON key of the problem.
+    """
+    if not isinstance(document, dict):
+        raise DumpFormatError(path, f"overflow record JSON: expected an object, found {type(document).__name__}")
+    if "acc_list" in document:
+        if _json_int(path, "magic", document.get("magic")) != MAGIC:
+            raise DumpFormatError(path, f"magic: {document.get('magic')!r} is not 0x{MAGIC:08X}")
+        version = _json_int(path, "version", document.get("version"))
+        raw = document["acc_list"]
+        items = raw if isinstance(raw, list) else [raw]
+        entries = []
+        notes = []
+        for i, item in enumerate(items):
+            where = f"acc_list[{i}]" if isinstance(raw, list) else "acc_list"
+            if not isinstance(item, dict):
+                raise DumpFormatError(path, f"{where}: expected an object, found {type(item).__name__}")
+            acc_value = item.get("acc_type")
+            acc = next((a for a in AccType if acc_value in (a.name, a.value) and not isinstance(acc_value, bool)),
+                       None)
+            if acc is None:
+                raise DumpFormatError(path, f"{where}.acc_type: {acc_value!r} is not one of "
+                                            f"{', '.join(a.name for a in AccType)}")
+            if item.get("valid") != 1:
+                notes.append(f"{where}: valid is {item.get('valid')!r}, not 1 (decoded anyway)")
+            entries.append(_json_entry(path, f"{where}.data", acc.name, item.get("data"), ACC_FIELDS[acc]))
+        if not entries:
+            raise DumpFormatError(path, "acc_list: no entry")
+        return OpDebugRecord(layout=OpDebugLayout.NEW, version=version, entries=tuple(entries), size=0,
+                             notes=tuple(notes))
+    entries = []
+    for kind, _, _ in _OLD_BLOCKS:
+        extra = ("kernel_code", "block_idx", "status") if kind == "AI Core" else ("status",)
+        entries.append(_json_entry(path, kind, kind, document.get(kind), _INFO_FIELDS + extra))
+    return OpDebugRecord(layout=OpDebugLayout.OLD, version=None, entries=tuple(entries), size=0)
+
+
 @dataclass(frozen=True)
 class OpDebugFile:
     """An Opdebug file read whole: its (real) name's fields, the dump header, one record per
@@ -309,13 +420,15 @@ class OpDebugFile:
 
     path: Path
     name: OfflineName
-    header: DumpHeader
+    #: None for a decoded JSON copy (``...output.{i}.json``).
+    header: DumpHeader | None
     records: tuple[OpDebugRecord, ...]
 
 
 def read_opdebug_file(path: str | os.PathLike[str], real_name: str | None = None, *,
                       version: int | None = None) -> OpDebugFile:
-    """Read an Opdebug dump file and decode the struct of each output tensor.
+    """Read an Opdebug dump file and decode the struct of each output tensor; a decoded JSON copy
+    (``...output.{i}.json``, :func:`decode_opdebug_json`) gives its one record.
 
     ``real_name``: the file's real name when it is stored under a hashed name (``mapping.csv``).
     Raises :class:`DumpFormatError` (path, byte offset) for a name that is not an Opdebug name, a
@@ -323,6 +436,9 @@ def read_opdebug_file(path: str | os.PathLike[str], real_name: str | None = None
     """
     path = Path(path)
     name = real_name or path.name
+    copy = parse_opdebug_json_name(name)
+    if copy is not None:
+        return _read_json_copy(path, copy)
     parsed = parse_opdebug_name(name)
     if parsed is None:
         raise DumpFormatError(path, f"{name!r} is not an overflow record name "
@@ -343,10 +459,27 @@ def read_opdebug_file(path: str | os.PathLike[str], real_name: str | None = None
                 if len(data) != info.size:
                     raise DumpFormatError(path, f"output {info.index}: {info.size} bytes declared, the file ends "
                                                 f"after {len(data)}", offset=info.offset + len(data))
-                records.append(decode_opdebug(data, path, base=info.offset))
+                records.append(replace(decode_opdebug(data, path, base=info.offset), output_index=info.index))
     except OSError as exc:
         raise DumpFormatError(path, f"cannot read: {exc.strerror or exc}") from None
     return OpDebugFile(path=path, name=parsed, header=header, records=tuple(records))
+
+
+def _read_json_copy(path: Path, copy: JsonName) -> OpDebugFile:
+    try:
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise DumpFormatError(path, f"{size} bytes, more than an overflow record's JSON copy "
+                                        f"({MAX_JSON_BYTES} at most); not read")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise DumpFormatError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise DumpFormatError(path, f"not JSON: {exc}") from None
+    record = replace(decode_opdebug_json(document, path), output_index=copy.output_index)
+    return OpDebugFile(path=path, name=copy.name, header=None, records=(record,))
 
 
 # ------------------------------------------------------------------------------------ writing
@@ -403,7 +536,8 @@ def write_opdebug_file(path: str | os.PathLike[str], structs: Sequence[bytes], *
 
 __all__ = [
     "ACC_FIELDS", "ADDRESS_FIELDS", "AccType", "Field", "MAGIC", "MAX_STRUCT_BYTES", "NO_ID", "NewEntry", "OLD_LAYOUT_SIZE",
-    "OPDEBUG_PREFIX", "OpDebugEntry", "OpDebugFile", "OpDebugLayout", "OpDebugRecord", "SliceIds", "decode_opdebug",
+    "JsonName", "MAX_JSON_BYTES", "OPDEBUG_PREFIX", "OpDebugEntry", "OpDebugFile", "OpDebugLayout", "OpDebugRecord",
+    "SliceIds", "decode_opdebug", "decode_opdebug_json", "parse_opdebug_json_name",
     "encode_new", "encode_old", "is_opdebug_name", "parse_opdebug_name", "read_opdebug_file", "slice_ids",
     "write_opdebug_file",
 ]

@@ -7,8 +7,9 @@ Steps (§7.8 of the reference-tool spec):
    folder at most :data:`MAX_DEPTH` (30) levels below ``-d`` (``-d`` itself is level 0), and
    those a folder's ``mapping.csv`` lists under a hashed name. Symbolic-link loops are cut (each
    folder once); a folder that cannot be listed, or deeper than the limit, is said in the notes.
-   Files that start like a record but are not one (``...json`` decoded copies, ``.npy``) are
-   listed in ``skipped`` with the reason.
+   A decoded JSON copy (``...output.{i}.json``) counts only when its Opdebug dump is not in the
+   same folder. Files that start like a record but are neither (``.npy`` ...), and copies whose
+   dump is read, are listed in ``skipped`` with the reason.
 2. Sort them by the timestamp of their name (then by path) and keep the first ``n``.
 3. Decode each (:func:`convert.opdebug.read_opdebug_file`): one finding per output tensor (debug
    struct); a file that cannot be decoded is one finding that says why.
@@ -41,8 +42,8 @@ from convert.entries import list_entries, os_problem
 from convert.errors import CompareError, DumpFormatError, OptionError
 from convert.names.ascend import OfflineName, parse_offline_name
 from convert.names.hashed import is_hashed_name, read_mapping
-from convert.opdebug import (OpDebugEntry, is_opdebug_name, parse_opdebug_name, read_opdebug_file,
-                             slice_ids)
+from convert.opdebug import (OpDebugEntry, is_opdebug_name, parse_opdebug_json_name, parse_opdebug_name,
+                             read_opdebug_file, slice_ids)
 
 from ..records import Run
 from ..reports.files import atomic_write
@@ -91,6 +92,31 @@ def folder_files(folder: Path, notes: list[str] | None = None) -> list[FolderFil
     return out
 
 
+def opdebug_sources(files: Sequence[FolderFile]) -> tuple[list[OpDebugSource], list[tuple[Path, str]]]:
+    """The overflow records among one folder's files, and the files named like one that are not
+    read: ``(sources, skipped)``. A decoded JSON copy (``...output.{i}.json``) is a record of its
+    own only when its Opdebug dump is not in the folder (else the dump is read)."""
+    names = {item.real_name for item in files}
+    sources: list[OpDebugSource] = []
+    skipped: list[tuple[Path, str]] = []
+    for item in files:
+        if not is_opdebug_name(item.real_name):
+            continue
+        parsed = parse_opdebug_name(item.real_name)
+        if parsed is not None:
+            sources.append(OpDebugSource(item.path, item.real_name, parsed))
+            continue
+        copy = parse_opdebug_json_name(item.real_name)
+        if copy is None:
+            skipped.append((item.path, f"{item.real_name!r} starts like an overflow record but is none (neither "
+                                       "an Opdebug dump nor its .output.N.json copy)"))
+        elif copy.dump_name in names:
+            skipped.append((item.path, f"a decoded copy of {copy.dump_name}, which is read instead"))
+        else:
+            sources.append(OpDebugSource(item.path, item.real_name, copy.name))
+    return sources, skipped
+
+
 def find_opdebug_files(root: Path, *, max_depth: int = MAX_DEPTH) -> tuple[list[OpDebugSource], list[tuple[Path, str]],
                                                                           list[str]]:
     """Every overflow record under ``root`` (module docstring, step 1): ``(sources, skipped, notes)``."""
@@ -111,15 +137,9 @@ def find_opdebug_files(root: Path, *, max_depth: int = MAX_DEPTH) -> tuple[list[
         except OSError as exc:
             notes.append(f"not searched: {os_problem(exc, folder)}")
             return
-        for item in files:
-            if not is_opdebug_name(item.real_name):
-                continue
-            parsed = parse_opdebug_name(item.real_name)
-            if parsed is None:
-                skipped.append((item.path, f"{item.real_name!r} starts like an overflow record but is not one "
-                                           "(a decoded copy or a converted file?)"))
-            else:
-                sources.append(OpDebugSource(item.path, item.real_name, parsed))
+        found, passed = opdebug_sources(files)
+        sources.extend(found)
+        skipped.extend(passed)
         for entry in subfolders:
             if depth >= max_depth:
                 deeper.append(Path(entry.path))
@@ -245,15 +265,15 @@ def analyse_source(source: OpDebugSource, out_dir: Path, *, version: int | None 
     except OSError as exc:
         files, folder_problem = [], f"the folder cannot be listed: {os_problem(exc, folder)}"
     findings = []
-    for index, record in enumerate(record_file.records):
+    for record in record_file.records:
         entry = record.primary
         hit = find_linked(entry, files)
         if hit is None:
             why = folder_problem or f"no op dump in {folder} has {_ids_text(entry)}"
-            findings.append(replace(base, output_index=index, record=record, link_problem=why))
+            findings.append(replace(base, output_index=record.output_index, record=record, link_problem=why))
             continue
         linked = read_linked(hit.file, hit.name, out_dir)
-        findings.append(replace(base, output_index=index, record=record, linked=linked))
+        findings.append(replace(base, output_index=record.output_index, record=record, linked=linked))
     return findings
 
 
@@ -288,28 +308,26 @@ def opdebug_column(runs: Sequence[Run], *, by_part: bool) -> tuple[OverflowColum
         except OSError as exc:
             notes.append(f"--overflow: overflow records not looked for: {os_problem(exc, run.path)}")
             continue
-        for item in files:
-            name = parse_opdebug_name(item.real_name)
-            if name is None:
-                continue
+        sources, _ = opdebug_sources(files)
+        for source in sources:
             try:
-                record_file = read_opdebug_file(item.path, item.real_name)
+                record_file = read_opdebug_file(source.path, source.real_name)
             except DumpFormatError as exc:
                 notes.append(f"--overflow: overflow record not decoded: {exc}")
                 continue
             for record in record_file.records:
                 hit = find_linked(record.primary, files)
                 if hit is None:
-                    notes.append(f"--overflow: {item.real_name}: no op dump in {run.path} has "
+                    notes.append(f"--overflow: {source.real_name}: no op dump in {run.path} has "
                                  f"{_ids_text(record.primary)}")
                     continue
                 rank, iteration = (run.rank, run.iteration) if by_part else (None, None)
                 linked.add((rank, iteration, hit.name.op_name))
-                notes.append(f"--overflow: {item.real_name} links to {hit.file.real_name}: rows of "
+                notes.append(f"--overflow: {source.real_name} links to {hit.file.real_name}: rows of "
                              f"{hit.name.op_name} marked OverFlow YES")
     return OverflowColumn(frozenset(linked)), notes
 
 
 __all__ = ["MAX_DEPTH", "MAX_RECORDS", "FolderFile", "OpDebugSource", "analyse_overflow", "analyse_source",
-           "LinkedFile", "find_linked", "find_opdebug_files", "folder_files", "npy_name", "opdebug_column",
+           "LinkedFile", "find_linked", "find_opdebug_files", "folder_files", "npy_name", "opdebug_column", "opdebug_sources",
            "read_linked"]

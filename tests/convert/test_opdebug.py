@@ -155,3 +155,67 @@ def test_oversized_output_is_refused_unread(tmp_path: Path) -> None:
     path = write_opdebug_file(tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000", [bytes(MAX_STRUCT_BYTES + 8)])
     with pytest.raises(DumpFormatError, match="more than any overflow debug struct"):
         read_opdebug_file(path)
+
+
+OLD_JSON = {
+    "DHA Atomic Add": {"model_id": 0, "stream_id": 0, "task_id": 0, "task_type": 0, "pc_start": "0x0",
+                       "para_base": "0x0", "status": 0},
+    "L2 Atomic Add": {"model_id": 0, "stream_id": 0, "task_id": 0, "task_type": 0, "pc_start": "0x0",
+                      "para_base": "0x0", "status": 0},
+    "AI Core": {"model_id": 1, "stream_id": 2, "task_id": 3, "task_type": 0, "pc_start": "0x1000",
+                "para_base": "0x2000", "kernel_code": "0xab", "block_idx": 5, "status": 4},
+}
+NEW_JSON = {"magic": "0x5a5a5a5a", "version": 1,
+            "acc_list": {"valid": 1, "acc_type": "AIV", "rsv": 0, "data_len": 88,
+                         "data": {name: 0 for name in ACC_FIELDS[AccType.AIV]} | {"task_id": 8, "stream_id": 1,
+                                                                                  "status": 2, "pc_start": "0x10"}}}
+
+
+def test_json_copies_decode_like_the_structs() -> None:
+    from convert.opdebug import decode_opdebug_json
+
+    old = decode_opdebug_json(OLD_JSON)
+    binary = decode_opdebug(encode_old((1, 2, 3, 0, 0x1000, 0x2000), kernel_code=0xAB, block_idx=5, status=4))
+    assert old.entries == binary.entries and old.layout is OpDebugLayout.OLD
+    new = decode_opdebug_json(NEW_JSON)
+    assert new.layout is OpDebugLayout.NEW and new.version == 1
+    assert (new.primary.kind, new.primary.task_id, new.primary.stream_id, dict(new.primary.fields)["pc_start"]) == (
+        "AIV", 8, 1, 0x10)
+    listed = decode_opdebug_json({**NEW_JSON, "acc_list": [NEW_JSON["acc_list"], NEW_JSON["acc_list"]]})
+    assert len(listed.entries) == 2
+
+
+@pytest.mark.parametrize("document, words", [
+    ([], "expected an object"),
+    ({"AI Core": {}}, "DHA Atomic Add: expected an object"),
+    ({**OLD_JSON, "AI Core": {**OLD_JSON["AI Core"], "status": "bad"}}, "AI Core.status: 'bad' is not an unsigned"),
+    ({**OLD_JSON, "L2 Atomic Add": {"status": 1}}, "L2 Atomic Add: no model_id"),
+    ({**NEW_JSON, "magic": "0x1"}, "magic"),
+    ({**NEW_JSON, "acc_list": {**NEW_JSON["acc_list"], "acc_type": "GPU"}}, "acc_list.acc_type: 'GPU'"),
+    ({**NEW_JSON, "acc_list": []}, "acc_list: no entry"),
+])
+def test_malformed_json_copies_name_the_key(document: object, words: str) -> None:
+    from convert.opdebug import decode_opdebug_json
+
+    with pytest.raises(DumpFormatError, match="^c.json: ") as info:
+        decode_opdebug_json(document, "c.json")
+    assert words in str(info.value)
+
+
+def test_json_copy_files(tmp_path: Path) -> None:
+    import json
+
+    from convert.opdebug import parse_opdebug_json_name
+
+    name = "Opdebug.Node_OpDebug.0.3.1673383728094391.4.1.0.0.output.1.json"
+    parsed = parse_opdebug_json_name(name)
+    assert parsed is not None and parsed.output_index == 1 and parsed.name.task_id == 0
+    assert parsed.dump_name == "Opdebug.Node_OpDebug.0.3.1673383728094391.4.1.0.0"
+    assert parse_opdebug_json_name("Opdebug.Node_OpDebug.9.1.1700000000000200.output.0.npy") is None
+    (tmp_path / name).write_text(json.dumps(OLD_JSON))
+    read = read_opdebug_file(tmp_path / name)
+    assert read.header is None and [r.output_index for r in read.records] == [1]
+    assert read.records[0].primary.task_id == 3
+    (tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000.output.0.json").write_text("{not json")
+    with pytest.raises(DumpFormatError, match="not JSON"):
+        read_opdebug_file(tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000.output.0.json")

@@ -137,3 +137,29 @@ def test_npy_names_stay_short(tmp_path: Path) -> None:
     assert npy_name(plain, name, "output", 0) == f"Conv2D.conv1.6.2.{TS}.output.0.npy"
     assert npy_name(FolderFile(tmp_path / "98765", long_real), name, "input", 1) == "98765.input.1.npy"
     assert npy_name(FolderFile(tmp_path / long_real, long_real), name, "input", 1) == f"Conv2D.6.2.{TS}.input.1.npy"
+
+
+def test_json_copies_count_only_without_their_dump(tmp_path: Path) -> None:
+    import json
+
+    from compare.runs.overflow import opdebug_sources
+
+    copy = {"magic": "0x5a5a5a5a", "version": 1, "acc_list": {"valid": 1, "acc_type": "AIC", "rsv": 0, "data_len": 88,
+            "data": {"model_id": 0, "stream_id": 1, "task_id": 4, "task_type": 0, "context_id": 2**32 - 1,
+                     "thread_id": 2**32 - 1, "pc_start": "0x0", "para_base": "0x0", "core_id": 0, "block_id": 0,
+                     "status": 1}}}
+    _op(tmp_path, f"Relu.relu1.4.1.{TS + 10}")
+    (tmp_path / f"Opdebug.Node_OpDebug.9.1.{TS + 100}.output.0.json").write_text(json.dumps(copy))
+    (tmp_path / f"Opdebug.Node_OpDebug.9.1.{TS + 100}.npy").write_bytes(b"")
+    sources, skipped = opdebug_sources(folder_files(tmp_path))
+    assert [s.real_name for s in sources] == [f"Opdebug.Node_OpDebug.9.1.{TS + 100}.output.0.json"]
+    assert [p.name for p, _ in skipped] == [f"Opdebug.Node_OpDebug.9.1.{TS + 100}.npy"]
+    run = Run(root=tmp_path, path=tmp_path, kind=RunKind.NUMPY)
+    column, _ = opdebug_column([run], by_part=False)  # MindSpore npy dumps hold only the JSON copies
+    assert column.linked == frozenset({(None, None, "relu1")})
+    analysis = analyse_overflow(tmp_path, tmp_path / "out")
+    assert analysis.findings[0].linked is not None and analysis.findings[0].linked.op_name == "relu1"
+    write_opdebug_file(tmp_path / f"Opdebug.Node_OpDebug.9.1.{TS + 100}", [_aic(4, 1)])  # now the dump is there
+    sources, skipped = opdebug_sources(folder_files(tmp_path))
+    assert [s.real_name for s in sources] == [f"Opdebug.Node_OpDebug.9.1.{TS + 100}"]
+    assert any("a decoded copy of" in why for _, why in skipped)
