@@ -17,11 +17,13 @@ Steps (§7.8 of the reference-tool spec):
    dump *in the Opdebug file's folder* with the same task id and stream id (a name without a
    stream id counts as stream 0); when the entry has a context id / thread id and the dump name
    has one too (the long ``...{timestamp}.{task_type}.{context}.{thread}.{x}`` names), they must
-   match as well. Of several, the earliest by timestamp (then by name) is taken. Opdebug files
-   and names with trailing text (``.npy`` ...) are never linked.
+   match as well. Of several, the earliest by timestamp (then by name) is taken. When no op dump
+   matches, a tensor file converted from one (``{dump name}.{input|output}.{slot}[.{format}].npy``,
+   what MindSpore's npy dumps hold) stands for it.
 5. Read the linked dump: every input, then every output is written as
    ``{dump name}.{input|output}.{i}.npy`` into the output folder and its max / min / mean taken
-   (float64, over every element; complex data: the real part).
+   (float64, over every element; complex data: the real part). An operator known by converted
+   tensor files only: those files are summarised where they are (nothing is copied).
 
 Nothing stops the run but a bad ``-d`` or an output folder that cannot be written: every other
 problem is stated in its block.
@@ -30,11 +32,13 @@ problem is stated in its block.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+import ml_dtypes
 import numpy as np
 
 from convert.dumpfile import read_header, read_tensor
@@ -42,6 +46,7 @@ from convert.entries import list_entries, os_problem
 from convert.errors import CompareError, DumpFormatError, OptionError
 from convert.names.ascend import OfflineName, parse_offline_name
 from convert.names.hashed import is_hashed_name, read_mapping
+from convert.npy import load_npy, logical_dtype_name, read_npy_header
 from convert.opdebug import (OpDebugEntry, is_opdebug_name, parse_opdebug_json_name, parse_opdebug_name,
                              read_opdebug_file, slice_ids)
 
@@ -163,24 +168,41 @@ def _matches(entry: OpDebugEntry, name: OfflineName) -> bool:
     return not (entry.thread_id is not None and ids.thread_id is not None and ids.thread_id != entry.thread_id)
 
 
+#: The trailing text of a tensor file converted from a dump: ``.{input|output}.{slot}[.{format}][...].npy``.
+_CONVERTED_RE = re.compile(r"\.(input|output)\.([0-9]+)(?:\.([^.]+))?(?:\..*)?\.npy")
+
+
 @dataclass(frozen=True)
 class LinkedFile:
-    """The op dump an entry links to: the file and its name's fields."""
+    """The op dump an entry links to: the file and its name's fields (``name.trailing`` is empty
+    for an op dump, ``.output.0.NCHW.npy`` ... for a tensor file converted from one)."""
 
     file: FolderFile
     name: OfflineName
 
+    @property
+    def converted(self) -> bool:
+        return bool(self.name.trailing)
 
-def find_linked(entry: OpDebugEntry, files: Sequence[FolderFile]) -> LinkedFile | None:
-    """The op dump of ``files`` that ``entry`` links to (module docstring, step 4), or None."""
-    found = []
+
+def find_linked(entry: OpDebugEntry, files: Sequence[FolderFile], *, converted: bool = False) -> LinkedFile | None:
+    """The op dump of ``files`` that ``entry`` links to (module docstring, step 4), or None.
+    ``converted``: when no op dump matches, a tensor file converted from one
+    (``{dump name}.{input|output}.{slot}[.{format}].npy``, as MindSpore's npy dumps and the
+    conversion tools write them) may stand for it."""
+    found: list[LinkedFile] = []
+    stand_ins: list[LinkedFile] = []
     for item in files:
         if is_opdebug_name(item.real_name):
             continue
         name = parse_offline_name(item.real_name)
-        if name is not None and not name.trailing and _matches(entry, name):
+        if name is None or not _matches(entry, name):
+            continue
+        if not name.trailing:
             found.append(LinkedFile(item, name))
-    return min(found, key=lambda hit: (hit.name.timestamp, hit.file.real_name), default=None)
+        elif converted and _CONVERTED_RE.fullmatch(name.trailing):
+            stand_ins.append(LinkedFile(item, name))
+    return min(found or stand_ins, key=lambda hit: (hit.name.timestamp, hit.file.real_name), default=None)
 
 
 def _ids_text(entry: OpDebugEntry) -> str:
@@ -193,8 +215,12 @@ def _ids_text(entry: OpDebugEntry) -> str:
 
 
 def _statistics(array: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    """Max, min, mean in float64 (None for an empty array); the real part of complex data; a bare
+    2-byte void (a bfloat16 ``.npy``) read as bfloat16."""
     if array.size == 0:
         return None, None, None
+    if array.dtype.kind == "V" and array.dtype.itemsize == 2:
+        array = array.view(ml_dtypes.bfloat16)
     values = np.real(array) if np.iscomplexobj(array) else array
     values = np.asarray(values, dtype=np.float64)
     return float(values.max()), float(values.min()), float(values.mean())
@@ -249,6 +275,33 @@ def read_linked(item: FolderFile, name: OfflineName, out_dir: Path) -> LinkedDum
     return replace(linked, tensors=tuple(tensors))
 
 
+def read_converted(hit: LinkedFile, files: Sequence[FolderFile]) -> LinkedDump:
+    """A linked operator known only by its converted tensor files (``.npy``): each file of the
+    same dump name summarised where it is (nothing is copied), inputs then outputs by slot."""
+    stem = hit.file.real_name[: len(hit.file.real_name) - len(hit.name.trailing)]
+    tensors = []
+    for item in files:
+        match = _CONVERTED_RE.fullmatch(item.real_name[len(stem):]) if item.real_name.startswith(stem) else None
+        if match is None:
+            continue
+        kind, slot, layout = match.group(1), int(match.group(2)), match.group(3) or "ND"
+        try:
+            header = read_npy_header(item.path)
+            array = load_npy(item.path, header)
+        except (CompareError, OSError) as exc:
+            why = str(exc) if isinstance(exc, CompareError) else os_problem(exc, item.path)
+            tensors.append(TensorSummary(kind=kind, index=slot, format=layout, shape=(), dtype="?", npy=item.path,
+                                         problem=why))
+            continue
+        maximum, minimum, mean = _statistics(array)
+        tensors.append(TensorSummary(kind=kind, index=slot, format=layout, shape=tuple(array.shape),
+                                     dtype=logical_dtype_name(array.dtype), npy=item.path, maximum=maximum,
+                                     minimum=minimum, mean=mean))
+    tensors.sort(key=lambda t: (t.kind != "input", t.index))
+    name = hit.name
+    return LinkedDump(hit.file.path, stem, name.op_type, name.op_name, name.timestamp, tuple(tensors))
+
+
 def analyse_source(source: OpDebugSource, out_dir: Path, *, version: int | None = None) -> list[OverflowFinding]:
     """The findings of one overflow record: one per debug struct, or one that says why the file
     cannot be decoded."""
@@ -267,12 +320,12 @@ def analyse_source(source: OpDebugSource, out_dir: Path, *, version: int | None 
     findings = []
     for record in record_file.records:
         entry = record.primary
-        hit = find_linked(entry, files)
+        hit = find_linked(entry, files, converted=True)
         if hit is None:
             why = folder_problem or f"no op dump in {folder} has {_ids_text(entry)}"
             findings.append(replace(base, output_index=record.output_index, record=record, link_problem=why))
             continue
-        linked = read_linked(hit.file, hit.name, out_dir)
+        linked = read_converted(hit, files) if hit.converted else read_linked(hit.file, hit.name, out_dir)
         findings.append(replace(base, output_index=record.output_index, record=record, linked=linked))
     return findings
 
@@ -316,7 +369,7 @@ def opdebug_column(runs: Sequence[Run], *, by_part: bool) -> tuple[OverflowColum
                 notes.append(f"--overflow: overflow record not decoded: {exc}")
                 continue
             for record in record_file.records:
-                hit = find_linked(record.primary, files)
+                hit = find_linked(record.primary, files, converted=True)
                 if hit is None:
                     notes.append(f"--overflow: {source.real_name}: no op dump in {run.path} has "
                                  f"{_ids_text(record.primary)}")
@@ -330,4 +383,5 @@ def opdebug_column(runs: Sequence[Run], *, by_part: bool) -> tuple[OverflowColum
 
 __all__ = ["MAX_DEPTH", "MAX_RECORDS", "FolderFile", "OpDebugSource", "analyse_overflow", "analyse_source",
            "LinkedFile", "find_linked", "find_opdebug_files", "folder_files", "npy_name", "opdebug_column", "opdebug_sources",
+           "read_converted",
            "read_linked"]

@@ -163,3 +163,26 @@ def test_json_copies_count_only_without_their_dump(tmp_path: Path) -> None:
     sources, skipped = opdebug_sources(folder_files(tmp_path))
     assert [s.real_name for s in sources] == [f"Opdebug.Node_OpDebug.9.1.{TS + 100}"]
     assert any("a decoded copy of" in why for _, why in skipped)
+
+
+def test_converted_tensor_files_stand_for_the_dump(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    stem = f"Conv2D.conv1.6.2.{TS + 10}"
+    np.save(tmp_path / f"{stem}.input.0.NCHW.npy", np.array([1.0, 2.0], np.float32))
+    np.save(tmp_path / f"{stem}.output.0.DefaultFormat.npy", np.array([3.0, -1.0], ml_dtypes.bfloat16))
+    (tmp_path / f"{stem}.output.1.ND.npy").write_bytes(b"broken")
+    write_opdebug_file(tmp_path / f"Opdebug.Node_OpDebug.9.1.{TS + 100}", [_aic(6, 2)])
+    files = folder_files(tmp_path)
+    assert find_linked(decode_opdebug(_aic(6, 2)).primary, files) is None  # op dumps only
+    analysis = analyse_overflow(tmp_path, tmp_path / "out")
+    linked = analysis.findings[0].linked
+    assert linked is not None and linked.op_name == "conv1" and linked.real_name == stem
+    first, second, third = linked.tensors
+    assert (first.kind, first.format, first.maximum, first.mean) == ("input", "NCHW", 2.0, 1.5)
+    assert (second.kind, second.dtype, second.maximum, second.minimum) == ("output", "bfloat16", 3.0, -1.0)
+    assert second.npy == tmp_path / f"{stem}.output.0.DefaultFormat.npy"  # summarised where it is
+    assert third.problem is not None and third.maximum is None
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.npy"))
+    run = Run(root=tmp_path, path=tmp_path, kind=RunKind.NUMPY)
+    assert opdebug_column([run], by_part=False)[0].linked == frozenset({(None, None, "conv1")})
