@@ -138,10 +138,12 @@ def find_opdebug_files(root: Path, *, max_depth: int = MAX_DEPTH) -> tuple[list[
                 return
             seen.add((st.st_dev, st.st_ino))
             files = folder_files(folder, notes)
-            subfolders = list_entries(folder).folders
+            entries = list_entries(folder)
         except OSError as exc:
             notes.append(f"not searched: {os_problem(exc, folder)}")
             return
+        notes.extend(f"not searched: {path}: {why}" for path, why in entries.unresolved)
+        subfolders = entries.folders
         found, passed = opdebug_sources(files)
         sources.extend(found)
         skipped.extend(passed)

@@ -186,3 +186,15 @@ def test_converted_tensor_files_stand_for_the_dump(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.npy"))
     run = Run(root=tmp_path, path=tmp_path, kind=RunKind.NUMPY)
     assert opdebug_column([run], by_part=False)[0].linked == frozenset({(None, None, "conv1")})
+
+
+def test_link_loops_and_broken_links_are_said(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "a").mkdir()
+    os.symlink(tmp_path, tmp_path / "a" / "up")  # a loop back to the root: each folder once
+    os.symlink(tmp_path / "missing", tmp_path / "a" / "broken")
+    write_opdebug_file(tmp_path / "a" / f"Opdebug.Node_OpDebug.1.1.{TS}", [encode_old()])
+    sources, _, notes = find_opdebug_files(tmp_path)
+    assert len(sources) == 1
+    assert any("broken" in n for n in notes)
