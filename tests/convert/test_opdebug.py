@@ -219,3 +219,17 @@ def test_json_copy_files(tmp_path: Path) -> None:
     (tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000.output.0.json").write_text("{not json")
     with pytest.raises(DumpFormatError, match="not JSON"):
         read_opdebug_file(tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000.output.0.json")
+
+
+@given(tail=st.binary(max_size=400), magic=st.booleans(), size=st.sampled_from([None, OLD_LAYOUT_SIZE]))
+def test_any_bytes_decode_or_are_diagnosed(tail: bytes, magic: bool, size: int | None) -> None:
+    """Hostile structs: a record or a DumpFormatError with an offset inside the struct, nothing else."""
+    blob = (struct.pack("<I", MAGIC) if magic else b"") + tail
+    if size is not None:
+        blob = (blob + bytes(size))[:size]
+    try:
+        record = decode_opdebug(blob, "f")
+    except DumpFormatError as exc:
+        assert exc.offset is not None and 0 <= exc.offset <= len(blob)
+    else:
+        assert record.entries and record.primary in record.entries
