@@ -65,7 +65,7 @@ def run_overflow(dump: Path, output: Path, *, count: int, quiet: bool) -> int:
         for note in analysis.notes:
             err(note)
         for path, why in analysis.skipped:
-            err(f"not an overflow record: {path}: {why}")
+            err(f"not read: {path}: {why}")
         for k, finding in enumerate(analysis.findings, start=1):
             entry, linked = finding.entry, finding.linked
             if entry is None:
