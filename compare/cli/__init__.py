@@ -13,11 +13,13 @@ Commands: ``vcompare -l LEFT -r RIGHT ...`` (compare; options only), ``vcompare 
 (re-check a saved result, :func:`compare.api.regate`), ``vcompare policy --init [PATH]``
 (write the starter policy), ``vcompare consistency -l TREE --groups dp:8`` (the replicas of
 each rank group of one tree, :func:`compare.consistency.check_consistency`; exit 0 consistent,
-1 a rank disagrees, 3 values not checked, 2 cannot run) and ``vcompare file_compare -m A.npy
--g B.npy -out DIR`` (the reference's ``file_result_{ts}.txt``, docs/modes.md). :func:`run` picks
-the command from the first argument: the main command takes no positional argument, so ``gate``
-/ ``policy`` / ``consistency`` / ``file_compare`` there can only be a subcommand (a folder named
-``gate`` is given with ``-l gate`` and stays an option value).
+1 a rank disagrees, 3 values not checked, 2 cannot run), ``vcompare file_compare -m A.npy
+-g B.npy -out DIR`` (the reference's ``file_result_{ts}.txt``, docs/modes.md) and ``vcompare
+overflow -d DUMP -o OUT`` (the overflow records of a dump linked to their operators,
+:mod:`~compare.cli.overflow`; exit 0 analysed, 1 a record not decoded, 2 cannot run). :func:`run`
+picks the command from the first argument: the main command takes no positional argument, so
+``gate`` / ``policy`` / ``consistency`` / ``file_compare`` / ``overflow`` there can only be a
+subcommand (a folder named ``gate`` is given with ``-l gate`` and stays an option value).
 
 Exit codes (README.md and docs/ci-gate.md document the same table):
 

@@ -13,6 +13,7 @@ from .echo import err
 from .file_compare import file_compare_app
 from .gate import gate_app, policy_app
 from .network import app
+from .overflow import overflow_app
 from .startup import hold_gc
 
 
@@ -46,15 +47,15 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 #: Subcommands, by their first argument (the main command takes options only).
 SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app,
-               "file_compare": file_compare_app}
+               "file_compare": file_compare_app, "overflow": overflow_app}
 
 
 def run(argv: Sequence[str]) -> int:
     """Run one command line (without the program name) and return its exit code.
 
-    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``, ``file_compare``);
-    anything else is the main comparison, whose msaccucmp spellings are normalised first
-    (:func:`normalise_argv`). Ctrl-C / SIGTERM give 130 / 143.
+    The first argument picks the subcommand (``gate``, ``policy``, ``consistency``, ``file_compare``,
+    ``overflow``); anything else is the main comparison, whose msaccucmp spellings are normalised
+    first (:func:`normalise_argv`). Ctrl-C / SIGTERM give 130 / 143.
     """
     args = list(argv)
     target, name = app, "vcompare"

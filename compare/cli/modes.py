@@ -27,7 +27,7 @@ from ..diverge import chain
 from ..reports.divergence import divergence_lines, explain_lines
 from ..reports.files import atomic_write_text
 from ..reports.staging import sweep_leftovers
-from ..reports.network import Layout, write_report
+from ..reports.network import Layout, TableFormat, write_report
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
 from ..reports.mapping_table import mapping_path, write_mapping
 from ..runs.batch import run_batch
@@ -41,7 +41,9 @@ from .startup import start_up_done
 from .two_files import run_two_files
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..api import ComparisonResult
     from ..policy import Policy
+    from ..reports.overflow import OverflowColumn
 
 
 class Mode(Enum):
@@ -248,6 +250,7 @@ class CompareOptions:
         if self.fusion_rule is None or self.fusion_rule.is_dir():
             raise OptionError(f"{flag} chooses operators by their id in the fusion rule: give one rule file with -f")
         return parse_range(self.op_range) if self.op_range is not None else parse_select(self.op_select or "")
+    overflow: bool = False
 
 
 def kernels_ready(quiet: bool) -> None:
@@ -289,10 +292,13 @@ def run_compare(o: CompareOptions) -> int:
                                                  ("--explain", o.explain is not None),
                                                  ("--dask-cluster", o.dask_cluster is not None),
                                                  ("--scheduler", o.scheduler is not None),
-                                                 ("--consistency", o.consistency is not None)) if given]
+                                                 ("--consistency", o.consistency is not None),
+                                                 ("--overflow", o.overflow)) if given]
         if mode in (Mode.SINGLE_OP, Mode.BATCH, Mode.MAPPING_TABLE) and network_only:
             raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d), "
                               "batch mode (-f DIR) and the mapping table (-map) do not write them")
+        if mode is Mode.TWO_FILES and o.overflow:
+            raise OptionError("--overflow describes the operators of a dump folder, not two files")
         match mode:
             case Mode.SINGLE_OP:
                 if any(v is not None for v in select.values()):
@@ -385,6 +391,9 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     exit code; CompareErrors propagate (exit 2)."""
     started = time.time()
     outputs = Outputs.plan(o.output, o.csv_flag, o.json_out, o.junit_out, o.html_out, verdicts=o.verdicts)
+    if o.overflow and outputs.table_format is TableFormat.PARQUET:
+        raise OptionError(f"--overflow adds a column to -o .csv / .txt and to the rows of --json; -o {o.output}: a "
+                          "parquet table has no OverFlow column")
     bar = ProgressBar(o.progress)
     try:
         result = compare_network(o.left, o.right, o.fusion_rule, algorithms=o.algorithm, custom_dir=o.custom,
@@ -397,14 +406,15 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
                           verdicts=o.verdicts, explain=o.explain)
     swept = [sweep_leftovers(folder, before=started) for folder in outputs.folders()]
-    written, failed = outputs.write(result, layout=layout, float_format=number_format)
     network = result.network
+    column, overflow_notes = _overflow_column(o, result)
+    written, failed = outputs.write(result, layout=layout, float_format=number_format, overflow=column)
     for sweep, folder in zip(swept, outputs.folders()):
         if sweep.removed or sweep.completed:
             err(f"cleaned up {len(sweep.removed) + len(sweep.completed)} leftover temporary file(s) or folder(s) of "
                 f"killed runs from {folder}")
     if not o.quiet:
-        for note in result.notes:
+        for note in result.notes + overflow_notes:
             err(note)
     elif network is not None and network.same_data is not None:
         err(f"warning: {network.same_data}")
@@ -415,6 +425,18 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     if o.explain is not None and result.localisation is not None:
         after += explain_lines(o.explain, chain(result.localisation, o.explain), result.localisation)
     return finish(result, written, failed, o.quiet, after=after)
+
+
+def _overflow_column(o: CompareOptions, result: "ComparisonResult") -> tuple["OverflowColumn | None", list[str]]:
+    """``--overflow``: the OverFlow column (the left runs' Opdebug records looked for and linked)
+    and its notes; ``(None, [])`` without the option or a network result."""
+    network = result.network
+    if not o.overflow or network is None:
+        return None, []
+    from ..runs.overflow import opdebug_column  # here: only --overflow reads the Opdebug records
+
+    lefts = network.part_lefts or [network.left]
+    return opdebug_column(lefts, by_part=len(network.parts) > 1)
 
 
 def _dashboard_line(link: str) -> None:

@@ -87,6 +87,10 @@ Examples:
 
   # the ranks of one training dump whose replicas disagree (8 per DP group):
   vcompare consistency -l msdump --groups dp:8 -o out/consistency.csv
+
+
+  # the operator each of the first 5 overflow records (Opdebug files) names:
+  vcompare overflow -d npu_dump/20240315101530 -o out/overflow -n 5
 """
 
 
@@ -196,6 +200,10 @@ def compare(
                                               help="Also check the -l tree's cross-rank consistency: dp:K "
                                                    "(data-parallel groups of K ranks) or a group file; the "
                                                    "report goes beside -o (docs/consistency.md)."),
+    overflow: bool = typer.Option(False, "--overflow", "-overflow_detection",
+                                  help="Add an OverFlow column (YES / NO / NaN) after Shape: YES for a float left "
+                                       "tensor holding inf, NaN or (float16) +-65504, and for the operators the "
+                                       "left folder's Opdebug records name (docs/overflow.md)."),
     mapping: Optional[Path] = typer.Option(None, "--mapping",
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
@@ -229,4 +237,5 @@ def compare(
         quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
         verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler,
-        consistency=consistency, ffts=ffts, mapping_table=mapping_table, op_range=op_range, op_select=op_select)))
+        consistency=consistency, ffts=ffts, mapping_table=mapping_table, op_range=op_range, op_select=op_select,
+        overflow=overflow)))

@@ -23,6 +23,7 @@ from ..records import PairStatus
 from ..reports.divergence import verdict_map
 from ..reports.junit import write_junit
 from ..reports.network import resolve_output, write_report
+from ..reports.overflow import OverflowColumn, add_overflow_to_document
 from ..reports.result_json import write_json
 from ..reports.stats import write_stats_report
 from ..runs.html import check_html, sample_errors
@@ -204,9 +205,10 @@ class Outputs:
         paths = [p for p in (self.table, self.json, self.junit, self.html) if p is not None]
         return list(dict.fromkeys(Path(p).parent for p in paths))
 
-    def write(self, result: "ComparisonResult", *, layout: object, float_format: object
-              ) -> tuple[list[tuple[str, Path]], list[OutputError]]:
-        """Write every output: ``([(label, path) written], [failures])``."""
+    def write(self, result: "ComparisonResult", *, layout: object, float_format: object,
+              overflow: "OverflowColumn | None" = None) -> tuple[list[tuple[str, Path]], list[OutputError]]:
+        """Write every output: ``([(label, path) written], [failures])``; ``overflow``: the
+        OverFlow column of the table and the rows of the JSON result (``--overflow``)."""
         written: list[tuple[str, Path]] = []
         failed: list[OutputError] = []
         network = result.network
@@ -219,9 +221,10 @@ class Outputs:
             jobs.append(("result", lambda: write_report(
                 result.rows, self.table, result.metrics, table_format=self.table_format, layout=layout,
                 left_address=not left_npy, right_address=not right_npy, float_format=float_format,
-                verdicts=verdicts)))
+                verdicts=verdicts, overflow=overflow)))
         if self.json is not None:
-            jobs.append(("json", lambda: write_json(result.to_json(), self.json)))
+            jobs.append(("json", lambda: write_json(result.to_json() if overflow is None else add_overflow_to_document(
+                result.to_json(), overflow, result.rows), self.json)))
         if self.junit is not None:
             jobs.append(("junit", lambda: write_junit(result.to_junit(), self.junit)))
         if self.html is not None and network is not None:

@@ -34,6 +34,7 @@ from ..errors import OptionError
 from ..records import MetricRow
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
 from .files import atomic_write_text
+from .overflow import OverflowColumn
 from .parquet import require_pyarrow, write_parquet
 
 STD_NAME = "StandardDeviation"
@@ -55,13 +56,16 @@ OUTPUT_SUFFIXES = {".csv": TableFormat.CSV, ".txt": TableFormat.TXT, ".parquet":
 
 
 def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_address: bool = True,
-           right_address: bool = True, selection: bool = False, graph: bool = False) -> list[str]:
+           right_address: bool = True, selection: bool = False, graph: bool = False,
+           overflow: bool = False) -> list[str]:
     """Column names of a network report, metrics in selection order.
 
     ``selection``: add ``Rank, Iteration`` after ``Index`` (rows of several ranks / iterations);
-    ``graph``: ``Rank, Graph, Iteration`` (rows of several graphs, ``--graph all``).
+    ``graph``: ``Rank, Graph, Iteration`` (rows of several graphs, ``--graph all``); ``overflow``:
+    ``OverFlow`` after ``Shape`` (``--overflow``, :class:`~compare.reports.overflow.OverflowColumn`).
     """
     sel = ["Rank", "Graph", "Iteration"] if graph else (["Rank", "Iteration"] if selection else [])
+    metrics = (["OverFlow"] if overflow else []) + list(metrics)
     if layout is Layout.MSACCUCMP:
         cols = ["Index", *sel, "OpType", "NPUDump", "DataType"]
         if left_address:
@@ -101,8 +105,10 @@ def _address(value: int | None) -> str:
 
 def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
               left_address: bool = True, right_address: bool = True, selection: bool = False,
-              graph: bool = False, float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> list[str]:
-    """The text cells of one row, in :func:`header` order.
+              graph: bool = False, float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
+              overflow: str | None = None) -> list[str]:
+    """The text cells of one row, in :func:`header` order (``overflow``: the OverFlow cell, when
+    the report has the column).
 
     Every cell is safe for a spreadsheet: the names come through :func:`text_cell`, the numbers
     are numbers, and the reasons cell is neutralised here.
@@ -117,12 +123,14 @@ def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VC
         if right_address:
             cells.append(_address(row.right_address))
         cells += [text_cell(row.tensor_id), shape_cell(row.shape) if row.tensor_id else "NaN"]
+        cells += [overflow] if overflow is not None else []
         cells += _metric_cells(row, metrics, float_format)
         cells.append(neutralise(",".join(row.reasons)))
     else:
         cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype),
                  text_cell(row.right_op), text_cell(row.right_dtype), text_cell(row.tensor_id),
                  shape_cell(row.shape) if row.tensor_id else "NaN"]
+        cells += [overflow] if overflow is not None else []
         cells += _metric_cells(row, metrics, float_format)
         cells.append(neutralise("; ".join(row.reasons)) if row.reasons else "")
     return cells
@@ -145,17 +153,21 @@ def _verdict_cell(row: MetricRow, verdicts: Mapping[tuple[int | None, int | None
 
 def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
                float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
-               verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None, **address: bool) -> str:
+               verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None,
+               overflow: OverflowColumn | None = None, **address: bool) -> str:
     """The CSV report as text (the column layout, float format and address columns as for
-    write_report). ``verdicts``: add a last ``Verdict`` column, (rank, iteration, op) -> verdict."""
+    write_report). ``verdicts``: add a last ``Verdict`` column, (rank, iteration, op) -> verdict;
+    ``overflow``: add the OverFlow column after Shape."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
     buf = io.StringIO()
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
     writer = csv.writer(buf, lineterminator=terminator)
-    writer.writerow(header(metrics, layout, **address) + (["Verdict"] if verdicts is not None else []))
+    writer.writerow(header(metrics, layout, overflow=overflow is not None, **address)
+                    + (["Verdict"] if verdicts is not None else []))
     for row in rows:
-        cells = row_cells(row, metrics, layout, float_format=float_format, **address)
+        cells = row_cells(row, metrics, layout, float_format=float_format,
+                          overflow=None if overflow is None else overflow.cell(row), **address)
         if verdicts is not None:
             cells.append(_verdict_cell(row, verdicts))
         writer.writerow(cells)
@@ -164,13 +176,15 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
 
 def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
                float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
-               verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None, **address: bool) -> str:
+               verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None,
+               overflow: OverflowColumn | None = None, **address: bool) -> str:
     """Whitespace-aligned table: every column padded to its widest cell, reasons last
-    (``verdicts``: a Verdict column before them)."""
+    (``verdicts``: a Verdict column before them; ``overflow``: the OverFlow column after Shape)."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
-    table = [header(metrics, layout, **address)]
-    table += [row_cells(r, metrics, layout, float_format=float_format, **address) for r in rows]
+    table = [header(metrics, layout, overflow=overflow is not None, **address)]
+    table += [row_cells(r, metrics, layout, float_format=float_format,
+                        overflow=None if overflow is None else overflow.cell(r), **address) for r in rows]
     if verdicts is not None:
         table[0].insert(-1, "Verdict")
         for row, line in zip(rows, table[1:]):
@@ -217,19 +231,24 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
                  table_format: TableFormat | str = TableFormat.CSV, layout: Layout | str = Layout.VCOMPARE,
                  left_address: bool = True, right_address: bool = True,
                  float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
-                 verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None) -> Path:
+                 verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None,
+                 overflow: OverflowColumn | None = None) -> Path:
     """Write a network report and return its path.
 
     ``float_format`` applies to the text tables; a parquet table always holds raw float64s
     (``layout``, the address switches and ``verdicts`` do not apply to it either). ``verdicts``:
-    the opt-in Verdict column (:func:`compare.reports.divergence.verdict_map`). Raises
+    the opt-in Verdict column (:func:`compare.reports.divergence.verdict_map`); ``overflow``: the
+    opt-in OverFlow column (text tables only: a parquet table with it is an OptionError). Raises
     :class:`~compare.errors.OutputError` when the file cannot be written.
     """
     layout = Layout(layout)
     table_format = TableFormat(table_format)
     if table_format is TableFormat.PARQUET:
+        if overflow is not None:
+            raise OptionError("--overflow adds a column to -o .csv / .txt and rows of --json; a parquet table has "
+                              "no OverFlow column")
         return write_parquet(rows, path, metrics)
     address = {"left_address": left_address, "right_address": right_address}
     render = render_txt if table_format is TableFormat.TXT else render_csv
     return atomic_write_text(Path(path), render(rows, metrics, layout, float_format=float_format, verdicts=verdicts,
-                                                **address))
+                                                overflow=overflow, **address))

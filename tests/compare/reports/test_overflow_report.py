@@ -1,0 +1,138 @@
+"""compare.reports.overflow: the summary file's exact lines for a small case, its JSON twin, and
+the OverFlow column of the network report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compare.records import MetricRow, PairStatus, ValueCounts
+from compare.reports.network import header, render_csv, render_txt
+from compare.reports.overflow import OverflowColumn, add_overflow_to_document, summary_text, write_overflow_summary
+from compare.runs.overflow import analyse_overflow
+from convert.dumpwrite import TensorSpec, write_dump
+from convert.opdebug import AccType, NewEntry, encode_new, encode_old, write_opdebug_file
+
+TS = 1700000000000000
+
+
+def _case(tmp_path: Path) -> tuple[Path, Path]:
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    dump.mkdir()
+    write_dump(dump / f"Conv2D.conv1.3.1.{TS + 50}",
+               inputs=[TensorSpec(np.array([[1, 2], [3, 4]], np.float16), format="NCHW")],
+               outputs=[TensorSpec(np.array([65504, -1, np.inf], np.float16), format="ND"),
+                        TensorSpec(np.array([np.nan, 1], np.float32), format="ND")], op_name="conv1")
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.9.1.{TS + 100}",
+                       [encode_old((0, 1, 3, 0, 0x10, 0x20), status=4, kernel_code=0xAB)])
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.9.1.{TS + 200}",
+                       [encode_new([NewEntry(AccType.AIV, {"task_id": 8, "stream_id": 1, "status": 2})])])
+    (dump / f"Opdebug.Node_OpDebug.9.1.{TS + 300}").write_bytes(b"x")
+    return dump, out
+
+
+def test_summary_lines(tmp_path: Path) -> None:
+    dump, out = _case(tmp_path)
+    text = summary_text(analyse_overflow(dump, out, count=3))
+    bar = "=" * 38
+    stem = out / f"Conv2D.conv1.3.1.{TS + 50}"
+    lines = text.splitlines()
+    assert lines[:10] == [
+        f"{bar}[1]{bar}",
+        "[Conv2D] conv1",
+        " [AI Core][TaskId:3][StreamId:1][Status:4]",
+        f" [timestamp:{TS + 50}]",
+        f" input.0: {stem}.input.0.npy",
+        " -[Format: NCHW] [Shape: (2, 2)] [Dtype: float16] [Max: 4.000000] [Min: 1.000000] [Mean: 2.500000]",
+        f" output.0: {stem}.output.0.npy",
+        " -[Format: ND] [Shape: (3,)] [Dtype: float16] [Max: inf] [Min: -1.000000] [Mean: inf]",
+        f" output.1: {stem}.output.1.npy",
+        " -[Format: ND] [Shape: (2,)] [Dtype: float32] [Max: nan] [Min: nan] [Mean: nan]",
+    ]
+    assert lines[10:15] == [
+        f"{bar}[2]{bar}",
+        "[?] ?",
+        " [AIV][TaskId:8][StreamId:1][Status:2]",
+        f" [timestamp:{TS + 200}]",
+        f" [no linked op dump: no op dump in {dump} has task_id 8 and stream_id 1, context_id 0, thread_id 0]",
+    ]
+    assert lines[15:18] == [f"{bar}[3]{bar}", "[?] ?", f" [Opdebug file: {dump}/Opdebug.Node_OpDebug.9.1.{TS + 300}]"]
+    assert lines[18].startswith(" [not decoded: ") and "(byte 0)" in lines[18]
+    assert len(lines) == 19
+
+
+def test_written_files(tmp_path: Path) -> None:
+    dump, out = _case(tmp_path)
+    analysis = analyse_overflow(dump, out, count=2)
+    now = time.strptime("20240102030405", "%Y%m%d%H%M%S")
+    txt, doc = write_overflow_summary(analysis, out, now=now)
+    assert txt.name == "overflow_summary_20240102030405.txt" and doc.name == "overflow_summary_20240102030405.json"
+    assert txt.read_text() == summary_text(analysis)
+    data = json.loads(doc.read_text())
+    assert (data["opdebug_files_found"], data["opdebug_files_analysed"]) == (3, 2)
+    first, second = data["findings"]
+    assert first["layout"] == "old" and first["primary"] == "AI Core"
+    assert first["entries"][2]["fields"]["kernel_code"] == "0xab" and first["entries"][2]["fields"]["pc_start"] == "0x10"
+    assert first["linked_dump"]["op_name"] == "conv1"
+    assert first["linked_dump"]["tensors"][1]["max"] == "inf"
+    assert second["linked_dump"] is None and "task_id 8" in second["link_problem"]
+
+
+def test_no_record_text(tmp_path: Path) -> None:
+    analysis = analyse_overflow(tmp_path, tmp_path / "out")
+    assert summary_text(analysis) == f"no overflow record (Opdebug.Node_OpDebug.*) under {tmp_path}: no overflow was recorded\n"
+
+
+def _row(op: str, dtype: str | None, counts: ValueCounts | None, *, rank: int | None = None) -> MetricRow:
+    status = PairStatus.COMPARED if counts is not None else PairStatus.NOT_COMPARABLE
+    return MetricRow(index=0, op_type="Add", left_op=op, right_op=op, tensor_id=f"{op}:output:0", left_dtype=dtype,
+                     right_dtype=dtype, shape=(3,), metrics={"CosineSimilarity": 1.0}, status=status,
+                     left_counts=counts, rank=rank)
+
+
+@pytest.mark.parametrize("dtype, counts, cell", [
+    ("float16", ValueCounts(nan=0, inf=0, saturated=1), "YES"),  # max|x| = 65504
+    ("float16", ValueCounts(nan=0, inf=2, saturated=0), "YES"),  # inf
+    ("float16", ValueCounts(nan=1, inf=0, saturated=0), "YES"),  # NaN (the reference says NO)
+    ("float16", ValueCounts(nan=0, inf=0, saturated=0), "NO"),
+    ("float32", ValueCounts(nan=0, inf=1, saturated=0), "YES"),
+    ("float32", ValueCounts(nan=0, inf=0, saturated=0), "NO"),
+    ("bfloat16", ValueCounts(nan=3, inf=0, saturated=0), "YES"),
+    ("int32", ValueCounts(nan=0, inf=0, saturated=0), "NaN"),
+    ("float16", None, "NaN"),  # not compared: no counts
+])
+def test_overflow_cells(dtype: str, counts: ValueCounts | None, cell: str) -> None:
+    assert OverflowColumn().cell(_row("a", dtype, counts)) == cell
+
+
+def test_linked_ops_are_yes() -> None:
+    column = OverflowColumn(frozenset({(None, None, "relu1"), (1, None, "add1")}))
+    clean = ValueCounts(0, 0, 0)
+    assert column.cell(_row("relu1", "float32", clean)) == "YES"
+    assert column.cell(_row("relu1", "int32", None)) == "YES"
+    assert column.cell(_row("add1", "float16", clean)) == "NO"  # rank differs
+    assert column.cell(_row("add1", "float16", clean, rank=1)) == "YES"
+
+
+def test_column_in_csv_txt_and_json() -> None:
+    rows = [_row("a", "float16", ValueCounts(0, 0, 1)), _row("b", "float32", ValueCounts(0, 0, 0)),
+            _row("c", "int8", ValueCounts(0, 0, 0))]
+    column = OverflowColumn()
+    for layout in ("vcompare", "msaccucmp"):
+        cols = header(["CosineSimilarity"], layout, overflow=True)  # type: ignore[arg-type]
+        assert cols[cols.index("Shape") + 1] == "OverFlow" and cols[cols.index("OverFlow") + 1] == "CosineSimilarity"
+        table = list(csv.reader(io.StringIO(render_csv(rows, ["CosineSimilarity"], layout,  # type: ignore[arg-type]
+                                                       overflow=column))))
+        at = table[0].index("OverFlow")
+        assert [r[at] for r in table[1:]] == ["YES", "NO", "NaN"]
+    assert "OverFlow" not in render_csv(rows, ["CosineSimilarity"]).splitlines()[0]
+    txt = render_txt(rows, ["CosineSimilarity"], overflow=column).splitlines()
+    assert txt[0].split()[8] == "OverFlow" and [line.split()[8] for line in txt[1:]] == ["YES", "NO", "NaN"]
+    doc = add_overflow_to_document({"rows": [{"row": i} for i in range(3)], "schema": "x"}, column, rows)
+    assert [r["overflow"] for r in doc["rows"]] == ["YES", "NO", "NaN"] and doc["schema"] == "x"
