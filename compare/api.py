@@ -39,6 +39,8 @@ from .runs.network import NetworkResult, Progress
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from .reports.spool import PartSpool
+
 
 def tool_version() -> str:
     """The installed vcompare version (package metadata), as ``vcompare --version`` prints it."""
@@ -220,6 +222,7 @@ def compare_network(
     cluster: str | None = None,
     scheduler: str | None = None,
     on_dashboard: Callable[[str], None] | None = None,
+    spool: "PartSpool | None" = None,
 ) -> ComparisonResult:
     """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
 
@@ -244,7 +247,8 @@ def compare_network(
     ``scheduler="tcp://HOST:8786"`` (a running Dask cluster) compare the parts of a multi-part run
     (``rank="all"`` ...) on Dask workers: the same rows and notes as in turn, the JSON ``parts``
     saying where and how long; ``progress`` then counts parts and ``on_dashboard(link)`` gets the
-    Dask dashboard's address (docs/distributed.md). Needs ``vcompare[dask]``.
+    Dask dashboard's address, and ``spool`` (a :class:`compare.reports.spool.PartSpool`) has
+    each part's rows written as the part arrives (docs/distributed.md). Needs ``vcompare[dask]``.
 
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
     (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
@@ -257,7 +261,7 @@ def compare_network(
                          max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
                          iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
                          mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same,
-                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard)
+                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, spool=spool)
     if checked is not None and result.stats is not None and not result.rows:
         raise OptionError("gates check tensor metrics, and this comparison is statistics-only (a side holds "
                           "statistics and no tensor data); compare tensor dumps to use gates")

@@ -28,6 +28,7 @@ from ..reports.divergence import divergence_lines, explain_lines
 from ..reports.files import atomic_write_text
 from ..reports.staging import sweep_leftovers
 from ..reports.network import Layout, write_report
+from ..reports.spool import PartSpool
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
 from ..runs.batch import run_batch
 from ..runs.each import selected_folder
@@ -322,18 +323,31 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     started = time.time()
     outputs = Outputs.plan(o.output, o.csv_flag, o.json_out, o.junit_out, o.html_out, verdicts=o.verdicts)
     bar = ProgressBar(o.progress)
+    spool = _cluster_spool(o, outputs, layout, number_format)
     try:
         result = compare_network(o.left, o.right, o.fusion_rule, algorithms=o.algorithm, custom_dir=o.custom,
                                  dump_version=o.dump_version, max_elements=o.max_cmp_size, mapping=o.mapping,
                                  policy=policy, allow_same=o.allow_same, progress=bar, cluster=o.dask_cluster,
                                  scheduler=o.scheduler, on_dashboard=None if o.quiet else _dashboard_line,
-                                 **rules, **select)
+                                 spool=spool, **rules, **select)
+    except BaseException:
+        _spool_kept(spool)
+        raise
     finally:
         bar.close()
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
                           verdicts=o.verdicts, explain=o.explain)
     swept = [sweep_leftovers(folder, before=started) for folder in outputs.folders()]
-    written, failed = outputs.write(result, layout=layout, float_format=number_format)
+    try:
+        written, failed = outputs.write(result, layout=layout, float_format=number_format)
+    except BaseException:
+        _spool_kept(spool)
+        raise
+    if spool is not None:
+        if any(label == "result" for label, _path in written):
+            spool.remove()
+        else:
+            _spool_kept(spool)
     network = result.network
     for sweep, folder in zip(swept, outputs.folders()):
         if sweep.removed or sweep.completed:
@@ -351,6 +365,30 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     if o.explain is not None and result.localisation is not None:
         after += explain_lines(o.explain, chain(result.localisation, o.explain), result.localisation)
     return finish(result, written, failed, o.quiet, after=after)
+
+
+def _cluster_spool(o: CompareOptions, outputs: Outputs, layout: Layout, number_format: "FloatFormat"
+                   ) -> PartSpool | None:
+    """The spool of a cluster run (``<table>.parts/``, :mod:`compare.reports.spool`), said on stderr
+    before the run (so that a client killed outright has said where its finished parts are)."""
+    if (o.dask_cluster is None and o.scheduler is None) or outputs.table is None:
+        return None
+    spool = PartSpool(outputs.table, table_format=outputs.table_format, layout=layout,  # type: ignore[arg-type]
+                      float_format=number_format)
+    if not o.quiet:
+        err(f"dask: each finished part is written to {spool.folder} as it arrives (removed once the report is "
+            "written)")
+    return spool
+
+
+def _spool_kept(spool: PartSpool | None) -> None:
+    """Say where the finished parts of a cluster run that wrote no report are (and why a spool stopped)."""
+    if spool is None:
+        return
+    if spool.written:
+        err(f"the {len(spool.written)} finished part(s) are kept in {spool.folder} (arrivals.csv lists them)")
+    if spool.problem is not None:
+        err(f"the spool of finished parts stopped: {spool.problem}")
 
 
 def _dashboard_line(link: str) -> None:

@@ -13,6 +13,11 @@ Policy:
   (:func:`~compare.runs.each.merge_parts`) as they arrive, so rows, notes, unused files and the
   localisation are those of the local run, byte for byte; only the JSON ``parts`` timings and
   workers differ. The report files are written when every part is in (atomically, as always).
+- **Written as they arrive.** Each part, as it arrives, is written to the spool folder beside
+  the ``-o`` table (:mod:`compare.reports.spool`: the part's rows with the report's own cells, and
+  a line of ``arrivals.csv``), so a client killed midway keeps every part that came back; the
+  command line removes the spool once the report is written. The rows are also kept in memory:
+  the final report, the JSON summary, the gate and ``--verdicts`` need all of them at once.
 - **Task size.** A part is never split (its tensors are loaded one pair at a time by the engine,
   so a task's memory is one part's metadata plus the engine's window). Small parts are batched:
   consecutive parts share a task until it holds :data:`BATCH_FILES` dump files (about 0.15 s of
@@ -54,6 +59,7 @@ from ..loaders.trees import MAX_SNIFF, leaf_op_names
 from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.rule_records import FusionRule
 from ..records import MetricRow, Pairing, PairStatus, PartStatus, Run
+from ..reports.spool import PartSpool, SpooledPart
 from .each import EachJob, GoldenSide, PartOutcome, compare_part, merge_parts, part_prefix
 from .network import NetworkResult, Progress
 
@@ -201,11 +207,13 @@ def _ship(outcome: PartOutcome, each: EachJob, golden: Run | None, *, keep_pairi
 
 def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path | None = None,
                             progress: Progress | None = None,
-                            on_dashboard: Callable[[str], None] | None = None) -> NetworkResult:
+                            on_dashboard: Callable[[str], None] | None = None,
+                            spool: PartSpool | None = None) -> NetworkResult:
     """Run the in-turn job's parts on the cluster; the merged result (module doc).
 
     ``progress(done, total)`` counts parts; ``on_dashboard(link)`` is called once with the Dask
-    dashboard's address when the cluster is up. Raises :class:`OptionError` when Dask is missing or
+    dashboard's address when the cluster is up; ``spool`` gets each part as it arrives (module
+    doc: *Written as they arrive*). Raises :class:`OptionError` when Dask is missing or
     the scheduler cannot be reached; what :func:`merge_parts` raises otherwise.
     """
     distributed = require_dask()
@@ -240,6 +248,8 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
                                  retries=RETRIES, pure=False)
 
         arrived = _arrivals(distributed, client, submit, batches, job, golden.run, rule, progress)
+        if spool is not None:
+            arrived = _spooled(arrived, spool, job.metrics)
         return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves)))
 
 
@@ -341,6 +351,25 @@ def _arrivals(distributed: ModuleType, client: object, submit: Callable[[list[in
         done += len(batch)
         if progress is not None:
             progress(done, total)
+
+
+def _spooled(arrived: Iterator[PartOutcome], spool: PartSpool, metrics: list[str]) -> Iterator[PartOutcome]:
+    """The outcomes as they arrive, each written to the spool first. A part without runs (lost,
+    not compared) takes the address columns of the last part that had them (the final table's
+    come from the plan's last part; a run's sides do not change kind from part to part)."""
+    address = (True, True)
+    for outcome in arrived:
+        part = outcome.result
+        if part is not None:
+            left_npy, right_npy = part.has_npy
+            address = (not left_npy, not right_npy)
+        spool.append(SpooledPart(
+            outcome.index, outcome.rank, outcome.graph, outcome.iteration, outcome.status,
+            rows=part.rows if part is not None else outcome.rows,
+            metrics=part.metrics if part is not None else metrics,
+            stats=part.stats if part is not None else None, left_address=address[0], right_address=address[1],
+            reason=outcome.error))
+        yield outcome
 
 
 def _in_order(arrived: Iterator[PartOutcome], total: int) -> Iterator[PartOutcome]:

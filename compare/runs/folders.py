@@ -11,6 +11,7 @@ from ..engine import EngineOptions
 from ..heap import frozen_heap
 from ..kernels import resolve_algorithms
 from ..pairing.mapping_file import load_mapping
+from ..reports.spool import PartSpool
 from .distributed import ClusterSpec, compare_each_on_cluster, require_dask
 from .each import EachJob, compare_each, plan_each
 from .loading import PathLike, RuleArg, load_and_pair
@@ -40,6 +41,7 @@ def run_network(
     cluster: str | None = None,
     scheduler: str | None = None,
     on_dashboard: Callable[[str], None] | None = None,
+    spool: PartSpool | None = None,
 ) -> NetworkResult:
     """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
 
@@ -67,7 +69,8 @@ def run_network(
     (a Dask scheduler's address, ``tcp://HOST:8786``, or its scheduler file): the parts of a
     compare-each-in-turn run are compared on that cluster (:mod:`compare.runs.distributed`, docs/distributed.md) -- the same
     rows and notes as in turn, ``progress`` then counts parts, and ``on_dashboard(link)`` is
-    called with the Dask dashboard's address. A single part is compared here (a note says so).
+    called with the Dask dashboard's address; ``spool`` (:class:`~compare.reports.spool.PartSpool`)
+    gets each part's rows as the part arrives. A single part is compared here (a note says so).
     Needs ``vcompare[dask]`` (:class:`~compare.errors.OptionError` without it).
 
     ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
@@ -101,7 +104,7 @@ def run_network(
         elif spec is not None:
             job = EachJob(plan, fusion_rule, rules, mapping, metrics, options, refuse_same)
             result = compare_each_on_cluster(job, spec, custom_dir=_plugin_root(plugins),
-                                             progress=progress, on_dashboard=on_dashboard)
+                                             progress=progress, on_dashboard=on_dashboard, spool=spool)
         else:
             result = compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
     if plugins is not None:
