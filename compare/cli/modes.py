@@ -15,6 +15,7 @@ import typer
 
 from convert.exits import EXIT_CANNOT_RUN, EXIT_OK
 from convert.layouts import LayoutError
+from convert.remote import is_url, local_path
 
 from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
 from ..consistency import check_consistency
@@ -185,8 +186,9 @@ class CompareOptions:
     """The main command's options as given (see ``vcompare --help``); paths not checked yet.
     ``single``: the single-operator options (``-d`` and the options that go with it)."""
 
-    left: Path
-    right: Path
+    #: A dump folder, or an fsspec URL (text): :mod:`convert.remote`.
+    left: Path | str
+    right: Path | str
     fusion_rule: Optional[Path]
     quant_rule: Optional[Path]
     close_fusion_rule: Optional[Path]
@@ -247,12 +249,14 @@ def run_compare(o: CompareOptions) -> int:
         single.check()
         for path, flag in ((left, "-l"), (right, "-r"), (o.fusion_rule, "-f"), (o.quant_rule, "-q"),
                            (o.close_fusion_rule, "-cf"), (o.ge_graph, "--ge-graph"), (o.mapping, "--mapping")):
-            if path is not None:
+            if path is not None and not is_url(path):
                 check_readable(path, flag)
         rules = {"quant_rule": o.quant_rule, "close_fusion_rule": o.close_fusion_rule}
         select = {"rank": o.rank, "iteration": o.iteration, "graph": o.graph, "model_name": o.model_name,
                   "ge_graph": o.ge_graph}
         mode = choose_mode(single, o.fusion_rule)
+        if mode is not Mode.NETWORK:  # a network comparison localises URLs itself (a cluster's workers fetch parts)
+            left, right = local_path(left), local_path(right)
         network_only = [flag for flag, given in (("--json", o.json_out is not None), ("--junit", o.junit_out is not None),
                                                  ("--html", o.html_out is not None), ("--verdicts", o.verdicts),
                                                  ("--explain", o.explain is not None),
@@ -311,7 +315,7 @@ def _consistency_too(o: CompareOptions) -> int:
     output = table.with_name(f"{table.stem}_consistency.csv") if table is not None else None
     assert o.consistency is not None
     return run_consistency(ConsistencyArgs(
-        tree=o.left, groups=o.consistency, output=output, json_out=None, tensors=None, tolerance=None,
+        tree=Path(local_path(o.left)), groups=o.consistency, output=output, json_out=None, tensors=None, tolerance=None,
         iteration=o.iteration, graph=o.graph, model_name=o.model_name, dump_version=o.dump_version, quiet=o.quiet))
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from convert.layouts import PluginSet, load_plugins
+from convert.remote import RemoteRoot, is_url, localise
 
 from ..engine import EngineOptions
 from ..heap import frozen_heap
@@ -73,6 +74,10 @@ def run_network(
     gets each part's rows as the part arrives. A single part is compared here (a note says so).
     Needs ``vcompare[dask]`` (:class:`~compare.errors.OptionError` without it).
 
+    ``left`` / ``right`` may be fsspec URLs (``s3://...``, ``file://...``; needs ``vcompare[remote]``):
+    read through a local copy (:mod:`convert.remote`); on a cluster, a worker that lacks the copy
+    fetches the files of its part (docs/distributed.md).
+
     ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
     loaded); what was loaded and ignored opens the result's notes. A folder refused by the plugin
     policy raises :class:`convert.layouts.LayoutError`; a plugin failing on a pair is that pair's
@@ -91,6 +96,8 @@ def run_network(
     if mapping is not None and not isinstance(mapping, list):
         mapping = load_mapping(mapping)  # read once (and refused early when malformed)
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
+    left, left_remote = _localised(left)
+    right, right_remote = _localised(right)
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
         plan = plan_each(left, right, select, dump_version)
         if plan is None:
@@ -104,12 +111,26 @@ def run_network(
         elif spec is not None:
             job = EachJob(plan, fusion_rule, rules, mapping, metrics, options, refuse_same)
             result = compare_each_on_cluster(job, spec, custom_dir=_plugin_root(plugins),
-                                             progress=progress, on_dashboard=on_dashboard, spool=spool)
+                                             progress=progress, on_dashboard=on_dashboard, spool=spool,
+                                             remotes=(left_remote, right_remote))
         else:
             result = compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
     if plugins is not None:
         result.notes[:0] = plugins.notes
+    for side, remote in (("right", right_remote), ("left", left_remote)):  # inserted first: left, right
+        if remote is not None:
+            result.notes.insert(0, f"{side}: {remote.url} read through its local copy {remote.local} "
+                                   f"({len(remote.files)} file(s))")
     return result
+
+
+def _localised(path: PathLike) -> tuple[PathLike, RemoteRoot | None]:
+    """A URL's local mirror, every file fetched (:func:`convert.remote.localise`: the tree walk,
+    the choices and an in-turn comparison read them here), and the listed root; a path as given."""
+    if not is_url(path):
+        return path, None
+    remote = localise(str(path))
+    return remote.local, remote
 
 
 def _plugin_root(plugins: PluginSet | None) -> Path | None:
