@@ -31,6 +31,10 @@ Policy:
   themselves; and their cache check is the file's existence, which takes a file cut short by a
   killed run for a whole one. The copying itself is fsspec's (``fs.get`` with lists of paths:
   concurrent on the asynchronous stores, S3, GCS, HTTP).
+- **Placeholders** (:func:`outline`): for a cluster run the client copies the metadata of a
+  tree and gives each data file an empty placeholder of its name, which is all the tree walk
+  and the plan read; each worker then copies the data of the part it compares
+  (compare.runs.distributed), so the data is read once, by the worker that compares it.
 - **Refused**: a listed name that would land outside the mirror (``..``, an absolute part) is
   not fetched and is reported (:attr:`Materialised.refused`); a URL that cannot be listed (no
   such bucket or folder, no credentials, an unknown protocol or its missing package) is an
@@ -195,6 +199,35 @@ def materialise(root: RemoteRoot, wanted: Callable[[str], bool] = lambda relativ
     return Materialised(len(missing), len(chosen) - len(missing) - len(refused), refused)
 
 
+def outline(root: RemoteRoot, is_data: Callable[[str], bool]) -> Materialised:
+    """The mirror as a plan reads it, without the dump data: a file that ``is_data(relative)``
+    says holds data gets an empty **placeholder** (its name, and its listed modification time)
+    where the mirror has nothing at its place; every other file is copied (:func:`materialise`).
+
+    A placeholder is never taken for the file: :func:`materialise` copies a file whose size is
+    not the listed one, so the worker that compares a part fetches its data over the placeholder.
+    ``fetched`` counts the files copied, ``present`` the files already there or outlined.
+    """
+    copied = materialise(root, lambda relative: not is_data(relative))
+    outlined = 0
+    for item in root.files:
+        if not is_data(item.relative) or not _inside(item.relative):
+            continue
+        target = root.local / item.relative
+        if os.path.lexists(target):
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.touch()
+            if item.mtime is not None:
+                os.utime(target, (item.mtime, item.mtime))
+        except OSError as exc:
+            raise OptionError(f"{root.url}: cannot write its outline into {root.local}: {exc}") from None
+        outlined += 1
+    refused = copied.refused + tuple(f.relative for f in root.files if is_data(f.relative) and not _inside(f.relative))
+    return Materialised(copied.fetched, copied.present + outlined, refused)
+
+
 def _fetch(root: RemoteRoot, missing: list[RemoteFile]) -> None:
     """Copy ``missing`` into a staging folder beside the mirror (never inside it: the readers
     would list a leftover as a file of the dump), then rename each into place."""
@@ -218,14 +251,19 @@ def _fetch(root: RemoteRoot, missing: list[RemoteFile]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def localise(url: str, *, cache: Path | None = None) -> RemoteRoot:
-    """List the URL root and mirror every file of it (a run in this process reads them all)."""
-    root = open_root(url, cache=cache)
+def complete(root: RemoteRoot) -> RemoteRoot:
+    """Copy every file of the root the mirror lacks (placeholders included); :class:`OptionError`
+    for names that would land outside the mirror."""
     done = materialise(root)
     if done.refused:
-        raise OptionError(f"{url}: file names that would land outside the cache folder: "
+        raise OptionError(f"{root.url}: file names that would land outside the cache folder: "
                           + ", ".join(done.refused[:5]))
     return root
+
+
+def localise(url: str, *, cache: Path | None = None) -> RemoteRoot:
+    """List the URL root and mirror every file of it (a run in this process reads them all)."""
+    return complete(open_root(url, cache=cache))
 
 
 def local_path(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
@@ -233,5 +271,5 @@ def local_path(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
     return localise(path).local if is_url(path) else path  # type: ignore[arg-type]
 
 
-__all__ = ["CACHE_ENV", "INSTALL", "Materialised", "RemoteFile", "RemoteRoot", "cache_base", "is_url", "local_path", "localise",
-           "materialise", "open_root", "require_fsspec"]
+__all__ = ["CACHE_ENV", "INSTALL", "Materialised", "RemoteFile", "RemoteRoot", "cache_base", "complete", "is_url", "local_path", "localise",
+           "materialise", "open_root", "outline", "require_fsspec"]

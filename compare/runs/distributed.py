@@ -294,7 +294,7 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
             return client.submit(run_parts, shared, batch, key=f"vcompare-parts-{batch[0]}-{batch[-1]}-{run}",
                                  retries=RETRIES, pure=False)
 
-        arrived = _arrivals(distributed, client, submit, batches, job, golden.run, rule, progress)
+        arrived = _arrivals(distributed, client, submit, batches, worker_job, golden.run, rule, progress)
         if spool is not None:
             arrived = _spooled(arrived, spool, job.metrics)
         return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves)))
@@ -365,14 +365,14 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
 
 
 def _arrivals(distributed: ModuleType, client: object, submit: Callable[[list[int]], object],
-              batches: list[list[int]], job: EachJob, golden: Run | None, rule: object,
+              batches: list[list[int]], job: WorkerJob, golden: Run | None, rule: object,
               progress: Progress | None) -> Iterator[PartOutcome]:
     """The outcomes as their tasks finish (any order), the client's shared objects put back in.
 
     A task of several parts that failed for good is submitted again part by part (each with its
     retries), so that one broken part does not take the others of its task with it; a task of
     one part that failed for good is that part, lost."""
-    total = len(job.plan.left_leaves)
+    total = len(job.each.plan.left_leaves)
     done = 0
     futures = {submit(batch): batch for batch in batches}
     loop = client.loop  # type: ignore[attr-defined]
@@ -448,12 +448,15 @@ def _not_compared(job: EachJob, index: int, reason: str) -> PartOutcome:
     return PartOutcome(index, rank, graph, iteration, prefix, error=reason, status=PartStatus.NOT_COMPARED)
 
 
-def _lost(job: EachJob, index: int, reason: str) -> PartOutcome:
+def _lost(worker_job: WorkerJob, index: int, reason: str) -> PartOutcome:
     """A part whose task failed for good: the reason, and a not-comparable row per left operator
-    (listed here from the leaf's file names or metadata; none when even that fails)."""
+    (listed here from the leaf's file names or metadata, the part's files fetched first when its
+    side is a URL; none when even that fails)."""
+    job = worker_job.each
     leaf = job.plan.left_leaves[index]
     rank, graph, iteration, prefix = part_prefix(job.plan, leaf)
     try:
+        fetch_part(worker_job, index)
         names = leaf_op_names(leaf)
     except Exception:  # noqa: BLE001 - the part is lost already; listing its operators is a courtesy
         names = []

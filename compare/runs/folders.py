@@ -6,16 +6,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from convert.layouts import PluginSet, load_plugins
-from convert.remote import RemoteRoot, is_url, localise
+from convert.remote import RemoteRoot, complete, is_url, open_root, outline
 
 from ..engine import EngineOptions
 from ..heap import frozen_heap
 from ..kernels import resolve_algorithms
+from ..loaders.trees import is_data_file_name, model_folders
 from ..pairing.mapping_file import load_mapping
 from ..reports.spool import PartSpool
 from .distributed import ClusterSpec, compare_each_on_cluster, require_dask
 from .each import EachJob, compare_each, plan_each
-from .loading import PathLike, RuleArg, load_and_pair
+from .loading import PathLike, RuleArg, load_and_pair, selection_of
 from .network import NetworkResult, Progress, compare_loaded
 
 
@@ -75,8 +76,9 @@ def run_network(
     Needs ``vcompare[dask]`` (:class:`~compare.errors.OptionError` without it).
 
     ``left`` / ``right`` may be fsspec URLs (``s3://...``, ``file://...``; needs ``vcompare[remote]``):
-    read through a local copy (:mod:`convert.remote`); on a cluster, a worker that lacks the copy
-    fetches the files of its part (docs/distributed.md).
+    read through a local copy (:mod:`convert.remote`). On a cluster the client copies the trees'
+    metadata and plans from the names (data files as placeholders, :func:`_outline`), and each
+    worker copies the data of the part it compares (docs/distributed.md).
 
     ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
     loaded); what was loaded and ignored opens the result's notes. A folder refused by the plugin
@@ -96,10 +98,18 @@ def run_network(
     if mapping is not None and not isinstance(mapping, list):
         mapping = load_mapping(mapping)  # read once (and refused early when malformed)
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
-    left, left_remote = _localised(left)
-    right, right_remote = _localised(right)
+    left_remote, right_remote = _listed(left), _listed(right)
+    left = left_remote.local if left_remote is not None else left
+    right = right_remote.local if right_remote is not None else right
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
+        outlined = spec is not None and _outline(left_remote, right_remote, left, right, select)
+        if not outlined:
+            _complete(left_remote, right_remote)
         plan = plan_each(left, right, select, dump_version)
+        if outlined and plan is None:
+            _complete(left_remote, right_remote)  # one part: compared here
+        elif outlined and plan is not None and plan.right_candidates is None:
+            _complete(right_remote)  # a golden side without levels: read here, sent to the workers
         if plan is None:
             left_run, right_run, scenario, rule, pairing = load_and_pair(
                 left, right, fusion_rule, dump_version=dump_version, mapping=mapping, **rules, **select)
@@ -124,13 +134,35 @@ def run_network(
     return result
 
 
-def _localised(path: PathLike) -> tuple[PathLike, RemoteRoot | None]:
-    """A URL's local mirror, every file fetched (:func:`convert.remote.localise`: the tree walk,
-    the choices and an in-turn comparison read them here), and the listed root; a path as given."""
-    if not is_url(path):
-        return path, None
-    remote = localise(str(path))
-    return remote.local, remote
+def _listed(path: PathLike) -> RemoteRoot | None:
+    """The listed root of a URL (:func:`convert.remote.open_root`; nothing copied yet), None for a path."""
+    return open_root(str(path)) if is_url(path) else None
+
+
+def _complete(*remotes: RemoteRoot | None) -> None:
+    """Every file of the URL sides copied (:func:`convert.remote.complete`)."""
+    for remote in remotes:
+        if remote is not None:
+            complete(remote)
+
+
+def _outline(left_remote: RemoteRoot | None, right_remote: RemoteRoot | None, left: PathLike, right: PathLike,
+             select: dict) -> bool:
+    """For a cluster run: the URL sides outlined (metadata copied, data files as placeholders,
+    :func:`convert.remote.outline`), so that the client plans from names and each worker copies
+    the data of its own part. False (the caller copies everything) when there is no URL side, or
+    when the plan would read tensors: a tree with several model folders whose choice goes by the
+    operators (no ``--model-name`` / ``--ge-graph``)."""
+    remotes = [r for r in (left_remote, right_remote) if r is not None]
+    if not remotes:
+        return False
+    for remote in remotes:
+        outline(remote, lambda relative: is_data_file_name(relative.rsplit("/", 1)[-1]))
+    if select.get("model_name") is None and select.get("ge_graph") is None:
+        selection = selection_of(select)
+        if model_folders(left, selection) or model_folders(right, selection):
+            return False
+    return True
 
 
 def _plugin_root(plugins: PluginSet | None) -> Path | None:

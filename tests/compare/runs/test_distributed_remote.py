@@ -72,14 +72,23 @@ def test_file_and_memory_urls_give_the_report_of_the_paths(ranks: dict[str, Path
 @needs_dask
 def test_a_file_url_on_a_local_cluster(ranks: dict[str, Path], tmp_path: Path, cache: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Byte-identical to the path run; and with the client's copy gone once the plan is made (as
-    on workers of other machines), the workers fetch what their parts read."""
+    """Byte-identical to the path run, the client planning from placeholders (the data is read by
+    the worker that compares it); and with the client's copy gone once the plan is made (as on
+    workers of other machines), the workers fetch what their parts read."""
     common = ("-l", ranks["left"].as_uri(), "-r", ranks["right"].as_uri(), *EVERY, "--dask-cluster", "local:2")
+    planned = cluster_runs.task_batches
+    at_plan: list[int] = []
+
+    def sizes_at_plan(files: list[int], workers: int) -> list[list[int]]:
+        at_plan.extend(p.stat().st_size for p in cache.rglob("*.npy"))
+        return planned(files, workers)
+
+    monkeypatch.setattr(cluster_runs, "task_batches", sizes_at_plan)
     done = _run(*common, "-o", tmp_path / "cluster.csv")
     assert done.exit_code == 0, done.output
     assert (tmp_path / "cluster.csv").read_bytes() == ranks["report"].read_bytes()
-
-    planned = cluster_runs.task_batches
+    assert len(at_plan) == 176 and set(at_plan) == {0}  # every tensor a placeholder when the plan is made
+    assert all(p.stat().st_size > 0 for p in cache.rglob("*.npy"))  # and fetched by the workers since
 
     def copy_gone(files: list[int], workers: int) -> list[list[int]]:
         shutil.rmtree(cache)  # after the plan, before the first task
