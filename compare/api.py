@@ -234,7 +234,8 @@ def compare_network(
     (``-cf``); docs/quant.md says which scenario needs which. ``algorithms``: metric names/indices
     (default all ten). ``custom_dir``: plugin root holding ``format_convert/convert_X_to_Y.py``.
     ``dump_version``: force 1 (protobuf) or 2 (binary). ``rank`` ... ``mapping``: see
-    :func:`run_network` (``--rank`` ... ``--mapping``).
+    :func:`run_network` (``--rank`` ... ``--mapping``). ``left`` / ``right`` may be fsspec URLs
+    (``s3://...``; ``vcompare[remote]``), read through a local copy (:mod:`convert.remote`).
 
     ``gates`` (``"CosineSimilarity>=0.99"`` texts or :class:`Bound`) and ``policy`` (a TOML policy
     file or a :class:`~compare.policy.Policy`, docs/policy.md) make the run gated: the metrics they

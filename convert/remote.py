@@ -107,6 +107,13 @@ class RemoteRoot:
     url: str
     local: Path
     files: tuple[RemoteFile, ...]
+    #: The file the URL names when it names one file (its name in the mirror), else "" (a folder).
+    entry: str = ""
+
+    @property
+    def path(self) -> Path:
+        """What the URL names, in the mirror: the mirror folder, or the one file in it."""
+        return self.local / self.entry if self.entry else self.local
 
     def relative(self, path: str | os.PathLike[str]) -> str | None:
         """``path`` (inside the mirror) relative to the mirror, ``/``-separated; None outside it."""
@@ -161,13 +168,17 @@ def open_root(url: str, *, cache: Path | None = None) -> RemoteRoot:
         raise OptionError(f"{url}: cannot list it ({type(exc).__name__}: {exc})") from None
     prefix = root.rstrip("/") + "/"
     files = []
+    entry = ""
     for path, info in sorted(listing.items()):
-        relative = path[len(prefix):] if path.startswith(prefix) else PurePosixPath(path).name
+        if path.startswith(prefix):
+            relative = path[len(prefix):]
+        else:  # the URL names this file itself
+            relative = entry = PurePosixPath(path).name
         files.append(RemoteFile(relative, int(info.get("size") or 0), _mtime(info)))
     if not files:
         raise OptionError(f"{url}: no file below this URL (a folder that does not exist, or an empty one)")
     digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
-    return RemoteRoot(url, (cache if cache is not None else cache_base()) / digest, tuple(files))
+    return RemoteRoot(url, (cache if cache is not None else cache_base()) / digest, tuple(files), entry)
 
 
 def _inside(relative: str) -> bool:
@@ -233,7 +244,7 @@ def _fetch(root: RemoteRoot, missing: list[RemoteFile]) -> None:
     would list a leftover as a file of the dump), then rename each into place."""
     fs, base = _filesystem(root.url)
     staging = root.local.with_name(f"{root.local.name}.fetch-{os.getpid()}")
-    remote = [f"{base.rstrip('/')}/{item.relative}" for item in missing]
+    remote = [base if root.entry else f"{base.rstrip('/')}/{item.relative}" for item in missing]
     temporary = [staging / item.relative for item in missing]
     try:
         for path in (*temporary, *(root.local / item.relative for item in missing)):
@@ -267,8 +278,9 @@ def localise(url: str, *, cache: Path | None = None) -> RemoteRoot:
 
 
 def local_path(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
-    """``path`` itself, or for a URL the folder of its local copy (every file fetched)."""
-    return localise(path).local if is_url(path) else path  # type: ignore[arg-type]
+    """``path`` itself, or for a URL its local copy (every file fetched): the folder, or the file
+    when the URL names one file."""
+    return localise(path).path if is_url(path) else path  # type: ignore[arg-type]
 
 
 __all__ = ["CACHE_ENV", "INSTALL", "Materialised", "RemoteFile", "RemoteRoot", "cache_base", "complete", "is_url", "local_path", "localise",

@@ -37,7 +37,7 @@ import csv
 import io
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,10 +156,10 @@ class PartSpool:
         with open(path, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
 
-    def _replace(self, name: str, write: object) -> None:
+    def _replace(self, name: str, write: Callable[[Path], object]) -> None:
         temporary = self.folder / f".{name}.tmp"
         try:
-            write(temporary)  # type: ignore[operator]
+            write(temporary)
             os.replace(temporary, self.folder / name)
         except BaseException:
             temporary.unlink(missing_ok=True)

@@ -99,8 +99,8 @@ def run_network(
         mapping = load_mapping(mapping)  # read once (and refused early when malformed)
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
     left_remote, right_remote = _listed(left), _listed(right)
-    left = left_remote.local if left_remote is not None else left
-    right = right_remote.local if right_remote is not None else right
+    left = left_remote.path if left_remote is not None else left
+    right = right_remote.path if right_remote is not None else right
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
         outlined = spec is not None and _outline(left_remote, right_remote, left, right, select)
         if not outlined:

@@ -122,3 +122,11 @@ def test_without_fsspec_a_url_says_how_to_install(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "fsspec", None)
     with pytest.raises(OptionError, match=r"needs fsspec.*pip install 'vcompare\[remote\]'"):
         localise("s3://bucket/run")
+
+
+@needs_fsspec
+def test_a_url_naming_one_file(tmp_path: Path) -> None:
+    (tmp_path / "x.npy").write_bytes(b"data")
+    root = localise((tmp_path / "x.npy").as_uri(), cache=tmp_path / "cache")
+    assert root.entry == "x.npy" and root.path == root.local / "x.npy" and root.path.read_bytes() == b"data"
+    assert local_path((tmp_path / "x.npy").as_uri()) != tmp_path / "x.npy"  # the copy, not the original
