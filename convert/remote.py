@@ -20,11 +20,12 @@ Policy:
   URL loads fsspec; without it the message says how to install it (:data:`INSTALL`).
 - **What is fetched**: a file is fetched when the mirror has no file of its listed size at its
   place (so a file cut short by a killed run is fetched again); it is fetched into a staging
-  folder beside the mirror (``<mirror>.fetch-PID``, removed after) and renamed into place, so a
-  reader never sees half a file, and two processes fetching the same file each rename a whole
-  copy. The listed modification time, when the store gives
-  one (``mtime``, ``LastModified``, ``updated``, ``created``), is set on the copy, for the
-  readers' newest-folder choices; otherwise the copy's is the time of the fetch.
+  folder beside the mirror (``<mirror>.fetch-XXXXXXXX``, unique to the fetch, removed after; one
+  left by a killed fetch is outside the mirror, where no reader looks) and renamed into place,
+  so a reader never sees half a file, and two processes fetching the same file each rename a
+  whole copy. The listed modification time, when the store gives one (``mtime``,
+  ``LastModified``, ``updated``, ``created``), is set on the copy, for the readers'
+  newest-folder choices; otherwise the copy's is the time of the fetch.
 - **Why not fsspec's caching filesystems** (``simplecache::`` / ``filecache::``): they name a
   cached file by a hash of its URL or by its base name (``BasenameCacheMapper`` joins a few
   folder levels with ``_@_``), while the readers need the folder layout and the file names
@@ -47,6 +48,7 @@ import hashlib
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -243,8 +245,12 @@ def _fetch(root: RemoteRoot, missing: list[RemoteFile]) -> None:
     """Copy ``missing`` into a staging folder beside the mirror (never inside it: the readers
     would list a leftover as a file of the dump), then rename each into place."""
     fs, base = _filesystem(root.url)
-    staging = root.local.with_name(f"{root.local.name}.fetch-{os.getpid()}")
     remote = [base if root.entry else f"{base.rstrip('/')}/{item.relative}" for item in missing]
+    try:
+        root.local.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{root.local.name}.fetch-", dir=root.local.parent))
+    except OSError as exc:
+        raise OptionError(f"{root.url}: cannot copy its files into {root.local}: {exc}") from None
     temporary = [staging / item.relative for item in missing]
     try:
         for path in (*temporary, *(root.local / item.relative for item in missing)):
@@ -283,5 +289,5 @@ def local_path(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
     return localise(path).path if is_url(path) else path  # type: ignore[arg-type]
 
 
-__all__ = ["CACHE_ENV", "INSTALL", "Materialised", "RemoteFile", "RemoteRoot", "cache_base", "complete", "is_url", "local_path", "localise",
-           "materialise", "open_root", "outline", "require_fsspec"]
+__all__ = ["CACHE_ENV", "INSTALL", "Materialised", "RemoteFile", "RemoteRoot", "cache_base", "complete", "is_url",
+           "local_path", "localise", "materialise", "open_root", "outline", "require_fsspec"]

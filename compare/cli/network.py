@@ -193,7 +193,8 @@ def compare(
     from .modes import CompareOptions, SingleOpArgs, run_compare
 
     raise typer.Exit(run_compare(CompareOptions(
-        left=_dump_root(left), right=_dump_root(right), fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
+        left=_dump_root(left), right=_dump_root(right), fusion_rule=fusion_rule, quant_rule=quant_rule,
+        close_fusion_rule=close_fusion_rule,
         output=output, csv_flag=csv_flag, algorithm=algorithm, custom=custom, dump_version=dump_version,
         layout=layout, gate=tuple(gate), policy=policy, json_out=json_out, junit_out=junit_out, digits=digits,
         float_format=float_format, allow_same=allow_same, progress=progress, max_cmp_size=max_cmp_size,
@@ -208,4 +209,3 @@ def _dump_root(text: str) -> "Path | str":
     from convert.remote import is_url  # here: keeps --help fast (fsspec itself is never imported for a path)
 
     return text if is_url(text) else Path(text)
-
