@@ -13,8 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from builders import one_op_golden
+from compare.api import compare_network
 from compare.cli import app
+from compare.reports.network import render_csv
 from compare.runs import distributed as cluster_runs
+from compare.testing.synthetic_mindspore import make_trees
 from compare.testing.synthetic_rank_trees import make_rank_trees
 from convert.remote import CACHE_ENV
 
@@ -110,3 +114,18 @@ def test_a_url_without_fsspec_says_how_to_install(ranks: dict[str, Path], tmp_pa
     done = _run("-l", "s3://bucket/run/npu", "-r", ranks["right"], *EVERY, "-o", tmp_path / "r.csv")
     assert done.exit_code == 2 and "pip install 'vcompare[remote]'" in done.output
     assert not (tmp_path / "r.csv").exists()
+
+
+@needs_fsspec
+@needs_dask
+def test_a_golden_url_without_levels_on_a_local_cluster(tmp_path: Path) -> None:
+    """A golden side without rank / iteration levels is read by the client (copied whole) and sent
+    to the workers; the left tree's tensors are copied by the workers: the same rows."""
+    trees = make_trees(tmp_path / "trees")
+    (tmp_path / "g").mkdir()
+    golden, mapping = one_op_golden(tmp_path / "g")
+    here = compare_network(trees["npy"], golden, rank="all", iteration="all", mapping=mapping)
+    there = compare_network(Path(trees["npy"]).as_uri(), golden.as_uri(), rank="all", iteration="all",
+                            mapping=mapping, cluster="local:2")
+    assert render_csv(there.rows, there.metrics) == render_csv(here.rows, here.metrics)
+    assert [r.status for r in there.network.part_reports] == [r.status for r in here.network.part_reports]
