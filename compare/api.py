@@ -40,6 +40,8 @@ from .runs.op_range import OpChoice
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from .reports.spool import PartSpool
+
 
 def tool_version() -> str:
     """The installed vcompare version (package metadata), as ``vcompare --version`` prints it."""
@@ -223,6 +225,7 @@ def compare_network(
     on_dashboard: Callable[[str], None] | None = None,
     ffts: bool = False,
     ops: OpChoice | None = None,
+    spool: "PartSpool | None" = None,
 ) -> ComparisonResult:
     """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
 
@@ -234,7 +237,8 @@ def compare_network(
     (``-cf``); docs/quant.md says which scenario needs which. ``algorithms``: metric names/indices
     (default all ten). ``custom_dir``: plugin root holding ``format_convert/convert_X_to_Y.py``.
     ``dump_version``: force 1 (protobuf) or 2 (binary). ``rank`` ... ``mapping``: see
-    :func:`run_network` (``--rank`` ... ``--mapping``).
+    :func:`run_network` (``--rank`` ... ``--mapping``). ``left`` / ``right`` may be fsspec URLs
+    (``s3://...``; ``vcompare[remote]``), read through a local copy (:mod:`convert.remote`).
 
     ``gates`` (``"CosineSimilarity>=0.99"`` texts or :class:`Bound`) and ``policy`` (a TOML policy
     file or a :class:`~compare.policy.Policy`, docs/policy.md) make the run gated: the metrics they
@@ -247,7 +251,8 @@ def compare_network(
     ``scheduler="tcp://HOST:8786"`` (a running Dask cluster) compare the parts of a multi-part run
     (``rank="all"`` ...) on Dask workers: the same rows and notes as in turn, the JSON ``parts``
     saying where and how long; ``progress`` then counts parts and ``on_dashboard(link)`` gets the
-    Dask dashboard's address (docs/distributed.md). Needs ``vcompare[dask]``.
+    Dask dashboard's address, and ``spool`` (a :class:`compare.reports.spool.PartSpool`) has
+    each part's rows written as the part arrives (docs/distributed.md). Needs ``vcompare[dask]``.
 
     ``ffts=True`` (``-ffts``): the slice files of an FFTS+ op are compared one by one under their
     raw op names instead of being merged along the cut axis (docs/ffts.md).
@@ -265,7 +270,8 @@ def compare_network(
                          max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
                          iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
                          mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same,
-                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, ffts=ffts, ops=ops)
+                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, ffts=ffts, ops=ops,
+                         spool=spool)
     if checked is not None and result.stats is not None and not result.rows:
         raise OptionError("gates check tensor metrics, and this comparison is statistics-only (a side holds "
                           "statistics and no tensor data); compare tensor dumps to use gates")

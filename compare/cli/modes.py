@@ -15,6 +15,7 @@ import typer
 
 from convert.exits import EXIT_CANNOT_RUN, EXIT_OK
 from convert.layouts import LayoutError
+from convert.remote import is_url, local_path
 
 from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
 from ..consistency import check_consistency
@@ -28,6 +29,7 @@ from ..reports.divergence import divergence_lines, explain_lines
 from ..reports.files import atomic_write_text
 from ..reports.staging import sweep_leftovers
 from ..reports.network import Layout, TableFormat, write_report
+from ..reports.spool import PartSpool
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
 from ..reports.mapping_table import mapping_path, write_mapping
 from ..runs.batch import run_batch
@@ -197,8 +199,9 @@ class CompareOptions:
     """The main command's options as given (see ``vcompare --help``); paths not checked yet.
     ``single``: the single-operator options (``-d`` and the options that go with it)."""
 
-    left: Path
-    right: Path
+    #: A dump folder, or an fsspec URL (text): :mod:`convert.remote`.
+    left: Path | str
+    right: Path | str
     fusion_rule: Optional[Path]
     quant_rule: Optional[Path]
     close_fusion_rule: Optional[Path]
@@ -282,11 +285,13 @@ def run_compare(o: CompareOptions) -> int:
             single.check()
         for path, flag in ((left, "-l"), (right, "-r"), (o.fusion_rule, "-f"), (o.quant_rule, "-q"),
                            (o.close_fusion_rule, "-cf"), (o.ge_graph, "--ge-graph"), (o.mapping, "--mapping")):
-            if path is not None:
+            if path is not None and not is_url(path):
                 check_readable(path, flag)
         rules = {"quant_rule": o.quant_rule, "close_fusion_rule": o.close_fusion_rule}
         select = {"rank": o.rank, "iteration": o.iteration, "graph": o.graph, "model_name": o.model_name,
                   "ge_graph": o.ge_graph}
+        if mode is not Mode.NETWORK:  # a network comparison localises URLs itself (a cluster's workers fetch parts)
+            left, right = local_path(left), local_path(right)
         network_only = [flag for flag, given in (("--json", o.json_out is not None), ("--junit", o.junit_out is not None),
                                                  ("--html", o.html_out is not None), ("--verdicts", o.verdicts),
                                                  ("--explain", o.explain is not None),
@@ -380,7 +385,7 @@ def _consistency_too(o: CompareOptions) -> int:
     output = table.with_name(f"{table.stem}_consistency.csv") if table is not None else None
     assert o.consistency is not None
     return run_consistency(ConsistencyArgs(
-        tree=o.left, groups=o.consistency, output=output, json_out=None, tensors=None, tolerance=None,
+        tree=Path(local_path(o.left)), groups=o.consistency, output=output, json_out=None, tensors=None, tolerance=None,
         iteration=o.iteration, graph=o.graph, model_name=o.model_name, dump_version=o.dump_version, quiet=o.quiet))
 
 
@@ -395,12 +400,16 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
         raise OptionError(f"--overflow adds a column to -o .csv / .txt and to the rows of --json; -o {o.output}: a "
                           "parquet table has no OverFlow column")
     bar = ProgressBar(o.progress)
+    spool = _cluster_spool(o, outputs, layout, number_format)
     try:
         result = compare_network(o.left, o.right, o.fusion_rule, algorithms=o.algorithm, custom_dir=o.custom,
                                  dump_version=o.dump_version, max_elements=o.max_cmp_size, mapping=o.mapping,
                                  policy=policy, allow_same=o.allow_same, progress=bar, cluster=o.dask_cluster,
                                  scheduler=o.scheduler, on_dashboard=None if o.quiet else _dashboard_line,
-                                 ffts=o.ffts, ops=ops, **rules, **select)
+                                 ffts=o.ffts, ops=ops, spool=spool, **rules, **select)
+    except BaseException:
+        _spool_kept(spool)
+        raise
     finally:
         bar.close()
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
@@ -408,7 +417,16 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     swept = [sweep_leftovers(folder, before=started) for folder in outputs.folders()]
     network = result.network
     column, overflow_notes = _overflow_column(o, result)
-    written, failed = outputs.write(result, layout=layout, float_format=number_format, overflow=column)
+    try:
+        written, failed = outputs.write(result, layout=layout, float_format=number_format, overflow=column)
+    except BaseException:
+        _spool_kept(spool)
+        raise
+    if spool is not None:
+        if any(label == "result" for label, _path in written):
+            spool.remove()
+        else:
+            _spool_kept(spool)
     for sweep, folder in zip(swept, outputs.folders()):
         if sweep.removed or sweep.completed:
             err(f"cleaned up {len(sweep.removed) + len(sweep.completed)} leftover temporary file(s) or folder(s) of "
@@ -437,6 +455,28 @@ def _overflow_column(o: CompareOptions, result: "ComparisonResult") -> tuple["Ov
 
     lefts = network.part_lefts or [network.left]
     return opdebug_column(lefts, by_part=len(network.parts) > 1)
+def _cluster_spool(o: CompareOptions, outputs: Outputs, layout: Layout, number_format: "FloatFormat"
+                   ) -> PartSpool | None:
+    """The spool of a cluster run (``<table>.parts/``, :mod:`compare.reports.spool`), said on stderr
+    before the run (so that a client killed outright has said where its finished parts are)."""
+    if (o.dask_cluster is None and o.scheduler is None) or outputs.table is None:
+        return None
+    spool = PartSpool(outputs.table, table_format=outputs.table_format, layout=layout,  # type: ignore[arg-type]
+                      float_format=number_format)
+    if not o.quiet:
+        err(f"dask: each finished part is written to {spool.folder} as it arrives (removed once the report is "
+            "written)")
+    return spool
+
+
+def _spool_kept(spool: PartSpool | None) -> None:
+    """Say where the finished parts of a cluster run that wrote no report are (and why a spool stopped)."""
+    if spool is None:
+        return
+    if spool.written:
+        err(f"the {len(spool.written)} finished part(s) are kept in {spool.folder} (arrivals.csv lists them)")
+    if spool.problem is not None:
+        err(f"the spool of finished parts stopped: {spool.problem}")
 
 
 def _dashboard_line(link: str) -> None:

@@ -105,10 +105,11 @@ def version_callback(value: bool) -> None:
 
 @app.command(help="Compare two operator dumps tensor by tensor and write a result table.\n" + EXAMPLES)
 def compare(
-    left: Path = typer.Option(..., "-l", "--left", "-m", "--my_dump_path",
-                              help="My Output: dump folder (or any parent of time/device/model/model_id/data_index)."),
-    right: Path = typer.Option(..., "-r", "--right", "-g", "--golden_dump_path",
-                               help="Ground Truth: golden .npy folder or another dump folder."),
+    left: str = typer.Option(..., "-l", "--left", "-m", "--my_dump_path",
+                             help="My Output: dump folder (or any parent of time/device/model/model_id/data_index), "
+                                  "or an fsspec URL (s3://bucket/run/npu, needs vcompare[remote])."),
+    right: str = typer.Option(..., "-r", "--right", "-g", "--golden_dump_path",
+                              help="Ground Truth: golden .npy folder or another dump folder (or an fsspec URL)."),
     fusion_rule: Optional[Path] = typer.Option(None, "-f", "--fusion-rule", "--fusion_rule_file",
                                                help="ATC om->json network file (atc --mode=1)."),
     quant_rule: Optional[Path] = typer.Option(None, "-q", "--quant-rule", "--quant_fusion_rule_file",
@@ -230,7 +231,8 @@ def compare(
     from .modes import CompareOptions, SingleOpArgs, run_compare
 
     raise typer.Exit(run_compare(CompareOptions(
-        left=left, right=right, fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
+        left=_dump_root(left), right=_dump_root(right), fusion_rule=fusion_rule, quant_rule=quant_rule,
+        close_fusion_rule=close_fusion_rule,
         output=output, csv_flag=csv_flag, algorithm=algorithm, custom=custom, dump_version=dump_version,
         layout=layout, gate=tuple(gate), policy=policy, json_out=json_out, junit_out=junit_out, digits=digits,
         float_format=float_format, allow_same=allow_same, progress=progress, max_cmp_size=max_cmp_size,
@@ -239,3 +241,10 @@ def compare(
         verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler,
         consistency=consistency, ffts=ffts, mapping_table=mapping_table, op_range=op_range, op_select=op_select,
         overflow=overflow)))
+
+
+def _dump_root(text: str) -> "Path | str":
+    """``-l`` / ``-r``: an fsspec URL stays text (a Path would fold its ``//``), anything else is a path."""
+    from convert.remote import is_url  # here: keeps --help fast (fsspec itself is never imported for a path)
+
+    return text if is_url(text) else Path(text)

@@ -128,6 +128,13 @@ def _classify_name(name: str) -> str | None:
     return "offline" if kind == "offline" else "golden"
 
 
+def is_data_file_name(name: str) -> bool:
+    """Whether a file of this name holds dump data (a tensor, statistics, overflow records, or a
+    hashed name that ``mapping.csv`` resolves): what the tree walk counts, by the name alone. The
+    other files of a tree (``mapping.csv``, ``acl.json``, graphs, kernel arguments) are metadata."""
+    return re.fullmatch(r"[0-9]+(?:\.npy)?", name) is not None or _classify_name(name) is not None
+
+
 def classify_leaf(folder: Path) -> LeafInfo:
     """Classify (up to :data:`MAX_SNIFF`) files of ``folder``; hashed names via ``mapping.csv``."""
     info = LeafInfo()

@@ -6,13 +6,24 @@ Policy:
 - **The client plans, the workers compare.** The client walks both trees and makes the plan
   (:func:`~compare.runs.each.plan_each`) exactly as an in-turn run does; each worker loads, pairs
   and compares whole parts with the same function (:func:`~compare.runs.each.compare_part`),
-  reading the dumps from the same paths (shared storage; plain local paths, no fsspec). What a
+  reading the dumps from the same paths (shared storage, or the mirror of a URL: *URLs*). What a
   task gets is the plan's paths and selection, never tensors; what it sends back is the part's
   rows and notes (its runs without their operators, and the pairing only for the last part).
 - **Same report.** The outcomes are merged in plan order by the in-turn run's own merge
   (:func:`~compare.runs.each.merge_parts`) as they arrive, so rows, notes, unused files and the
   localisation are those of the local run, byte for byte; only the JSON ``parts`` timings and
   workers differ. The report files are written when every part is in (atomically, as always).
+- **Written as they arrive.** Each part, as it arrives, is written to the spool folder beside
+  the ``-o`` table (:mod:`compare.reports.spool`: the part's rows with the report's own cells, and
+  a line of ``arrivals.csv``), so a client killed midway keeps every part that came back; the
+  command line removes the spool once the report is written. The rows are also kept in memory:
+  the final report, the JSON summary, the gate and ``--verdicts`` need all of them at once.
+- **URLs.** A side given as an fsspec URL (``s3://``, ``file://`` ..., :mod:`convert.remote`) is
+  listed and copied into the client's local mirror (the walk, the model / graph choices and a
+  golden side read it there), and the plan names the mirror's paths. Before comparing a part, a
+  worker copies into the same mirror path on its machine what the part reads and is not there
+  yet (:func:`fetch_part`): nothing on the client's machine or on a shared cache folder, the
+  part's own leaves on a machine of its own.
 - **Task size.** A part is never split (its tensors are loaded one pair at a time by the engine,
   so a task's memory is one part's metadata plus the engine's window). Small parts are batched:
   consecutive parts share a task until it holds :data:`BATCH_FILES` dump files (about 0.15 s of
@@ -47,6 +58,7 @@ from pathlib import Path
 from types import ModuleType
 
 from convert.layouts import load_plugins
+from convert.remote import RemoteRoot, materialise
 
 from ..errors import CompareError, OptionError
 from ..heap import frozen_heap
@@ -54,6 +66,7 @@ from ..loaders.trees import MAX_SNIFF, leaf_op_names
 from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.rule_records import FusionRule
 from ..records import MetricRow, Pairing, PairStatus, PartStatus, Run
+from ..reports.spool import PartSpool, SpooledPart
 from .each import EachJob, GoldenSide, PartOutcome, compare_part, merge_parts, part_prefix
 from .network import NetworkResult, Progress
 
@@ -146,6 +159,9 @@ class WorkerJob:
     custom_dir: Path | None
     #: The plan's last part: the one whose pairing comes back (the result's ``pairing``).
     last: int
+    #: The URL roots of the sides given as fsspec URLs (module doc: *URLs*), else None.
+    left_remote: RemoteRoot | None = None
+    right_remote: RemoteRoot | None = None
 
 
 @dataclass
@@ -175,10 +191,44 @@ def run_parts(job: WorkerJob, indices: list[int]) -> list[Shipped]:
     shipped = []
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
         for index in indices:
+            fetch_part(job, index)
             outcome = compare_part(each, index, golden)
             outcome.worker = worker
             shipped.append(_ship(outcome, each, golden.run, keep_pairing=index == job.last))
     return shipped
+
+
+def fetch_part(job: WorkerJob, index: int) -> None:
+    """Copy from the URL roots into this machine's mirror what part ``index`` reads and the mirror
+    lacks (module doc: *URLs*): its left leaf folder, the right leaves of the same rank and
+    iteration (the whole right side when it has no levels), and every file outside the plan's
+    leaves (execution orders, graphs, mapping files). Nothing for sides given as paths."""
+    plan = job.each.plan
+    leaf = plan.left_leaves[index]
+    if job.left_remote is not None:
+        others = [Path(other.path) for other in plan.left_leaves]
+        materialise(job.left_remote, _part_files(job.left_remote, [Path(leaf.path)], others))
+    if job.right_remote is not None:
+        if plan.right_candidates is None:
+            materialise(job.right_remote)
+            return
+        coords = (str(leaf.get("rank")), str(leaf.get("iteration")))
+        mine = [Path(c.path) for c in plan.right_candidates if (str(c.get("rank")), str(c.get("iteration"))) == coords]
+        others = [Path(c.path) for c in plan.right_candidates]
+        materialise(job.right_remote, _part_files(job.right_remote, mine, others))
+
+
+def _part_files(remote: RemoteRoot, mine: list[Path], others: list[Path]) -> Callable[[str], bool]:
+    """Which listed files a part needs: those under its own leaf folders, and those under no leaf."""
+    prefixes = [f"{r}/" for r in (remote.relative(p) for p in mine) if r is not None]
+    foreign = [f"{r}/" for r in (remote.relative(p) for p in others) if r is not None]
+
+    def wanted(relative: str) -> bool:
+        if any(relative.startswith(p) for p in prefixes):
+            return True
+        return not any(relative.startswith(p) for p in foreign)
+
+    return wanted
 
 
 def _ship(outcome: PartOutcome, each: EachJob, golden: Run | None, *, keep_pairing: bool) -> Shipped:
@@ -201,11 +251,15 @@ def _ship(outcome: PartOutcome, each: EachJob, golden: Run | None, *, keep_pairi
 
 def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path | None = None,
                             progress: Progress | None = None,
-                            on_dashboard: Callable[[str], None] | None = None) -> NetworkResult:
+                            on_dashboard: Callable[[str], None] | None = None,
+                            spool: PartSpool | None = None,
+                            remotes: tuple[RemoteRoot | None, RemoteRoot | None] = (None, None)) -> NetworkResult:
     """Run the in-turn job's parts on the cluster; the merged result (module doc).
 
     ``progress(done, total)`` counts parts; ``on_dashboard(link)`` is called once with the Dask
-    dashboard's address when the cluster is up. Raises :class:`OptionError` when Dask is missing or
+    dashboard's address when the cluster is up; ``spool`` gets each part as it arrives (module
+    doc: *Written as they arrive*); ``remotes``: the URL roots of the sides given as URLs (module
+    doc: *URLs*). Raises :class:`OptionError` when Dask is missing or
     the scheduler cannot be reached; what :func:`merge_parts` raises otherwise.
     """
     distributed = require_dask()
@@ -226,7 +280,8 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
     options = replace(job.options, progress=None, plugins=None, workers=spec.engine_threads(), processes=False)
     slim_plan = replace(plan, right_probe=golden.run, notes=[], walked=[])
     each = replace(job, plan=slim_plan, fusion_rule=rule, options=options)
-    worker_job = WorkerJob(each, custom_dir, last=len(plan.left_leaves) - 1)
+    worker_job = WorkerJob(each, custom_dir, last=len(plan.left_leaves) - 1, left_remote=remotes[0],
+                           right_remote=remotes[1])
     with _client(distributed, spec) as client:
         if on_dashboard is not None:
             on_dashboard(client.dashboard_link)
@@ -239,7 +294,9 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
             return client.submit(run_parts, shared, batch, key=f"vcompare-parts-{batch[0]}-{batch[-1]}-{run}",
                                  retries=RETRIES, pure=False)
 
-        arrived = _arrivals(distributed, client, submit, batches, job, golden.run, rule, progress)
+        arrived = _arrivals(distributed, client, submit, batches, worker_job, golden.run, rule, progress)
+        if spool is not None:
+            arrived = _spooled(arrived, spool, job.metrics)
         return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves)))
 
 
@@ -308,14 +365,14 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
 
 
 def _arrivals(distributed: ModuleType, client: object, submit: Callable[[list[int]], object],
-              batches: list[list[int]], job: EachJob, golden: Run | None, rule: object,
+              batches: list[list[int]], job: WorkerJob, golden: Run | None, rule: object,
               progress: Progress | None) -> Iterator[PartOutcome]:
     """The outcomes as their tasks finish (any order), the client's shared objects put back in.
 
     A task of several parts that failed for good is submitted again part by part (each with its
     retries), so that one broken part does not take the others of its task with it; a task of
     one part that failed for good is that part, lost."""
-    total = len(job.plan.left_leaves)
+    total = len(job.each.plan.left_leaves)
     done = 0
     futures = {submit(batch): batch for batch in batches}
     loop = client.loop  # type: ignore[attr-defined]
@@ -341,6 +398,25 @@ def _arrivals(distributed: ModuleType, client: object, submit: Callable[[list[in
         done += len(batch)
         if progress is not None:
             progress(done, total)
+
+
+def _spooled(arrived: Iterator[PartOutcome], spool: PartSpool, metrics: list[str]) -> Iterator[PartOutcome]:
+    """The outcomes as they arrive, each written to the spool first. A part without runs (lost,
+    not compared) takes the address columns of the last part that had them (the final table's
+    come from the plan's last part; a run's sides do not change kind from part to part)."""
+    address = (True, True)
+    for outcome in arrived:
+        part = outcome.result
+        if part is not None:
+            left_npy, right_npy = part.has_npy
+            address = (not left_npy, not right_npy)
+        spool.append(SpooledPart(
+            outcome.index, outcome.rank, outcome.graph, outcome.iteration, outcome.status,
+            rows=part.rows if part is not None else outcome.rows,
+            metrics=part.metrics if part is not None else metrics,
+            stats=part.stats if part is not None else None, left_address=address[0], right_address=address[1],
+            reason=outcome.error))
+        yield outcome
 
 
 def _in_order(arrived: Iterator[PartOutcome], total: int) -> Iterator[PartOutcome]:
@@ -372,12 +448,15 @@ def _not_compared(job: EachJob, index: int, reason: str) -> PartOutcome:
     return PartOutcome(index, rank, graph, iteration, prefix, error=reason, status=PartStatus.NOT_COMPARED)
 
 
-def _lost(job: EachJob, index: int, reason: str) -> PartOutcome:
+def _lost(worker_job: WorkerJob, index: int, reason: str) -> PartOutcome:
     """A part whose task failed for good: the reason, and a not-comparable row per left operator
-    (listed here from the leaf's file names or metadata; none when even that fails)."""
+    (listed here from the leaf's file names or metadata, the part's files fetched first when its
+    side is a URL; none when even that fails)."""
+    job = worker_job.each
     leaf = job.plan.left_leaves[index]
     rank, graph, iteration, prefix = part_prefix(job.plan, leaf)
     try:
+        fetch_part(worker_job, index)
         names = leaf_op_names(leaf)
     except Exception:  # noqa: BLE001 - the part is lost already; listing its operators is a courtesy
         names = []

@@ -6,15 +6,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from convert.layouts import PluginSet, load_plugins
+from convert.remote import RemoteRoot, complete, is_url, open_root, outline
 
 from ..engine import EngineOptions
 from ..heap import frozen_heap
 from ..errors import OptionError
 from ..kernels import resolve_algorithms
+from ..loaders.trees import is_data_file_name, model_folders
 from ..pairing.mapping_file import load_mapping
+from ..reports.spool import PartSpool
 from .distributed import ClusterSpec, compare_each_on_cluster, require_dask
 from .each import EachJob, compare_each, plan_each
-from .loading import PathLike, RuleArg, load_and_pair
+from .loading import PathLike, RuleArg, load_and_pair, selection_of
 from .network import NetworkResult, Progress, compare_loaded
 from .op_range import OpChoice, select_pairs
 
@@ -44,6 +47,7 @@ def run_network(
     on_dashboard: Callable[[str], None] | None = None,
     ffts: bool = False,
     ops: OpChoice | None = None,
+    spool: PartSpool | None = None,
 ) -> NetworkResult:
     """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
 
@@ -71,7 +75,8 @@ def run_network(
     (a Dask scheduler's address, ``tcp://HOST:8786``, or its scheduler file): the parts of a
     compare-each-in-turn run are compared on that cluster (:mod:`compare.runs.distributed`, docs/distributed.md) -- the same
     rows and notes as in turn, ``progress`` then counts parts, and ``on_dashboard(link)`` is
-    called with the Dask dashboard's address. A single part is compared here (a note says so).
+    called with the Dask dashboard's address; ``spool`` (:class:`~compare.reports.spool.PartSpool`)
+    gets each part's rows as the part arrives. A single part is compared here (a note says so).
     Needs ``vcompare[dask]`` (:class:`~compare.errors.OptionError` without it).
 
     ``ffts``: FFTS+ slice files kept apart under their raw op names (the loaders'
@@ -79,6 +84,10 @@ def run_network(
     ``ops``: ``--range`` / ``--select`` (:mod:`compare.runs.op_range`): only the rows of the fusion
     groups of the operators with those rule ids are compared; a note says how many were selected.
     One model only (not with several ranks / iterations / graphs).
+    ``left`` / ``right`` may be fsspec URLs (``s3://...``, ``file://...``; needs ``vcompare[remote]``):
+    read through a local copy (:mod:`convert.remote`). On a cluster the client copies the trees'
+    metadata and plans from the names (data files as placeholders, :func:`_outline`), and each
+    worker copies the data of the part it compares (docs/distributed.md).
 
     ``custom_dir``: the ``-custom`` plugin root (or a :class:`convert.layouts.PluginSet` already
     loaded); what was loaded and ignored opens the result's notes. A folder refused by the plugin
@@ -98,11 +107,21 @@ def run_network(
     if mapping is not None and not isinstance(mapping, list):
         mapping = load_mapping(mapping)  # read once (and refused early when malformed)
     select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
+    left_remote, right_remote = _listed(left), _listed(right)
+    left = left_remote.path if left_remote is not None else left
+    right = right_remote.path if right_remote is not None else right
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
+        outlined = spec is not None and _outline(left_remote, right_remote, left, right, select)
+        if not outlined:
+            _complete(left_remote, right_remote)
         plan = plan_each(left, right, select, dump_version, keep_raw_names=ffts)
         if plan is not None and ops is not None:
             raise OptionError(f"{ops.option} selects operators of one model: not with several ranks, iterations or "
                               "graphs")
+        if outlined and plan is None:
+            _complete(left_remote, right_remote)  # one part: compared here
+        elif outlined and plan is not None and plan.right_candidates is None:
+            _complete(right_remote)  # a golden side without levels: read here, sent to the workers
         if plan is None:
             left_run, right_run, scenario, rule, pairing = load_and_pair(
                 left, right, fusion_rule, dump_version=dump_version, mapping=mapping, keep_raw_names=ffts, **rules,
@@ -117,12 +136,48 @@ def run_network(
         elif spec is not None:
             job = EachJob(plan, fusion_rule, rules, mapping, metrics, options, refuse_same)
             result = compare_each_on_cluster(job, spec, custom_dir=_plugin_root(plugins),
-                                             progress=progress, on_dashboard=on_dashboard)
+                                             progress=progress, on_dashboard=on_dashboard, spool=spool,
+                                             remotes=(left_remote, right_remote))
         else:
             result = compare_each(plan, fusion_rule, rules, mapping, metrics, options, refuse_same=refuse_same)
     if plugins is not None:
         result.notes[:0] = plugins.notes
+    for side, remote in (("right", right_remote), ("left", left_remote)):  # inserted first: left, right
+        if remote is not None:
+            result.notes.insert(0, f"{side}: {remote.url} read through its local copy {remote.local} "
+                                   f"({len(remote.files)} file(s))")
     return result
+
+
+def _listed(path: PathLike) -> RemoteRoot | None:
+    """The listed root of a URL (:func:`convert.remote.open_root`; nothing copied yet), None for a path."""
+    return open_root(str(path)) if is_url(path) else None
+
+
+def _complete(*remotes: RemoteRoot | None) -> None:
+    """Every file of the URL sides copied (:func:`convert.remote.complete`)."""
+    for remote in remotes:
+        if remote is not None:
+            complete(remote)
+
+
+def _outline(left_remote: RemoteRoot | None, right_remote: RemoteRoot | None, left: PathLike, right: PathLike,
+             select: dict) -> bool:
+    """For a cluster run: the URL sides outlined (metadata copied, data files as placeholders,
+    :func:`convert.remote.outline`), so that the client plans from names and each worker copies
+    the data of its own part. False (the caller copies everything) when there is no URL side, or
+    when the plan would read tensors: a tree with several model folders whose choice goes by the
+    operators (no ``--model-name`` / ``--ge-graph``)."""
+    remotes = [r for r in (left_remote, right_remote) if r is not None]
+    if not remotes:
+        return False
+    for remote in remotes:
+        outline(remote, lambda relative: is_data_file_name(relative.rsplit("/", 1)[-1]))
+    if select.get("model_name") is None and select.get("ge_graph") is None:
+        selection = selection_of(select)
+        if model_folders(left, selection) or model_folders(right, selection):
+            return False
+    return True
 
 
 def _plugin_root(plugins: PluginSet | None) -> Path | None:
