@@ -58,17 +58,19 @@ class Mode(Enum):
     MAPPING_TABLE = "mapping-table"  # -map: the pairs listed, nothing compared
 
 
-def choose_mode(single: "SingleOpArgs", fusion_rule: Optional[Path], left: Optional[Path] = None,
-                right: Optional[Path] = None) -> Mode:
-    """Two files (``-l`` and ``-r`` both regular files) select two-file mode; else ``-d`` selects
-    single-operator mode; otherwise ``-f`` naming a folder selects batch mode."""
-    if left is not None and right is not None and left.is_file() and right.is_file():
+def choose_mode(single: "SingleOpArgs", fusion_rule: Optional[Path], left: "Path | str | None" = None,
+                right: "Path | str | None" = None) -> Mode:
+    """Two files (``-l`` and ``-r`` both local regular files) select two-file mode; else ``-d``
+    selects single-operator mode; otherwise ``-f`` naming a folder selects batch mode. An fsspec URL
+    (a ``str``) is never a local file."""
+    if isinstance(left, Path) and isinstance(right, Path) and left.is_file() and right.is_file():
         return Mode.TWO_FILES
     if single.op is not None:
         return Mode.SINGLE_OP
     if fusion_rule is not None and fusion_rule.is_dir():
         return Mode.BATCH
     return Mode.NETWORK
+
 
 @dataclass
 class SingleOpArgs:
