@@ -191,6 +191,10 @@ def sniff(folder: Path) -> bool:
 
 
 def explain(folder: Path) -> str:
+    """Why ``folder`` is not an msprobe dump: no ``dump.json``, or one that is not msprobe's."""
+    if (folder / DUMP_JSON).is_file():
+        return (f"its {DUMP_JSON} is not an msprobe dump: no \"data\" / \"framework\" / \"dump_data_dir\" key in its "
+                f"first {_SNIFF_BYTES} bytes (an empty or foreign {DUMP_JSON})")
     return f"no {DUMP_JSON} in it or in its step*/rank* folders (msprobe dump)"
 
 

@@ -178,3 +178,13 @@ def test_inputs_numbered_across_args_kwargs_and_parameters(tmp_path: Path) -> No
     linear = run.ops["Module.fc.Linear.forward.0"]
     assert [t.path.name.split(".forward.0.")[1] for t in linear.inputs] == [
         "input.0.pt", "parameters.weight.pt", "parameters.bias.pt"]
+
+
+def test_an_empty_dump_json_is_explained(tmp_path: Path) -> None:
+    """msprobe's own test trees hold a ``dump.json`` of ``{}``: not claimed, and the reason says so."""
+    from compare.loaders.msprobe import explain
+
+    (tmp_path / "dump.json").write_text("{}")
+    assert claim(tmp_path) is None
+    assert "is not an msprobe dump" in explain(tmp_path)
+    assert "no dump.json" in explain(tmp_path / "missing")
