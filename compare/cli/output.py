@@ -221,7 +221,7 @@ class Outputs:
             jobs.append(("result", lambda: write_report(
                 result.rows, self.table, result.metrics, table_format=self.table_format, layout=layout,
                 left_address=not left_npy, right_address=not right_npy, float_format=float_format,
-                verdicts=verdicts, overflow=overflow)))
+                verdicts=verdicts, overflow=overflow, op_sequence=result.options.get("ops") is not None)))
         if self.json is not None:
             jobs.append(("json", lambda: write_json(result.to_json() if overflow is None else add_overflow_to_document(
                 result.to_json(), overflow, result.rows), self.json)))

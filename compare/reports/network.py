@@ -57,14 +57,17 @@ OUTPUT_SUFFIXES = {".csv": TableFormat.CSV, ".txt": TableFormat.TXT, ".parquet":
 
 def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_address: bool = True,
            right_address: bool = True, selection: bool = False, graph: bool = False,
-           overflow: bool = False) -> list[str]:
+           overflow: bool = False, op_sequence: bool = False) -> list[str]:
     """Column names of a network report, metrics in selection order.
 
     ``selection``: add ``Rank, Iteration`` after ``Index`` (rows of several ranks / iterations);
     ``graph``: ``Rank, Graph, Iteration`` (rows of several graphs, ``--graph all``); ``overflow``:
-    ``OverFlow`` after ``Shape`` (``--overflow``, :class:`~compare.reports.overflow.OverflowColumn`).
+    ``OverFlow`` after ``Shape`` (``--overflow``, :class:`~compare.reports.overflow.OverflowColumn`);
+    ``op_sequence``: ``OpSequence`` (the fusion-rule op id) second, as the reference adds it when
+    ``-r`` / ``-s`` chose the operators (``--range`` / ``--select``).
     """
     sel = ["Rank", "Graph", "Iteration"] if graph else (["Rank", "Iteration"] if selection else [])
+    sel = (["OpSequence"] if op_sequence else []) + sel
     metrics = (["OverFlow"] if overflow else []) + list(metrics)
     if layout is Layout.MSACCUCMP:
         cols = ["Index", *sel, "OpType", "NPUDump", "DataType"]
@@ -106,7 +109,7 @@ def _address(value: int | None) -> str:
 def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
               left_address: bool = True, right_address: bool = True, selection: bool = False,
               graph: bool = False, float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
-              overflow: str | None = None) -> list[str]:
+              overflow: str | None = None, op_sequence: bool = False) -> list[str]:
     """The text cells of one row, in :func:`header` order (``overflow``: the OverFlow cell, when
     the report has the column).
 
@@ -115,6 +118,8 @@ def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VC
     """
     sel = ([text_cell(row.rank), text_cell(row.graph), text_cell(row.iteration)] if graph
            else [text_cell(row.rank), text_cell(row.iteration)] if selection else [])
+    if op_sequence:  # the rule op id; NaN for a row without one (a right-only row)
+        sel = [str(row.op_sequence) if row.op_sequence is not None else "NaN", *sel]
     if layout is Layout.MSACCUCMP:
         cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype)]
         if left_address:
@@ -232,13 +237,15 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
                  left_address: bool = True, right_address: bool = True,
                  float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
                  verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None,
-                 overflow: OverflowColumn | None = None) -> Path:
+                 overflow: OverflowColumn | None = None, op_sequence: bool = False) -> Path:
     """Write a network report and return its path.
 
     ``float_format`` applies to the text tables; a parquet table always holds raw float64s
     (``layout``, the address switches and ``verdicts`` do not apply to it either). ``verdicts``:
     the opt-in Verdict column (:func:`compare.reports.divergence.verdict_map`); ``overflow``: the
-    opt-in OverFlow column (text tables only: a parquet table with it is an OptionError). Raises
+    opt-in OverFlow column (text tables only: a parquet table with it is an OptionError);
+    ``op_sequence``: the OpSequence column second (``--range`` / ``--select``; a parquet table
+    always has it). Raises
     :class:`~compare.errors.OutputError` when the file cannot be written.
     """
     layout = Layout(layout)
@@ -248,7 +255,7 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
             raise OptionError("--overflow adds a column to -o .csv / .txt and rows of --json; a parquet table has "
                               "no OverFlow column")
         return write_parquet(rows, path, metrics)
-    address = {"left_address": left_address, "right_address": right_address}
+    address = {"left_address": left_address, "right_address": right_address, "op_sequence": op_sequence}
     render = render_txt if table_format is TableFormat.TXT else render_csv
     return atomic_write_text(Path(path), render(rows, metrics, layout, float_format=float_format, verdicts=verdicts,
                                                 overflow=overflow, **address))

@@ -173,7 +173,10 @@ def test_range_in_msaccucmp_spelling(tmp_path: Path, capsys: pytest.CaptureFixtu
     code = run(["-m", str(DEMO / "npu"), "-g", str(DEMO / "golden"), "-f", str(DEMO / "model.json"), "-r", "2,-1,2",
                 "-o", str(out), "--json", str(tmp_path / "r.json")])
     assert code == 0, capsys.readouterr().err
-    assert set(pd.read_csv(out).LeftOp) == {"conv1_weight", "pool1", "prob"}
+    frame = pd.read_csv(out)
+    assert set(frame.LeftOp) == {"conv1_weight", "pool1", "prob"}
+    assert list(frame.columns[:3]) == ["Index", "OpSequence", "OpType"]  # the reference's column 2 under -r / -s
+    assert (frame.OpSequence == frame.Index).all()  # the demo rule's op ids are its indexes
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["options"]["ops"] == "--range 2,-1,2"
     assert any(note.startswith("--range 2,-1,2: 3 of 7 operators selected") for note in doc["notes"])
@@ -185,6 +188,7 @@ def test_select_keeps_the_groups_asked_for(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(out)
     assert list(dict.fromkeys(frame.LeftOp)) == ["conv1", "fc1"]
+    assert sorted(set(frame.OpSequence)) == [3, 5]
 
 
 @pytest.mark.parametrize("extra,message", [
