@@ -39,9 +39,30 @@ def as_source(array, shape, fmt: str, rank: int | None = None):
 
 
 def default_c0(dtype: np.dtype) -> int:
-    """C0 of the cube unit for ``dtype``: 32 for int8/uint8, 16 for everything else."""
+    """C0 of the cube unit for ``dtype``: a C0 block is 32 bytes of 8-bit or 4-bit elements and 16
+    elements of wider ones -- 64 for 4-bit types (int4, fp4 e2m1 / e1m2, as ml_dtypes hold them one a
+    byte), 32 for every other 1-byte type (int8, uint8, fp8, HiFloat8, e8m0), 16 for the rest
+    (float16, bfloat16, float32 ...). The 2-bit and 6-bit types (rare in device layouts) take 32,
+    their one-a-byte storage; an explicit ``c0`` overrides it where a device says otherwise.
+    """
     dtype = np.dtype(dtype)
-    return 32 if dtype.kind in "iu" and dtype.itemsize == 1 else 16
+    if dtype.itemsize != 1 or dtype.kind == "b":
+        return 16
+    return 64 if _element_bits(dtype) == 4 else 32
+
+
+def _element_bits(dtype: np.dtype) -> int:
+    """Bits of one element: ``finfo`` / ``iinfo`` of ml_dtypes for its narrow types, else 8 * itemsize."""
+    if dtype.kind in "iu" and dtype.type.__module__.startswith("numpy"):
+        return 8 * dtype.itemsize
+    import ml_dtypes  # here: only the narrow device types reach this line
+
+    for info in (ml_dtypes.finfo, ml_dtypes.iinfo):
+        try:
+            return int(info(dtype).bits)
+        except (TypeError, ValueError):
+            continue
+    return 8 * dtype.itemsize
 
 
 def nc1hwc0_to_nchw(

@@ -610,3 +610,23 @@ def test_shared_network_shapes_and_max_errors_match_the_reference() -> None:
         assert f"{max_abs:.6f}" == row["MaxAbsoluteError"], pair["tensor_id"]
         checked += 1
     assert checked >= 50
+
+
+@pytest.mark.parametrize("name, c0", [
+    ("int8", 32), ("uint8", 32), ("bool", 16), ("float16", 16), ("float32", 16), ("bfloat16", 16),
+    ("float8_e4m3fn", 32), ("float8_e5m2", 32), ("float8_e8m0fnu", 32), ("float4_e2m1fn", 64), ("int4", 64),
+])
+def test_default_c0_is_a_32_byte_block_of_narrow_types(name: str, c0: int) -> None:
+    """16 elements of 2-byte and wider types, 32 bytes of 1-byte and 4-bit ones (fp4 / int4: 64)."""
+    import ml_dtypes
+
+    from convert.layouts.nc1hwc0 import default_c0
+
+    narrow = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
+              "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu, "float4_e2m1fn": ml_dtypes.float4_e2m1fn, "int4": ml_dtypes.int4}
+    dtype = np.dtype(narrow.get(name, name))
+    assert default_c0(dtype) == c0
+    x = np.zeros((1, 3, 2, 2), dtype)
+    from convert.layouts.nc1hwc0 import nchw_to_nc1hwc0
+
+    assert nchw_to_nc1hwc0(x.shape, None, x).shape[-1] == c0
