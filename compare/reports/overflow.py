@@ -42,8 +42,11 @@ from ..records import MetricRow
 from .files import atomic_write_text
 from .result_json import dumps
 
-#: Left data types whose values can overflow (the others get ``NaN``).
-FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+#: Left data types whose values can overflow (the others get ``NaN``): the IEEE-like floats and
+#: the narrow device floats (docs/dtypes.md; those without Inf/NaN encodings -- fp4, fp6 -- are
+#: always ``NO``: a saturated narrow value is indistinguishable from a large one).
+FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "hifloat8", "float8_e5m2", "float8_e4m3fn",
+                          "float8_e8m0", "float6_e3m2", "float6_e2m3", "float4_e2m1", "float4_e1m2", "hifloat4"})
 YES, NO, NOT_APPLICABLE = "YES", "NO", "NaN"
 SEPARATOR_WIDTH = 38
 

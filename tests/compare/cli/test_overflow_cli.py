@@ -127,3 +127,29 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["--help"]) == 0
     out = capsys.readouterr().out
     assert "-overflow_detection" in out and "vcompare overflow" in out
+
+
+def test_overflow_column_of_the_narrow_device_floats(tmp_path: Path) -> None:
+    """fp8 / HiFloat8 left tensors: YES on an Inf or NaN element (counted in the kernels' LUT pass)."""
+    import ml_dtypes
+
+    from convert.dtypes import DataType
+    from convert.dumpwrite import TensorSpec
+
+    left, golden = tmp_path / "l", tmp_path / "g"
+    left.mkdir()
+    golden.mkdir()
+    tensors = {
+        "e4": TensorSpec(np.array([1, 2, 3, 4], np.float32).astype(ml_dtypes.float8_e4m3fn)),
+        "e5": TensorSpec(np.array([1, 2, np.inf, 4], np.float32).astype(ml_dtypes.float8_e5m2)),
+        "hf": TensorSpec(np.array([0x08, 0x80, 0x10, 0x20], np.uint8), data_type=DataType.DT_HIFLOAT8),  # 0x80 NaN
+    }
+    for k, (name, spec) in enumerate(tensors.items()):
+        write_dump(left / f"Op.{name}.{k}.{TS + k}", outputs=[spec], op_name=name)
+        np.save(golden / f"{name}.0.{TS + k}.npy", np.array([1, 2, 3, 4], np.float32))
+    out = tmp_path / "r.csv"
+    result = CliRunner().invoke(app, ["-l", str(left), "-r", str(golden), "--overflow", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out, keep_default_na=False).set_index("LeftOp")
+    assert table.OverFlow.to_dict() == {"e4": "NO", "e5": "YES", "hf": "YES"}
+    assert table.LeftDataType.to_dict() == {"e4": "float8_e4m3fn", "e5": "float8_e5m2", "hf": "hifloat8"}
