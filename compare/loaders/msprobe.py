@@ -1,7 +1,8 @@
 """msprobe dumps (Ascend mstt's accuracy tool, PyTorch and MindSpore): ``dump.json`` -> :class:`Run`.
 
 Layout: ``{dump_path}/step{N}/rank{R}/`` (``rank`` alone when the process had no rank,
-``proc{pid}`` for processes without one) holding ``dump.json`` (plus ``stack.json``,
+``proc{pid}`` for processes without one; one folder is read by :func:`select_folder`, several
+compared each in turn by :func:`select_parts`) holding ``dump.json`` (plus ``stack.json``,
 ``construct.json``, ``dump_error_info.log``, not read) and, for ``task: tensor``, the folder
 ``dump_tensor_data/`` with one file per tensor: ``.pt`` (PyTorch, read by
 :mod:`convert.torch_pt`, without torch) or ``.npy`` (MindSpore, :mod:`convert.npy`).
