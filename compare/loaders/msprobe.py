@@ -1,7 +1,8 @@
 """msprobe dumps (Ascend mstt's accuracy tool, PyTorch and MindSpore): ``dump.json`` -> :class:`Run`.
 
 Layout: ``{dump_path}/step{N}/rank{R}/`` (``rank`` alone when the process had no rank,
-``proc{pid}`` for processes without one) holding ``dump.json`` (plus ``stack.json``,
+``proc{pid}`` for processes without one; one folder is read by :func:`select_folder`, several
+compared each in turn by :func:`select_parts`) holding ``dump.json`` (plus ``stack.json``,
 ``construct.json``, ``dump_error_info.log``, not read) and, for ``task: tensor``, the folder
 ``dump_tensor_data/`` with one file per tensor: ``.pt`` (PyTorch, read by
 :mod:`convert.torch_pt`, without torch) or ``.npy`` (MindSpore, :mod:`convert.npy`).
@@ -224,6 +225,59 @@ def select_folder(path: str | os.PathLike, candidates: list[Candidate],
             raise OptionError(f"{where} holds {len(chosen)} msprobe dump folders the options do not tell apart: "
                               + ", ".join(str(c.path) for c in chosen[:10]) + " -- give one of them")
     return chosen[0], notes
+
+
+def select_parts(path: str | os.PathLike, candidates: list[Candidate], selection: Selection,
+                 notes: list[str]) -> list[Candidate]:
+    """Every dump folder ``--rank`` / ``--iteration`` select, for compare-each-in-turn: one part per
+    (rank, step), ordered by rank then step. Notes go to ``notes``.
+
+    Defaults as :func:`select_folder`: without ``--rank``, the smallest rank; without
+    ``--iteration``, the largest step. Folders without a rank number (``proc{pid}``, written by
+    single-process runs, and a bare ``rank``) are not ranks -- a pid differs from run to run:
+
+    * a tree with ``rank{R}`` folders leaves them out, with a note naming them;
+    * a tree with none has one part per step, without a rank (its Rank column is empty), paired
+      with the other side's folder of the same step;
+    * several of them in one step cannot be told apart: that step is not compared, with a note
+      naming them (give one folder directly).
+
+    Raises :class:`OptionError` when a spec selects nothing (the message lists what there is).
+    """
+    rank_spec, iter_spec, _ = selection.specs()
+    where = str(path)
+    if selection.graph is not None or selection.model_name is not None or selection.ge_graph is not None:
+        notes.append("--graph / --model-name / --ge-graph ignored: an msprobe dump has no such levels")
+    ranked = [c for c in candidates if c.get("rank") is not None]
+    chosen = list(candidates)
+    if ranked and len(ranked) < len(chosen):
+        notes.append(f"{where}: not compared (no rank number, not a rank of this run): "
+                     + ", ".join(str(c.path) for c in chosen if c.get("rank") is None))
+        chosen = ranked
+    chosen = filter_by(chosen, "rank", rank_spec, option="--rank", where=where, default="min", notes=notes,
+                       keep_all=True)
+    chosen = filter_by(chosen, "iteration", iter_spec, option="--iteration", where=where, default="max",
+                       notes=notes, keep_all=True)
+    groups: dict[tuple[object, object], list[Candidate]] = {}
+    for c in chosen:
+        groups.setdefault((c.get("rank"), c.get("iteration")), []).append(c)
+    out: list[Candidate] = []
+    for (_, step), group in groups.items():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        notes.append(f"{where}: step {step} holds {len(group)} dump folders without a rank number, which the options "
+                     "do not tell apart: not compared (" + ", ".join(str(c.path) for c in group[:10])
+                     + ") -- give one of them directly")
+    if not out:
+        raise OptionError(f"{where}: no msprobe dump folder left to compare each in turn (see the notes: "
+                          + "; ".join(notes[-3:]) + ")")
+    out.sort(key=lambda c: (_number(c.get("rank")), _number(c.get("iteration")), str(c.path)))
+    return out
+
+
+def _number(value: object) -> int:
+    return value if isinstance(value, int) else -1
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,4 +560,4 @@ def load_msprobe(path: str | os.PathLike, candidates: list[Candidate], selection
 
 
 __all__ = ["DATA_DIR", "DUMP_JSON", "DumpJson", "claim", "explain", "load_msprobe", "read_dump_json",
-           "scan_msprobe", "select_folder", "sniff"]
+           "scan_msprobe", "select_folder", "select_parts", "sniff"]

@@ -11,10 +11,9 @@ from ..engine import EngineOptions
 from ..errors import CompareError, OptionError, PairingError
 from ..loaders import load_run
 from ..loaders.ascend import unused_files_note
+from ..loaders.parts import claim_parts, load_part, part_op_names, scan_part, select_parts
 from ..loaders.selection import Candidate, Selection, parse_spec
-from ..loaders.trees import claim, leaf_op_names, load_selected, scan_candidate
-from ..loaders.trees import select
-from ..loaders.trees import select as select_leaves
+from ..loaders.trees import claim, select
 from ..records import MetricRow, PartReport, PartStatus, Run, SkippedFile
 from ..stats import StatsResult, ordered_stats
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
@@ -61,21 +60,24 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
     selection = selection_of(select)
     left_walked: list[tuple[Path, str]] = []
     right_walked: list[tuple[Path, str]] = []
-    left_leaves = claim(left, selection, problems=left_walked)
+    left_leaves = claim_parts(left, selection, problems=left_walked)
     if left_leaves is None:
         raise OptionError(f"--rank / --graph / --iteration with several values: {left} is not a dump tree with "
-                          "ranks or iterations (MindSpore rank_N / device_N / graph / iteration folders, or a "
-                          "TF-NPU / GE tree)")
+                          "ranks or iterations (MindSpore rank_N / device_N / graph / iteration folders, a "
+                          "TF-NPU / GE tree, or an msprobe step{N}/rank{R} tree)")
     choice = choose_models(left, right, select, version, keep_raw_names=keep_raw_names)
     notes = [f"left: {n}" for n in choice.left_notes]
-    chosen = select_leaves(left_leaves, selection_of(choice.left), where=str(left), keep_all=True, notes=notes)
+    chosen = select_parts(left_leaves, selection_of(choice.left), where=str(left), notes=notes)
     right_select = choice.right
     if choice.right_open and chosen:
-        right_select = choose_right_model(right, right_select, leaf_op_names(chosen[0]), choice)
+        right_select = choose_right_model(right, right_select, part_op_names(chosen[0]), choice)
     notes += [f"right: {n}" for n in choice.right_notes]
-    right_candidates = claim(right, selection, problems=right_walked)
+    right_candidates = claim_parts(right, selection, problems=right_walked)
     if right_candidates is None:
         right_walked = []  # the right side is then read by load_run, whose run names them itself
+    else:
+        notes += _right_only_notes(chosen, right_candidates, selection_of(right_select), str(right),
+                                   by_graph=_is_multi(graph_spec))
     walked = [SkippedFile(side, path, why) for side, found in (("left", left_walked), ("right", right_walked))
               for path, why in found]
     for side, found in (("left", left_walked), ("right", right_walked)):
@@ -85,6 +87,25 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
     return EachPlan(Path(left), Path(right), chosen, right_candidates, select, version, notes,
                      by_graph=_is_multi(graph_spec), right_model=right_select.get("model_name"),
                      right_probe=choice.right_probe, walked=walked, keep_raw_names=keep_raw_names)
+
+
+def _part_key(leaf: Candidate, by_graph: bool) -> tuple[str, str, str]:
+    return str(leaf.get("rank")), str(leaf.get("graph")) if by_graph else "", str(leaf.get("iteration"))
+
+
+def _right_only_notes(left_parts: list[Candidate], right_candidates: list[Candidate], selection: Selection,
+                      where: str, *, by_graph: bool) -> list[str]:
+    """A note for each part the selection keeps on the right that no left part has: the plan runs
+    over the left parts (a left part without a right counterpart is a part not compared, with its
+    reason), so these are named here rather than dropped silently. A selection that keeps nothing
+    on the right gives no note here (each left part then says why it was not compared)."""
+    try:
+        right_parts = select_parts(right_candidates, selection, where=where, notes=[])
+    except CompareError:
+        return []
+    left_keys = {_part_key(leaf, by_graph) for leaf in left_parts}
+    return [f"right: {leaf.describe()} ({leaf.path}) has no counterpart on the left: not compared"
+            for leaf in right_parts if _part_key(leaf, by_graph) not in left_keys]
 
 
 @dataclass
@@ -133,10 +154,16 @@ class PartOutcome:
 
 def part_prefix(plan: EachPlan, leaf: Candidate) -> tuple[int | None, int | None, int | None, str]:
     """``(rank, graph, iteration, prefix)`` of one left leaf: the rows' tags and the notes' prefix."""
-    rank, iteration = leaf.get("rank"), leaf.get("iteration")
+    rank, iteration = _as_int(leaf.get("rank")), _as_int(leaf.get("iteration"))
     graph = _as_int(leaf.get("graph")) if plan.by_graph else None
-    where = f"graph {graph} " if plan.by_graph else ""
-    return _as_int(rank), graph, _as_int(iteration), f"[rank {rank} {where}iteration {iteration}] "
+    return rank, graph, iteration, f"[{_part_name(rank, graph, iteration, by_graph=plan.by_graph)}] "
+
+
+def _part_name(rank: int | None, graph: int | None, iteration: int | None, *, by_graph: bool) -> str:
+    """``rank R [graph G ]iteration I``; a part without a rank (an msprobe ``proc{pid}`` folder, a
+    MindSpore CPU tree) is named by its iteration alone."""
+    where = f"graph {graph} " if by_graph else ""
+    return (f"rank {rank} " if rank is not None else "") + f"{where}iteration {iteration}"
 
 
 class GoldenSide:
@@ -167,7 +194,7 @@ def compare_part(job: EachJob, index: int, golden: GoldenSide, *, counted: list[
     rank, graph, iteration, prefix = part_prefix(plan, leaf)
     outcome = PartOutcome(index, rank, graph, iteration, prefix)
     try:
-        left_run = scan_candidate(leaf, root=plan.left, version=plan.version, keep_raw_names=plan.keep_raw_names)
+        left_run = scan_part(leaf, root=plan.left, version=plan.version, keep_raw_names=plan.keep_raw_names)
         if plan.right_candidates is None:
             right_run = golden.get()
         else:
@@ -176,8 +203,8 @@ def compare_part(job: EachJob, index: int, golden: GoldenSide, *, counted: list[
                                   graph=graph if plan.by_graph else plan.select.get("graph"),
                                   model_name=plan.right_model,
                                   ge_graph=Path(ge_graph) if ge_graph is not None else None)
-            right_run = load_selected(plan.right, plan.right_candidates, selection, version=plan.version,
-                                      keep_raw_names=plan.keep_raw_names)
+            right_run = load_part(plan.right, plan.right_candidates, selection, version=plan.version,
+                                  keep_raw_names=plan.keep_raw_names)
         scenario, rule, pairing = pair_loaded(left_run, right_run, job.fusion_rule, mapping=job.mapping, **job.rules)
         options = _part_options(job.options, counted, len(pairing.pairs)) if counted is not None else job.options
         part = compare_loaded(left_run, right_run, scenario, pairing, job.metrics, options, prefix,
@@ -256,10 +283,10 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
         stats = StatsResult(stats_rows, ordered_stats(stat_names))
     if plan.by_graph:
         notes.insert(0, f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
-                        + ", ".join(f"rank {r} graph {g} iteration {i}" for (r, i), g in zip(parts, part_graphs)))
+                        + ", ".join(_part_name(r, g, i, by_graph=True) for (r, i), g in zip(parts, part_graphs)))
     else:
         notes.insert(0, f"compared {len(parts)} (rank, iteration) part(s) in turn: "
-                        + ", ".join(f"rank {r} iteration {i}" for r, i in parts))
+                        + ", ".join(_part_name(r, None, i, by_graph=False) for r, i in parts))
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
                          notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs,
                          same_data=last.same_data, rule=last.rule, part_lefts=part_lefts, skipped=skipped,

@@ -173,6 +173,9 @@ class MsprobeDump:
     root: Path
     folders: dict[tuple[int, int], Path] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    #: The arrays of each rank folder, by (step, rank), then by data name (they differ from part to
+    #: part with ``per_part``).
+    parts: dict[tuple[int, int], dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def _values(key: str, t: T, noise: float, seed: int) -> np.ndarray:
@@ -234,12 +237,20 @@ _CATEGORY = {"input_args": "input", "input_kwargs": "input", "parameters": "para
 
 def write_msprobe_dump(root: Path, *, framework: str = "pytorch", task: str = "tensor", steps: tuple[int, ...] = (0,),
                        ranks: tuple[int, ...] = (0,), noise: float = 0.0, seed: int = 0,
-                       calls: tuple[tuple[str, str, dict], ...] = CALLS) -> MsprobeDump:
-    """Write an msprobe dump tree (module doc) and return what was written."""
+                       calls: tuple[tuple[str, str, dict], ...] = CALLS, per_part: bool = False,
+                       folder_name: str = "rank{rank}") -> MsprobeDump:
+    """Write an msprobe dump tree (module doc) and return what was written.
+
+    ``per_part``: the values of each (step, rank) folder differ (the generator's key names the
+    step and rank), so a part compared with the wrong counterpart shows. ``folder_name``: the
+    rank folder's name, formatted with ``rank`` (``proc{rank}`` writes the ``proc{pid}`` folders of
+    processes without a rank, the "rank" then standing for the pid)."""
     out = MsprobeDump(root=Path(root))
     for step in steps:
         for rank in ranks:
-            folder = out.root / f"step{step}" / f"rank{rank}"
+            folder = out.root / f"step{step}" / folder_name.format(rank=rank)
+            arrays: dict[str, np.ndarray] = {}
+            salt = f"step{step}/rank{rank}/" if per_part else ""
             data_dir = folder / "dump_tensor_data"
             folder.mkdir(parents=True, exist_ok=True)
             data: dict[str, dict] = {}
@@ -249,19 +260,19 @@ def write_msprobe_dump(root: Path, *, framework: str = "pytorch", task: str = "t
                 for key, value in sections.items():
                     category = _CATEGORY.get(key)
                     if category is None:  # parameters_grad: {param: [tensor]}
-                        prefix, neutral = f"{name}.{key}", f"{pt_name}/{key}"
+                        prefix, neutral = f"{name}.{key}", f"{salt}{pt_name}/{key}"
                         entry[key] = [_section(v, prefix if len(value) == 1 else f"{prefix}.{i}", f"{neutral}.{i}",
-                                               framework, task, noise, seed, data_dir, out.arrays)
+                                               framework, task, noise, seed, data_dir, arrays)
                                       for i, v in enumerate(value)]
                         continue
                     prefix = f"{name}.{category}"
-                    neutral = f"{pt_name}/{key}"
+                    neutral = f"{salt}{pt_name}/{key}"
                     if isinstance(value, list):
                         entry[key] = [_section(v, f"{prefix}.{i}", f"{neutral}.{i}", framework, task, noise, seed,
-                                               data_dir, out.arrays) for i, v in enumerate(value)]
+                                               data_dir, arrays) for i, v in enumerate(value)]
                     else:
                         entry[key] = _section(value, prefix, neutral, framework, task, noise, seed, data_dir,
-                                              out.arrays)
+                                              arrays)
                 data[name] = entry
             top = {"task": task, "level": "mix", "framework": framework, "dump_data_dir": str(data_dir)
                    if task == "tensor" else None, "data": data}
@@ -269,6 +280,8 @@ def write_msprobe_dump(root: Path, *, framework: str = "pytorch", task: str = "t
             (folder / "stack.json").write_text("{}")
             (folder / "construct.json").write_text("{}")
             out.folders[(step, rank)] = folder
+            out.parts[(step, rank)] = arrays
+            out.arrays.update(arrays)
     return out
 
 
