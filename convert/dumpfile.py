@@ -111,6 +111,7 @@ from .dumpwire import (
     walk_fields,
 )
 from .errors import DumpFormatError
+from .exactread import pread_exact
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -361,7 +362,7 @@ def _read_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader:
         problem = f"file has {size} bytes, too short for {need}"
         raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
     fd = f.fileno()
-    (hlen,) = struct.unpack("<Q", _pread(path, fd, 0, HEADER_LENGTH_BYTES))
+    (hlen,) = struct.unpack("<Q", pread_exact(path, fd, 0, HEADER_LENGTH_BYTES))
     if hlen == 0:
         problem = "header length at byte 0 is 0 (no DumpData header)"
         raise _V2Failure(DumpFormatError(path, problem, offset=0), False)
@@ -379,7 +380,7 @@ def _read_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader:
     try:
         if hlen > WALK_IN_FILE_BYTES:
             _header_fields(path, FileWindow(fd, size), HEADER_LENGTH_BYTES, data_start, 0, what)
-        data = _pread(path, fd, HEADER_LENGTH_BYTES, hlen)
+        data = pread_exact(path, fd, HEADER_LENGTH_BYTES, hlen)
         msg = _decode_small(data)
         if msg is None:
             parts = _header_parts(path, data, what, HEADER_LENGTH_BYTES)
@@ -389,20 +390,6 @@ def _read_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader:
     spans, cursor = _v2_spans(msg, data_start)
     _check_v2_size(path, size, data_start, cursor)
     return _assemble(path, 2, size, hlen, msg, spans)
-
-
-def _pread(path: Path, fd: int, offset: int, count: int) -> bytes:
-    """Exactly ``count`` bytes at ``offset`` (``count`` checked against the file's size by the
-    caller); a file that ends sooner (truncated while it is read) is a DumpFormatError."""
-    data = os.pread(fd, count, offset)
-    while len(data) < count:
-        more = os.pread(fd, count - len(data), offset + len(data))
-        if not more:
-            end = offset + len(data)
-            problem = f"file ends at byte {end}, within the {count} bytes at byte {offset} (truncated while read?)"
-            raise DumpFormatError(path, problem, offset=offset + len(data))
-        data += more
-    return data
 
 
 def _v2_spans(msg: Message, data_start: int) -> tuple[dict[int, list[tuple[int, int]]], int]:

@@ -70,6 +70,7 @@ from typing import Union
 from .dtypes import DataType
 from .dumpwire import MAX_HEADER_BYTES, MAX_RANK
 from .errors import DumpFormatError
+from .exactread import pread_exact
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -407,26 +408,13 @@ def is_nano(first_bytes: bytes, file_size: int) -> bool:
     return _U32.unpack_from(first_bytes, NANO_MAGIC_OFFSET)[0] == NANO_MAGIC
 
 
-def _pread_exact(path: Path, fd: int, offset: int, count: int) -> bytes:
-    data = os.pread(fd, count, offset)
-    while len(data) < count:
-        more = os.pread(fd, count - len(data), offset + len(data))
-        if not more:
-            end = offset + len(data)
-            problem = f"nano dump: file ends at byte {end}, within the {count} bytes at byte {offset}"
-            problem += " (truncated while read?)"
-            raise DumpFormatError(path, problem, offset=offset + len(data))
-        data += more
-    return data
-
-
 def read_nano_fd(path: Path, fd: int, size: int) -> NanoDump:
     """Read the nano dump open as ``fd`` (``size`` bytes): head length checks, the head, the size
     check (see the module doc). Reads bytes ``0 .. 8+T`` only."""
     if size < HEAD_LENGTH_BYTES + 8:
         problem = f"nano dump: file has {size} bytes, too short for a head length and magic"
         raise DumpFormatError(path, problem, offset=0)
-    (length,) = struct.unpack("<Q", _pread_exact(path, fd, 0, HEAD_LENGTH_BYTES))
+    (length,) = struct.unpack("<Q", pread_exact(path, fd, 0, HEAD_LENGTH_BYTES, label="nano dump: "))
     if length < 8:
         problem = f"nano dump: TLV head length {length} at byte 0 is less than the 8 bytes of its magic and version"
         raise DumpFormatError(path, problem, offset=0)
@@ -438,7 +426,7 @@ def read_nano_fd(path: Path, fd: int, size: int) -> NanoDump:
                    "header may take")
         raise DumpFormatError(path, problem, offset=0)
     data_start = HEAD_LENGTH_BYTES + length
-    raw = _pread_exact(path, fd, HEAD_LENGTH_BYTES, length)
+    raw = pread_exact(path, fd, HEAD_LENGTH_BYTES, length, label="nano dump: ")
     head = parse_head(path, raw, base=HEAD_LENGTH_BYTES, data_start=data_start)
     declared, present = head.data_end - data_start, size - data_start
     if head.data_end > size:
