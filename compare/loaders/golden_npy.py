@@ -48,24 +48,29 @@ GOLDEN_FORMAT = "RESERVED"
 # --------------------------------------------------------------------------------------------
 
 
-def _npy_ref(op_name: str, index: int, path: Path) -> tuple[TensorRef | None, str | None]:
-    try:
-        header = read_npy_header(path)
-    except DumpFormatError as exc:
-        return None, str(exc)
-    dtype = logical_dtype_name(header.dtype)
-    ref = TensorRef(
+def npy_ref(op_name: str, index: int, path: Path) -> TensorRef:
+    """Output ``index`` of ``op_name`` held by one ``.npy`` file: its header read now (format
+    :data:`GOLDEN_FORMAT`), its data when compared. Raises :class:`DumpFormatError` for a file
+    that is not a readable ``.npy`` (object arrays included)."""
+    header = read_npy_header(path)
+    return TensorRef(
         op_name=op_name,
         kind=TensorKind.OUTPUT,
         index=index,
-        dtype=dtype,
+        dtype=logical_dtype_name(header.dtype),
         format=GOLDEN_FORMAT,
         shape=header.shape,
         path=path,
         nbytes=math.prod(header.shape) * header.dtype.itemsize,
         reader=functools.partial(load_npy, path, header),
     )
-    return ref, None
+
+
+def _npy_ref(op_name: str, index: int, path: Path) -> tuple[TensorRef | None, str | None]:
+    try:
+        return npy_ref(op_name, index, path), None
+    except DumpFormatError as exc:
+        return None, str(exc)
 
 
 def _dumpdata_ref(op_name: str, index: int, path: Path, version: int | None) -> tuple[TensorRef | None, str | None]:

@@ -38,17 +38,15 @@ from pathlib import Path
 import numpy as np
 
 from convert.names.ascend import OfflineName, parse_offline_name
-from convert.npy import load_npy, logical_dtype_name, read_npy_header
 
 from ..engine import EngineOptions, compare_pairs
+from ..engine.prepare import NO_LAYOUT
 from ..errors import DumpFormatError, OptionError, ShapeError
 from ..kernels import resolve_algorithms
 from ..loaders.ascend import build_offline_op
+from ..loaders.golden_npy import npy_ref
 from ..pairing.rows import KINDS, op_tensor_rows, shape_text
 from ..records import MetricRow, OpDump, Pair, PairStatus, TensorKind, TensorRef
-
-#: Format name of a tensor read from a ``.npy`` or ``.txt`` file (no layout information).
-NO_LAYOUT = "RESERVED"
 
 #: The metrics of ``vcompare file_compare``, by index: 0, 1, 2, 3, 6, 7, 8, 9 (no KL divergence, no
 #: standard deviation), in this order.
@@ -143,12 +141,7 @@ def read_side(path: Path, *, version: int | None = None) -> FileSide:
     path = Path(path)
     kind = file_kind(path)
     if kind is FileKind.NPY:
-        header = read_npy_header(path)
-        ref = TensorRef(op_name=path.name, kind=TensorKind.OUTPUT, index=0, dtype=logical_dtype_name(header.dtype),
-                        format=NO_LAYOUT, shape=header.shape, path=path,
-                        nbytes=math.prod(header.shape) * header.dtype.itemsize,
-                        reader=functools.partial(load_npy, path, header))
-        return _single(path, kind, ref)
+        return _single(path, kind, npy_ref(path.name, 0, path))
     if kind is FileKind.TEXT:
         array = read_text_tensor(path)
         ref = TensorRef(op_name=path.name, kind=TensorKind.OUTPUT, index=0, dtype=str(array.dtype), format=NO_LAYOUT,
@@ -215,8 +208,14 @@ def compare_files(left: Path, right: Path, *, algorithms: Sequence[str | int] | 
     Raises :class:`CompareError` when a file cannot be read or the chosen dump tensor does not
     exist; a pair that cannot be compared (shapes differ, unreadable data) is a row with its reason.
     """
-    metrics = resolve_algorithms(algorithms)
     left_side, right_side = read_side(left, version=dump_version), read_side(right, version=dump_version)
+    return _compare_sides(left_side, right_side, algorithms=algorithms, choice=choice, max_elements=max_elements)
+
+
+def _compare_sides(left_side: FileSide, right_side: FileSide, *, algorithms: Sequence[str | int] | str | None,
+                   choice: TensorChoice | None = None, max_elements: int = 0) -> FilesResult:
+    """The comparison of two sides already read (:func:`compare_files`)."""
+    metrics = resolve_algorithms(algorithms)
     notes = []
     if choice is not None and FileKind.DUMP not in (left_side.kind, right_side.kind):
         notes.append(f"-t/-i ({choice.text}) ignored: neither file is a dump (a .npy / .txt file holds one tensor)")
@@ -236,10 +235,11 @@ def compare_npy_files(my: Path, golden: Path) -> FilesResult:
         if Path(path).suffix.lower() != ".npy":
             raise OptionError(f"{flag} {path}: file_compare compares two .npy files (for .txt or dump files use "
                               "vcompare -l FILE -r FILE)")
-    a, b = read_side(Path(my)).op.outputs[0], read_side(Path(golden)).op.outputs[0]
+    left_side, right_side = read_side(Path(my)), read_side(Path(golden))
+    a, b = left_side.op.outputs[0], right_side.op.outputs[0]
     if tuple(a.shape) != tuple(b.shape):
         raise ShapeError(_shape_reason(a, b))
-    return compare_files(my, golden, algorithms=FILE_COMPARE_METRICS)
+    return _compare_sides(left_side, right_side, algorithms=FILE_COMPARE_METRICS)
 
 
 __all__ = ["FILE_COMPARE_METRICS", "FileKind", "FileSide", "FilesResult", "TensorChoice", "compare_files",
