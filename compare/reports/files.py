@@ -31,6 +31,9 @@ from convert.signals import note_written
 from ..errors import OutputError
 
 _UMASK_LOCK = threading.Lock()
+#: Longest file name (bytes) most file systems allow: writers that derive a name from a dump
+#: name shorten it to fit.
+NAME_MAX = 255
 #: Temporary names: the prefix and suffix around ``mkstemp``'s 8 random characters.
 TEMP_PREFIX = ".vcmp-"
 TEMP_SUFFIX = ".tmp"

@@ -64,7 +64,7 @@ from convert.textcells import escape_line_breaks
 
 from ..errors import OptionError, OutputError
 from .cells import NOT_COMPUTED, metric_cell, neutralise_text, std_cell
-from .files import atomic_write_bytes, os_reason
+from .files import NAME_MAX, atomic_write_bytes, os_reason
 from .network import Layout
 from .staging import ResultStage, Sweep, sweep_leftovers
 from .vectext import const_block, fixed6_block, int_block, join_rows, token_block
@@ -78,8 +78,6 @@ MAX_LINES_RANGE = (10_000, 1_000_000)
 #: Default and allowed range of ``--topn``.
 TOPN_DEFAULT = 20
 TOPN_RANGE = (1, 10_000)
-#: Longest file name (bytes) most file systems allow.
-NAME_MAX = 255
 #: Longest suffix appended to the prefix.
 _LONGEST_SUFFIX = len("_relative_error_topn.csv")
 _HEAD_BYTES = 150
