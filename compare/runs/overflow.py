@@ -49,7 +49,6 @@ from convert.names.hashed import is_hashed_name, read_mapping
 from convert.npy import load_npy, logical_dtype_name, read_npy_header
 from convert.opdebug import (OpDebugEntry, is_opdebug_name, parse_opdebug_json_name, parse_opdebug_name,
                              read_opdebug_file, slice_ids)
-from convert.tool.naming import tensor_npy_name
 
 from ..records import Run
 from ..reports.files import NAME_MAX, atomic_write
@@ -242,12 +241,12 @@ def npy_name(item: FolderFile, name: OfflineName, kind: str, index: int) -> str:
     """``{dump name}.{kind}.{index}.npy``; when that is too long for a file name (a dump stored
     under a hashed name because its real name is long), ``{hashed name}.{kind}.{index}.npy``, else
     ``{op_type}.{task_id}.{stream_id}.{timestamp}.{kind}.{index}.npy``."""
+    suffix = f".{kind}.{index}.npy"  # vconvert's naming (convert.tool.naming, which only vconvert imports)
     for stem in (item.real_name, item.path.name,
                  f"{name.op_type}.{name.task_id}.{name.stream_id or 0}.{name.timestamp}"):
-        candidate = tensor_npy_name(stem, kind, index)
-        if len(candidate.encode("utf-8", "surrogateescape")) <= NAME_MAX:
-            return candidate
-    return tensor_npy_name(f"{name.task_id}.{name.timestamp}", kind, index)
+        if len((stem + suffix).encode("utf-8", "surrogateescape")) <= NAME_MAX:
+            return stem + suffix
+    return f"{name.task_id}.{name.timestamp}{suffix}"
 
 
 def read_linked(item: FolderFile, name: OfflineName, out_dir: Path) -> LinkedDump:
