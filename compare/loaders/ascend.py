@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from convert.tree import list_entries, os_problem
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+
+if TYPE_CHECKING:
+    from convert.dumpfile import DumpHeader, TensorInfo
 
 #: Substrings of an op name that mark a quantized model (§2.8 "Quant detection").
 QUANT_MARKERS = (
@@ -420,7 +423,7 @@ def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...
     return refs(header.inputs, TensorKind.INPUT), refs(header.outputs, TensorKind.OUTPUT)
 
 
-def _read_header(path: Path, version: int | None):
+def _read_header(path: Path, version: int | None) -> tuple["DumpHeader | None", str | None]:
     """``(header, None)``, or ``(None, diagnosis)`` when the file's header cannot be read."""
     try:
         return _dumpfile().read_header(path, version=version), None
@@ -499,14 +502,16 @@ def _refused(ref: TensorRef, exc: DumpFormatError, remark: str = "") -> TensorRe
     return replace(ref, reader=functools.partial(_refuse, exc.path, exc.problem), remark=remark)
 
 
-def _read_merged(headers: tuple, infos: tuple, shapes: tuple, axis: int | None) -> np.ndarray:
+def _read_merged(headers: "tuple[DumpHeader, ...]", infos: "tuple[TensorInfo, ...]",
+                 shapes: tuple[tuple[int, ...], ...], axis: int | None) -> np.ndarray:
     """Read the slices of one output and merge them (:func:`convert.ffts.merge_pieces`)."""
     count = 1 if axis is None else len(infos)
     arrays = [read_dump_tensor(header, info) for header, info in zip(headers[:count], infos[:count])]
     return merge_pieces(arrays, shapes[:count], axis, [h.path for h in headers[:count]])
 
 
-def _piece_shapes(attr: SliceAttr, mode: FftsMode, index: int, headers: Sequence) -> tuple[tuple[int, ...], ...]:
+def _piece_shapes(attr: SliceAttr, mode: FftsMode, index: int,
+                  headers: "Sequence[DumpHeader]") -> tuple[tuple[int, ...], ...]:
     """The shape of each slice file's piece of output ``index`` (§2.9): the thread shape of
     ``output_tensor_slice`` (automatic) or the file's own dump shape (manual)."""
     if mode is FftsMode.AUTOMATIC:
@@ -514,7 +519,7 @@ def _piece_shapes(attr: SliceAttr, mode: FftsMode, index: int, headers: Sequence
     return tuple(tuple(int(d) for d in h.outputs[index].shape) for h in headers)
 
 
-def _merged_output(base: TensorRef, headers: Sequence, attr: SliceAttr, mode: FftsMode,
+def _merged_output(base: TensorRef, headers: "Sequence[DumpHeader]", attr: SliceAttr, mode: FftsMode,
                    count_remark: str) -> TensorRef:
     """The TensorRef of an FFTS+ op's output (``base``: the first slice file's ref of it): the
     merged tensor's metadata and a reader that merges the slices when it is loaded. A slice that
