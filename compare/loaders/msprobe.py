@@ -199,6 +199,12 @@ def explain(folder: Path) -> str:
     return f"no {DUMP_JSON} in it or in its step*/rank* folders (msprobe dump)"
 
 
+def _no_graph_levels(selection: Selection, notes: list[str]) -> None:
+    """Note that the graph-level options do not apply (an msprobe tree has steps and ranks only)."""
+    if selection.graph is not None or selection.model_name is not None or selection.ge_graph is not None:
+        notes.append("--graph / --model-name / --ge-graph ignored: an msprobe dump has no such levels")
+
+
 def select_folder(path: str | os.PathLike, candidates: list[Candidate],
                   selection: Selection) -> tuple[Candidate, list[str]]:
     """The dump folder ``--rank`` / ``--iteration`` (the ``step{N}`` folder) choose, with notes.
@@ -210,8 +216,7 @@ def select_folder(path: str | os.PathLike, candidates: list[Candidate],
     rank_spec, iter_spec, _ = selection.specs()
     notes: list[str] = []
     where = str(path)
-    if selection.graph is not None or selection.model_name is not None or selection.ge_graph is not None:
-        notes.append("--graph / --model-name / --ge-graph ignored: an msprobe dump has no such levels")
+    _no_graph_levels(selection, notes)
     chosen = filter_by(list(candidates), "rank", rank_spec, option="--rank", where=where, default="min", notes=notes)
     chosen = filter_by(chosen, "iteration", iter_spec, option="--iteration", where=where, default="max",
                        notes=notes)
@@ -246,8 +251,7 @@ def select_parts(path: str | os.PathLike, candidates: list[Candidate], selection
     """
     rank_spec, iter_spec, _ = selection.specs()
     where = str(path)
-    if selection.graph is not None or selection.model_name is not None or selection.ge_graph is not None:
-        notes.append("--graph / --model-name / --ge-graph ignored: an msprobe dump has no such levels")
+    _no_graph_levels(selection, notes)
     ranked = [c for c in candidates if c.get("rank") is not None]
     chosen = list(candidates)
     if ranked and len(ranked) < len(chosen):
@@ -389,9 +393,7 @@ def _stats(item: dict) -> dict:
     out: dict[str, float | str] = {}
     for key, name in _STATS.items():
         value = item.get(key)
-        if isinstance(value, bool):
-            out[name] = float(value)
-        elif isinstance(value, (int, float)):
+        if isinstance(value, (int, float)):  # bool included (an int)
             out[name] = float(value)
         elif isinstance(value, str) and name == "checksum":
             out[name] = value
