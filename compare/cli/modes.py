@@ -19,23 +19,23 @@ from convert.remote import is_url, local_path
 
 from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
 from ..consistency import check_consistency
+from ..diverge import chain
 from ..errors import CompareError, OptionError, OutputError
 from ..kernels import native, preload, resolve_algorithms
 from ..policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format
 from ..reports.consistency import summary_lines, write_consistency_csv, write_consistency_json
-from ..diverge import chain
 from ..reports.divergence import divergence_lines, explain_lines
-from ..reports.files import atomic_write_text
-from ..reports.staging import sweep_leftovers
-from ..reports.network import Layout, TableFormat, write_report
-from ..reports.spool import PartSpool
-from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
+from ..reports.files import atomic_write_text, file_stamp
 from ..reports.mapping_table import mapping_path, write_mapping
+from ..reports.network import Layout, TableFormat, write_report
+from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
+from ..reports.spool import PartSpool
+from ..reports.staging import sweep_leftovers
 from ..runs.batch import run_batch
+from ..runs.each import selected_folder
 from ..runs.mapping_table import mapping_table
 from ..runs.op_range import OpChoice, parse_range, parse_select
-from ..runs.each import selected_folder
 from ..single_op import compare_operator
 from .echo import err
 from .output import Outputs, ProgressBar, check_readable, failure_text, finish, outcome_line, preflight
@@ -127,7 +127,7 @@ def run_batch_mode(left: Path, right: Path, rules_dir: Path, output: Optional[st
     outdir = Path(output) if output else Path.cwd()
     if outdir.exists() and not outdir.is_dir():
         raise OptionError(f"-o {outdir}: with a folder of rules (-f DIR) -o must be an output folder")
-    stamp = time.strftime("%Y%m%d%H%M%S")
+    stamp = file_stamp()
     rows = []
     for item in batch:
         model, result = item

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .cells import metric_cell
-from .files import atomic_write_text
+from .files import atomic_write_text, file_stamp
 
 
 def file_result_text(values: Mapping[str, float | None]) -> str:
@@ -28,7 +28,7 @@ def file_result_text(values: Mapping[str, float | None]) -> str:
 
 def file_result_path(folder: Path, now: time.struct_time | None = None) -> Path:
     """``folder/file_result_{YYYYmmddHHMMSS}.txt`` (local time, as the reference)."""
-    return Path(folder) / f"file_result_{time.strftime('%Y%m%d%H%M%S', now or time.localtime())}.txt"
+    return Path(folder) / f"file_result_{file_stamp(now)}.txt"
 
 
 def write_file_result(folder: Path, values: Mapping[str, float | None], *, now: time.struct_time | None = None

@@ -22,6 +22,7 @@ import fcntl
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -34,6 +35,8 @@ _UMASK_LOCK = threading.Lock()
 #: Longest file name (bytes) most file systems allow: writers that derive a name from a dump
 #: name shorten it to fit.
 NAME_MAX = 255
+#: The time stamp of the files named after their run (``result_{stamp}.csv`` ...), as the reference.
+STAMP_FORMAT = "%Y%m%d%H%M%S"
 #: Temporary names: the prefix and suffix around ``mkstemp``'s 8 random characters.
 TEMP_PREFIX = ".vcmp-"
 TEMP_SUFFIX = ".tmp"
@@ -127,3 +130,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
 def atomic_write_text(path: Path, text: str) -> Path:
     """UTF-8 text, written exactly (no newline translation)."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def file_stamp(now: time.struct_time | None = None) -> str:
+    """``YYYYmmddHHMMSS`` of ``now`` (default: the local time now), the stamp of the files named
+    after their run (``result_{stamp}.csv``, ``mapping_{stamp}.csv``, ``file_result_{stamp}.txt`` ...)."""
+    return time.strftime(STAMP_FORMAT, now or time.localtime())

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ..errors import OptionError
 from .cells import text_cell
-from .files import atomic_write_text
+from .files import atomic_write_text, file_stamp
+
 
 @dataclass(frozen=True)
 class MappingRow:
@@ -72,7 +73,7 @@ def mapping_path(output: str | None, now: time.struct_time | None = None) -> Pat
     """Where the table goes: ``-o`` ending in ``.csv`` as given; ``-o`` a folder (existing, ending in
     a separator, or without suffix) or no ``-o`` (the current folder): ``mapping_{YYYYmmddHHMMSS}.csv`` there.
     Any other ``-o`` extension is refused (:class:`OptionError`)."""
-    stamp = time.strftime("%Y%m%d%H%M%S", now or time.localtime())
+    stamp = file_stamp(now)
     if output is None or output == "":
         return Path.cwd() / f"mapping_{stamp}.csv"
     path = Path(output)

@@ -33,7 +33,7 @@ from pathlib import Path
 from ..errors import OptionError
 from ..records import MetricRow
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
-from .files import atomic_write_text
+from .files import atomic_write_text, file_stamp
 from .overflow import OverflowColumn
 from .parquet import require_pyarrow, write_parquet
 
@@ -213,7 +213,7 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
     - any other extension (``.json``, ``.xlsx`` ...) raises :class:`OptionError` naming what
       ``-o`` writes: it is never silently written as CSV. The JSON result is ``--json``.
     """
-    stamp = time.strftime("%Y%m%d%H%M%S", now or time.localtime())
+    stamp = file_stamp(now)
     if output is None or str(output) == "":
         return Path.cwd() / f"result_{stamp}.csv", TableFormat.CSV
     text = os.fspath(output)

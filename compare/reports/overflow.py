@@ -39,7 +39,7 @@ from typing import Any
 from convert.opdebug import ADDRESS_FIELDS, OpDebugEntry, OpDebugRecord
 
 from ..records import MetricRow
-from .files import atomic_write_text
+from .files import atomic_write_text, file_stamp
 from .result_json import dumps
 
 #: Left data types whose values can overflow (the others get ``NaN``): the IEEE-like floats and
@@ -247,7 +247,7 @@ def write_overflow_summary(analysis: OverflowAnalysis, out_dir: str | os.PathLik
                            now: time.struct_time | None = None) -> tuple[Path, Path]:
     """Write ``overflow_summary_{YYYYmmddHHMMSS}.txt`` and ``.json`` (local time) in ``out_dir``;
     return both paths. Raises :class:`~compare.errors.OutputError` when one cannot be written."""
-    stamp = time.strftime("%Y%m%d%H%M%S", now or time.localtime())
+    stamp = file_stamp(now)
     folder = Path(out_dir)
     txt = atomic_write_text(folder / f"overflow_summary_{stamp}.txt", summary_text(analysis))
     doc = atomic_write_text(folder / f"overflow_summary_{stamp}.json", dumps(summary_document(analysis)))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..stats import StatsResult, StatsRow
 from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
-from .files import atomic_write_text
+from .files import atomic_write_text, file_stamp
 
 #: Report names of the canonical statistics.
 STAT_LABELS = {
@@ -113,7 +113,7 @@ def render_stats_csv(result: StatsResult) -> str:
 def stats_output_path(output: str | os.PathLike[str] | None, *, now: time.struct_time | None = None) -> Path:
     """Where the statistics report goes: a file path as given (``.csv``), else
     ``{output or cwd}/stats_result_{YYYYmmddHHMMSS}.csv``."""
-    stamp = time.strftime("%Y%m%d%H%M%S", now or time.localtime())
+    stamp = file_stamp(now)
     if output is None or str(output) == "":
         return Path.cwd() / f"stats_result_{stamp}.csv"
     text = os.fspath(output)
