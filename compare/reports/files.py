@@ -136,3 +136,17 @@ def file_stamp(now: time.struct_time | None = None) -> str:
     """``YYYYmmddHHMMSS`` of ``now`` (default: the local time now), the stamp of the files named
     after their run (``result_{stamp}.csv``, ``mapping_{stamp}.csv``, ``file_result_{stamp}.txt`` ...)."""
     return time.strftime(STAMP_FORMAT, now or time.localtime())
+
+
+def stamped_in_folder(output: "str | os.PathLike[str] | None", prefix: str, *,
+                      now: time.struct_time | None = None) -> Path | None:
+    """``{folder}/{prefix}_{stamp}.csv`` when ``-o`` names a folder -- none given (the current
+    folder), an existing folder, a path ending in a separator or one without a suffix; None when
+    ``-o`` names a file (its extension is the caller's to check)."""
+    if output is None or os.fspath(output) == "":
+        return Path.cwd() / f"{prefix}_{file_stamp(now)}.csv"
+    text = os.fspath(output)
+    path = Path(text)
+    if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
+        return path / f"{prefix}_{file_stamp(now)}.csv"
+    return None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import OptionError
 from .cells import text_cell
-from .files import atomic_write_text, file_stamp
+from .files import atomic_write_text, stamped_in_folder
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,10 @@ def mapping_path(output: str | None, now: time.struct_time | None = None) -> Pat
     """Where the table goes: ``-o`` ending in ``.csv`` as given; ``-o`` a folder (existing, ending in
     a separator, or without suffix) or no ``-o`` (the current folder): ``mapping_{YYYYmmddHHMMSS}.csv`` there.
     Any other ``-o`` extension is refused (:class:`OptionError`)."""
-    stamp = file_stamp(now)
-    if output is None or output == "":
-        return Path.cwd() / f"mapping_{stamp}.csv"
-    path = Path(output)
-    if path.is_dir() or output.endswith(("/", os.sep)) or path.suffix == "":
-        return path / f"mapping_{stamp}.csv"
+    stamped = stamped_in_folder(output, "mapping", now=now)
+    if stamped is not None:
+        return stamped
+    path = Path(output)  # type: ignore[arg-type]  # not None: stamped_in_folder said so
     if path.suffix.lower() != ".csv":
         raise OptionError(f"-o {output}: the mapping table (-map) is written as .csv (or give a folder)")
     return path

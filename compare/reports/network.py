@@ -33,7 +33,7 @@ from pathlib import Path
 from ..errors import OptionError
 from ..records import MetricRow
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
-from .files import atomic_write_text, file_stamp
+from .files import atomic_write_text, stamped_in_folder
 from .overflow import OverflowColumn
 from .parquet import require_pyarrow, write_parquet
 
@@ -213,13 +213,11 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
     - any other extension (``.json``, ``.xlsx`` ...) raises :class:`OptionError` naming what
       ``-o`` writes: it is never silently written as CSV. The JSON result is ``--json``.
     """
-    stamp = file_stamp(now)
-    if output is None or str(output) == "":
-        return Path.cwd() / f"result_{stamp}.csv", TableFormat.CSV
-    text = os.fspath(output)
+    stamped = stamped_in_folder(output, "result", now=now)
+    if stamped is not None:
+        return stamped, TableFormat.CSV
+    text = os.fspath(output)  # type: ignore[arg-type]  # not None: stamped_in_folder said so
     path = Path(text)
-    if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
-        return path / f"result_{stamp}.csv", TableFormat.CSV
     kind = OUTPUT_SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise OptionError(

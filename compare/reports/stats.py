@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..stats import StatsResult, StatsRow
 from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
-from .files import atomic_write_text, file_stamp
+from .files import atomic_write_text, stamped_in_folder
 
 #: Report names of the canonical statistics.
 STAT_LABELS = {
@@ -113,13 +113,10 @@ def render_stats_csv(result: StatsResult) -> str:
 def stats_output_path(output: str | os.PathLike[str] | None, *, now: time.struct_time | None = None) -> Path:
     """Where the statistics report goes: a file path as given (``.csv``), else
     ``{output or cwd}/stats_result_{YYYYmmddHHMMSS}.csv``."""
-    stamp = file_stamp(now)
-    if output is None or str(output) == "":
-        return Path.cwd() / f"stats_result_{stamp}.csv"
-    text = os.fspath(output)
-    path = Path(text)
-    if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
-        return path / f"stats_result_{stamp}.csv"
+    stamped = stamped_in_folder(output, "stats_result", now=now)
+    if stamped is not None:
+        return stamped
+    path = Path(os.fspath(output))  # type: ignore[arg-type]  # not None: stamped_in_folder said so
     if path.suffix.lower() != ".csv":
         return path.with_name(f"{path.stem}_stats.csv")
     return path
