@@ -53,6 +53,18 @@ Examples:
   vcompare -l npu -r golden -f model.json -map -o out/
 
 
+  # the OverFlow column (inf / NaN / float16 +-65504 in the left tensor, or an Opdebug record names the op):
+  vcompare -l npu -r golden -f model.json --overflow -o result.csv
+
+
+  # FFTS+ sliced ops compared slice by slice (by default the slices are merged along the cut axis):
+  vcompare -l npu -r npu_ref -ffts -o result.csv
+
+
+  # msprobe dumps (PyTorch .pt / MindSpore .npy / statistics), NPU vs GPU, every rank and step:
+  vcompare -l msprobe_npu -r msprobe_gpu --rank all --iteration all -o out/
+
+
   # MindSpore GPU run vs Ascend run (npy / .bin dump trees), every iteration in turn:
   vcompare -l gpu_dump -r ascend_dump --rank 0 --iteration all -o out/
 
