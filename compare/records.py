@@ -341,6 +341,24 @@ class ValueCounts:
     saturated: int
 
 
+class Grade(Label):
+    """msprobe's per-row reading (its ``Result`` column): pass, warning or error."""
+
+    PASS = "pass"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class RowGrade:
+    """msprobe's ``Result`` and ``Err_message`` of one row (:attr:`MetricRow.grade`): the grade
+    and the messages that decided it, by msprobe's documented rules (docs/msprobe.md). The gate
+    stays the CI decision; the grade is the reading msprobe users know."""
+
+    grade: Grade
+    messages: tuple[str, ...] = ()
+
+
 @dataclass
 class MetricRow:
     """The comparison result of one :class:`Pair`, as raw numbers.
@@ -380,6 +398,8 @@ class MetricRow:
     #: NaN / infinite / float16-saturated elements of each side, counted in the kernel pass (None: not counted).
     left_counts: ValueCounts | None = None
     right_counts: ValueCounts | None = None
+    #: msprobe's Result / Err_message for this row (:class:`RowGrade`); None when not graded.
+    grade: RowGrade | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED
