@@ -2,7 +2,8 @@
 
 A ``--gate`` is ``METRIC OP NUMBER`` (:func:`parse_gate`), ``OP`` one of ``>= <= > < ==``, the
 metric any name, alias or index of :data:`compare.kernels.METRICS` except StandardDeviation (not a
-single number). A policy file adds defaults, rules and waivers (:mod:`compare.policy`).
+single number), or a statistics metric (:data:`compare.stats.STAT_METRIC_NAMES`: ``MaxRelDiff``,
+``L2NormDiff`` ..., ``ChecksumDiff==same``) for statistics rows. A policy file adds defaults, rules and waivers (:mod:`compare.policy`).
 
 :func:`evaluate`, row by row (docs/policy.md):
 
@@ -17,7 +18,12 @@ single number). A policy file adds defaults, rules and waivers (:mod:`compare.po
 - a computed value that violates a bound fails, and a computed NaN violates every bound;
 - metrics with no value for the data are not checked (counted in ``Verdict.undefined``): on a
   bool-vs-bool row only CosineSimilarity is defined (RelativeEuclideanDistance is checked when
-  the kernel could compute it); on an empty tensor (a 0 in the shape) nothing is;
+  the kernel could compute it); on an empty tensor (a 0 in the shape) nothing is; on a
+  statistics row, the statistics a side recorded as null (``MetricRow.undefined``: msprobe's
+  mean of an int64 tensor);
+- a bound of the other row kind (CosineSimilarity on a statistics row, MaxRelDiff on a tensor
+  row) is not computed: an incomplete failure under strict, whose message says so; built-in
+  bounds follow the row kind and apply only to rows with their statistic (``Bound.if_present``);
 - a failure a valid waiver covers moves to ``Verdict.waived``; an expired waiver is an error.
 
 Outcome: FAILED if a value failure or an error remains; else INCOMPLETE if an incomplete failure
@@ -35,8 +41,9 @@ from dataclasses import replace
 
 from .errors import OptionError
 from .kernels import BOOL_CAPABLE, resolve_algorithms
-from .policy import BoundResolver, Policy, Waiver
-from .records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, Verdict
+from .policy import CHECKSUM_METRICS, BoundResolver, Policy, Waiver, metric_name
+from .records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, RowKind, Verdict
+from .stats import STAT_METRIC_NAMES, STAT_METRIC_OF
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -65,12 +72,17 @@ def parse_gate(text: str) -> Bound:
     if not match:
         raise OptionError(f"bad --gate {text!r}: {_FORM}")
     name, op, number = match.groups()
-    try:
-        (metric,) = resolve_algorithms(name)
-    except (OptionError, ValueError) as exc:
-        raise OptionError(f"bad --gate {text!r}: {exc}; {_FORM}") from None
+    metric = metric_name(name)
+    if metric is None:
+        try:
+            (metric,) = resolve_algorithms(name)
+        except (OptionError, ValueError) as exc:
+            raise OptionError(f"bad --gate {text!r}: {exc}; statistics metrics: {', '.join(STAT_METRIC_NAMES)}; "
+                              f"{_FORM}") from None
     if metric == "StandardDeviation":
         raise OptionError(f"bad --gate {text!r}: StandardDeviation is not a single number and cannot be gated")
+    if number.lower() == "same" and metric in CHECKSUM_METRICS and op == "==":
+        number = "0"  # a checksum's metric is 0.0 when both sides are the same
     try:
         value = float(number)
     except ValueError:
@@ -111,8 +123,15 @@ def _not_compared(i: int, row: MetricRow) -> CheckFailure:
 
 
 def _not_computed(i: int, row: MetricRow, bound: Bound) -> CheckFailure:
-    message = (f"{bound.metric} not computed for {_row_text(row)}, required by {bound.text} ({bound.source}): "
-               f"{_reasons(row)}")
+    why = _reasons(row)
+    if row.kind is RowKind.STATISTICS and bound.metric not in STAT_METRIC_OF:
+        why = "this row compares recorded statistics (no tensor data), gate it with a statistics metric such as " \
+              "MaxRelDiff or L2NormRelDiff"
+    elif row.kind is RowKind.TENSOR and bound.metric in STAT_METRIC_OF:
+        why = "a statistics metric, and this row compares tensor data"
+    elif bound.metric in STAT_METRIC_OF and bound.metric not in row.metrics:
+        why = f"the statistic was not recorded on both sides; {why}"
+    message = f"{bound.metric} not computed for {_row_text(row)}, required by {bound.text} ({bound.source}): {why}"
     return _failure(i, row, bound.metric, None, bound, message, True)
 
 
@@ -130,6 +149,8 @@ def violations(row: MetricRow, bounds: Sequence[Bound]) -> list[tuple[Bound, flo
     out: list[tuple[Bound, float]] = []
     for bound in bounds:
         if defined is not None and bound.metric not in defined:
+            continue
+        if bound.metric in row.undefined:
             continue
         value = row.metrics.get(bound.metric)
         if value is not None and (value != value or not _OPS[bound.op](value, bound.value)):
@@ -167,8 +188,10 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
         defined = _defined(row)
         metrics = row.metrics
         for metric, op, limit, bound in prepared:
-            if defined is not None and metric not in defined:
+            if (defined is not None and metric not in defined) or metric in row.undefined:
                 undefined += 1
+                continue
+            if bound.if_present and metric not in metrics:
                 continue
             value = metrics.get(metric)
             if value is None:

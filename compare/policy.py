@@ -29,9 +29,11 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeAlias
 
-from .kernels import METRIC_NAMES
-from .records import Bound, MetricRow
+from .kernels import ALIASES, METRIC_NAMES, METRICS
+from .records import Bound, MetricRow, RowKind
+from .stats import STAT_METRIC_NAMES, STAT_METRIC_OF, TEXT_STATS
 
 #: The waiver ``metrics`` entry that covers rows (or gated metrics) that were not computed.
 NOT_COMPARED = "not-compared"
@@ -83,16 +85,29 @@ def dtype_family(dtype: str | None) -> str | None:
     return None
 
 
-def dtype_bounds(left: str | None, right: str | None) -> tuple[Bound, ...]:
+def dtype_bounds(left: str | None, right: str | None, kind: RowKind = RowKind.TENSOR) -> tuple[Bound, ...]:
     """The built-in bounds of a row with these data types (docs/policy.md, "dtype defaults").
 
     The coarser of the two known types decides (an fp16 NPU tensor against an fp32 golden is held
-    to fp16 precision); no known type, no bounds. With ``eps`` that type's machine epsilon the
-    error budget is half the significand bits, a relative L2 error of ``sqrt(eps)``:
-    ``RelativeEuclideanDistance <= sqrt(eps)`` and ``CosineSimilarity >= 1 - eps/2`` (for an
-    error of relative size ``d`` orthogonal to the data, ``cos = 1 - d**2/2``).
+    to fp16 precision). With ``eps`` that type's machine epsilon the error budget is half the
+    significand bits, a relative L2 error of ``sqrt(eps)``.
+
+    Tensor rows: ``RelativeEuclideanDistance <= sqrt(eps)`` and ``CosineSimilarity >= 1 - eps/2``
+    (for an error of relative size ``d`` orthogonal to the data, ``cos = 1 - d**2/2``); no known
+    type, no bounds.
+
+    Statistics rows (:data:`compare.stats.STAT_METRIC_NAMES`): ``L2NormRelDiff <= sqrt(eps)``
+    (by the triangle inequality ``| ||x|| - ||y|| | <= ||x - y||``, so any pair within the tensor
+    bound is within it), ``MaxRelDiff`` and ``MinRelDiff <= sqrt(eps)`` (``|max x - max y| <= max
+    |x - y|``: the same relative budget on the extreme elements); no bound on ``AvgRelDiff`` (the
+    mean of a zero-centred tensor cancels, its relative difference has no scale) nor on the
+    absolute diffs (they carry the data's units). Checksums (``ChecksumDiff``, ``MD5Diff``,
+    ``SHA1Diff``) must be the same (``== 0``), whatever the data type. Each statistics bound
+    applies only to rows that have its statistic (:attr:`Bound.if_present`).
     """
     family = coarsest_family(left, right)
+    if kind is RowKind.STATISTICS:
+        return _STATS_BOUNDS[family]
     return _DTYPE_BOUNDS[family] if family is not None else ()
 
 
@@ -111,6 +126,48 @@ def _make_dtype_bounds(family: str) -> tuple[Bound, ...]:
 
 
 _DTYPE_BOUNDS: dict[str, tuple[Bound, ...]] = {family: _make_dtype_bounds(family) for family in DTYPE_EPS}
+
+#: The statistics metrics the built-in bounds hold to ``sqrt(eps)``, and the checksums held to same.
+STATS_REL_BOUNDED = ("MaxRelDiff", "MinRelDiff", "L2NormRelDiff")
+CHECKSUM_METRICS = tuple(m for m in STAT_METRIC_NAMES if STAT_METRIC_OF[m][0] in TEXT_STATS)
+
+
+def _make_stats_bounds(family: str | None) -> tuple[Bound, ...]:
+    checksums = tuple(Bound(m, "==", 0.0, "built-in default for checksums (the same on both sides)", if_present=True)
+                      for m in CHECKSUM_METRICS)
+    if family is None:
+        return checksums
+    eps = DTYPE_EPS[family]
+    source = f"built-in statistics default for {family} (eps 2**{round(math.log2(eps))})"
+    return tuple(Bound(m, "<=", math.sqrt(eps), source, if_present=True) for m in STATS_REL_BOUNDED) + checksums
+
+
+_STATS_BOUNDS: dict[str | None, tuple[Bound, ...]] = {
+    family: _make_stats_bounds(family) for family in (*DTYPE_EPS, None)}
+
+
+def metric_name(text: str) -> str | None:
+    """The canonical metric a gate or policy key names: a tensor metric (name, alias or, in
+    :func:`compare.gates.parse_gate`, index; :data:`compare.kernels.ALIASES`) or a statistics
+    metric (``MaxRelDiff``, ``l2norm_rel_diff`` ...; case, ``_``, ``-`` and spaces ignored)."""
+    key = re.sub(r"[\s_\-]", "", text).lower()
+    return ALIASES.get(key) or _STAT_KEYS.get(key)
+
+
+_STAT_KEYS = {m.lower(): m for m in STAT_METRIC_NAMES}
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether larger values of a metric are better (a bare number in a policy file is then a
+    lower bound): CosineSimilarity; every other tensor metric and every statistics diff is an error."""
+    return metric in METRICS and METRICS[metric].higher_is_better
+
+
+def dtype_bounds_of(family: str | None, kind: RowKind) -> tuple[Bound, ...]:
+    """:func:`dtype_bounds` of a data-type family already found (None: no known type)."""
+    if kind is RowKind.STATISTICS:
+        return _STATS_BOUNDS[family]
+    return _DTYPE_BOUNDS[family] if family is not None else ()
 
 
 def glob_regex(patterns: Sequence[str]) -> re.Pattern[str]:
@@ -214,8 +271,9 @@ class Selector:
 
 
 def field_key(row: MetricRow) -> tuple:
-    """The row fields selectors read besides the names (rows of one network share a few)."""
-    return (row.op_type, row.left_dtype, row.right_dtype, row.rank, row.iteration, row.graph)
+    """The row fields selectors and built-in bounds read besides the names (rows of one network
+    share a few)."""
+    return (row.op_type, row.left_dtype, row.right_dtype, row.rank, row.iteration, row.graph, row.kind)
 
 
 def _dt(pattern: re.Pattern[str], dtype: str | None) -> bool:
@@ -315,6 +373,10 @@ def gated_metrics(policy: Policy) -> list[str]:
     return [name for name in METRIC_NAMES if name in wanted]
 
 
+#: The built-in layer of a row: (data-type family, row kind), None without ``dtype = true``.
+_Family: TypeAlias = "tuple[str | None, RowKind] | None"
+
+
 class BoundResolver:
     """The bounds of each row under a policy, with the matching work done once per distinct case.
 
@@ -326,8 +388,8 @@ class BoundResolver:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self._cache: dict[tuple[str | None, tuple[int, ...]], tuple[Bound, ...]] = {}
-        self._fields: dict[tuple, tuple[str | None, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]] = {}
+        self._cache: dict[tuple[_Family, tuple[int, ...]], tuple[Bound, ...]] = {}
+        self._fields: dict[tuple, tuple[_Family, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]] = {}
         self._tests = [rule.selector.name_test() if rule.selector.uses_names else None for rule in policy.rules]
 
     def bounds(self, row: MetricRow) -> tuple[Bound, ...]:
@@ -348,9 +410,9 @@ class BoundResolver:
         return hit
 
     def _by_fields(self, row: MetricRow
-                   ) -> tuple[str | None, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]:
-        """(data-type family, rules matched without a name test, (rule, name test) still to run)."""
-        family = coarsest_family(row.left_dtype, row.right_dtype) if self.policy.dtype_defaults else None
+                   ) -> tuple[_Family, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]:
+        """((data-type family, row kind) when built-in bounds apply, rules matched without a name test, (rule, name test) still to run)."""
+        family = (coarsest_family(row.left_dtype, row.right_dtype), row.kind) if self.policy.dtype_defaults else None
         plain: list[int] = []
         by_name: list[tuple[int, Callable[[str], object]]] = []
         for i, rule in enumerate(self.policy.rules):
@@ -367,10 +429,10 @@ class BoundResolver:
         """The distinct bounds of every row resolved so far, in first-seen order."""
         return list(dict.fromkeys(b for bounds in self._cache.values() for b in bounds))
 
-    def _combine(self, family: str | None, matched: tuple[int, ...]) -> tuple[Bound, ...]:
+    def _combine(self, family: _Family, matched: tuple[int, ...]) -> tuple[Bound, ...]:
         policy = self.policy
         per_metric: dict[str, tuple[Bound, ...]] = {}
-        _layer(per_metric, _DTYPE_BOUNDS[family] if family is not None else (), frozenset())
+        _layer(per_metric, dtype_bounds_of(*family) if family is not None else (), frozenset())
         _layer(per_metric, policy.defaults, policy.defaults_off)
         for i in matched:
             rule = policy.rules[i]
@@ -389,5 +451,6 @@ def _layer(per_metric: dict[str, tuple[Bound, ...]], bounds: Sequence[Bound], of
         per_metric[metric] = tuple(items)
 
 
-__all__ = ["DTYPE_EPS", "NOT_COMPARED", "BoundResolver", "Policy", "Rule", "Selector", "Waiver", "dtype_bounds",
-           "dtype_family", "field_key", "gated_metrics", "names_text"]
+__all__ = ["CHECKSUM_METRICS", "DTYPE_EPS", "NOT_COMPARED", "STATS_REL_BOUNDED", "BoundResolver", "Policy", "Rule", "Selector", "Waiver", "dtype_bounds",
+           "dtype_bounds_of", "dtype_family", "field_key", "gated_metrics", "higher_is_better", "metric_name",
+           "names_text"]

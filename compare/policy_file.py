@@ -15,10 +15,10 @@ from typing import Any
 from convert.entries import special_file_problem
 
 from .errors import OptionError
-from .kernels import ALIASES, METRICS
 from .policy import (
     BOUND_OPS,
     BOUND_RE,
+    CHECKSUM_METRICS,
     DTYPE_ALIASES,
     NOT_COMPARED,
     SELECTOR_KEYS,
@@ -28,6 +28,8 @@ from .policy import (
     Waiver,
     glob_lines,
     glob_regex,
+    higher_is_better,
+    metric_name,
 )
 from .records import Bound
 
@@ -77,6 +79,9 @@ class _Reader:
                 if isinstance(item, bool) or not isinstance(item, (int, float, str)):
                     raise self.fail(f"{where}.{key}", f"expected a number, \"OP NUMBER\" (ops: >= <= > < ==) or "
                                                       f"\"off\", got {item!r}")
+                if item == "same" and metric in CHECKSUM_METRICS:
+                    bounds.append(Bound(metric, "==", 0.0, source))  # a checksum metric is 0.0 when the same
+                    continue
                 if isinstance(item, str):
                     match = BOUND_RE.match(item)
                     if not match:
@@ -84,7 +89,7 @@ class _Reader:
                                                           f"{' '.join(BOUND_OPS)}, e.g. \">= 0.99\" (or \"off\")")
                     op, number = match.group(1), float(match.group(2))
                 else:
-                    higher = METRICS[metric].higher_is_better
+                    higher = higher_is_better(metric)
                     op, number = (">=" if higher else "<="), float(item)
                 if math.isnan(number):
                     raise self.fail(f"{where}.{key}", "a bound cannot be NaN")
@@ -154,8 +159,9 @@ def _toml_text(value: Any) -> str:
 
 
 def _metric_key(key: str) -> str | None:
-    """The canonical metric a TOML key names (name or alias, see :data:`compare.kernels.ALIASES`)."""
-    return ALIASES.get(re.sub(r"[\s_\-]", "", key).lower())
+    """The canonical metric a TOML key names (tensor metric name or alias, or statistics metric:
+    :func:`compare.policy.metric_name`)."""
+    return metric_name(key)
 
 
 _TOP_KEYS = ("version", "strict", "defaults", "rule", "waiver")

@@ -341,6 +341,27 @@ class ValueCounts:
     saturated: int
 
 
+class RowKind(Label):
+    """What a row compares: two tensors' data (the ten metrics) or two tensors' recorded
+    statistics (``MaxDiff``, ``MaxRelDiff`` ... :mod:`compare.stats`). Built-in bounds follow it."""
+
+    TENSOR = "tensor"
+    STATISTICS = "statistics"
+
+
+@dataclass
+class StatDiff:
+    """One statistic of one row: both values and their differences (``None`` = not available).
+
+    ``diff`` is ``left - right`` (``same`` / ``different`` for a checksum), ``rel`` is
+    ``|diff| / |right|`` (:func:`compare.stats.diff_stat`)."""
+
+    left: float | str | None
+    right: float | str | None
+    diff: float | str | None = None
+    rel: float | None = None
+
+
 class Grade(Label):
     """msprobe's per-row reading (its ``Result`` column): pass, warning or error."""
 
@@ -400,6 +421,13 @@ class MetricRow:
     right_counts: ValueCounts | None = None
     #: msprobe's Result / Err_message for this row (:class:`RowGrade`); None when not graded.
     grade: RowGrade | None = None
+    #: Metrics that have no value for this row's data (a statistic a side recorded as null, e.g.
+    #: msprobe's mean of an int64 tensor): gates count them as undefined, not as missing.
+    undefined: frozenset[str] = frozenset()
+    #: Tensor data or statistics (:class:`RowKind`).
+    kind: RowKind = RowKind.TENSOR
+    #: A statistics row's statistics (name -> :class:`StatDiff`: left, right, diff, rel); None for tensor rows.
+    statistics: dict[str, StatDiff] | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED
@@ -438,6 +466,9 @@ class Bound:
     op: str
     value: float
     source: str
+    #: The bound applies only to rows that have the metric (the built-in statistics bounds: a
+    #: checksum bound on rows with a checksum); a row without it is not checked, not incomplete.
+    if_present: bool = False
 
     @property
     def text(self) -> str:

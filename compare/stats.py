@@ -25,9 +25,26 @@ Mixed sides: a run where some tensors have statistics and no data (``statistic.c
 few ``.npy`` files) is compared by statistics as a whole (``stats_only``); its tensors with data
 use their recorded row, else statistics computed from the data, so every pair is compared.
 
-Edge-case policy: a statistic recorded as ``null`` counts as absent on that side; a tensor that
-cannot be read makes its row NOT_COMPARABLE with the reason; pairs without a counterpart keep
-their status and reason (rows are never dropped).
+Edge-case policy: a statistic recorded as ``null`` (msprobe writes ``"Mean": null`` and
+``"Norm": null`` for integer tensors) is kept as not available on that side, and the row's
+reason names it; a tensor that cannot be read makes its row NOT_COMPARABLE with the reason;
+pairs without a counterpart keep their status and reason (rows are never dropped). Checksums
+(``md5``, ``sha1``, msprobe's ``checksum``: a CRC-32 or XOR value, and for a 0-d float in xor mode
+the value itself) are compared for equality only, whatever their type.
+
+Not comparable (:func:`mismatch_reason`): two sides whose data-type classes differ (bool, integer,
+float, complex) or whose shapes hold different element counts (plain layouts; a side in a device
+layout holds padding, :func:`count_reason`) are NOT_COMPARABLE with the reason; their statistics
+are still shown, but a strict gate counts the row as not compared. Shapes that differ with the
+same element count (a reshaped view) are compared, and the reason says so (:func:`shape_note`).
+
+**Rows for gates, JSON and the API** (:func:`metric_row`): every statistics row is also a
+:class:`~compare.records.MetricRow` whose ``metrics`` hold, for each statistic ``S`` compared
+(label ``L`` from :data:`STAT_LABELS`: ``Max``, ``Min``, ``Avg``, ``L2Norm`` ...):
+``LDiff = |left - right|`` (the magnitude: the table keeps the sign) and ``LRelDiff = |left -
+right| / |right|``; a checksum gives ``LDiff`` = 0.0 (same) or 1.0 (different) and no RelDiff. A
+statistic not available on a side is ``None`` (not computed) and is listed in
+``MetricRow.undefined`` when the side recorded it as ``null`` (gates then do not check it).
 """
 
 from __future__ import annotations
@@ -36,21 +53,67 @@ import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
 from convert.layouts.formats import PLAIN_AXES
 
 from .errors import CompareError
-from .records import Pair, PairStatus, TensorRef
+from .records import MetricRow, Pair, PairStatus, RowKind, StatDiff, TensorRef
 
 #: Column order of the statistics (others follow in name order).
 STAT_ORDER = ("max", "min", "avg", "l2norm", "count", "nan_count", "neg_inf_count", "pos_inf_count", "zero_count",
               "negative_count", "positive_count", "md5", "sha1")
-TEXT_STATS = frozenset({"md5", "sha1"})
+#: Statistics compared for equality only (``same`` / ``different``): hashes and checksums.
+TEXT_STATS = frozenset({"md5", "sha1", "checksum"})
+#: Report / metric label of the canonical statistics (others: :func:`stat_label`).
+STAT_LABELS = {
+    "max": "Max",
+    "min": "Min",
+    "avg": "Avg",
+    "l2norm": "L2Norm",
+    "count": "Count",
+    "nan_count": "NanCount",
+    "neg_inf_count": "NegativeInfCount",
+    "pos_inf_count": "PositiveInfCount",
+    "zero_count": "ZeroCount",
+    "negative_count": "NegativeCount",
+    "positive_count": "PositiveCount",
+    "md5": "MD5",
+    "sha1": "SHA1",
+    "checksum": "Checksum",
+}
 #: Statistics computed from a tensor (md5 only when the other side recorded one).
 COMPUTED = ("max", "min", "avg", "l2norm", "count", "nan_count", "neg_inf_count", "pos_inf_count", "zero_count",
             "negative_count", "positive_count")
+
+
+def stat_label(name: str) -> str:
+    """The label of a statistic (``l2norm`` -> ``L2Norm``; known ones from :data:`STAT_LABELS`)."""
+    return STAT_LABELS.get(name, "".join(part.capitalize() for part in name.replace("-", "_").split("_")))
+
+
+def stat_metrics(name: str) -> tuple[str, ...]:
+    """The row metrics of one statistic: ``(LDiff, LRelDiff)``, or ``(LDiff,)`` for a checksum."""
+    known = _METRICS_OF.get(name)
+    if known is not None:
+        return known
+    label = stat_label(name)
+    return (f"{label}Diff",) if name in TEXT_STATS else (f"{label}Diff", f"{label}RelDiff")
+
+
+#: :func:`stat_metrics` of the canonical statistics, looked up once per row and statistic.
+_METRICS_OF: dict[str, tuple[str, ...]] = {}
+_METRICS_OF.update({name: stat_metrics(name) for name in STAT_LABELS})
+
+
+#: Every statistics metric a gate or a policy may name, in report order (``MaxDiff``,
+#: ``MaxRelDiff``, ... ``ChecksumDiff``).
+STAT_METRIC_NAMES: tuple[str, ...] = tuple(m for name in STAT_LABELS for m in stat_metrics(name))
+#: Statistic metric -> (statistic name, relative?): the inverse of :func:`stat_metrics`.
+STAT_METRIC_OF: dict[str, tuple[str, bool]] = {
+    metric: (name, metric.endswith("RelDiff")) for name in STAT_LABELS for metric in stat_metrics(name)}
 
 
 def tensor_stats(array: np.ndarray, *, with_hash: bool = False) -> dict[str, float | str | None]:
@@ -82,16 +145,6 @@ def tensor_stats(array: np.ndarray, *, with_hash: bool = False) -> dict[str, flo
     if with_hash:
         out["md5"] = hashlib.md5(np.ascontiguousarray(raw).tobytes()).hexdigest()
     return out
-
-
-@dataclass
-class StatDiff:
-    """One statistic of one row: both values and their differences (``None`` = not available)."""
-
-    left: float | str | None
-    right: float | str | None
-    diff: float | str | None = None
-    rel: float | None = None
 
 
 def diff_stat(name: str, left: float | str | None, right: float | str | None) -> StatDiff:
@@ -201,9 +254,125 @@ def compare_stats_pair(pair: Pair) -> StatsRow:
         return row
     for name in common:
         row.values[name] = diff_stat(name, left[name], right[name])
-    if pair.left.shape and pair.right.shape and math.prod(pair.left.shape) != math.prod(pair.right.shape):
+    null = null_reason(left, right, common)
+    if null:
+        row.reasons.append(null)
+    mismatch = mismatch_reason(pair.left, pair.right)
+    if mismatch:
+        row.status = PairStatus.NOT_COMPARABLE
+        row.reasons.append(mismatch)
+    elif pair.left.shape and pair.right.shape and math.prod(pair.left.shape) != math.prod(pair.right.shape):
         row.reasons.append(count_reason(pair.left, pair.right))
+    else:
+        note = shape_note(pair.left, pair.right)
+        if note:
+            row.reasons.append(note)
     return row
+
+
+def null_reason(left: dict, right: dict, common: Sequence[str]) -> str:
+    """The reason of a row where a statistic both sides name is ``null`` on a side (msprobe writes
+    no mean and norm for integer tensors), ``""`` when there is none."""
+    left_null = [stat_label(n) for n in common if left.get(n) is None]
+    right_null = [stat_label(n) for n in common if right.get(n) is None]
+    if left_null == right_null:
+        parts = [f"{', '.join(left_null)} recorded as null on both sides"] if left_null else []
+    else:
+        parts = [f"{', '.join(names)} recorded as null on the {side} side"
+                 for side, names in (("left", left_null), ("right", right_null)) if names]
+    if not parts:
+        return ""
+    return "; ".join(parts) + " (msprobe records no mean or norm for integer tensors): not compared, not gated"
+
+
+def null_stats(row: StatsRow) -> frozenset[str]:
+    """The statistics of a row that a side recorded as ``null`` (their metrics are undefined)."""
+    return frozenset(n for n, v in row.values.items() if v.left is None or v.right is None)
+
+
+class DtypeClass(str, Enum):
+    """The kind of numbers a data type holds (:func:`dtype_class`)."""
+
+    BOOL = "bool"
+    INTEGER = "integer"
+    FLOAT = "float"
+    COMPLEX = "complex"
+
+
+def dtype_class(dtype: str | None) -> DtypeClass | None:
+    """The class of a numpy-style data-type name (``int64`` -> INTEGER, ``bfloat16`` / ``float8_*`` /
+    ``hifloat8`` -> FLOAT); None for a name it cannot tell (``DT_STRING``, ``unknown``)."""
+    text = (dtype or "").lower()
+    if text in ("bool", "uint1"):
+        return DtypeClass.BOOL
+    if text.startswith("complex"):
+        return DtypeClass.COMPLEX
+    if text.startswith(("float", "bfloat", "hifloat", "half", "double")):
+        return DtypeClass.FLOAT
+    if text.startswith(("int", "uint")):
+        return DtypeClass.INTEGER
+    return None
+
+
+def mismatch_reason(left: TensorRef, right: TensorRef, *, tensors: bool = False) -> str:
+    """Why a pair cannot be compared as the same tensor, ``""`` when it can: data-type classes
+    that differ (bool / integer / float / complex; ``float16`` vs ``float32`` is the same class),
+    or, for statistics rows (not ``tensors``: the engine refuses those itself), element counts
+    that differ while both sides are in plain layouts (a device-layout side holds padding:
+    :func:`count_reason`). Shapes with the same element count are :func:`shape_note`'s."""
+    reasons = []
+    left_class, right_class = dtype_class(left.dtype), dtype_class(right.dtype)
+    if left_class is not None and right_class is not None and left_class is not right_class:
+        reasons.append(f"data types differ in kind: left {left.dtype} ({left_class.value}), right {right.dtype} "
+                       f"({right_class.value})")
+    plain = all((ref.format or "").upper() in _PLAIN_LAYOUTS for ref in (left, right))
+    if not tensors and plain and math.prod(left.shape) != math.prod(right.shape):
+        reasons.append(f"shapes differ: left {list(left.shape)}, right {list(right.shape)} "
+                       f"({math.prod(left.shape)} and {math.prod(right.shape)} elements)")
+    if not reasons:
+        return ""
+    shown = "metrics" if tensors else "statistics"
+    return "; ".join(reasons) + f": not the same tensor, not comparable ({shown} shown for reference)"
+
+
+def shape_note(left: TensorRef, right: TensorRef) -> str:
+    """The reason of a pair whose sides record different shapes of the same element count in
+    one plain layout (a MindSpore kernel that sees a reshaped view: ``[8, 25]`` against
+    ``[2, 4, 25]``), ``""`` otherwise: such a pair is compared element by element in storage
+    order, and the row says so."""
+    fmt = (left.format or "").upper()
+    if fmt != (right.format or "").upper() or fmt not in _PLAIN_LAYOUTS or tuple(left.shape) == tuple(right.shape):
+        return ""
+    count = math.prod(left.shape)
+    if count != math.prod(right.shape):
+        return ""
+    return (f"shapes differ: left {list(left.shape)}, right {list(right.shape)} (the same {count} elements, "
+            "compared in storage order)")
+
+
+def metric_row(row: StatsRow) -> MetricRow:
+    """The :class:`MetricRow` of a statistics row (module doc: ``LDiff`` magnitudes, ``LRelDiff``,
+    checksums 0.0 same / 1.0 different, ``None`` when a side has no value). The reasons list is
+    shared with the statistics row."""
+    metrics: dict[str, float | None] = {}
+    undefined: frozenset[str] = frozenset()
+    nulls: list[str] = []
+    for name, value in row.values.items():
+        names = stat_metrics(name)
+        diff = value.diff
+        if name in TEXT_STATS:
+            metrics[names[0]] = None if diff is None else (0.0 if diff == "same" else 1.0)
+        else:
+            metrics[names[0]] = abs(diff) if isinstance(diff, float) else None
+            metrics[names[1]] = value.rel
+        if value.left is None or value.right is None:
+            nulls += names
+    if nulls:
+        undefined = frozenset(nulls)
+    return MetricRow(row.index, row.op_type, row.left_op, row.right_op, row.tensor_id, left_dtype=row.left_dtype,
+                     right_dtype=row.right_dtype, shape=row.shape, metrics=metrics, reasons=row.reasons,
+                     status=row.status, rank=row.rank, iteration=row.iteration, graph=row.graph,
+                     undefined=undefined, kind=RowKind.STATISTICS, statistics=row.values)
 
 
 #: Layouts without padding (a tensor in any other format, a device layout, may hold padding).
@@ -231,6 +400,15 @@ class StatsResult:
     rows: list[StatsRow]
     stats: list[str]
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def metrics(self) -> list[str]:
+        """The row metrics of the compared statistics, in column order (:func:`stat_metrics`)."""
+        return [m for name in self.stats for m in stat_metrics(name)]
+
+    def metric_rows(self) -> list[MetricRow]:
+        """Every row as a :class:`MetricRow` (:func:`metric_row`), in row order."""
+        return [metric_row(row) for row in self.rows]
 
     def summary(self) -> dict[str, int]:
         counts = {status.value: 0 for status in PairStatus}
@@ -261,5 +439,6 @@ def needs_stats_mode(left: object, right: object) -> bool:
     return bool(left.stats_only or right.stats_only)
 
 
-__all__ = ["STAT_ORDER", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
-           "diff_stat", "needs_stats_mode", "ordered_stats", "side_stats", "tensor_stats"]
+__all__ = ["STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER", "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
+           "diff_stat", "dtype_class", "metric_row", "mismatch_reason", "needs_stats_mode", "null_reason",
+           "null_stats", "shape_note", "stat_label", "stat_metrics", "ordered_stats", "side_stats", "tensor_stats"]

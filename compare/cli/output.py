@@ -22,7 +22,7 @@ from ..policy import gated_metrics
 from ..records import PairStatus
 from ..reports.divergence import verdict_map
 from ..reports.junit import write_junit
-from ..reports.network import resolve_output, write_report
+from ..reports.network import TableFormat, resolve_output, write_report
 from ..reports.overflow import OverflowColumn, add_overflow_to_document
 from ..reports.result_json import write_json
 from ..reports.stats import write_stats_report
@@ -213,7 +213,7 @@ class Outputs:
         failed: list[OutputError] = []
         network = result.network
         jobs: list[tuple[str, object]] = []
-        if network is not None and network.stats is not None and not network.rows:
+        if network is not None and network.stats is not None and self.table_format is not TableFormat.PARQUET:
             jobs.append(("result", lambda: write_stats_report(network.stats, self.output)))
         elif network is not None:
             left_npy, right_npy = network.has_npy

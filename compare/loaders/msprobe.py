@@ -390,13 +390,15 @@ def _read_pt(path: Path) -> np.ndarray:
 
 
 def _stats(item: dict) -> dict:
-    out: dict[str, float | str] = {}
+    out: dict[str, float | str | None] = {}
     for key, name in _STATS.items():
         value = item.get(key)
         if isinstance(value, (int, float)):  # bool included (an int)
             out[name] = float(value)
         elif isinstance(value, str) and name == "checksum":
             out[name] = value
+        elif value is None and key in item:  # msprobe's null (no mean / norm of an integer tensor)
+            out[name] = None
     return out
 
 

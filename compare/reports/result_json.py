@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DumpFormatError
-from ..records import Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, Verdict, count_by_status
+from ..records import (Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, StatDiff, Verdict,
+                       count_by_status)
 from .files import atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STD_NAME = "StandardDeviation"
 STD_KEYS = ("left_mean", "left_std", "right_mean", "right_std")
 NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -98,7 +99,24 @@ def row_document(position: int, row: MetricRow, metrics: Sequence[str]) -> dict[
         "expected_gap": row.expected_gap,
         "left_counts": None if row.left_counts is None else dataclasses.asdict(row.left_counts),
         "right_counts": None if row.right_counts is None else dataclasses.asdict(row.right_counts),
+        "kind": row.kind.value,
+        "undefined": sorted(row.undefined),
+        "statistics": None if row.statistics is None else statistics_document(row.statistics),
+        "grade": None if row.grade is None else {"result": row.grade.grade.value,
+                                                 "messages": list(row.grade.messages)},
     }
+
+
+def _stat_value(value: float | str | None) -> JsonFloat:
+    """A statistic's value: text (a checksum, ``same`` / ``different``) as it is, else a float."""
+    return value if isinstance(value, str) else encode_float(value)
+
+
+def statistics_document(statistics: Mapping[str, StatDiff]) -> dict[str, dict[str, JsonFloat]]:
+    """A statistics row's ``statistics``: per statistic, ``left``, ``right``, ``diff`` (signed,
+    ``left - right``; ``same`` / ``different`` for a checksum) and ``rel``."""
+    return {name: {"left": _stat_value(v.left), "right": _stat_value(v.right), "diff": _stat_value(v.diff),
+                   "rel": encode_float(v.rel)} for name, v in statistics.items()}
 
 
 def bound_document(bound: Bound | None) -> dict[str, Any] | None:

@@ -44,7 +44,7 @@ from typing import Any
 from convert.textcells import unguard
 
 from ..errors import DumpFormatError, OptionError
-from ..records import MetricRow, PairStatus, ValueCounts
+from ..records import Grade, MetricRow, PairStatus, RowGrade, RowKind, StatDiff, ValueCounts
 from .cells import NOT_COMPUTED
 from .parquet import METADATA_KEY, STD_COLUMNS, require_pyarrow
 from .result_json import STD_KEYS, STD_NAME, decode_float, load_document
@@ -184,7 +184,61 @@ def _json_row(item: dict[str, Any]) -> MetricRow:
         left_address=get("left_address"), right_address=get("right_address"), status=status,
         op_sequence=get("op_sequence"), rank=get("rank"), iteration=get("iteration"), graph=get("graph"),
         expected_gap=get("expected_gap"), left_counts=_counts(get("left_counts"), "left_counts"),
-        right_counts=_counts(get("right_counts"), "right_counts"))
+        right_counts=_counts(get("right_counts"), "right_counts"), kind=_kind(get("kind")),
+        undefined=_undefined(get("undefined")), statistics=_statistics(get("statistics")), grade=_grade(get("grade")))
+
+
+def _grade(value: object) -> RowGrade | None:
+    """A row's ``grade`` (msprobe's Result and Err_message) back into a :class:`RowGrade`."""
+    if value is None:
+        return None
+    if type(value) is not dict or type(value.get("messages", [])) is not list:
+        raise ValueError(f"grade: expected an object with result and messages, not {value!r}")
+    try:
+        grade = Grade(value.get("result"))
+    except ValueError:
+        raise ValueError(f"grade.result: expected one of {', '.join(g.value for g in Grade)}") from None
+    return RowGrade(grade, tuple(str(m) for m in value.get("messages", [])))
+
+
+def _kind(value: object) -> RowKind:
+    """A row's ``kind`` (absent in version 1 documents: a tensor row)."""
+    if value is None:
+        return RowKind.TENSOR
+    try:
+        return RowKind(value)
+    except ValueError:
+        raise ValueError(f"kind: expected one of {', '.join(k.value for k in RowKind)}, not {value!r}") from None
+
+
+def _undefined(value: object) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if type(value) is not list or not all(type(v) is str for v in value):
+        raise ValueError(f"undefined: expected a list of metric names, not {value!r}")
+    return frozenset(value)
+
+
+def _statistics(value: object) -> dict[str, StatDiff] | None:
+    """A statistics row's ``statistics`` object back into :class:`StatDiff` values."""
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise ValueError(f"statistics: expected an object, not {value!r}")
+    out: dict[str, StatDiff] = {}
+    for name, item in value.items():
+        if type(item) is not dict:
+            raise ValueError(f"statistics.{name}: expected an object, not {item!r}")
+        out[name] = StatDiff(*(_stat_value(item.get(key), f"statistics.{name}.{key}")
+                               for key in ("left", "right", "diff")),
+                             rel=decode_float(item.get("rel"), f"statistics.{name}.rel"))
+    return out
+
+
+def _stat_value(value: object, where: str) -> float | str | None:
+    if isinstance(value, str) and value not in ("nan", "inf", "-inf"):
+        return value
+    return decode_float(value, where)
 
 
 def _counts(value: object, key: str) -> ValueCounts | None:

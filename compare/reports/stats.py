@@ -20,32 +20,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..stats import StatsResult, StatsRow
+from ..stats import STAT_LABELS, StatsResult, StatsRow, stat_label
 from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
 from .files import atomic_write_text, stamped_in_folder
-
-#: Report names of the canonical statistics.
-STAT_LABELS = {
-    "max": "Max",
-    "min": "Min",
-    "avg": "Avg",
-    "l2norm": "L2Norm",
-    "count": "Count",
-    "nan_count": "NanCount",
-    "neg_inf_count": "NegativeInfCount",
-    "pos_inf_count": "PositiveInfCount",
-    "zero_count": "ZeroCount",
-    "negative_count": "NegativeCount",
-    "positive_count": "PositiveCount",
-    "md5": "MD5",
-    "sha1": "SHA1",
-}
-
-
-def stat_label(name: str) -> str:
-    """The column label of a statistic (``l2norm`` -> ``L2Norm``; known ones from STAT_LABELS)."""
-    return STAT_LABELS.get(name, "".join(part.capitalize() for part in name.replace("-", "_").split("_")))
-
 
 def value_cell(value: object) -> str:
     """A statistic cell: full-precision number, ``nan``/``inf``, text as is, ``NaN`` if absent."""

@@ -281,6 +281,7 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     stats = None
     if stats_rows:
         stats = StatsResult(stats_rows, ordered_stats(stat_names))
+        metrics = stats.metrics
     if plan.by_graph:
         notes.insert(0, f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
                         + ", ".join(_part_name(r, g, i, by_graph=True) for (r, i), g in zip(parts, part_graphs)))

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..engine import EngineOptions, compare_pairs
-from ..errors import OptionError
+from ..errors import CompareError, OptionError
 from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
-from ..records import (MetricRow, Pairing, PairingMode, PairStatus, PartReport, Run, RunKind, SkippedFile,
-                       count_by_status)
-from ..stats import compare_stats
+from ..records import (MINDSPORE_LAYOUTS, DumpLayout, MetricRow, Pair, Pairing, PairingMode, PairStatus,
+                       PartReport, Run, RunKind, SkippedFile, count_by_status)
+from ..stats import compare_stats, mismatch_reason, shape_note
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pairing.rule_records import FusionRule
@@ -32,7 +32,9 @@ class NetworkResult:
     :mod:`compare.pairing.scenarios`); ``scenario.row`` is None for vcompare's by-name extension
     and for MindSpore / TF-NPU / mapping-file pairings. ``stats`` is set (and ``rows`` empty)
     for a statistics-only comparison (a side holds statistics and no tensor data; see
-    :mod:`compare.stats`). ``parts`` lists the ``(rank, iteration)`` compared in turn
+    :mod:`compare.stats`): ``rows`` then hold the same rows as :class:`MetricRow` (statistics
+    metrics ``MaxDiff``, ``MaxRelDiff`` ..., :func:`compare.stats.metric_row`) and ``metrics``
+    their names. ``parts`` lists the ``(rank, iteration)`` compared in turn
     (``--rank all`` / ``--iteration all`` / ``--graph all``); ``left`` / ``right`` are then the runs
     of the last one. ``part_graphs`` gives the graph of each part when graphs were compared in turn
     (``--graph all`` or a list), else it is empty.
@@ -63,8 +65,6 @@ class NetworkResult:
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
-        if self.stats is not None and not self.rows:
-            return self.stats.summary()
         return count_by_status(self.rows)
 
     @property
@@ -131,14 +131,44 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
         which = " and ".join(stats_sides)
         notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
                      "data, so every pair is compared by its statistics (computed from the data where a side has it)")
-        return NetworkResult(rows=[], metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
+        return NetworkResult(rows=stats.metric_rows(), metrics=stats.metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                              scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run],
                              skipped=skipped)
     rows = compare_pairs(pairing.pairs, options)
+    if framework_dumps(left_run, right_run):
+        mark_mismatches(rows, pairing.pairs)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario, same_data=same, rule=rule, part_lefts=[left_run], skipped=skipped)
+
+
+def framework_dumps(left: Run, right: Run) -> bool:
+    """Whether a side is a framework dump (msprobe, MindSpore), whose pairs are matched by name
+    across frameworks and may meet a tensor of another shape or kind under the same name. Ascend
+    and golden folders are compared as the reference tool does (layouts converted, quantized int8
+    against float by design) and are not checked here."""
+    return any(run.family == DumpLayout.MSPROBE or run.family in MINDSPORE_LAYOUTS for run in (left, right))
+
+
+def mark_mismatches(rows: Sequence[MetricRow], pairs: Sequence[Pair]) -> None:
+    """Make NOT_COMPARABLE, with the reason, each compared row whose two tensors differ in data-type
+    class (:func:`compare.stats.mismatch_reason`; element counts that differ the engine refuses
+    itself); its metrics stay for reference. Shapes of the same element count that differ are
+    said in the reasons (:func:`compare.stats.shape_note`).
+    ``rows[i]`` is the row of ``pairs[i]`` (the engine's order)."""
+    if len(rows) != len(pairs):
+        raise CompareError(f"internal error: {len(rows)} rows for {len(pairs)} pairs (please report)")
+    for row, pair in zip(rows, pairs):
+        if row.status is PairStatus.COMPARED and pair.left is not None and pair.right is not None:
+            mismatch = mismatch_reason(pair.left, pair.right, tensors=True)
+            if mismatch:
+                row.status = PairStatus.NOT_COMPARABLE
+                row.reasons.append(mismatch)
+            else:
+                note = shape_note(pair.left, pair.right)
+                if note:
+                    row.reasons.append(note)
 
 
 class SameDataError(OptionError):

@@ -351,7 +351,7 @@ def test_json_document_shape_and_exact_round_trip(tmp_path: Path) -> None:
     document = _document(rows, verdict=verdict)
     text = dumps(document)
     assert "NaN" not in text and "Infinity" not in text  # JSON has no NaN: encoded as strings
-    assert document["schema"] == "vcompare-result" and document["version"] == SCHEMA_VERSION == 1
+    assert document["schema"] == "vcompare-result" and document["version"] == SCHEMA_VERSION == 2
     assert document["created"] == "1970-01-01T00:00:00Z" and document["tool"]["version"] == "1.2.3"
     assert document["inputs"] == {"left": "/l", "right": "/r", "fusion_rule": None}
     assert document["options"]["algorithms"] == ["CosineSimilarity"] and document["options"]["layout"] == "vcompare"
@@ -583,7 +583,7 @@ def test_options_records_and_sets_become_json() -> None:
                                                                              "tolerance": math.inf},
                                notes=[], verdict=None, timing={}, tool_version="0")
     assert document["options"] == {"gates": [{"metric": "CosineSimilarity", "op": ">=", "value": 0.99,
-                                              "source": "--gate CosineSimilarity>=0.99"}],
+                                              "source": "--gate CosineSimilarity>=0.99", "if_present": False}],
                                    "ranks": [0, 1], "tolerance": "inf"}
     assert document["counts"]["total"] == 0 and document["rows"] == []
     _validator().validate(json.loads(dumps(document)))
