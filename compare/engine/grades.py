@@ -51,8 +51,8 @@ Edge-case policy:
   ``new_empty_strided``, ``new_empty``, ``empty_strided``; for ``_reduce_scatter_base``,
   ``_all_gather_base``, ``all_to_all_single``, ``batch_isend_irecv`` only the row rules on output
   rows apply (the API name is the second dot-separated part of the call name);
-* a ``*.parameters_grad.N`` call (module weight gradients) gets row rules only: msprobe reports
-  neither inputs nor outputs for it;
+* a ``*.parameters_grad.N`` call (module weight gradients, outputs in vcompare's TensorIndex) gets
+  the row rules only: msprobe reads these tensors as the inputs of a call without outputs;
 * rows that are expected gaps (``expected_gap`` set) pass without a message, as the gates count
   them without failing them.
 """
@@ -209,12 +209,9 @@ def _is_fused(row: MetricRow) -> bool:
     return any(mark in row.right_op for mark in FUSED_MARKS)
 
 
-def _row_findings(row: MetricRow) -> list[_Finding]:
-    """The row rules of the tensor and statistics modes for one row with both sides (module doc)."""
-    found = []
-    if _has_special_values(row):
-        found.append(_Finding(Grade.ERROR, MSG_SPECIAL_VALUES))
-    return found
+def _special_value_findings(row: MetricRow) -> list[_Finding]:
+    """The special-values rule (the first of msprobe's order)."""
+    return [_Finding(Grade.ERROR, MSG_SPECIAL_VALUES)] if _has_special_values(row) else []
 
 
 def _dtype_findings(row: MetricRow) -> list[_Finding]:
@@ -360,7 +357,7 @@ def row_grades(rows: Sequence[MetricRow], *, mode: GradeMode) -> list[RowGrade]:
         calls = call_found.get(i, [])
         errors = [f for f in calls if f.grade is Grade.ERROR]
         warnings = [f for f in calls if f.grade is not Grade.ERROR]
-        grades.append(_grade([*_row_findings(row), *errors, *_dtype_findings(row), *warnings]))
+        grades.append(_grade([*_special_value_findings(row), *errors, *_dtype_findings(row), *warnings]))
     return grades
 
 
