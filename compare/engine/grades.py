@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 
 from convert.names.msprobe import parse_msprobe_name
 
+from ..kernels.metrics import COSINE
 from ..records import Grade, Label, MetricRow, PairStatus, RowGrade, TensorKind
 
 
@@ -99,8 +100,9 @@ NORM_FROM_ZERO = 0.1
 COSINE_INPUT_FLOOR = 0.9
 COSINE_DROP = 0.1
 
-#: The metric keys the rules read (vcompare's names).
-COSINE_KEY = "CosineSimilarity"
+#: The metric keys the rules read (vcompare's names; the statistics ones are the metrics of
+#: statistics rows: diff = left - right, rel = |diff| / |right|, ChecksumDiff 0 same / 1 different).
+COSINE_KEY = COSINE
 NORM_KEY = "L2NormRelDiff"
 CHECKSUM_KEY = "ChecksumDiff"
 
