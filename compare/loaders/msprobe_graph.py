@@ -78,7 +78,7 @@ PARAMETER_ARGS: Mapping[str, tuple[ParameterArg, ...]] = {
     "bilinear": _args("weight", "bias", start=2),
 }
 
-_FRAME_RE = re.compile(r"File (?P<file>.+?), line (?P<line>\d+), in [^,\n]*,?\s*(?:\n(?P<code>.*))?", re.DOTALL)
+_FRAME_RE = re.compile(r"File (?P<file>.+?), line (?P<line>\d+), in [^,\n]*,?[ \t]*(?:\n(?P<code>.*))?", re.DOTALL)
 
 
 def _read_json(path: Path, notes: list[str]) -> object | None:
