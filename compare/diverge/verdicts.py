@@ -1,17 +1,34 @@
 """Each operator's verdict and the first divergence (:func:`localise`).
 
+**Rows.** Tensor rows (CosineSimilarity, RelativeEuclideanDistance ...) and statistics rows
+(MaxRelDiff, MinRelDiff, L2NormRelDiff, ChecksumDiff ...: :mod:`.statistics`) are judged by the
+same rules; only their bounds and their error differ.
+
 **Bounds.** A tensor *fails* when one of its computed metric values breaks one of its bounds
-(:func:`compare.gates.violations`: a NaN breaks every bound). The bounds are the gate policy's
-when the run has one (``--gate`` / ``--policy``: the bounds each row resolves to; waivers do not
-apply here, they excuse a failure, they do not make it right). Otherwise the built-in data-type
-bounds of the coarser data type of the row (:data:`compare.policy.DTYPE_EPS`: cosine >= 1 - eps/2
-and RelativeEuclideanDistance <= sqrt(eps); float32 0.99999994 / 3.45e-4, float16 0.99951 /
-0.03125, bfloat16 and int8 0.99609 / 0.0884 ...); a data type with no entry there (float64,
+(:func:`compare.gates.violations`: a NaN breaks every bound; a bound on a metric the row does not
+have breaks nothing). The bounds are the gate policy's when the run has one (``--gate`` /
+``--policy``: the bounds each row resolves to; waivers do not apply here, they excuse a failure,
+they do not make it right). Otherwise the built-in data-type bounds of the coarser data type of
+the row (:data:`compare.policy.DTYPE_EPS`): for a tensor row cosine >= 1 - eps/2 and
+RelativeEuclideanDistance <= sqrt(eps) (float32 0.99999994 / 3.45e-4, float16 0.99951 / 0.03125,
+bfloat16 and int8 0.99609 / 0.0884 ...); for a statistics row MaxRelDiff, MinRelDiff and
+L2NormRelDiff <= sqrt(eps) and ChecksumDiff == 0 (:func:`.statistics.stats_dtype_bounds`; no
+bound on AvgRelDiff nor on absolute differences). A data type with no entry there (float64,
 integers, bool) gets the float32 bounds. A tensor not compared (missing counterpart, unreadable,
 structural gap) neither passes nor fails.
 
+**Source inputs.** An input the graph says comes from a Parameter / Data / Const (an
+:class:`~compare.lineage.InputEdge` of a source role: a weight in a fusion rule or a MindSpore
+``.ir``, a parameter argument of an msprobe call) *differs* when it breaks the run's bounds **or**
+the built-in data-type bounds. A gate bounds what the user cares about in the results; a
+parameter beyond its own data type's precision is different data whatever the gate says (a
+perturbed weight whose L2NormRelDiff of 5.5e-6 passes ``L2NormRelDiff<=1e-4`` but whose
+MaxRelDiff of 0.0017 is five times float32's sqrt(eps)).
+
 **Error** of a tensor: its RelativeEuclideanDistance ``||x - y|| / ||y||``; ``1 - cosine`` when
-that was not computed; None when neither was.
+that was not computed; None when neither was. Of a statistics row: the largest of its
+MaxRelDiff, MinRelDiff and L2NormRelDiff (:func:`.statistics.statistics_error`, which says why
+AvgRelDiff is left out).
 
 **Verdict** of an operator, from its output tensors and its input tensors (its own input rows;
 an input without a row of its own is judged by its producer's output row when the graph gives
@@ -20,10 +37,11 @@ the edge):
 - ``not-compared`` -- no output tensor was compared;
 - a source operator (a Parameter, Data or Const node that was dumped): ``input-differs`` when an
   output fails, else ``ok``;
+- ``input-differs`` -- a source input differs (above), whatever the outputs did (the weight
+  differs even when the call absorbed it); or an output fails and a failing input counts as data:
+  without graph edges, a failing input counts as data when no operator before it in graph order
+  has a failing output or was ``input-differs`` (nothing computed could have caused it);
 - ``ok`` -- every compared output passes (error absorbed or none arrived);
-- ``input-differs`` -- an output fails and a failing input comes from a Parameter / Data / Const
-  node (the graph says so); without graph edges, a failing input counts as data when no
-  operator before it in graph order has a failing output (nothing computed could have caused it);
 - ``inherited`` -- an output fails and some input fails (``blame``: the producers of the failing
   inputs when the graph names them);
 - ``origin`` -- an output fails while every compared input passes, or it has no compared input.
@@ -59,7 +77,8 @@ from .statistics import is_statistics_row, statistics_error, stats_dtype_bounds
 
 #: The policy used when the run has no gate: data-type bounds only (float32's for unknown types).
 DEFAULT_POLICY = Policy(strict=False, dtype_defaults=True)
-DEFAULT_BOUNDS_TEXT = ("built-in data-type bounds (cosine >= 1 - eps/2, RelativeEuclideanDistance <= sqrt(eps) "
+DEFAULT_BOUNDS_TEXT = ("built-in data-type bounds (cosine >= 1 - eps/2, RelativeEuclideanDistance <= sqrt(eps); "
+                       "statistics: MaxRelDiff, MinRelDiff, L2NormRelDiff <= sqrt(eps), ChecksumDiff == 0; "
                        "of the coarser data type; float32's for other types)")
 
 
