@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..policy import coarsest_family, DTYPE_EPS
+from ..policy import DTYPE_EPS, coarsest_family
 from ..records import Bound, MetricRow
 from ..reports.stats import CHECKSUM_METRIC, STATS_METRICS
 
