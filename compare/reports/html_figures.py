@@ -244,8 +244,8 @@ def _cosine_axis(axis: Any, trend: Trend, x: np.ndarray) -> None:
         _nothing(axis, "no finite CosineSimilarity")
 
 
-#: The y label of a statistics comparison's error panel.
-STATISTICS_ERROR = "statistics error (max of Max/Min/L2Norm RelDiff)"
+#: The y label of a statistics comparison's error panel (the largest of MaxRelDiff, MinRelDiff, L2NormRelDiff).
+STATISTICS_ERROR = "statistics error"
 
 
 def _error_axis(axis: Any, trend: Trend, x: np.ndarray, label: str = "RelativeEuclideanDistance") -> None:
