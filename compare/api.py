@@ -123,8 +123,8 @@ class ComparisonResult:
     @cached_property
     def localisation(self) -> Localisation | None:
         """Where it goes wrong (:mod:`compare.diverge`): every operator's verdict in graph order and
-        the first divergence, under the run's policy or the built-in data-type bounds. None for a
-        saved result (no graph) and for a statistics-only run. Computed on first use."""
+        the first divergence, under the run's policy or the built-in data-type bounds (statistics
+        rows too). None for a saved result (no graph). Computed on first use."""
         if self.network is None:
             return None
         return localise_network(self.network, self.policy)

@@ -42,6 +42,8 @@ class GraphSource(Label):
     FUSION_RULE = "fusion rule"  # the ATC om->json graph (-f): input edges and op ids
     MINDSPORE_IR = "mindspore ir"  # graphs/ms_output_trace_code_graph_{g}.ir: edges, trace code
     EXECUTION_ORDER = "execution order"  # MindSpore execution-order files: order only
+    #: msprobe dump.json call order, parameter inputs, stack.json source lines (no data edges)
+    MSPROBE_CALLS = "msprobe dump.json"
     DUMP_ORDER = "dump order"  # the rows' order (dump timestamps): order only
 
 

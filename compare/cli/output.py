@@ -214,7 +214,8 @@ class Outputs:
         network = result.network
         jobs: list[tuple[str, object]] = []
         if network is not None and network.stats is not None and self.table_format is not TableFormat.PARQUET:
-            jobs.append(("result", lambda: write_stats_report(network.stats, self.output)))
+            stats_verdicts = verdict_map(result.localisation) if self.verdicts else None
+            jobs.append(("result", lambda: write_stats_report(network.stats, self.output, stats_verdicts)))
         elif network is not None:
             left_npy, right_npy = network.has_npy
             verdicts = verdict_map(result.localisation) if self.verdicts else None

@@ -12,8 +12,12 @@ is for analysis only):
    ms_output_trace_code_graph_{g}.ir``, :mod:`compare.loaders.ms_ir`): edges through Load /
    TupleGetItem / Depend to the real producer, Parameters and graph inputs as sources, and the
    user's source line of every kernel.
-3. **The MindSpore execution order** (``Run.order``): order only.
-4. **The dump order** (the rows' order, i.e. dump timestamps): order only.
+3. **The msprobe call order** of the left dump folder (``dump.json`` ``data`` order,
+   :mod:`compare.loaders.msprobe_graph`): order only, plus producer-less PARAMETER edges for the
+   parameter inputs of each call (a module's ``parameters``, the weight / bias arguments of
+   ``linear``, ``conv2d``, ``layer_norm`` ...) and the user's source line from ``stack.json``.
+4. **The MindSpore execution order** (``Run.order``): order only.
+5. **The dump order** (the rows' order, i.e. dump timestamps): order only.
 
 Every operator of the rows is a node: operators the source does not know are placed after the
 last known operator that precedes them in row order (a note counts them). Names are aligned to
@@ -32,8 +36,9 @@ from convert.names.keys import name_key, without_kernel_id
 from ..errors import CompareError
 from ..lineage import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
 from ..loaders.ms_ir import find_ir, in_execution_order, match_dumped, read_ir
+from ..loaders.msprobe_graph import read_msprobe_graph
 from ..pairing.rule_records import FusionRule
-from ..records import MetricRow, Run
+from ..records import DumpLayout, MetricRow, Run
 
 #: Rule / dump op types whose values come from outside the graph's computation.
 ROLE_OF_TYPE: Mapping[str, NodeRole] = {
@@ -213,6 +218,11 @@ def build_graph(rows: Sequence[MetricRow], left: Run | None = None, rule: Fusion
     notes: list[str] = []
     if rule is not None and rule.ops:
         return align(graph_from_rule(rule), ops)
+    if left is not None and left.family is DumpLayout.MSPROBE:
+        try:
+            return align(read_msprobe_graph(left.path), ops)
+        except CompareError as exc:
+            notes.append(f"msprobe call graph not used: {exc}")
     if left is not None:
         order = sorted(left.order, key=left.order.__getitem__)  # the execution order, when the run has one
         ir = find_ir(left.path, left.coords.get("graph") if isinstance(left.coords.get("graph"), int) else None)

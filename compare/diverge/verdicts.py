@@ -1,17 +1,34 @@
 """Each operator's verdict and the first divergence (:func:`localise`).
 
+**Rows.** Tensor rows (CosineSimilarity, RelativeEuclideanDistance ...) and statistics rows
+(MaxRelDiff, MinRelDiff, L2NormRelDiff, ChecksumDiff ...: :mod:`.statistics`) are judged by the
+same rules; only their bounds and their error differ.
+
 **Bounds.** A tensor *fails* when one of its computed metric values breaks one of its bounds
-(:func:`compare.gates.violations`: a NaN breaks every bound). The bounds are the gate policy's
-when the run has one (``--gate`` / ``--policy``: the bounds each row resolves to; waivers do not
-apply here, they excuse a failure, they do not make it right). Otherwise the built-in data-type
-bounds of the coarser data type of the row (:data:`compare.policy.DTYPE_EPS`: cosine >= 1 - eps/2
-and RelativeEuclideanDistance <= sqrt(eps); float32 0.99999994 / 3.45e-4, float16 0.99951 /
-0.03125, bfloat16 and int8 0.99609 / 0.0884 ...); a data type with no entry there (float64,
+(:func:`compare.gates.violations`: a NaN breaks every bound; a bound on a metric the row does not
+have breaks nothing). The bounds are the gate policy's when the run has one (``--gate`` /
+``--policy``: the bounds each row resolves to; waivers do not apply here, they excuse a failure,
+they do not make it right). Otherwise the built-in data-type bounds of the coarser data type of
+the row (:data:`compare.policy.DTYPE_EPS`): for a tensor row cosine >= 1 - eps/2 and
+RelativeEuclideanDistance <= sqrt(eps) (float32 0.99999994 / 3.45e-4, float16 0.99951 / 0.03125,
+bfloat16 and int8 0.99609 / 0.0884 ...); for a statistics row MaxRelDiff, MinRelDiff and
+L2NormRelDiff <= sqrt(eps) and ChecksumDiff == 0 (:func:`compare.policy.dtype_bounds` of a statistics row; no
+bound on AvgRelDiff nor on absolute differences). A data type with no entry there (float64,
 integers, bool) gets the float32 bounds. A tensor not compared (missing counterpart, unreadable,
 structural gap) neither passes nor fails.
 
+**Source inputs.** An input the graph says comes from a Parameter / Data / Const (an
+:class:`~compare.lineage.InputEdge` of a source role: a weight in a fusion rule or a MindSpore
+``.ir``, a parameter argument of an msprobe call) *differs* when it breaks the run's bounds **or**
+the built-in data-type bounds. A gate bounds what the user cares about in the results; a
+parameter beyond its own data type's precision is different data whatever the gate says (a
+perturbed weight whose L2NormRelDiff of 5.5e-6 passes ``L2NormRelDiff<=1e-4`` but whose
+MaxRelDiff of 0.0017 is five times float32's sqrt(eps)).
+
 **Error** of a tensor: its RelativeEuclideanDistance ``||x - y|| / ||y||``; ``1 - cosine`` when
-that was not computed; None when neither was.
+that was not computed; None when neither was. Of a statistics row: the largest of its
+MaxRelDiff, MinRelDiff and L2NormRelDiff (:func:`.statistics.statistics_error`, which says why
+AvgRelDiff is left out).
 
 **Verdict** of an operator, from its output tensors and its input tensors (its own input rows;
 an input without a row of its own is judged by its producer's output row when the graph gives
@@ -20,10 +37,11 @@ the edge):
 - ``not-compared`` -- no output tensor was compared;
 - a source operator (a Parameter, Data or Const node that was dumped): ``input-differs`` when an
   output fails, else ``ok``;
+- ``input-differs`` -- a source input differs (above), whatever the outputs did (the weight
+  differs even when the call absorbed it); or an output fails and a failing input counts as data:
+  without graph edges, a failing input counts as data when no operator before it in graph order
+  has a failing output or was ``input-differs`` (nothing computed could have caused it);
 - ``ok`` -- every compared output passes (error absorbed or none arrived);
-- ``input-differs`` -- an output fails and a failing input comes from a Parameter / Data / Const
-  node (the graph says so); without graph edges, a failing input counts as data when no
-  operator before it in graph order has a failing output (nothing computed could have caused it);
 - ``inherited`` -- an output fails and some input fails (``blame``: the producers of the failing
   inputs when the graph names them);
 - ``origin`` -- an output fails while every compared input passes, or it has no compared input.
@@ -55,10 +73,12 @@ from ..lineage import (
 )
 from ..policy import BoundResolver, Policy
 from ..records import Bound, MetricRow, PairStatus
+from .statistics import is_statistics_row, statistics_error
 
 #: The policy used when the run has no gate: data-type bounds only (float32's for unknown types).
 DEFAULT_POLICY = Policy(strict=False, dtype_defaults=True)
-DEFAULT_BOUNDS_TEXT = ("built-in data-type bounds (cosine >= 1 - eps/2, RelativeEuclideanDistance <= sqrt(eps) "
+DEFAULT_BOUNDS_TEXT = ("built-in data-type bounds (cosine >= 1 - eps/2, RelativeEuclideanDistance <= sqrt(eps); "
+                       "statistics: MaxRelDiff, MinRelDiff, L2NormRelDiff <= sqrt(eps), ChecksumDiff == 0; "
                        "of the coarser data type; float32's for other types)")
 
 
@@ -82,7 +102,8 @@ def _parse_tensor_id(tensor_id: str | None) -> tuple[str, str, int] | None:
 
 
 class _Bounds:
-    """Bounds per row: the policy's, else the default data-type bounds (float32's as fallback)."""
+    """Bounds per row: the policy's, else the default data-type bounds (float32's as fallback);
+    :meth:`builtin`: the default data-type bounds whatever the policy (source inputs, module doc)."""
 
     def __init__(self, policy: Policy | None) -> None:
         has_bounds = policy is not None and bool(policy.defaults or policy.gates or policy.dtype_defaults
@@ -90,29 +111,37 @@ class _Bounds:
         self.policy = policy if has_bounds and policy is not None else DEFAULT_POLICY
         self.custom = self.policy is not DEFAULT_POLICY
         self._resolver = BoundResolver(self.policy)
-        self._fallback: tuple[Bound, ...] | None = None
-        # Without rules the bounds depend on the data types only: one resolution per pair of types.
-        self._by_dtypes: dict[tuple[str | None, str | None], tuple[Bound, ...]] | None = (
+        self._fallback: dict[bool, tuple[Bound, ...]] = {}
+        # Without rules the bounds depend on the data types only: one resolution per kind and pair of types.
+        self._by_dtypes: dict[tuple[bool, str | None, str | None], tuple[Bound, ...]] | None = (
             {} if not self.policy.rules else None)
+        self._builtin: _Bounds | None = _Bounds(None) if self.custom else None
 
     def of(self, row: MetricRow) -> tuple[Bound, ...]:
         if self._by_dtypes is None:
             return self._resolve(row)
-        key = (row.left_dtype, row.right_dtype)
+        key = (is_statistics_row(row), row.left_dtype, row.right_dtype)
         hit = self._by_dtypes.get(key)
         if hit is None:
             hit = self._by_dtypes[key] = self._resolve(row)
         return hit
 
+    def builtin(self, row: MetricRow) -> tuple[Bound, ...]:
+        """The built-in data-type bounds of ``row`` (float32's for a type without them)."""
+        return self._builtin.of(row) if self._builtin is not None else self.of(row)
+
     def _resolve(self, row: MetricRow) -> tuple[Bound, ...]:
-        bounds = self._resolver.bounds(row)
+        bounds = self._resolver.bounds(row)  # the built-in layer follows the row kind (compare.policy)
+        statistics = is_statistics_row(row)
         if bounds or self.custom:
             return bounds
-        if self._fallback is None:
+        fallback = self._fallback.get(statistics)
+        if fallback is None:
             probe = MetricRow(index=0, op_type=None, left_op="", right_op="", tensor_id=None,
-                              left_dtype="float32", right_dtype="float32")
-            self._fallback = self._resolver.bounds(probe)
-        return self._fallback
+                              left_dtype="float32", right_dtype="float32", metrics=dict.fromkeys(row.metrics),
+                              kind=row.kind)
+            fallback = self._fallback[statistics] = self._resolve(probe)
+        return fallback
 
     @property
     def text(self) -> str:
@@ -123,6 +152,8 @@ class _Bounds:
 
 def tensor_error(row: MetricRow) -> float | None:
     """The error of a compared tensor (module doc), None when it has none."""
+    if is_statistics_row(row):
+        return statistics_error(row)
     red = row.metrics.get("RelativeEuclideanDistance")
     if red is not None:
         return float(red)
@@ -133,6 +164,8 @@ def tensor_error(row: MetricRow) -> float | None:
 
 
 def _check(row: MetricRow, bounds: _Bounds, producer: InputEdge | None = None) -> TensorCheck:
+    """``row`` against its bounds; a source input (``producer`` of a source role) also against the
+    built-in data-type bounds (module doc: a source input differs beyond either)."""
     counts = row.left_counts
     nan = counts.nan if counts is not None else None
     inf = counts.inf if counts is not None else None
@@ -141,6 +174,8 @@ def _check(row: MetricRow, bounds: _Bounds, producer: InputEdge | None = None) -
         return TensorCheck(tensor_id=row.tensor_id or row.left_op, passed=None, nan=nan, inf=inf,
                            saturated=saturated, producer=producer)
     broken = violations(row, bounds.of(row))
+    if not broken and producer is not None and producer.role in SOURCE_ROLES and bounds.custom:
+        broken = violations(row, bounds.builtin(row))
     return TensorCheck(tensor_id=row.tensor_id or row.left_op, passed=not broken, error=tensor_error(row),
                        failed=tuple((b.metric, value) for b, value in broken), nan=nan, inf=inf,
                        saturated=saturated, producer=producer)
@@ -187,7 +222,8 @@ class _Part:
                 continue
             verdict = self._judge(node, entry, position, failed_before, rank, iteration)
             out.append(verdict)
-            failed_before = failed_before or any(c.passed is False for c in verdict.outputs)
+            failed_before = (failed_before or verdict.verdict is Verdict.INPUT_DIFFERS
+                             or any(c.passed is False for c in verdict.outputs))
         return out
 
     def _inputs(self, entry: _TensorRows, edges: Sequence[InputEdge]) -> list[TensorCheck]:
@@ -218,14 +254,16 @@ class _Part:
         out_fails = any(c.passed is False for c in outputs)
         if role in SOURCE_ROLES:
             return OpVerdict(verdict=Verdict.INPUT_DIFFERS if out_fails else Verdict.OK, **base)
+        sources = [c for c in inputs if c.passed is False and c.producer is not None
+                   and c.producer.role in SOURCE_ROLES]
+        if sources:  # a differing parameter / data / const input: the data differs, whatever the outputs did
+            return OpVerdict(verdict=Verdict.INPUT_DIFFERS, blame=_data_blame(sources), **base)
         if not out_fails:
             return OpVerdict(verdict=Verdict.OK, **base)
         failing = [c for c in inputs if c.passed is False]
         data = [c for c in failing if self._is_data(c, failed_before)]
         if data:
-            blame = tuple(dict.fromkeys((c.producer.name or c.producer.producer or c.tensor_id)
-                                        if c.producer is not None else c.tensor_id for c in data))
-            return OpVerdict(verdict=Verdict.INPUT_DIFFERS, blame=blame, **base)
+            return OpVerdict(verdict=Verdict.INPUT_DIFFERS, blame=_data_blame(data), **base)
         if failing:
             blame = tuple(dict.fromkeys(c.producer.producer for c in failing
                                         if c.producer is not None and c.producer.producer is not None))
@@ -240,6 +278,13 @@ class _Part:
             producer = self.graph.nodes.get(edge.producer)
             return producer is not None and producer.role in SOURCE_ROLES
         return not self.graph.edges and not failed_before
+
+
+def _data_blame(checks: Sequence[TensorCheck]) -> tuple[str, ...]:
+    """The differing data inputs by name: the graph's name of the source, else its producer, else
+    the tensor id; each once, in input order."""
+    return tuple(dict.fromkeys((c.producer.name or c.producer.producer or c.tensor_id)
+                               if c.producer is not None else c.tensor_id for c in checks))
 
 
 def _parts(rows: Sequence[MetricRow]) -> dict[tuple[int | None, int | None, int | None], list[MetricRow]]:

@@ -97,7 +97,9 @@ def _source_text(source: SourceLine) -> str:
 
 
 def explain_lines(op: str, chain: Sequence[OpVerdict], localisation: Localisation) -> list[str]:
-    """``--explain OP``: the chain from ``op`` back to where its error came from, one block per operator."""
+    """``--explain OP``: the chain from ``op`` back to where its error came from, one block per
+    operator: its verdict and errors, then each output and each input with whether it passes and,
+    when it fails, the metrics (statistics) that broke their bounds with their values."""
     if not chain:
         names = [v.op for v in localisation.verdicts]
         hint = ", ".join(names[:5])
@@ -109,9 +111,10 @@ def explain_lines(op: str, chain: Sequence[OpVerdict], localisation: Localisatio
         lines.append(f"{step + 1}. {verdict.op}{op_type}{_where(verdict)}: {verdict.verdict}, output error "
                      f"{_num(verdict.error)}, worst input error {_num(verdict.input_error)}, amplification "
                      f"{_num(verdict.amplification)}")
+        for check in verdict.outputs:
+            lines.append(f"   output {_input_text(check)}")
         for check in verdict.inputs:
-            if check.passed is False:
-                lines.append(f"   input {_input_text(check)}")
+            lines.append(f"   input {_input_text(check)}")
         if verdict.source is not None:
             lines.append(f"   source: {_source_text(verdict.source)}")
     return lines

@@ -8,6 +8,10 @@ lines of JavaScript (table sorting, nothing else) are inline. It shows, top to b
   bounds it broke, its inputs' metrics, the source line that wrote it) and the first NaN/Inf tensor;
 - a trend plot: worst CosineSimilarity and RelativeEuclideanDistance (log) of each operator along
   graph order, the first divergence marked, ``origin`` and ``input-differs`` operators highlighted;
+  for a statistics comparison (rows of statistics metrics, :data:`compare.reports.stats.STATS_METRICS`)
+  the statistics error of each call's worst output instead (the localisation's error: the largest
+  of MaxRelDiff, MinRelDiff, L2NormRelDiff), and the first divergence's tensors with their
+  relative statistics differences;
 - a sortable table with one row per operator and a collapsible table with one row per tensor;
 - for each tensor whose element errors the caller sampled: a histogram of the absolute errors and
   a density of the error against the golden magnitude.
@@ -47,11 +51,14 @@ from ..records import MetricRow, count_by_status
 from .cells import encodable, shape_cell
 from .files import atomic_write_text
 from .html_figures import Sample, Trend, histogram_svg, magnitude_svg, trend_svg
+from .stats import CHECKSUM_METRIC, STATS_METRICS
 
 INSTALL_HINT = "pip install 'vcompare[html]'"
 COSINE = "CosineSimilarity"
 RELATIVE = "RelativeEuclideanDistance"
 NOT_COMPUTED = "—"
+#: The metrics the evidence table of a statistics comparison shows (instead of cosine and RED).
+STATS_EVIDENCE = ("MaxRelDiff", "MinRelDiff", "AvgRelDiff", "L2NormRelDiff")
 #: The longest tables the page holds (about 230 bytes a line with 80-character op names): beyond,
 #: a window of the lines from just before the first divergence (the CSV / JSON results hold every row).
 OP_TABLE_LIMIT = 10_000
@@ -249,10 +256,20 @@ def _outputs(rows: Sequence[MetricRow]) -> list[MetricRow]:
     return outputs or list(rows)
 
 
-def _line(position: int, op: str, rows: Sequence[MetricRow], verdict: OpVerdict | None) -> OpLine:
+def is_statistics(rows: Iterable[MetricRow]) -> bool:
+    """Whether the rows are a statistics comparison's: statistics metrics and no cosine / RED."""
+    names = set(metric_names(rows))
+    return bool(names & STATS_METRICS) and not names & {COSINE, RELATIVE}
+
+
+def _line(position: int, op: str, rows: Sequence[MetricRow], verdict: OpVerdict | None,
+          statistics: bool = False) -> OpLine:
+    """One operator; ``statistics``: its plotted error is the localisation's (the statistics error)."""
     outputs = _outputs(rows)
     first = outputs[0] if outputs else None
     relative = _worst((row.metrics.get(RELATIVE) for row in outputs), highest=True)
+    if statistics and verdict is not None:
+        relative = verdict.error
     source = verdict.source if verdict is not None else None
     row_type = first.op_type if first else None
     return OpLine(
@@ -274,7 +291,8 @@ def op_lines(data: HtmlReport) -> list[OpLine]:
     grouped = rows_by_op(data.rows)
     if data.localisation is None:
         return [_line(i, key[0], rows, None) for i, (key, rows) in enumerate(grouped.items())]
-    return [_line(v.position, v.op, grouped.get((v.op, v.rank, v.iteration), []), v)
+    statistics = is_statistics(data.rows)
+    return [_line(v.position, v.op, grouped.get((v.op, v.rank, v.iteration), []), v, statistics)
             for v in data.localisation.verdicts]
 
 
@@ -326,20 +344,27 @@ def _check_state(check: TensorCheck) -> str:
     return {True: "passed", False: "failed", None: "not compared"}[check.passed]
 
 
-def _evidence(verdict: OpVerdict, tensors: Mapping[tuple[str, int | None, int | None], MetricRow]) -> str:
+def _evidence(verdict: OpVerdict, tensors: Mapping[tuple[str, int | None, int | None], MetricRow],
+              statistics: bool = False) -> str:
+    """The first divergence's tensors: check, error, metrics (cosine and RED; for statistics
+    rows the relative statistics differences, and ChecksumDiff when a row has it), bounds broken."""
+    shown: tuple[str, ...] = (COSINE, RELATIVE)
+    if statistics:
+        with_checksum = any(CHECKSUM_METRIC in row.metrics for row in tensors.values())
+        shown = STATS_EVIDENCE + ((CHECKSUM_METRIC,) if with_checksum else ())
     lines = []
     for kind, checks in (("output", verdict.outputs), ("input", verdict.inputs)):
         for check in checks:
             row = tensors.get((check.tensor_id, verdict.rank, verdict.iteration))
             metrics = row.metrics if row is not None else {}
             producer = None if check.producer is None else (check.producer.name or check.producer.producer)
+            values = "".join(f"<td>{metric_text(name, metrics.get(name))}" for name in shown)
             lines.append(f"<tr><td>{kind}<td>{esc(check.tensor_id)}<td>{_check_state(check)}"
-                         f"<td>{number(check.error)}<td>{metric_text(COSINE, metrics.get(COSINE))}"
-                         f"<td>{number(metrics.get(RELATIVE))}<td>{_broken(check)}<td>{esc(producer)}")
+                         f"<td>{number(check.error)}{values}<td>{_broken(check)}<td>{esc(producer)}")
     if not lines:
         return ""
-    head = ("<tr><th>kind<th>tensor<th>check<th>error<th>CosineSimilarity<th>RelativeEuclideanDistance"
-            "<th>bounds broken<th>fed by")
+    head = ("<tr><th>kind<th>tensor<th>check<th>error" + "".join(f"<th>{name}" for name in shown)
+            + "<th>bounds broken<th>fed by")
     return f'<table class="grid"><thead>{head}</thead><tbody>{"".join(lines)}</tbody></table>'
 
 
@@ -367,7 +392,7 @@ def first_divergence(localisation: Localisation, rows: Sequence[MetricRow]) -> s
             f"<p>Type {esc(verdict.op_type)} · position {verdict.position} · worst output error "
             f"{number(verdict.error)} · worst input error {number(verdict.input_error)} · amplification "
             f"{number(verdict.amplification)}</p><p>Worst output: {worst_text}</p>{blame}"
-            f"{_evidence(verdict, tensors)}{_source_block(verdict)}</div>")
+            f"{_evidence(verdict, tensors, is_statistics(rows))}{_source_block(verdict)}</div>")
 
 
 def _localisation_notes(localisation: Localisation) -> str:
@@ -406,7 +431,7 @@ def _series(values: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
     return np.where(finite, array, np.nan), computed & ~finite
 
 
-def trend(lines: Sequence[OpLine], localisation: Localisation | None) -> Trend:
+def trend(lines: Sequence[OpLine], localisation: Localisation | None, statistics: bool = False) -> Trend:
     cosine, cosine_bad = _series([line.cosine for line in lines])
     error, error_bad = _series([line.worst_relative for line in lines])
     first = localisation.first_divergence if localisation is not None else None
@@ -415,19 +440,23 @@ def trend(lines: Sequence[OpLine], localisation: Localisation | None) -> Trend:
         cosine=cosine, error=error, cosine_bad=cosine_bad, error_bad=error_bad,
         origin=np.asarray([line.verdict is Verdict.ORIGIN for line in lines], dtype=bool),
         input_differs=np.asarray([line.verdict is Verdict.INPUT_DIFFERS for line in lines], dtype=bool),
-        first_divergence=None if first is None else first.position,
+        first_divergence=None if first is None else first.position, statistics=statistics,
     )
 
 
-def trend_section(lines: Sequence[OpLine], localisation: Localisation | None) -> str:
+def trend_section(lines: Sequence[OpLine], localisation: Localisation | None, statistics: bool = False) -> str:
     order = "graph order" if localisation is not None else "row order"
     if not lines:
         return '<section id="trend"><h2>Along the graph</h2><p>No operators.</p></section>'
     first = localisation.first_divergence if localisation is not None else None
     marked = (f" The dashed line marks the first divergence, <span class=\"op\">{esc(first.op)}</span> "
               f"(#{first.position}).") if first is not None else ""
-    return (f'<section id="trend"><h2>Along the graph</h2><figure class="fig">{trend_svg(trend(lines, localisation))}'
-            f"<figcaption>Worst output CosineSimilarity (top) and RelativeEuclideanDistance (bottom, log scale) "
+    what = ("Statistics error (the largest of MaxRelDiff, MinRelDiff and L2NormRelDiff; log scale) of the worst "
+            "output" if statistics else
+            "Worst output CosineSimilarity (top) and RelativeEuclideanDistance (bottom, log scale)")
+    return (f'<section id="trend"><h2>Along the graph</h2><figure class="fig">'
+            f"{trend_svg(trend(lines, localisation, statistics))}"
+            f"<figcaption>{what} "
             f"of each operator, x = position in {order}; ▲ origin, ◆ input-differs, × nan/inf, exact zeros on the "
             f"dotted floor; long runs are thinned to each bucket's lowest and highest value.{marked}"
             "</figcaption></figure></section>")
@@ -649,7 +678,8 @@ def render_html(data: HtmlReport) -> str:
     require_matplotlib()
     lines = op_lines(data)
     localisation = data.localisation
-    before = "".join((header(data), summary(data), trend_section(lines, localisation), op_table(lines, localisation)))
+    before = "".join((header(data), summary(data), trend_section(lines, localisation, is_statistics(data.rows)),
+                      op_table(lines, localisation)))
     after = element_section(data.element_errors)
     budget = max(TENSOR_TABLE_MIN, PAGE_BUDGET - len(before) - len(after))
     body = before + tensor_table(data.rows, localisation, budget) + after

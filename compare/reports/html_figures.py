@@ -82,6 +82,9 @@ class Trend:
     origin: np.ndarray
     input_differs: np.ndarray
     first_divergence: int | None = None
+    #: A statistics comparison: ``error`` is each call's statistics error (the largest of
+    #: MaxRelDiff, MinRelDiff, L2NormRelDiff) and the plot has that panel only (no cosine).
+    statistics: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,17 +244,22 @@ def _cosine_axis(axis: Any, trend: Trend, x: np.ndarray) -> None:
         _nothing(axis, "no finite CosineSimilarity")
 
 
-def _error_axis(axis: Any, trend: Trend, x: np.ndarray) -> None:
-    """RelativeEuclideanDistance on a log scale, exact zeros on the floor (negatives not drawn)."""
+#: The y label of a statistics comparison's error panel (the largest of MaxRelDiff, MinRelDiff, L2NormRelDiff).
+STATISTICS_ERROR = "statistics error"
+
+
+def _error_axis(axis: Any, trend: Trend, x: np.ndarray, label: str = "RelativeEuclideanDistance") -> None:
+    """The error (RelativeEuclideanDistance, or ``label``) on a log scale, exact zeros on the
+    floor (negatives not drawn)."""
     clipped = log_clip(trend.error)
     floor = log_floor(clipped)
     error = np.where(clipped > 0, clipped, np.where(clipped == 0, floor, np.nan))
     _plot_series(axis, x, error, "worst output of each operator")
     _highlight(axis, trend, error)
     _bad_marks(axis, x, trend.error_bad, at_top=True)
-    axis.set_ylabel("RelativeEuclideanDistance")
+    axis.set_ylabel(label)
     if not np.any(np.isfinite(error)):
-        _nothing(axis, "no finite RelativeEuclideanDistance")
+        _nothing(axis, f"no finite {label}")
         return
     axis.set_yscale("log")
     if np.any(clipped == 0):
@@ -259,7 +267,16 @@ def _error_axis(axis: Any, trend: Trend, x: np.ndarray) -> None:
 
 
 def trend_svg(trend: Trend, salt: str = "vcompare-trend") -> str:
-    """CosineSimilarity (top) and RelativeEuclideanDistance (bottom, log) along graph order."""
+    """CosineSimilarity (top) and RelativeEuclideanDistance (bottom, log) along graph order; for a
+    statistics comparison (``trend.statistics``) the statistics error (log) alone."""
+    if trend.statistics:
+        with _style(salt):
+            figure, (axis,) = _figure(10.0, 3.2)
+            _error_axis(axis, trend, trend.positions.astype(np.float64), STATISTICS_ERROR)
+            axis.set_xlabel("call position (graph order)")
+            _divergence_line([axis], trend.first_divergence)
+            _legend(figure, [axis])
+            return _svg(figure)
     with _style(salt):
         figure, (top, bottom) = _figure(10.0, 5.2, rows=2)
         x = trend.positions.astype(np.float64)

@@ -248,7 +248,8 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
     seconds and worker (empty for a single comparison).
     ``created``: seconds since the epoch (now when None), written as ISO 8601 UTC.
     ``localisation``: the block of :func:`compare.reports.divergence.localisation_document` (null
-    when the run has none, e.g. a statistics-only run).
+    when the run has none, e.g. a saved result read back); for a statistics comparison its checks
+    name the statistics metrics that broke their bounds (``MaxRelDiff`` ...).
     """
     stamp = time.gmtime(time.time() if created is None else created)
     return {

@@ -3,7 +3,9 @@
 Columns: ``Index, OpType, LeftOp, RightOp, TensorIndex`` (then ``Rank, Iteration`` when any row
 has them), ``LeftDataType, RightDataType, Shape``, then per compared statistic ``S`` (in
 :data:`compare.stats.STAT_ORDER` order, e.g. ``Max``): ``LeftS, RightS, SDiff, SRelDiff``, then
-``LeftSource, RightSource, FailReason``. Numbers print at full precision (integral values
+``LeftSource, RightSource, FailReason``, then ``Verdict`` when asked (``--verdicts``: the verdict
+of the row's call, :func:`compare.reports.divergence.verdict_map`; ``not-compared`` for a call
+without one). Numbers print at full precision (integral values
 without decimals, others as Python's shortest round-trip ``repr``), ``nan`` / ``inf`` as such;
 ``NaN`` means "not available on that side"; text statistics (md5) print as they are and their
 Diff cell says ``same`` / ``different``. Cells that could be read as spreadsheet formulas are
@@ -17,12 +19,21 @@ import io
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..stats import STAT_LABELS, StatsResult, StatsRow, stat_label
+from ..stats import STAT_LABELS, STAT_METRIC_NAMES, StatsResult, StatsRow, stat_label
 from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
 from .files import atomic_write_text, stamped_in_folder
+
+#: The metrics of a statistics row (``MetricRow.metrics`` of a statistics comparison,
+#: :data:`compare.stats.STAT_METRIC_NAMES`), and the checksum's.
+STATS_METRICS = frozenset(STAT_METRIC_NAMES)
+CHECKSUM_METRIC = "ChecksumDiff"
+#: Key of :func:`row_cells`' ``verdicts``: (rank, iteration, left op name), as
+#: :func:`compare.reports.divergence.verdict_map` gives it.
+VerdictKey = tuple[int | None, int | None, str]
+
 
 def value_cell(value: object) -> str:
     """A statistic cell: full-precision number, ``nan``/``inf``, text as is, ``NaN`` if absent."""
@@ -40,8 +51,10 @@ def value_cell(value: object) -> str:
     return repr(number)
 
 
-def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False) -> list[str]:
-    """The statistics report's header row (selection columns when parts were compared in turn)."""
+def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False,
+           with_verdict: bool = False) -> list[str]:
+    """The statistics report's header row (selection columns when parts were compared in turn;
+    ``with_verdict``: the Verdict column, last)."""
     cols = ["Index", "OpType", "LeftOp", "RightOp", "TensorIndex"]
     if with_graph:
         cols += ["Rank", "Graph", "Iteration"]
@@ -51,12 +64,13 @@ def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bo
     for name in stats:
         label = stat_label(name)
         cols += [f"Left{label}", f"Right{label}", f"{label}Diff", f"{label}RelDiff"]
-    return cols + ["LeftSource", "RightSource", "FailReason"]
+    return cols + ["LeftSource", "RightSource", "FailReason"] + (["Verdict"] if with_verdict else [])
 
 
 def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = False,
-              with_graph: bool = False) -> list[str]:
-    """The cells of one statistics row, in :func:`header`'s order."""
+              with_graph: bool = False, verdicts: Mapping[VerdictKey, str] | None = None) -> list[str]:
+    """The cells of one statistics row, in :func:`header`'s order (``verdicts``: the Verdict cell
+    of the row's call, ``not-compared`` when the call has none)."""
     cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.right_op),
              text_cell(row.tensor_id)]
     if with_graph:
@@ -72,18 +86,20 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
         else:
             cells += [value_cell(value.left), value_cell(value.right), value_cell(value.diff), value_cell(value.rel)]
     cells += [text_cell(row.left_source), text_cell(row.right_source), "; ".join(row.reasons)]
+    if verdicts is not None:
+        cells.append(verdicts.get((row.rank, row.iteration, row.left_op), "not-compared"))
     return [neutralise(c) for c in cells]
 
 
-def render_stats_csv(result: StatsResult) -> str:
-    """The statistics report as CSV text."""
+def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> str:
+    """The statistics report as CSV text (``verdicts``: add the Verdict column, module doc)."""
     columns = {"with_selection": any(r.rank is not None or r.iteration is not None for r in result.rows),
                "with_graph": any(r.graph is not None for r in result.rows)}
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header(result.stats, **columns))
+    writer.writerow(header(result.stats, **columns, with_verdict=verdicts is not None))
     for row in result.rows:
-        writer.writerow(row_cells(row, result.stats, **columns))
+        writer.writerow(row_cells(row, result.stats, **columns, verdicts=verdicts))
     return buf.getvalue()
 
 
@@ -99,10 +115,12 @@ def stats_output_path(output: str | os.PathLike[str] | None, *, now: time.struct
     return path
 
 
-def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | None = None) -> Path:
-    """Write the statistics report (see the module doc) and return its path."""
-    return atomic_write_text(stats_output_path(output), render_stats_csv(result))
+def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | None = None,
+                       verdicts: Mapping[VerdictKey, str] | None = None) -> Path:
+    """Write the statistics report (see the module doc; ``verdicts``: with the Verdict column)
+    and return its path."""
+    return atomic_write_text(stats_output_path(output), render_stats_csv(result, verdicts))
 
 
-__all__ = ["header", "render_stats_csv", "row_cells", "stat_label", "stats_output_path", "value_cell",
+__all__ = ["CHECKSUM_METRIC", "STATS_DIFF_METRICS", "STATS_METRICS", "VerdictKey", "header", "render_stats_csv", "row_cells", "stat_label", "stats_output_path", "value_cell",
            "write_stats_report"]

@@ -84,6 +84,8 @@ def sample_errors(network: NetworkResult, localisation: Localisation | None, *, 
     """
     if localisation is None:
         return [], []
+    if network.stats is not None:  # statistics only: no tensor data to sample
+        return [], ["element errors not plotted: a statistics comparison has no tensor data"]
     pairs: dict[str, Pair] = {p.tensor_id: p for p in network.pairing.pairs if p.tensor_id}
     out: list[SampledErrors] = []
     notes: list[str] = []

@@ -13,8 +13,9 @@ from .network import NetworkResult
 
 
 def localise_network(result: NetworkResult, policy: Policy | None = None) -> Localisation | None:
-    """Every operator's verdict and the first divergence of ``result`` (None for a
-    statistics-only run, which has no tensor rows)."""
+    """Every operator's verdict and the first divergence of ``result`` (tensor rows, or the
+    statistics rows of a statistics comparison: :mod:`compare.diverge.statistics`); None when the
+    result has no rows."""
     if not result.rows:
         return None
     with paused_gc():  # ~10 records per operator, all long-lived: collections would only walk them (compare.heap)

@@ -144,3 +144,20 @@ def test_tensor_side_md5_when_the_other_recorded_it(tmp_path: Path) -> None:
     row = compare_stats_pair(Pair(index=0, op_type=None, left_op="x", right_op="x", tensor_id="x:output:0",
                                   left=left, right=unreadable))
     assert row.status is PairStatus.NOT_COMPARABLE and "golden tensor unreadable" in row.reasons[0]
+
+
+def test_verdict_column_last_when_asked(trees: dict[str, Path]) -> None:
+    """--verdicts: the Verdict column comes last (after FailReason); a call the localisation did
+    not judge reads ``not-compared``; without verdicts the header is unchanged."""
+    result = run_network(trees["stats"], trees["sync"], iteration=0)
+    stats = result.stats
+    assert header(stats.stats)[-1] == "FailReason"
+    assert header(stats.stats, with_verdict=True)[-2:] == ["FailReason", "Verdict"]
+    first = stats.rows[0]
+    verdicts = {(first.rank, first.iteration, first.left_op): "origin"}
+    lines = list(csv.reader(render_stats_csv(stats, verdicts).splitlines()))
+    assert lines[0][-1] == "Verdict"
+    by_op = {line[2]: line[-1] for line in lines[1:]}
+    assert by_op[first.left_op] == "origin"
+    assert {v for op, v in by_op.items() if op != first.left_op} == {"not-compared"}
+    assert "Verdict" not in render_stats_csv(stats).splitlines()[0]

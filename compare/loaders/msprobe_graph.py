@@ -1,0 +1,218 @@
+"""The call graph of an msprobe dump folder (:func:`read_msprobe_graph`): the calls in the order
+they ran, which of their inputs are parameters, and the user's source line of each call.
+
+msprobe writes, beside ``dump.json`` (:mod:`compare.loaders.msprobe`), ``construct.json`` (each
+call -> the module / cell call it ran inside, ``null`` at the top; ``{}`` or ``[]`` at level
+``L1``) and ``stack.json`` (``{"0": [[call, ...], [frame, ...]], ...}``, a frame being ``"File
+{file}, line {n}, in {function}, \\n {code}"``, innermost first). Neither gives data edges: a call's
+inputs are not linked to the call that produced them. So the graph is **order only**
+(``OpGraph.edges`` False): one node per ``dump.json`` entry in ``data`` key order (the order the
+calls ran; forward before backward), plus an :class:`InputEdge` without a producer, of role
+:attr:`NodeRole.PARAMETER`, for each input known to be a parameter (a trained weight, a bias, a
+normalisation's running statistic). Those inputs have no producing call before them: when they
+differ, the data differs, not a computation.
+
+**Parameter inputs** (forward calls only; input indices are the loader's: the leaves of
+``input_args``, then ``input_kwargs``, then ``parameters``, each leaf -- tensor or not -- taking
+the next index):
+
+* a module / cell call (``mix``, ``L0``): every tensor of its ``parameters`` section, named
+  ``{module path}.{key}`` (``blocks.0.mlp.fc1.weight``);
+* an API call whose API name (its last dotted part, any prefix: ``Functional``, ``Torch``,
+  ``Mint``, ``MintFunctional`` ...) is in :data:`PARAMETER_ARGS`: the tensor arguments at those
+  positions of ``input_args`` or under those names in ``input_kwargs`` (``Functional.linear``:
+  input 1 ``weight`` and 2 ``bias``); named ``{module path}.{argument}`` when ``construct.json``
+  says which module the call ran in, else ``{call}.{argument}``. An argument that is not a single
+  tensor (``None``: no bias) is no parameter.
+
+**Source line**: the innermost frame of the call's stack that is not inside ``site-packages`` /
+``dist-packages`` (the user's line); the innermost frame when all are.
+
+Edge-case policy: ``construct.json`` / ``stack.json`` missing, unreadable, not JSON or of another
+shape are ignored (a note says so when present but unusable); ``dump.json`` problems raise
+:class:`~compare.errors.DumpFormatError` (the loader read it already, so they do not arise).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from convert.names.msprobe import CallKind, parse_msprobe_name
+
+from ..lineage import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, SourceLine
+from .ms_ir import user_line
+from .msprobe import DUMP_JSON, _is_tensor, _leaves, read_dump_json
+
+CONSTRUCT_JSON = "construct.json"
+STACK_JSON = "stack.json"
+
+
+@dataclass(frozen=True)
+class ParameterArg:
+    """A parameter argument of an API: its position in ``input_args`` and its keyword name."""
+
+    position: int
+    name: str
+
+
+def _args(*names: str, start: int) -> tuple[ParameterArg, ...]:
+    return tuple(ParameterArg(start + i, name) for i, name in enumerate(names))
+
+
+#: API name -> its parameter arguments (PyTorch ``torch.nn.functional`` / ``torch`` signatures;
+#: MindSpore's ``ops.dense`` / ``mint.nn.functional`` ones agree for these).
+PARAMETER_ARGS: Mapping[str, tuple[ParameterArg, ...]] = {
+    **{name: _args("weight", "bias", start=1) for name in (
+        "linear", "dense", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
+    "layer_norm": _args("weight", "bias", start=2),
+    "group_norm": _args("weight", "bias", start=2),
+    "rms_norm": _args("weight", start=2),
+    "batch_norm": _args("running_mean", "running_var", "weight", "bias", start=1),
+    "instance_norm": _args("running_mean", "running_var", "weight", "bias", start=1),
+    "embedding": _args("weight", start=1),
+    "prelu": _args("weight", start=1),
+    "bilinear": _args("weight", "bias", start=2),
+}
+
+_FRAME_RE = re.compile(r"File (?P<file>.+?), line (?P<line>\d+), in [^,\n]*,?[ \t]*(?:\n(?P<code>.*))?", re.DOTALL)
+
+
+def _read_json(path: Path, notes: list[str]) -> object | None:
+    """A side file's JSON, None when it is missing or unusable (a note says why for the latter)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        notes.append(f"{path} not used: {exc}")
+        return None
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        notes.append(f"{path} not used: not JSON ({exc})")
+        return None
+
+
+def _parents(folder: Path, notes: list[str]) -> dict[str, str]:
+    """call -> the module / cell call it ran in (``construct.json``; calls at the top left out)."""
+    data = _read_json(folder / CONSTRUCT_JSON, notes)
+    if not isinstance(data, dict):
+        return {}
+    return {str(call): parent for call, parent in data.items() if isinstance(parent, str) and parent}
+
+
+def _frame(text: object) -> SourceLine | None:
+    if not isinstance(text, str):
+        return None
+    match = _FRAME_RE.match(text.strip())
+    if match is None:
+        return None
+    return SourceLine(match["file"].strip(), int(match["line"]), (match["code"] or "").strip())
+
+
+def _sources(folder: Path, notes: list[str]) -> dict[str, SourceLine]:
+    """call -> the user's source line (module doc), from ``stack.json``."""
+    data = _read_json(folder / STACK_JSON, notes)
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, SourceLine] = {}
+    for value in data.values():
+        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], list)
+                and isinstance(value[1], list)):
+            continue
+        calls, frames = value
+        traces = [t for t in (_frame(f) for f in frames) if t is not None]
+        line = user_line(reversed(traces))  # frames are innermost first; user_line takes the last user frame
+        if line is None:
+            continue
+        for call in calls:
+            if isinstance(call, str):
+                out.setdefault(call, line)
+    return out
+
+
+def _module_path(call: str | None) -> str | None:
+    parsed = parse_msprobe_name(call) if call else None
+    return parsed.path if parsed is not None and parsed.kind is CallKind.MODULE else None
+
+
+def parameter_inputs(call: str, entry: object, parent: str | None = None) -> tuple[InputEdge, ...]:
+    """The parameter inputs of one ``dump.json`` entry as producer-less PARAMETER edges (module doc)."""
+    parsed = parse_msprobe_name(call)
+    if parsed is None or parsed.direction != "forward" or not isinstance(entry, dict):
+        return ()
+    edges: list[InputEdge] = []
+    index = 0
+    args = entry.get("input_args")
+    kwargs = entry.get("input_kwargs")
+    if parsed.kind is CallKind.MODULE:
+        wanted: dict[int, str] = {}
+        wanted_kw: dict[str, str] = {}
+        owner = parsed.path
+    else:
+        known = PARAMETER_ARGS.get(parsed.api.rsplit(".", 1)[-1], ())
+        wanted = {a.position: a.name for a in known}
+        wanted_kw = {a.name: a.name for a in known}
+        owner = _module_path(parent) or call
+    for section, names in ((args, wanted), (kwargs, wanted_kw)):
+        if not isinstance(section, (list, dict)):
+            continue
+        items = list(enumerate(section)) if isinstance(section, list) else list(section.items())
+        for key, item in items:
+            try:
+                count = sum(1 for _ in _leaves(item))
+            except ValueError:
+                return tuple(edges)  # nested too deeply: the indices after it are unknown
+            name = names.get(key)  # type: ignore[call-overload]  # int keys for args, str for kwargs
+            if name is not None and count == 1 and _is_tensor(item):
+                edges.append(InputEdge(index=index, producer=None, role=NodeRole.PARAMETER, name=f"{owner}.{name}"))
+            index += count
+    for section_name in ("input", "grad_input"):  # not in a forward entry msprobe writes; kept for the numbering
+        section = entry.get(section_name)
+        if isinstance(section, (list, dict)):
+            try:
+                index += sum(1 for _ in _leaves(section))
+            except ValueError:
+                return tuple(edges)
+    parameters = entry.get("parameters")
+    if isinstance(parameters, dict):
+        for key, item in parameters.items():
+            try:
+                leaves = list(_leaves(item))
+            except ValueError:
+                break
+            for leaf in leaves:
+                if _is_tensor(leaf):
+                    edges.append(InputEdge(index=index, producer=None, role=NodeRole.PARAMETER,
+                                           name=f"{owner}.{key}"))
+                index += 1
+    return tuple(edges)
+
+
+def read_msprobe_graph(folder: Path) -> OpGraph:
+    """The call graph of one msprobe dump folder (module doc)."""
+    folder = Path(folder)
+    dump = read_dump_json(folder / DUMP_JSON)
+    notes: list[str] = []
+    parents = _parents(folder, notes)
+    sources = _sources(folder, notes)
+    nodes: dict[str, OpNode] = {}
+    with_parameters = 0
+    for call, entry in dump.data.items():
+        call = str(call)
+        parsed = parse_msprobe_name(call)
+        inputs = parameter_inputs(call, entry, parents.get(call))
+        with_parameters += bool(inputs)
+        nodes[call] = OpNode(name=call, op_type=parsed.op_type if parsed is not None else None, role=NodeRole.COMPUTE,
+                             inputs=inputs, source=sources.get(call))
+    notes.append(f"msprobe call order of {folder / DUMP_JSON}: {len(nodes)} call(s), {with_parameters} with parameter "
+                 "inputs (no data edges: msprobe does not record which call produced an input)")
+    return OpGraph(nodes=nodes, source=GraphSource.MSPROBE_CALLS, edges=False, notes=tuple(notes))
+
+
+__all__ = ["CONSTRUCT_JSON", "PARAMETER_ARGS", "ParameterArg", "STACK_JSON", "parameter_inputs",
+           "read_msprobe_graph"]
