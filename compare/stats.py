@@ -60,7 +60,7 @@ import numpy as np
 from convert.layouts.formats import PLAIN_AXES
 
 from .errors import CompareError
-from .records import MetricRow, Pair, PairStatus, RowKind, StatDiff, TensorRef
+from .records import MetricRow, Pair, PairStatus, RowGrade, RowKind, StatDiff, TensorRef
 
 #: Column order of the statistics (others follow in name order).
 STAT_ORDER = ("max", "min", "avg", "l2norm", "count", "nan_count", "neg_inf_count", "pos_inf_count", "zero_count",
@@ -194,6 +194,8 @@ class StatsRow:
     rank: int | None = None
     iteration: int | None = None
     graph: int | None = None
+    #: msprobe's Result / Err_message (set with its MetricRow's, :func:`compare.engine.grades.grade_rows`).
+    grade: RowGrade | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED

@@ -71,7 +71,7 @@ from ..lineage import (
     TensorCheck,
     Verdict,
 )
-from ..policy import BoundResolver, Policy
+from ..policy import BoundResolver, Policy, coarsest_family
 from ..records import Bound, MetricRow, PairStatus
 from .statistics import is_statistics_row, statistics_error
 
@@ -133,8 +133,8 @@ class _Bounds:
     def _resolve(self, row: MetricRow) -> tuple[Bound, ...]:
         bounds = self._resolver.bounds(row)  # the built-in layer follows the row kind (compare.policy)
         statistics = is_statistics_row(row)
-        if bounds or self.custom:
-            return bounds
+        if self.custom or (bounds and coarsest_family(row.left_dtype, row.right_dtype) is not None):
+            return bounds  # (a statistics row of an unknown type has the checksum bounds only: float32's then)
         fallback = self._fallback.get(statistics)
         if fallback is None:
             probe = MetricRow(index=0, op_type=None, left_op="", right_op="", tensor_id=None,

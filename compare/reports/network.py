@@ -35,6 +35,7 @@ from ..records import MetricRow
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
 from .files import atomic_write_text, stamped_in_folder
 from .overflow import OverflowColumn
+from .stats import GRADE_COLUMNS, grade_cells
 from .parquet import require_pyarrow, write_parquet
 
 STD_NAME = "StandardDeviation"
@@ -168,11 +169,14 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     buf = io.StringIO()
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
     writer = csv.writer(buf, lineterminator=terminator)
+    graded = any(r.grade is not None for r in rows)
     writer.writerow(header(metrics, layout, overflow=overflow is not None, **address)
-                    + (["Verdict"] if verdicts is not None else []))
+                    + (list(GRADE_COLUMNS) if graded else []) + (["Verdict"] if verdicts is not None else []))
     for row in rows:
         cells = row_cells(row, metrics, layout, float_format=float_format,
                           overflow=None if overflow is None else overflow.cell(row), **address)
+        if graded:
+            cells += [neutralise(c) for c in grade_cells(row.grade)]
         if verdicts is not None:
             cells.append(_verdict_cell(row, verdicts))
         writer.writerow(cells)
@@ -190,6 +194,10 @@ def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     table = [header(metrics, layout, overflow=overflow is not None, **address)]
     table += [row_cells(r, metrics, layout, float_format=float_format,
                         overflow=None if overflow is None else overflow.cell(r), **address) for r in rows]
+    if any(r.grade is not None for r in rows):
+        table[0][-1:-1] = list(GRADE_COLUMNS)
+        for row, line in zip(rows, table[1:]):
+            line[-1:-1] = [neutralise(c) for c in grade_cells(row.grade)]
     if verdicts is not None:
         table[0].insert(-1, "Verdict")
         for row, line in zip(rows, table[1:]):

@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..records import RowGrade
 from ..stats import STAT_LABELS, STAT_METRIC_NAMES, StatsResult, StatsRow, stat_label
 from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
 from .files import atomic_write_text, stamped_in_folder
@@ -33,6 +34,18 @@ CHECKSUM_METRIC = "ChecksumDiff"
 #: Key of :func:`row_cells`' ``verdicts``: (rank, iteration, left op name), as
 #: :func:`compare.reports.divergence.verdict_map` gives it.
 VerdictKey = tuple[int | None, int | None, str]
+
+
+#: msprobe's columns of its per-row reading (``RowGrade``), after FailReason when rows are graded.
+GRADE_COLUMNS = ("Result", "Err_message")
+
+
+def grade_cells(grade: RowGrade | None) -> list[str]:
+    """The Result and Err_message cells of a row (messages joined by ``; ``; ``NaN`` when the row
+    was not graded)."""
+    if grade is None:
+        return [NOT_COMPUTED, NOT_COMPUTED]
+    return [grade.grade.value, "; ".join(grade.messages)]
 
 
 def value_cell(value: object) -> str:
@@ -51,7 +64,7 @@ def value_cell(value: object) -> str:
     return repr(number)
 
 
-def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False,
+def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False, with_grade: bool = False,
            with_verdict: bool = False) -> list[str]:
     """The statistics report's header row (selection columns when parts were compared in turn;
     ``with_verdict``: the Verdict column, last)."""
@@ -64,11 +77,13 @@ def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bo
     for name in stats:
         label = stat_label(name)
         cols += [f"Left{label}", f"Right{label}", f"{label}Diff", f"{label}RelDiff"]
-    return cols + ["LeftSource", "RightSource", "FailReason"] + (["Verdict"] if with_verdict else [])
+    return (cols + ["LeftSource", "RightSource", "FailReason"] + (list(GRADE_COLUMNS) if with_grade else [])
+            + (["Verdict"] if with_verdict else []))
 
 
 def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = False,
-              with_graph: bool = False, verdicts: Mapping[VerdictKey, str] | None = None) -> list[str]:
+              with_graph: bool = False, verdicts: Mapping[VerdictKey, str] | None = None,
+              with_grade: bool = False) -> list[str]:
     """The cells of one statistics row, in :func:`header`'s order (``verdicts``: the Verdict cell
     of the row's call, ``not-compared`` when the call has none)."""
     cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.right_op),
@@ -86,6 +101,8 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
         else:
             cells += [value_cell(value.left), value_cell(value.right), value_cell(value.diff), value_cell(value.rel)]
     cells += [text_cell(row.left_source), text_cell(row.right_source), "; ".join(row.reasons)]
+    if with_grade:
+        cells += grade_cells(row.grade)
     if verdicts is not None:
         cells.append(verdicts.get((row.rank, row.iteration, row.left_op), "not-compared"))
     return [neutralise(c) for c in cells]
@@ -94,7 +111,8 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
 def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> str:
     """The statistics report as CSV text (``verdicts``: add the Verdict column, module doc)."""
     columns = {"with_selection": any(r.rank is not None or r.iteration is not None for r in result.rows),
-               "with_graph": any(r.graph is not None for r in result.rows)}
+               "with_graph": any(r.graph is not None for r in result.rows),
+               "with_grade": any(r.grade is not None for r in result.rows)}
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header(result.stats, **columns, with_verdict=verdicts is not None))
@@ -122,5 +140,5 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
     return atomic_write_text(stats_output_path(output), render_stats_csv(result, verdicts))
 
 
-__all__ = ["CHECKSUM_METRIC", "STATS_DIFF_METRICS", "STATS_METRICS", "VerdictKey", "header", "render_stats_csv", "row_cells", "stat_label", "stats_output_path", "value_cell",
-           "write_stats_report"]
+__all__ = ["CHECKSUM_METRIC", "STATS_METRICS", "VerdictKey", "grade_cells", "header", "render_stats_csv", "row_cells",
+           "stat_label", "stats_output_path", "value_cell", "write_stats_report"]

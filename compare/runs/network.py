@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..engine import EngineOptions, compare_pairs
+from ..engine.grades import GradeMode, grade_rows
 from ..errors import CompareError, OptionError
 from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
@@ -107,7 +108,8 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
                  options: EngineOptions, prefix: str = "", *, reported: list[Run] | None = None,
                  refuse_same: bool = False, rule: "FusionRule | None" = None,
                  runs_noted: bool = True) -> NetworkResult:
-    """Compare one pairing (metrics, or statistics when a side is statistics-only).
+    """Compare one pairing (metrics, or statistics when a side is statistics-only). Rows of an
+    msprobe run get msprobe's Result / Err_message (:func:`compare.engine.grades.grade_rows`).
 
     ``reported``: see :func:`report_runs`. ``runs_noted`` False: the result's notes and
     ``skipped`` leave the runs out (the caller reports them with :func:`report_runs`, as the
@@ -126,12 +128,18 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
     # compare.stats.needs_stats_mode, spelled out so that tensor comparisons never import compare.stats
     stats_sides = [side for side, run in (("left", left_run), ("right", right_run))
                    if run.stats_only]
+    msprobe = any(run.family == DumpLayout.MSPROBE for run in (left_run, right_run))
     if stats_sides:
         stats = compare_stats(pairing.pairs)
         which = " and ".join(stats_sides)
         notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
                      "data, so every pair is compared by its statistics (computed from the data where a side has it)")
-        return NetworkResult(rows=stats.metric_rows(), metrics=stats.metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
+        rows = stats.metric_rows()
+        if msprobe:
+            grade_rows(rows, mode=GradeMode.STATISTICS)
+            for srow, row in zip(stats.rows, rows):
+                srow.grade = row.grade
+        return NetworkResult(rows=rows, metrics=stats.metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                              scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run],
                              skipped=skipped)
     rows = compare_pairs(pairing.pairs, options)
@@ -139,6 +147,8 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
         mark_mismatches(rows, pairing.pairs)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
+    if msprobe:
+        grade_rows(rows, mode=GradeMode.TENSOR)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario, same_data=same, rule=rule, part_lefts=[left_run], skipped=skipped)
 

@@ -3,6 +3,7 @@ statistics metrics gate; checksums are same/different; null statistics and misma
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -294,3 +295,35 @@ def test_real_ms_vs_pt_shape_mismatch_is_not_comparable(tmp_path: Path) -> None:
 def test_statistic_metric_names_are_unique() -> None:
     assert len(set(STAT_METRIC_NAMES)) == len(STAT_METRIC_NAMES)
     assert CALLS  # the synthetic network the end-to-end tests use
+
+
+# ---------------------------------------------------------------------------------- msprobe's Result
+
+
+def test_msprobe_runs_have_result_columns_and_json_grades(tmp_path: Path) -> None:
+    """msprobe's Result / Err_message in the table (statistics and tensor) and the JSON rows."""
+    for task in ("statistics", "tensor"):
+        left = write_msprobe_dump(tmp_path / f"l_{task}", task=task, noise=0.6, seed=3)
+        right = write_msprobe_dump(tmp_path / f"r_{task}", task=task)
+        out, js = tmp_path / f"{task}.csv", tmp_path / f"{task}.json"
+        result = _run("-l", left.root, "-r", right.root, "-o", out, "--json", js)
+        assert result.exit_code == 0, result.output
+        head = out.read_text().splitlines()[0].split(",")
+        assert head[-3:] == ["FailReason", "Result", "Err_message"], head
+        rows = json.loads(js.read_text())["rows"]
+        assert all(row["grade"]["result"] in ("pass", "warning", "error") for row in rows)
+        with open(out, newline="") as handle:
+            cells = [row["Result"] for row in csv.DictReader(handle)]
+        assert cells == [row["grade"]["result"] for row in rows], task
+    txt = tmp_path / "t.txt"
+    assert _run("-l", tmp_path / "l_tensor", "-r", tmp_path / "r_tensor", "-o", txt).exit_code == 0
+    assert "Result" in txt.read_text().splitlines()[0]
+
+
+def test_real_statistics_result_agrees_with_msprobe(tmp_path: Path) -> None:
+    """s_L1_bf16 vs s_L1_base: msprobe's own CSV says error on the 152 bf16-vs-fp32 tensors."""
+    out = tmp_path / "r.csv"
+    assert _run("-l", _real("s_L1_bf16"), "-r", _real("s_L1_base"), "-o", out).exit_code == 0
+    with open(out, newline="") as handle:
+        results = [row["Result"] for row in csv.DictReader(handle)]
+    assert results.count("error") == 152 and results.count("pass") == 158
