@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import datetime
 import os
+from pathlib import Path
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,8 @@ from .records import Bound, MetricRow, PartReport, SkippedFile, Verdict, count_b
 from .reports.divergence import localisation_document
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
+from .reports.result_json import (decode_float, parts_from_document, result_document, skipped_from_document,
+                                  write_json)
 from .reports.saved import load_result
 from .runs.folders import run_network
 from .runs.loading import PathLike, RuleArg
@@ -160,7 +162,7 @@ class ComparisonResult:
             return self.network.summary()
         return count_by_status(self.rows)
 
-    def to_json(self) -> dict:
+    def to_json(self, *, with_rows: bool = True) -> dict:
         """The versioned JSON result document (docs/result-json.md); ``verdict`` is null when not gated.
 
         For a saved JSON result re-checked by :func:`regate`, inputs, options, notes, timing and
@@ -179,7 +181,12 @@ class ComparisonResult:
         return result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
                                verdict=self.verdict if self.gated else None, timing=self.timing,
                                tool_version=version, created=created, localisation=localisation,
-                               skipped=self.skipped, parts=self.parts)
+                               skipped=self.skipped, parts=self.parts, with_rows=with_rows)
+
+    def write_json(self, path: "str | os.PathLike[str]") -> Path:
+        """Write the JSON result (:meth:`to_json`) to ``path``, its rows encoded and written in turn
+        (:func:`compare.reports.result_json.write_json`); :class:`OutputError` when it cannot be."""
+        return write_json(self.to_json(with_rows=False), path, self.rows, self.metrics)
 
     def to_junit(self) -> str:
         """The JUnit XML report (one testcase per row, grouped by operator; ``timing["compare"]`` seconds)."""

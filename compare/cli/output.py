@@ -224,8 +224,11 @@ class Outputs:
                 left_address=not left_npy, right_address=not right_npy, float_format=float_format,
                 verdicts=verdicts, overflow=overflow, op_sequence=result.options.get("ops") is not None)))
         if self.json is not None:
-            jobs.append(("json", lambda: write_json(result.to_json() if overflow is None else add_overflow_to_document(
-                result.to_json(), overflow, result.rows), self.json)))
+            if overflow is None:
+                jobs.append(("json", lambda: result.write_json(self.json)))
+            else:
+                jobs.append(("json", lambda: write_json(add_overflow_to_document(result.to_json(), overflow, result.rows),
+                                                        self.json)))
         if self.junit is not None:
             jobs.append(("junit", lambda: write_junit(result.to_junit(), self.junit)))
         if self.html is not None and network is not None:

@@ -32,7 +32,7 @@ from typing import Any
 from ..errors import DumpFormatError
 from ..records import (Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, StatDiff, Verdict,
                        count_by_status)
-from .files import atomic_write_bytes
+from .files import atomic_write, atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
 SCHEMA_VERSION = 2
@@ -66,13 +66,34 @@ def decode_float(value: object, where: str = "value") -> float | None:
     raise ValueError(f"{where}: expected a number, null, \"nan\", \"inf\" or \"-inf\", not {value!r}")
 
 
-def _row_metrics(row: MetricRow, metrics: Sequence[str]) -> dict[str, JsonFloat]:
-    names = [m for m in metrics if m != STD_NAME]
-    names += [m for m in row.metrics if m not in names and m != STD_NAME]
-    return {name: encode_float(row.metrics.get(name)) for name in names}
+class _MetricNames:
+    """The metric keys of every row of a document, worked out once: the document's metrics (not
+    StandardDeviation) in order, then a row's own others (checked per row with one set test)."""
+
+    def __init__(self, metrics: Sequence[str]) -> None:
+        self.names = tuple(m for m in metrics if m != STD_NAME)
+        self.known = frozenset(self.names) | {STD_NAME}
+
+    def of(self, row: MetricRow) -> dict[str, JsonFloat]:
+        values = row.metrics
+        names: Sequence[str] = self.names
+        if not self.known.issuperset(values):
+            names = list(names) + [m for m in values if m not in self.known]
+        get = values.get
+        out: dict[str, JsonFloat] = {}
+        for name in names:
+            value = get(name)
+            # the common case inline: a finite float (v - v is 0.0 only for finite values)
+            out[name] = value if value is None or (type(value) is float and value - value == 0.0) else encode_float(value)
+        return out
 
 
-def row_document(position: int, row: MetricRow, metrics: Sequence[str]) -> dict[str, Any]:
+def _row_metrics(row: MetricRow, metrics: Sequence[str] | _MetricNames) -> dict[str, JsonFloat]:
+    names = metrics if isinstance(metrics, _MetricNames) else _MetricNames(metrics)
+    return names.of(row)
+
+
+def row_document(position: int, row: MetricRow, metrics: Sequence[str] | _MetricNames) -> dict[str, Any]:
     """One row of the ``rows`` list (``position`` = its place in the list, which verdicts cite)."""
     return {
         "row": position,
@@ -237,8 +258,12 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
                     options: Mapping[str, object], notes: Sequence[str], verdict: Verdict | None,
                     timing: Mapping[str, float], tool_version: str,
                     created: float | None = None, localisation: Mapping[str, Any] | None = None,
-                    skipped: Sequence[SkippedFile] = (), parts: Sequence[PartReport] = ()) -> dict[str, Any]:
+                    skipped: Sequence[SkippedFile] = (), parts: Sequence[PartReport] = (),
+                    with_rows: bool = True) -> dict[str, Any]:
     """The JSON result document of one run (keys and types: docs/result-json.md).
+
+    ``with_rows`` False: ``rows`` is left empty (everything else, the counts included, is of
+    ``rows``): the head that :func:`write_json` streams the rows after.
 
     ``inputs``: what was compared (``left``, ``right``, ``fusion_rule`` ... as resolved paths);
     ``options``: the options that shaped the result; both are copied with paths as text.
@@ -252,6 +277,7 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
     name the statistics metrics that broke their bounds (``MaxRelDiff`` ...).
     """
     stamp = time.gmtime(time.time() if created is None else created)
+    names = _MetricNames(metrics)
     return {
         "schema": SCHEMA_ID,
         "version": SCHEMA_VERSION,
@@ -263,7 +289,7 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
         "skipped": skipped_document(skipped),
         "counts": status_counts(rows),
         "metrics": list(metrics),
-        "rows": [row_document(i, row, metrics) for i, row in enumerate(rows)],
+        "rows": [row_document(i, row, names) for i, row in enumerate(rows)] if with_rows else [],
         "verdict": verdict_document(verdict),
         "localisation": None if localisation is None else dict(localisation),
         "timing": {str(k): encode_float(v) for k, v in timing.items()},
@@ -271,21 +297,55 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
     }
 
 
+#: One encoder for every row line (``json.dumps`` with options builds a new one per call).
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+#: Rows encoded per write when streaming (:func:`write_json`).
+_ROWS_PER_WRITE = 2048
+
+
+def _head_and_tail(document: Mapping[str, Any]) -> tuple[str, str]:
+    """The text before the first row line and after the last (the rows go last, one compact
+    object per line, so the file stays readable and diffable)."""
+    head = {k: v for k, v in document.items() if k != "rows"}
+    body = json.dumps(head, ensure_ascii=True, allow_nan=False, indent=1)
+    return body[:-2] + ',\n "rows": [\n', "\n ]\n}\n"
+
+
 def dumps(document: Mapping[str, Any]) -> str:
     """The document as JSON text: one row per line, no NaN literals (``allow_nan=False``)."""
-    head = {k: v for k, v in document.items() if k != "rows"}
     rows = document.get("rows", [])
-    body = json.dumps(head, ensure_ascii=True, allow_nan=False, indent=1)
     if not rows:
         return json.dumps(dict(document), ensure_ascii=True, allow_nan=False, indent=1) + "\n"
-    lines = ",\n".join("  " + json.dumps(r, ensure_ascii=True, allow_nan=False, separators=(",", ":")) for r in rows)
-    # the rows go last, one compact object per line, so the file stays readable and diffable
-    return body[:-2] + ',\n "rows": [\n' + lines + "\n ]\n}\n"
+    head, tail = _head_and_tail(document)
+    encode = _ROW_ENCODER.encode
+    return head + ",\n".join("  " + encode(r) for r in rows) + tail
 
 
-def write_json(document: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write ``document`` atomically (umask honoured); :class:`OutputError` when it cannot be."""
-    return atomic_write_bytes(Path(path), dumps(document).encode("ascii"))
+def write_json(document: Mapping[str, Any], path: str | os.PathLike[str], rows: Sequence[MetricRow] | None = None,
+               metrics: Sequence[str] = ()) -> Path:
+    """Write ``document`` atomically (umask honoured); :class:`OutputError` when it cannot be.
+
+    ``rows`` (with ``metrics``): the document's rows, as records, for a document made with
+    ``with_rows=False``: each row is encoded and written in turn, a few thousand at a time, so a
+    run of 200,000 rows never holds their documents, nor the whole text, at once. The file is
+    the same as :func:`dumps` of the full document."""
+    if rows is None or not rows:
+        if rows is not None and not rows:
+            document = {**document, "rows": []}
+        return atomic_write_bytes(Path(path), dumps(document).encode("ascii"))
+    head, tail = _head_and_tail(document)
+    names = _MetricNames(metrics)
+    encode = _ROW_ENCODER.encode
+
+    def write(handle: Any) -> None:
+        handle.write(head.encode("ascii"))
+        for start in range(0, len(rows), _ROWS_PER_WRITE):
+            chunk = ",\n".join("  " + encode(row_document(i, rows[i], names))
+                                for i in range(start, min(start + _ROWS_PER_WRITE, len(rows))))
+            handle.write((chunk if start == 0 else ",\n" + chunk).encode("ascii"))
+        handle.write(tail.encode("ascii"))
+
+    return atomic_write(Path(path), write)
 
 
 def load_document(path: str | os.PathLike[str], text: str) -> dict[str, Any]:
