@@ -14,7 +14,7 @@ from ..loaders.ascend import unused_files_note
 from ..loaders.parts import claim_parts, load_part, part_op_names, scan_part, select_parts
 from ..loaders.selection import Candidate, Selection, parse_spec
 from ..loaders.trees import claim, select
-from ..records import MetricRow, PartReport, PartStatus, Run, SkippedFile
+from ..records import MetricRow, PartReport, PartStatus, Run, SkippedFile, part_name
 from ..stats import StatsResult, ordered_stats
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
 from .network import NetworkResult, SameDataError, compare_loaded, report_runs
@@ -42,6 +42,9 @@ class EachPlan:
     walked: list[SkippedFile] = field(default_factory=list)
     #: ``-ffts``: FFTS+ slice files kept apart under their raw op names when the leaves are read.
     keep_raw_names: bool = False
+    #: The parts the selection keeps on the right that no left part has (a left part missing or
+    #: unreadable): each is a part not compared, after the left parts (:func:`merge_parts`).
+    right_only: list[Candidate] = field(default_factory=list)
 
 
 def _is_multi(spec: object) -> bool:
@@ -73,11 +76,14 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
         right_select = choose_right_model(right, right_select, part_op_names(chosen[0]), choice)
     notes += [f"right: {n}" for n in choice.right_notes]
     right_candidates = claim_parts(right, selection, problems=right_walked)
+    right_only: list[Candidate] = []
     if right_candidates is None:
         right_walked = []  # the right side is then read by load_run, whose run names them itself
     else:
-        notes += _right_only_notes(chosen, right_candidates, selection_of(right_select), str(right),
-                                   by_graph=_is_multi(graph_spec))
+        right_only = _right_only(chosen, right_candidates, selection_of(right_select), str(right),
+                                 by_graph=_is_multi(graph_spec))
+        notes += [f"right: {leaf.describe()} ({leaf.path}) has no counterpart on the left: not compared"
+                  for leaf in right_only]
     walked = [SkippedFile(side, path, why) for side, found in (("left", left_walked), ("right", right_walked))
               for path, why in found]
     for side, found in (("left", left_walked), ("right", right_walked)):
@@ -86,26 +92,33 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
             notes.append(f"{side}: {unused}")
     return EachPlan(Path(left), Path(right), chosen, right_candidates, select, version, notes,
                      by_graph=_is_multi(graph_spec), right_model=right_select.get("model_name"),
-                     right_probe=choice.right_probe, walked=walked, keep_raw_names=keep_raw_names)
+                     right_probe=choice.right_probe, walked=walked, keep_raw_names=keep_raw_names,
+                     right_only=right_only)
 
 
 def _part_key(leaf: Candidate, by_graph: bool) -> tuple[str, str, str]:
     return str(leaf.get("rank")), str(leaf.get("graph")) if by_graph else "", str(leaf.get("iteration"))
 
 
-def _right_only_notes(left_parts: list[Candidate], right_candidates: list[Candidate], selection: Selection,
-                      where: str, *, by_graph: bool) -> list[str]:
-    """A note for each part the selection keeps on the right that no left part has: the plan runs
-    over the left parts (a left part without a right counterpart is a part not compared, with its
-    reason), so these are named here rather than dropped silently. A selection that keeps nothing
-    on the right gives no note here (each left part then says why it was not compared)."""
+def _right_only(left_parts: list[Candidate], right_candidates: list[Candidate], selection: Selection,
+                where: str, *, by_graph: bool) -> list[Candidate]:
+    """The parts the selection keeps on the right that no left part has: the plan runs over the
+    left parts (a left part without a right counterpart is a part not compared, with its reason),
+    so these are parts not compared too (a left part missing, or unreadable so that the walk did
+    not take it for a part), rather than dropped silently. A selection that keeps nothing on the
+    right gives none here (each left part then says why it was not compared)."""
     try:
         right_parts = select_parts(right_candidates, selection, where=where, notes=[])
     except CompareError:
         return []
     left_keys = {_part_key(leaf, by_graph) for leaf in left_parts}
-    return [f"right: {leaf.describe()} ({leaf.path}) has no counterpart on the left: not compared"
-            for leaf in right_parts if _part_key(leaf, by_graph) not in left_keys]
+    return [leaf for leaf in right_parts if _part_key(leaf, by_graph) not in left_keys]
+
+
+def _right_only_reason(leaf: Candidate) -> str:
+    """Why a part only the right side has was not compared (its :class:`PartReport` reason)."""
+    return (f"the left side has no such part (missing, or not readable as a part of its tree); the right side "
+            f"has it: {leaf.path}")
 
 
 @dataclass
@@ -153,17 +166,10 @@ class PartOutcome:
 
 
 def part_prefix(plan: EachPlan, leaf: Candidate) -> tuple[int | None, int | None, int | None, str]:
-    """``(rank, graph, iteration, prefix)`` of one left leaf: the rows' tags and the notes' prefix."""
+    """``(rank, graph, iteration, prefix)`` of one leaf: the rows' tags and the notes' prefix."""
     rank, iteration = _as_int(leaf.get("rank")), _as_int(leaf.get("iteration"))
     graph = _as_int(leaf.get("graph")) if plan.by_graph else None
-    return rank, graph, iteration, f"[{_part_name(rank, graph, iteration, by_graph=plan.by_graph)}] "
-
-
-def _part_name(rank: int | None, graph: int | None, iteration: int | None, *, by_graph: bool) -> str:
-    """``rank R [graph G ]iteration I``; a part without a rank (an msprobe ``proc{pid}`` folder, a
-    MindSpore CPU tree) is named by its iteration alone."""
-    where = f"graph {graph} " if by_graph else ""
-    return (f"rank {rank} " if rank is not None else "") + f"{where}iteration {iteration}"
+    return rank, graph, iteration, f"[{part_name(rank, graph, iteration)}] "
 
 
 class GoldenSide:
@@ -243,7 +249,14 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     previous part's; the notes of each run once, see :func:`report_runs`). The result does not
     depend on where or in which order the parts were compared: an in-turn run and a cluster run
     give the same rows and notes. Raises :class:`SameDataError` at a refused part, and
-    :class:`PairingError` when no part could be compared."""
+    :class:`PairingError` when no part could be compared.
+
+    Policy for a part missing from the comparison (not compared: unreadable, no counterpart on
+    the other side, nothing paired ...; or lost on a cluster): it is never dropped. It has a note,
+    its :class:`PartReport` (the JSON ``parts``) and one row of its own in its place among the rows
+    (:meth:`PartReport.row`, after a lost part's operator rows), which a gate fails as incomplete
+    (:func:`compare.gates.evaluate`). The parts only the right side has (:attr:`EachPlan.right_only`)
+    are missing parts too, after the left ones."""
     rows: list[MetricRow] = []
     stats_rows: list = []
     stat_names: list[str] = []
@@ -258,11 +271,13 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     for outcome in outcomes:
         if outcome.refused is not None:
             raise SameDataError(outcome.refused)
-        reports.append(outcome.report())
+        report = outcome.report()
+        reports.append(report)
         part = outcome.result
         if part is None:
             notes.append(f"{outcome.prefix}not compared: {outcome.error}")
             rows.extend(outcome.rows)
+            rows.append(report.row(len(outcome.rows), metrics))
             continue
         run_notes, run_skipped = report_runs(part.left, part.right, outcome.prefix, reported)
         rows.extend(part.rows)
@@ -278,15 +293,25 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
         last = part
     if last is None:
         raise PairingError("no rank / iteration could be compared: " + "; ".join(notes[-10:]))
+    for leaf in plan.right_only:
+        rank, graph, iteration, _ = part_prefix(plan, leaf)
+        report = PartReport(rank, graph, iteration, PartStatus.NOT_COMPARED, 0.0,
+                            reason=_right_only_reason(leaf))
+        reports.append(report)
+        rows.append(report.row(0, metrics))
     stats = None
     if stats_rows:
         stats = StatsResult(stats_rows, ordered_stats(stat_names))
     if plan.by_graph:
-        notes.insert(0, f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
-                        + ", ".join(_part_name(r, g, i, by_graph=True) for (r, i), g in zip(parts, part_graphs)))
+        headline = (f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
+                    + ", ".join(part_name(r, g, i) for (r, i), g in zip(parts, part_graphs)))
     else:
-        notes.insert(0, f"compared {len(parts)} (rank, iteration) part(s) in turn: "
-                        + ", ".join(_part_name(r, None, i, by_graph=False) for r, i in parts))
+        headline = (f"compared {len(parts)} (rank, iteration) part(s) in turn: "
+                    + ", ".join(part_name(r, None, i) for r, i in parts))
+    missing = [report.name for report in reports if report.missing]
+    if missing:
+        headline += f"; {len(missing)} part(s) not compared: " + ", ".join(missing)
+    notes.insert(0, headline)
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
                          notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs,
                          same_data=last.same_data, rule=last.rule, part_lefts=part_lefts, skipped=skipped,

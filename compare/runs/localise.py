@@ -15,7 +15,7 @@ from .network import NetworkResult
 def localise_network(result: NetworkResult, policy: Policy | None = None) -> Localisation | None:
     """Every operator's verdict and the first divergence of ``result`` (None for a
     statistics-only run, which has no tensor rows)."""
-    if not result.rows:
+    if not result.rows or result.statistics_only:
         return None
     with paused_gc():  # ~10 records per operator, all long-lived: collections would only walk them (compare.heap)
         return _localise(result, policy)

@@ -61,11 +61,20 @@ class NetworkResult:
     #: worker (empty for a single comparison).
     part_reports: list[PartReport] = field(default_factory=list)
 
+    @property
+    def statistics_only(self) -> bool:
+        """Whether this is a statistics comparison (:mod:`compare.stats`): ``stats`` is set and no
+        row was compared by metrics -- the rows are then only those of parts missing from a run
+        compared in turn (:meth:`~compare.records.PartReport.row`, a lost part's operators)."""
+        return self.stats is not None and not any(row.status is PairStatus.COMPARED for row in self.rows)
+
     def summary(self) -> dict[str, int]:
-        """Row counts per status: compared / not comparable / missing on left / missing on right."""
-        if self.stats is not None and not self.rows:
-            return self.stats.summary()
-        return count_by_status(self.rows)
+        """Row counts per status: compared / not comparable / missing on left / missing on right
+        (for a statistics comparison, the statistics rows' and the missing parts' rows)."""
+        counts = count_by_status(self.rows)
+        if self.stats is not None and self.statistics_only:
+            return {status: count + counts[status] for status, count in self.stats.summary().items()}
+        return counts
 
     @property
     def has_npy(self) -> tuple[bool, bool]:
