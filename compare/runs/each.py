@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -143,8 +143,8 @@ class PartOutcome:
     pairing's (the runs' own notes and unused files are reported by the merge, in part order,
     each run and folder once). ``error``: why the part could not be compared. ``refused``: the
     :class:`SameDataError` message of a gated run on the same data (the merge raises it when it
-    reaches the part, as an in-turn run does). ``rows``: rows that stand for a part whose
-    comparison was lost (:attr:`PartStatus.LOST`). ``seconds`` / ``worker``: where and how long.
+    reaches the part, as an in-turn run does). ``rows``: the rows that stand for a part missing
+    from the comparison (:meth:`miss`). ``seconds`` / ``worker``: where and how long.
     """
 
     index: int
@@ -163,6 +163,15 @@ class PartOutcome:
     def report(self) -> PartReport:
         return PartReport(self.rank, self.graph, self.iteration, self.status, self.seconds, self.worker,
                           self.error)
+
+    def miss(self, status: PartStatus, reason: str, metrics: Sequence[str],
+             operator_rows: Sequence[MetricRow] = ()) -> PartOutcome:
+        """This part is missing from the comparison (``status`` not compared, or lost) for ``reason``:
+        its rows are ``operator_rows`` (a lost part's left operators) then the part's own row
+        (:meth:`PartReport.row`), so that the merge, the spool and a gate all see it. Returns self."""
+        self.status, self.error = status, reason
+        self.rows = [*operator_rows, self.report().row(len(operator_rows), metrics)]
+        return self
 
 
 def part_prefix(plan: EachPlan, leaf: Candidate) -> tuple[int | None, int | None, int | None, str]:
@@ -218,7 +227,7 @@ def compare_part(job: EachJob, index: int, golden: GoldenSide, *, counted: list[
     except SameDataError as exc:
         outcome.refused = str(exc)
     except CompareError as exc:
-        outcome.error, outcome.status = str(exc), PartStatus.NOT_COMPARED
+        outcome.miss(PartStatus.NOT_COMPARED, str(exc), job.metrics)
     else:
         for row in part.rows:
             row.rank, row.graph, row.iteration = rank, graph, iteration
@@ -254,7 +263,7 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     Policy for a part missing from the comparison (not compared: unreadable, no counterpart on
     the other side, nothing paired ...; or lost on a cluster): it is never dropped. It has a note,
     its :class:`PartReport` (the JSON ``parts``) and one row of its own in its place among the rows
-    (:meth:`PartReport.row`, after a lost part's operator rows), which a gate fails as incomplete
+    (:meth:`PartOutcome.miss`: after a lost part's operator rows), which a gate fails as incomplete
     (:func:`compare.gates.evaluate`). The parts only the right side has (:attr:`EachPlan.right_only`)
     are missing parts too, after the left ones."""
     rows: list[MetricRow] = []
@@ -271,13 +280,11 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     for outcome in outcomes:
         if outcome.refused is not None:
             raise SameDataError(outcome.refused)
-        report = outcome.report()
-        reports.append(report)
+        reports.append(outcome.report())
         part = outcome.result
         if part is None:
             notes.append(f"{outcome.prefix}not compared: {outcome.error}")
             rows.extend(outcome.rows)
-            rows.append(report.row(len(outcome.rows), metrics))
             continue
         run_notes, run_skipped = report_runs(part.left, part.right, outcome.prefix, reported)
         rows.extend(part.rows)
