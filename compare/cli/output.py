@@ -216,7 +216,7 @@ class Outputs:
         failed: list[OutputError] = []
         network = result.network
         jobs: list[tuple[str, object]] = []
-        if network is not None and network.statistics_only:
+        if network is not None and network.stats is not None and network.statistics_only:
             jobs.append(("result", lambda: write_stats_report(network.stats, self.output)))
         elif network is not None:
             left_npy, right_npy = network.has_npy

@@ -87,7 +87,8 @@ def test_a_broken_rank_makes_a_gated_run_incomplete(msprobe: dict[str, MsprobeDu
     assert reason  # why: the rank is not in the right tree, or its dump.json is not JSON
     (row,) = _part_rows(document["rows"])
     assert (row["rank"], row["iteration"], row["status"]) == (1, 0, "not comparable")
-    assert row["left_op"] == "rank 1 iteration 0" and row["reasons"] == [f"part rank 1 iteration 0 not compared: {reason}"]
+    assert row["left_op"] == "rank 1 iteration 0"
+    assert row["reasons"] == [f"part rank 1 iteration 0 not compared: {reason}"]
     assert document["verdict"]["outcome"] == "incomplete" and document["verdict"]["exit_code"] == 3
     failure = document["verdict"]["failures"][0]
     assert failure["part"] == "rank 1 iteration 0" and failure["incomplete"] and failure["row"] == row["row"]
