@@ -316,9 +316,9 @@ def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: 
     The rows are read back (:func:`compare.reports.saved.load_result`) and checked against
     ``policy`` plus ``gates``; at least one must be given (:class:`OptionError` otherwise). A JSON
     result gives back the same rows and ``parts``, so the same policy gives the same verdict as the
-    live run (a missing part fails it, strict or not); a CSV holds what its cells print, and has no
-    ``parts``: a missing part's row is then one more row not compared, failed by a strict policy
-    (docs/result-json.md says what each format keeps).
+    live run (a missing part fails it, strict or not); a CSV holds what its cells print, and a CSV
+    or parquet table has no ``parts``: a missing part's row is then one more row not compared,
+    failed by a strict policy (docs/result-json.md says what each format keeps).
     """
     checked = build_policy(policy, gates)
     if checked is None:

@@ -24,7 +24,8 @@ Parts (``parts``: the :class:`~compare.records.PartReport` of each part of a run
 ``--rank all`` ...): a part that was not compared or was lost is one *incomplete* failure naming
 the part and the reason, strict policy or not, and no waiver covers it -- a gated run with a part
 missing is never PASSED. Its row (:meth:`~compare.records.PartReport.row`) is that failure's row
-and is not checked again; without ``parts`` (a saved CSV) that row is one more row not compared.
+and is not checked again; without ``parts`` (a saved CSV or parquet table) that row is one more
+row not compared.
 Part failures come first, then the rows' in row order.
 
 Outcome: FAILED if a value failure or an error remains; else INCOMPLETE if an incomplete failure
