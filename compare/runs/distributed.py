@@ -55,6 +55,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from itertools import chain
 from pathlib import Path
 from types import ModuleType
 
@@ -68,7 +69,7 @@ from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.rule_records import FusionRule
 from ..records import MetricRow, Pairing, PairStatus, PartStatus, Run
 from ..reports.spool import PartSpool, SpooledPart
-from .each import EachJob, GoldenSide, PartOutcome, compare_part, merge_parts, part_prefix
+from .each import EachJob, GoldenSide, PartOutcome, compare_part, merge_parts, part_prefix, right_only_outcomes
 from .network import NetworkResult, Progress
 
 #: How to install the optional dependency (the message of every "Dask is missing" error).
@@ -295,10 +296,11 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
             return client.submit(run_parts, shared, batch, key=f"vcompare-parts-{batch[0]}-{batch[-1]}-{run}",
                                  retries=RETRIES, pure=False)
 
-        arrived = _arrivals(distributed, client, submit, batches, worker_job, golden.run, rule, progress)
+        arrived = chain(_arrivals(distributed, client, submit, batches, worker_job, golden.run, rule, progress),
+                        right_only_outcomes(plan, job.metrics))
         if spool is not None:
             arrived = _spooled(arrived, spool, job.metrics)
-        return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves)))
+        return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves) + len(plan.right_only)))
 
 
 def _wait_for_workers(client: object, spec: ClusterSpec) -> int:

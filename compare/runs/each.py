@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -43,7 +44,7 @@ class EachPlan:
     #: ``-ffts``: FFTS+ slice files kept apart under their raw op names when the leaves are read.
     keep_raw_names: bool = False
     #: The parts the selection keeps on the right that no left part has (a left part missing or
-    #: unreadable): each is a part not compared, after the left parts (:func:`merge_parts`).
+    #: unreadable): each is a part not compared, after the left parts (:func:`right_only_outcomes`).
     right_only: list[Candidate] = field(default_factory=list)
 
 
@@ -82,8 +83,6 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
     else:
         right_only = _right_only(chosen, right_candidates, selection_of(right_select), str(right),
                                  by_graph=_is_multi(graph_spec))
-        notes += [f"right: {leaf.describe()} ({leaf.path}) has no counterpart on the left: not compared"
-                  for leaf in right_only]
     walked = [SkippedFile(side, path, why) for side, found in (("left", left_walked), ("right", right_walked))
               for path, why in found]
     for side, found in (("left", left_walked), ("right", right_walked)):
@@ -115,10 +114,16 @@ def _right_only(left_parts: list[Candidate], right_candidates: list[Candidate], 
     return [leaf for leaf in right_parts if _part_key(leaf, by_graph) not in left_keys]
 
 
-def _right_only_reason(leaf: Candidate) -> str:
-    """Why a part only the right side has was not compared (its :class:`PartReport` reason)."""
-    return (f"the left side has no such part (missing, or not readable as a part of its tree); the right side "
-            f"has it: {leaf.path}")
+def right_only_outcomes(plan: EachPlan, metrics: Sequence[str]) -> Iterator[PartOutcome]:
+    """The parts only the right side has (:attr:`EachPlan.right_only`) as outcomes that follow the
+    left parts' (indices from ``len(plan.left_leaves)``): not compared, each with its note's reason
+    and its row (:meth:`PartOutcome.miss`), as a left part without counterpart is."""
+    for offset, leaf in enumerate(plan.right_only):
+        rank, graph, iteration, prefix = part_prefix(plan, leaf)
+        reason = (f"the left side has no such part (missing, or not readable as a part of its tree); "
+                  f"the right side has it: {leaf.describe()} ({leaf.path})")
+        yield PartOutcome(len(plan.left_leaves) + offset, rank, graph, iteration, prefix).miss(
+            PartStatus.NOT_COMPARED, reason, metrics)
 
 
 @dataclass
@@ -249,8 +254,8 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
     job = EachJob(plan, fusion_rule, rules, mapping, metrics, options, refuse_same)
     golden = GoldenSide(plan)
     counted = [0, 0]  # pairs done and pairs known so far, over every part (progress)
-    return merge_parts(plan, metrics, (compare_part(job, index, golden, counted=counted)
-                                       for index in range(len(plan.left_leaves))))
+    compared = (compare_part(job, index, golden, counted=counted) for index in range(len(plan.left_leaves)))
+    return merge_parts(plan, metrics, chain(compared, right_only_outcomes(plan, metrics)))
 
 
 def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutcome]) -> NetworkResult:
@@ -264,8 +269,8 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     the other side, nothing paired ...; or lost on a cluster): it is never dropped. It has a note,
     its :class:`PartReport` (the JSON ``parts``) and one row of its own in its place among the rows
     (:meth:`PartOutcome.miss`: after a lost part's operator rows), which a gate fails as incomplete
-    (:func:`compare.gates.evaluate`). The parts only the right side has (:attr:`EachPlan.right_only`)
-    are missing parts too, after the left ones."""
+    (:func:`compare.gates.evaluate`). The parts only the right side has are missing parts too,
+    after the left ones (:func:`right_only_outcomes`)."""
     rows: list[MetricRow] = []
     stats_rows: list = []
     stat_names: list[str] = []
@@ -300,12 +305,6 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
         last = part
     if last is None:
         raise PairingError("no rank / iteration could be compared: " + "; ".join(notes[-10:]))
-    for leaf in plan.right_only:
-        rank, graph, iteration, _ = part_prefix(plan, leaf)
-        report = PartReport(rank, graph, iteration, PartStatus.NOT_COMPARED, 0.0,
-                            reason=_right_only_reason(leaf))
-        reports.append(report)
-        rows.append(report.row(0, metrics))
     stats = None
     if stats_rows:
         stats = StatsResult(stats_rows, ordered_stats(stat_names))

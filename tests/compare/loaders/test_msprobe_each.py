@@ -93,14 +93,15 @@ def test_a_rank_on_one_side_only_is_noted(trees, tmp_path: Path) -> None:
     assert [r["left_op"] for r in missing] == ["rank 1 iteration 0", "rank 1 iteration 1"]
     assert missing[0]["reasons"][0].startswith("part rank 1 iteration 0 not compared: --rank 1 selects nothing")
     _check_exact([r for r in document["rows"] if r["rank"] == 0], trees["left"], trees["one_rank"])
-    # the other way round: the right side's extra rank has no left part, and says so
+    # the other way round: the right side's extra rank has no left part, and a note says so
     js = tmp_path / "swapped.json"
     result = _run("-l", trees["one_rank"].root, "-r", trees["left"].root, "--rank", "all", "--iteration", "all",
                   "-o", tmp_path / "swapped.csv", "--json", js)
     assert result.exit_code == 0, result.output
     document = json.loads(js.read_text())
     extra = trees["left"].folders[(1, 1)]
-    assert f"right: rank 1, iteration 1 ({extra}) has no counterpart on the left: not compared" in document["notes"]
+    assert (f"[rank 1 iteration 1] not compared: the left side has no such part (missing, or not readable as a part "
+            f"of its tree); the right side has it: rank 1, iteration 1 ({extra})") in document["notes"]
     # ... and is a part not compared, after the left parts
     assert [(p["rank"], p["iteration"], p["status"]) for p in document["parts"]][-2:] == [
         (1, 0, "not compared"), (1, 1, "not compared")]

@@ -168,7 +168,9 @@ def test_a_rank_on_one_side_only(tmp_path: Path, side: str) -> None:
     (row,) = _part_rows(document["rows"])
     assert row["rank"] == 1 and row["reasons"][0].startswith("part rank 1 iteration 0 not compared: ")
     if side == "right":
-        assert f"the right side has it: {two.folders[(0, 1)]}" in row["reasons"][0]
+        assert f"the right side has it: rank 1, iteration 0 ({two.folders[(0, 1)]})" in row["reasons"][0]
+        assert any(n.startswith("[rank 1 iteration 0] not compared: the left side has no such part")
+                   for n in document["notes"])
     else:
         assert "--rank 1 selects nothing" in row["reasons"][0]
     assert "part rank 1 iteration 0 not compared" in result.output.split("gate: INCOMPLETE", 1)[1]
