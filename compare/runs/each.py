@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 
 from ..engine import EngineOptions
