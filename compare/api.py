@@ -82,10 +82,12 @@ def gate_metrics(policy: "Policy | None") -> list[str]:
     return gated_metrics(policy)
 
 
-def check_rows(rows: Sequence[MetricRow], policy: "Policy | None", *, today: "datetime.date | None" = None
-               ) -> Verdict:
-    """The verdict of ``rows`` under ``policy`` (:func:`compare.gates.evaluate`); NOT_GATED for None."""
-    return evaluate(rows, policy if policy is not None else Policy(strict=False), today=today)
+def check_rows(rows: Sequence[MetricRow], policy: "Policy | None", *, today: "datetime.date | None" = None,
+               parts: Sequence[PartReport] = ()) -> Verdict:
+    """The verdict of ``rows`` under ``policy`` (:func:`compare.gates.evaluate`); NOT_GATED for None.
+    ``parts``: the parts of a run compared in turn; under a policy, each one not compared (or
+    lost) is an incomplete failure, strict or not (docs/policy.md)."""
+    return evaluate(rows, policy if policy is not None else Policy(strict=False), today=today, parts=parts)
 
 
 @dataclass
@@ -280,7 +282,7 @@ def compare_network(
                          cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, ffts=ffts, ops=ops,
                          spool=spool)
     compared = time.perf_counter()
-    verdict = check_rows(result.rows, checked)
+    verdict = check_rows(result.rows, checked, parts=result.part_reports)
     notes = list(result.notes)
     if result.same_data is not None:
         notes.append(f"warning: {result.same_data}: every row compares a tensor with itself")
@@ -317,17 +319,20 @@ def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: 
 
     The rows are read back (:func:`compare.reports.saved.load_result`) and checked against
     ``policy`` plus ``gates``; at least one must be given (:class:`OptionError` otherwise). A JSON
-    result gives back the same rows, so the same policy gives the same verdict as the live run;
-    a CSV holds what its cells print (docs/result-json.md says what each format keeps).
+    result gives back the same rows and ``parts``, so the same policy gives the same verdict as the
+    live run (a missing part fails it, strict or not); a CSV holds what its cells print, and a CSV
+    or parquet table has no ``parts``: a missing part's row is then one more row not compared,
+    failed by a strict policy (docs/result-json.md says what each format keeps).
     """
     checked = build_policy(policy, gates)
     if checked is None:
         raise OptionError("nothing to check: give a policy file (--policy FILE) and/or --gate METRIC>=NUMBER")
     saved = load_result(path)
-    started = time.perf_counter()
-    verdict = check_rows(saved.rows, checked, today=today)
-    elapsed = time.perf_counter() - started
     document = saved.document
+    parts = parts_from_document(document.get("parts")) if document is not None else []
+    started = time.perf_counter()
+    verdict = check_rows(saved.rows, checked, today=today, parts=parts)
+    elapsed = time.perf_counter() - started
     if document is None:
         return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked, [],
                                 {"saved_result": os.fspath(saved.path)}, {"gates": [b.text for b in checked.gates]},
@@ -340,4 +345,4 @@ def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: 
     return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked, list(document.get("notes") or []),
                             dict(document.get("inputs") or {}), dict(document.get("options") or {}), timing,
                             document=document, skipped=skipped_from_document(document.get("skipped")),
-                            parts=parts_from_document(document.get("parts")))
+                            parts=parts)

@@ -26,6 +26,14 @@ single number), or a statistics metric (:data:`compare.stats.STAT_METRIC_NAMES`:
   bounds follow the row kind and apply only to rows with their statistic (``Bound.if_present``);
 - a failure a valid waiver covers moves to ``Verdict.waived``; an expired waiver is an error.
 
+Parts (``parts``: the :class:`~compare.records.PartReport` of each part of a run compared in turn,
+``--rank all`` ...): a part that was not compared or was lost is one *incomplete* failure naming
+the part and the reason, strict policy or not, and no waiver covers it -- a gated run with a part
+missing is never PASSED. Its row (:meth:`~compare.records.PartReport.row`) is that failure's row
+and is not checked again; without ``parts`` (a saved CSV or parquet table) that row is one more
+row not compared.
+Part failures come first, then the rows' in row order.
+
 Outcome: FAILED if a value failure or an error remains; else INCOMPLETE if an incomplete failure
 remains; else PASSED; NOT_GATED when the policy asks nothing (no bound, not strict).
 """
@@ -42,7 +50,7 @@ from dataclasses import replace
 from .errors import OptionError
 from .kernels import BOOL_CAPABLE, resolve_algorithms
 from .policy import CHECKSUM_METRICS, BoundResolver, Policy, Waiver, metric_name
-from .records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, RowKind, Verdict
+from .records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind, Verdict
 from .stats import STAT_METRIC_NAMES, STAT_METRIC_OF
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -158,14 +166,18 @@ def violations(row: MetricRow, bounds: Sequence[Bound]) -> list[tuple[Bound, flo
     return out
 
 
-def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date | None = None) -> Verdict:
+def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date | None = None,
+             parts: Sequence[PartReport] = ()) -> Verdict:
     """Check every row against ``policy`` (module docstring); ``today`` decides waiver expiry
-    (the local date when None). Failures come in row order, one row's in bound order."""
+    (the local date when None); ``parts``: the parts of a run compared in turn (each missing one
+    fails). Failures come part failures first, then in row order, one row's in bound order."""
     today = today or datetime.date.today()
     valid, errors = _waivers(policy, today)
     if not policy.gated:
         return Verdict(Outcome.FAILED if errors else Outcome.NOT_GATED, errors=errors, checked=0,
                        expected_gaps=sum(1 for r in rows if r.expected_gap))
+    missing = _missing_parts(rows, parts)
+    part_rows = {position for position, _ in missing}
     resolver = BoundResolver(policy)
     resolve = resolver.bounds
     strict = policy.strict
@@ -179,7 +191,7 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
             continue
         bounds = resolve(row)
         if row.status is not compared:
-            if strict:
+            if strict and i not in part_rows:
                 failures.append(_not_compared(i, row))
             continue
         prepared = checks.get(id(bounds))  # the resolver keeps each bounds tuple alive: ids are stable
@@ -202,6 +214,7 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
             elif value != value or not op(value, limit):  # a NaN violates every bound
                 failures.append(_violation(i, row, bound, value))
     failures, waived = _apply_waivers(failures, valid, rows)
+    failures = [_part_missing(position, part) for position, part in missing] + failures
     if errors or any(not f.incomplete for f in failures):
         outcome = Outcome.FAILED
     elif failures:
@@ -210,6 +223,30 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
         outcome = Outcome.PASSED
     return Verdict(outcome, failures, waived, errors, checked=len(rows) - expected, bounds=resolver.used,
                    expected_gaps=expected, undefined=undefined)
+
+
+def _missing_parts(rows: Sequence[MetricRow], parts: Sequence[PartReport]) -> list[tuple[int, PartReport]]:
+    """Each missing part with the position of its row (-1 when the rows have none: a saved result
+    written before parts had rows), in part order; each row stands for one part at most."""
+    missing = [part for part in parts if part.missing]
+    if not missing:
+        return []
+    by_name: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        if row.tensor_id is None and row.status is not PairStatus.COMPARED:
+            by_name.setdefault(row.left_op, []).append(i)
+    taken: set[int] = set()
+    found: list[tuple[int, PartReport]] = []
+    for part in missing:
+        position = next((i for i in by_name.get(part.name, ()) if i not in taken and part.stands_for(rows[i])), -1)
+        taken.add(position)
+        found.append((position, part))
+    return found
+
+
+def _part_missing(position: int, part: PartReport) -> CheckFailure:
+    return CheckFailure(row=position, tensor_id=None, op_type=None, left_op=part.name, right_op=part.name,
+                        metric=None, value=None, bound=None, message=part.why, incomplete=True, part=part.name)
 
 
 def _waivers(policy: Policy, today: datetime.date) -> tuple[list[Waiver], list[str]]:

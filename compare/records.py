@@ -197,14 +197,26 @@ class SkippedFile:
 
 
 class PartStatus(str, Enum):
-    """What became of one (rank, [graph,] iteration) part of a compare-each-in-turn run."""
+    """What became of one (rank, [graph,] iteration) part of a compare-each-in-turn run.
+
+    A part that is not :attr:`COMPARED` is *missing* from the comparison: it has a row of its own
+    (:meth:`PartReport.row`) and makes a gated run incomplete (docs/policy.md)."""
 
     COMPARED = "compared"
-    #: The part could not be compared (no counterpart leaf, nothing paired ...): a note says why.
+    #: The part could not be compared (unreadable, no counterpart on the other side, nothing
+    #: paired ...): a note and the part's row say why.
     NOT_COMPARED = "not compared"
-    #: Its cluster task failed every retry (a worker that kept dying, an unexpected error): a note
-    #: and one not-comparable row per left operator carry the reason.
+    #: Its cluster task failed every retry (a worker that kept dying, an unexpected error): a note,
+    #: one not-comparable row per left operator and the part's row carry the reason.
     LOST = "lost"
+
+
+def part_name(rank: int | None, graph: int | None, iteration: int | None) -> str:
+    """``rank R [graph G ]iteration I``: how notes, rows and verdicts name a part. A part without a
+    rank (an msprobe ``proc{pid}`` folder, a MindSpore CPU tree) is named by its iteration alone;
+    ``graph`` is given only when graphs are compared in turn."""
+    where = f"graph {graph} " if graph is not None else ""
+    return (f"rank {rank} " if rank is not None else "") + f"{where}iteration {iteration}"
 
 
 @dataclass(frozen=True)
@@ -223,6 +235,35 @@ class PartReport:
     seconds: float
     worker: str | None = None
     reason: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The part as notes and verdicts name it (:func:`part_name`)."""
+        return part_name(self.rank, self.graph, self.iteration)
+
+    @property
+    def missing(self) -> bool:
+        """Whether the part is missing from the comparison (not compared, or lost)."""
+        return self.status is not PartStatus.COMPARED
+
+    @property
+    def why(self) -> str:
+        """``part NAME STATUS: REASON``, the text of the part's row and of its gate failure."""
+        return f"part {self.name} {self.status.value}: {self.reason or 'no reason recorded'}"
+
+    def row(self, index: int, metrics: Iterable[str]) -> MetricRow:
+        """The row that stands for this missing part in the report: not comparable, no tensor,
+        the part's name as its operator on both sides, its rank / graph / iteration, the reason
+        (:attr:`why`). Strict gates, JUnit and ``vcompare gate`` see it as any row not compared;
+        :meth:`stands_for` finds it again among a result's rows."""
+        return MetricRow(index, None, self.name, self.name, None, metrics={m: None for m in metrics},
+                         reasons=[self.why], status=PairStatus.NOT_COMPARABLE, rank=self.rank,
+                         iteration=self.iteration, graph=self.graph)
+
+    def stands_for(self, row: MetricRow) -> bool:
+        """Whether ``row`` is this part's row (:meth:`row`), as written or read back from a saved result."""
+        return (row.tensor_id is None and row.status is not PairStatus.COMPARED and row.left_op == self.name
+                and row.rank == self.rank and row.graph == self.graph and row.iteration == self.iteration)
 
 
 @dataclass
@@ -477,9 +518,10 @@ class Bound:
 
 @dataclass(frozen=True)
 class CheckFailure:
-    """One failed check of one report row.
+    """One failed check of one report row, or one part of a multi-part run that is missing.
 
-    ``row`` is the position of the row in the result's row list. ``incomplete`` is True when the
+    ``row`` is the position of the row in the result's row list (for a missing part: its row,
+    :meth:`PartReport.row`; -1 when a saved result has none). ``incomplete`` is True when the
     row (or the gated metric) was not computed -- the check failed for want of a number, not
     because of one; then ``value``/``bound`` may be None. ``message`` is the full-precision
     diagnosis (values written with ``repr``). ``waived_by`` holds the waiver's text when a waiver
@@ -497,6 +539,9 @@ class CheckFailure:
     message: str
     incomplete: bool = False
     waived_by: str | None = None
+    #: The name of the part of a multi-part run (:func:`part_name`) this failure stands for: the
+    #: part was not compared or was lost (always incomplete, never waived); None for a row's failure.
+    part: str | None = None
 
 
 @dataclass

@@ -201,6 +201,14 @@ class StatsRow:
         return self.status is PairStatus.COMPARED
 
 
+def stats_row(row: MetricRow) -> StatsRow:
+    """The statistics-table row of a row without statistics (a part missing from a run compared
+    in turn, :meth:`compare.records.PartReport.row`): its names, status and reasons."""
+    return StatsRow(row.index, row.op_type, row.left_op, row.right_op, row.tensor_id, row.left_dtype,
+                    row.right_dtype, row.shape, reasons=row.reasons, status=row.status, rank=row.rank,
+                    iteration=row.iteration, graph=row.graph, grade=row.grade)
+
+
 def side_stats(ref: TensorRef, wanted: Iterable[str] = ()) -> tuple[dict[str, float | str | None], str]:
     """``(statistics, source)`` of one side: recorded ones, else computed from the tensor.
 
@@ -443,4 +451,4 @@ def needs_stats_mode(left: object, right: object) -> bool:
 
 __all__ = ["STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER", "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
            "diff_stat", "dtype_class", "metric_row", "mismatch_reason", "needs_stats_mode", "null_reason",
-           "null_stats", "shape_note", "stat_label", "stat_metrics", "ordered_stats", "side_stats", "tensor_stats"]
+           "null_stats", "shape_note", "stats_row", "stat_label", "stat_metrics", "ordered_stats", "side_stats", "tensor_stats"]

@@ -25,7 +25,8 @@ Exit codes (README.md and docs/ci-gate.md document the same table):
 
 - 0: the comparison ran and every gate passed, or there was no gate (``Verdict.exit_code``);
 - 1: an accuracy gate failed -- a computed value violated a bound, or a waiver has expired;
-- 3: incomplete -- only rows (or gated metrics) that should have been compared and were not failed;
+- 3: incomplete -- only rows (or gated metrics) that should have been compared and were not failed,
+  or parts of a multi-part run that are missing (``--rank all`` ...; strict or not);
 - 2: could not run: bad option or policy, unreadable rule file, no valid dump, a gated
   comparison of a dump with itself, and every failure to write an output file (one line naming
   the path; the comparison's summary is still printed and the other outputs still written);

@@ -58,10 +58,13 @@ def outcome_line(verdict: "Verdict", gated: bool) -> str:
     if not gated:
         return f"gate: none given (exit {verdict.exit_code})"
     real = sum(1 for f in verdict.failures if not f.incomplete)
-    incomplete = len(verdict.failures) - real
+    missing_parts = sum(1 for f in verdict.failures if f.part is not None)
+    incomplete = len(verdict.failures) - real - missing_parts
     parts = [f"{verdict.checked} row(s) checked"]
     if real:
         parts.append(f"{real} value failure(s)")
+    if missing_parts:
+        parts.append(f"{missing_parts} part(s) missing")
     if incomplete:
         parts.append(f"{incomplete} not compared")
     if verdict.errors:

@@ -170,13 +170,15 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
     writer = csv.writer(buf, lineterminator=terminator)
     graded = any(r.grade is not None for r in rows)
-    writer.writerow(header(metrics, layout, overflow=overflow is not None, **address)
-                    + (list(GRADE_COLUMNS) if graded else []) + (["Verdict"] if verdicts is not None else []))
+    names = header(metrics, layout, overflow=overflow is not None, **address)
+    if graded:  # msprobe's Result and Err_message, before the reasons (FailReason stays the last cell)
+        names[-1:-1] = list(GRADE_COLUMNS)
+    writer.writerow(names + (["Verdict"] if verdicts is not None else []))
     for row in rows:
         cells = row_cells(row, metrics, layout, float_format=float_format,
                           overflow=None if overflow is None else overflow.cell(row), **address)
         if graded:
-            cells += [neutralise(c) for c in grade_cells(row.grade)]
+            cells[-1:-1] = [neutralise(c) for c in grade_cells(row.grade)]
         if verdicts is not None:
             cells.append(_verdict_cell(row, verdicts))
         writer.writerow(cells)

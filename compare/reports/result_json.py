@@ -162,6 +162,7 @@ def failure_document(failure: CheckFailure) -> dict[str, Any]:
         "message": failure.message,
         "incomplete": failure.incomplete,
         "waived_by": failure.waived_by,
+        "part": failure.part,
     }
 
 

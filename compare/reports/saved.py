@@ -48,6 +48,7 @@ from ..records import Grade, MetricRow, PairStatus, RowGrade, RowKind, StatDiff,
 from .cells import NOT_COMPUTED
 from .parquet import METADATA_KEY, STD_COLUMNS, require_pyarrow
 from .result_json import STD_KEYS, STD_NAME, decode_float, load_document
+from .stats import GRADE_COLUMNS
 
 
 class SavedKind(str, Enum):
@@ -323,7 +324,8 @@ def _csv_plan(path: Path, header: list[str]) -> _CsvPlan:
         right_dtype = header.index("RightDataType") if "RightDataType" in header else -1
     if left_dtype < 0 or right_dtype < 0:
         raise DumpFormatError(path, "line 1: the header lacks the two data type columns")
-    metrics = tuple((header[i], i) for i in range(pos["Shape"] + 1, len(header) - 1))
+    metrics = tuple((header[i], i) for i in range(pos["Shape"] + 1, len(header) - 1)
+                    if header[i] not in GRADE_COLUMNS)  # msprobe's Result / Err_message: text, not metrics
     optional = {name: (header.index(name) if name in header[: pos["OpType"]] else None)
                 for name in ("Rank", "Graph", "Iteration")}
     return _CsvPlan(pos["Index"], pos["OpType"], pos[left_name], pos[right_name], left_dtype, right_dtype,

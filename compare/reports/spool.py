@@ -10,10 +10,10 @@ part is written at once into the folder ``<table>.parts/`` beside the ``-o`` tab
   (:func:`compare.reports.network.write_report`) with the same format, layout, float format and
   address columns, so every cell is the cell of the final report (a ``.parquet`` table, which
   has no cells, is spooled as CSV); a statistics-only part is its statistics CSV
-  (:func:`compare.reports.stats.render_stats_csv`). A part without rows (not
-  compared) has no file. The rows of the final table are the rows of the part files taken in
-  plan order (the final table adds ``--verdicts`` and, for ``.txt``, pads to the widest cell of
-  all parts).
+  (:func:`compare.reports.stats.render_stats_csv`). A part not compared (or lost) is its own
+  row (:meth:`compare.records.PartReport.row`; after a lost part's operator rows). The rows of
+  the final table are the rows of the part files taken in plan order (the final table adds
+  ``--verdicts`` and, for ``.txt``, pads to the widest cell of all parts).
 - ``arrivals.csv``: one line a part, appended in arrival order and flushed at once: ``arrival``
   (from 1), ``part``, ``rank``, ``graph``, ``iteration``, ``status`` (compared / not compared /
   lost), ``rows``, ``file`` (empty when none), ``reason`` (why a part was not compared).

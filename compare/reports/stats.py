@@ -36,7 +36,7 @@ CHECKSUM_METRIC = "ChecksumDiff"
 VerdictKey = tuple[int | None, int | None, str]
 
 
-#: msprobe's columns of its per-row reading (``RowGrade``), after FailReason when rows are graded.
+#: msprobe's columns of its per-row reading (``RowGrade``), before FailReason when rows are graded.
 GRADE_COLUMNS = ("Result", "Err_message")
 
 
@@ -77,7 +77,7 @@ def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bo
     for name in stats:
         label = stat_label(name)
         cols += [f"Left{label}", f"Right{label}", f"{label}Diff", f"{label}RelDiff"]
-    return (cols + ["LeftSource", "RightSource", "FailReason"] + (list(GRADE_COLUMNS) if with_grade else [])
+    return (cols + ["LeftSource", "RightSource"] + (list(GRADE_COLUMNS) if with_grade else []) + ["FailReason"]
             + (["Verdict"] if with_verdict else []))
 
 
@@ -100,9 +100,10 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
             cells += [NOT_COMPUTED] * 4
         else:
             cells += [value_cell(value.left), value_cell(value.right), value_cell(value.diff), value_cell(value.rel)]
-    cells += [text_cell(row.left_source), text_cell(row.right_source), "; ".join(row.reasons)]
+    cells += [text_cell(row.left_source), text_cell(row.right_source)]
     if with_grade:
         cells += grade_cells(row.grade)
+    cells.append("; ".join(row.reasons))
     if verdicts is not None:
         cells.append(verdicts.get((row.rank, row.iteration, row.left_op), "not-compared"))
     return [neutralise(c) for c in cells]

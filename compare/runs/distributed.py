@@ -33,12 +33,13 @@ Policy:
 - **Placement.** No worker hints: the dumps are equally far from every worker on shared storage,
   and each part is read by the one worker that runs its task. The shared inputs (plan, rules,
   golden run of a side without levels) are scattered to every worker once.
-- **Failures.** A part that cannot be compared is a note, as in turn. A task that raises
-  anything else is retried :data:`RETRIES` times, and a task whose worker dies is rescheduled by
-  Dask on another worker; a part whose task still fails is **lost**, not dropped: a note, one
-  not-comparable row per left operator (listed by the client) with the reason, and ``lost`` in
-  the JSON ``parts``; a gate then says incomplete (exit 3). A task of several parts that fails
-  for good is tried again part by part first, so that only the broken part is lost.
+- **Failures.** A part that cannot be compared is a note and a row of its own, as in turn. A
+  task that raises anything else is retried :data:`RETRIES` times, and a task whose worker dies
+  is rescheduled by Dask on another worker; a part whose task still fails is **lost**, not
+  dropped: a note, one not-comparable row per left operator (listed by the client) with the
+  reason, the part's own row, and ``lost`` in the JSON ``parts``; a gate then says incomplete
+  (exit 3). A task of several parts that fails for good is tried again part by part first, so
+  that only the broken part is lost.
 - **Threads.** Each task compares on ``cores // N`` engine threads on a ``local:N`` cluster (one
   task at a time per worker process) and on one thread on a remote one (a worker runs as many
   tasks at once as it has threads); never in forked processes (a Dask worker is a daemon).
@@ -54,6 +55,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from itertools import chain
 from pathlib import Path
 from types import ModuleType
 
@@ -67,7 +69,7 @@ from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.rule_records import FusionRule
 from ..records import MetricRow, Pairing, PairStatus, PartStatus, Run
 from ..reports.spool import PartSpool, SpooledPart
-from .each import EachJob, GoldenSide, PartOutcome, compare_part, merge_parts, part_prefix
+from .each import EachJob, GoldenSide, PartOutcome, compare_part, merge_parts, part_prefix, right_only_outcomes
 from .network import NetworkResult, Progress
 
 #: How to install the optional dependency (the message of every "Dask is missing" error).
@@ -294,10 +296,11 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
             return client.submit(run_parts, shared, batch, key=f"vcompare-parts-{batch[0]}-{batch[-1]}-{run}",
                                  retries=RETRIES, pure=False)
 
-        arrived = _arrivals(distributed, client, submit, batches, worker_job, golden.run, rule, progress)
+        arrived = chain(_arrivals(distributed, client, submit, batches, worker_job, golden.run, rule, progress),
+                        right_only_outcomes(plan, job.metrics))
         if spool is not None:
             arrived = _spooled(arrived, spool, job.metrics)
-        return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves)))
+        return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves) + len(plan.right_only)))
 
 
 def _wait_for_workers(client: object, spec: ClusterSpec) -> int:
@@ -445,13 +448,13 @@ def _failure(distributed: ModuleType, future: object) -> str:
 
 def _not_compared(job: EachJob, index: int, reason: str) -> PartOutcome:
     rank, graph, iteration, prefix = part_prefix(job.plan, job.plan.left_leaves[index])
-    return PartOutcome(index, rank, graph, iteration, prefix, error=reason, status=PartStatus.NOT_COMPARED)
+    return PartOutcome(index, rank, graph, iteration, prefix).miss(PartStatus.NOT_COMPARED, reason, job.metrics)
 
 
 def _lost(worker_job: WorkerJob, index: int, reason: str) -> PartOutcome:
-    """A part whose task failed for good: the reason, and a not-comparable row per left operator
+    """A part whose task failed for good: the reason, a not-comparable row per left operator
     (listed here from the leaf's file names or metadata, the part's files fetched first when its
-    side is a URL; none when even that fails)."""
+    side is a URL; none when even that fails), and the part's own row (:meth:`PartOutcome.miss`)."""
     job = worker_job.each
     leaf = job.plan.left_leaves[index]
     rank, graph, iteration, prefix = part_prefix(job.plan, leaf)
@@ -463,7 +466,7 @@ def _lost(worker_job: WorkerJob, index: int, reason: str) -> PartOutcome:
     rows = [MetricRow(i, None, name, "*", None, metrics={m: None for m in job.metrics},
                       reasons=[f"not compared: {reason}"], status=PairStatus.NOT_COMPARABLE, rank=rank,
                       iteration=iteration, graph=graph) for i, name in enumerate(names)]
-    return PartOutcome(index, rank, graph, iteration, prefix, error=reason, status=PartStatus.LOST, rows=rows)
+    return PartOutcome(index, rank, graph, iteration, prefix).miss(PartStatus.LOST, reason, job.metrics, rows)
 
 
 __all__ = ["BATCH_FILES", "INSTALL", "RETRIES", "ClusterSpec", "compare_each_on_cluster", "require_dask",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 
 from ..engine import EngineOptions
@@ -14,8 +15,8 @@ from ..loaders.ascend import unused_files_note
 from ..loaders.parts import claim_parts, load_part, part_op_names, scan_part, select_parts
 from ..loaders.selection import Candidate, Selection, parse_spec
 from ..loaders.trees import claim, select
-from ..records import MetricRow, PartReport, PartStatus, Run, SkippedFile
-from ..stats import StatsResult, ordered_stats
+from ..records import MetricRow, PartReport, PartStatus, RowKind, Run, SkippedFile, part_name
+from ..stats import StatsResult, ordered_stats, stats_row
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
 from .network import NetworkResult, SameDataError, compare_loaded, report_runs
 
@@ -42,6 +43,9 @@ class EachPlan:
     walked: list[SkippedFile] = field(default_factory=list)
     #: ``-ffts``: FFTS+ slice files kept apart under their raw op names when the leaves are read.
     keep_raw_names: bool = False
+    #: The parts the selection keeps on the right that no left part has (a left part missing or
+    #: unreadable): each is a part not compared, after the left parts (:func:`right_only_outcomes`).
+    right_only: list[Candidate] = field(default_factory=list)
 
 
 def _is_multi(spec: object) -> bool:
@@ -73,11 +77,12 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
         right_select = choose_right_model(right, right_select, part_op_names(chosen[0]), choice)
     notes += [f"right: {n}" for n in choice.right_notes]
     right_candidates = claim_parts(right, selection, problems=right_walked)
+    right_only: list[Candidate] = []
     if right_candidates is None:
         right_walked = []  # the right side is then read by load_run, whose run names them itself
     else:
-        notes += _right_only_notes(chosen, right_candidates, selection_of(right_select), str(right),
-                                   by_graph=_is_multi(graph_spec))
+        right_only = _right_only(chosen, right_candidates, selection_of(right_select), str(right),
+                                 by_graph=_is_multi(graph_spec))
     walked = [SkippedFile(side, path, why) for side, found in (("left", left_walked), ("right", right_walked))
               for path, why in found]
     for side, found in (("left", left_walked), ("right", right_walked)):
@@ -86,26 +91,39 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
             notes.append(f"{side}: {unused}")
     return EachPlan(Path(left), Path(right), chosen, right_candidates, select, version, notes,
                      by_graph=_is_multi(graph_spec), right_model=right_select.get("model_name"),
-                     right_probe=choice.right_probe, walked=walked, keep_raw_names=keep_raw_names)
+                     right_probe=choice.right_probe, walked=walked, keep_raw_names=keep_raw_names,
+                     right_only=right_only)
 
 
 def _part_key(leaf: Candidate, by_graph: bool) -> tuple[str, str, str]:
     return str(leaf.get("rank")), str(leaf.get("graph")) if by_graph else "", str(leaf.get("iteration"))
 
 
-def _right_only_notes(left_parts: list[Candidate], right_candidates: list[Candidate], selection: Selection,
-                      where: str, *, by_graph: bool) -> list[str]:
-    """A note for each part the selection keeps on the right that no left part has: the plan runs
-    over the left parts (a left part without a right counterpart is a part not compared, with its
-    reason), so these are named here rather than dropped silently. A selection that keeps nothing
-    on the right gives no note here (each left part then says why it was not compared)."""
+def _right_only(left_parts: list[Candidate], right_candidates: list[Candidate], selection: Selection,
+                where: str, *, by_graph: bool) -> list[Candidate]:
+    """The parts the selection keeps on the right that no left part has: the plan runs over the
+    left parts (a left part without a right counterpart is a part not compared, with its reason),
+    so these are parts not compared too (a left part missing, or unreadable so that the walk did
+    not take it for a part), rather than dropped silently. A selection that keeps nothing on the
+    right gives none here (each left part then says why it was not compared)."""
     try:
         right_parts = select_parts(right_candidates, selection, where=where, notes=[])
     except CompareError:
         return []
     left_keys = {_part_key(leaf, by_graph) for leaf in left_parts}
-    return [f"right: {leaf.describe()} ({leaf.path}) has no counterpart on the left: not compared"
-            for leaf in right_parts if _part_key(leaf, by_graph) not in left_keys]
+    return [leaf for leaf in right_parts if _part_key(leaf, by_graph) not in left_keys]
+
+
+def right_only_outcomes(plan: EachPlan, metrics: Sequence[str]) -> Iterator[PartOutcome]:
+    """The parts only the right side has (:attr:`EachPlan.right_only`) as outcomes that follow the
+    left parts' (indices from ``len(plan.left_leaves)``): not compared, each with its note's reason
+    and its row (:meth:`PartOutcome.miss`), as a left part without counterpart is."""
+    for offset, leaf in enumerate(plan.right_only):
+        rank, graph, iteration, prefix = part_prefix(plan, leaf)
+        reason = (f"the left side has no such part (missing, or not readable as a part of its tree); "
+                  f"the right side has it: {leaf.describe()} ({leaf.path})")
+        yield PartOutcome(len(plan.left_leaves) + offset, rank, graph, iteration, prefix).miss(
+            PartStatus.NOT_COMPARED, reason, metrics)
 
 
 @dataclass
@@ -130,8 +148,8 @@ class PartOutcome:
     pairing's (the runs' own notes and unused files are reported by the merge, in part order,
     each run and folder once). ``error``: why the part could not be compared. ``refused``: the
     :class:`SameDataError` message of a gated run on the same data (the merge raises it when it
-    reaches the part, as an in-turn run does). ``rows``: rows that stand for a part whose
-    comparison was lost (:attr:`PartStatus.LOST`). ``seconds`` / ``worker``: where and how long.
+    reaches the part, as an in-turn run does). ``rows``: the rows that stand for a part missing
+    from the comparison (:meth:`miss`). ``seconds`` / ``worker``: where and how long.
     """
 
     index: int
@@ -151,19 +169,21 @@ class PartOutcome:
         return PartReport(self.rank, self.graph, self.iteration, self.status, self.seconds, self.worker,
                           self.error)
 
+    def miss(self, status: PartStatus, reason: str, metrics: Sequence[str],
+             operator_rows: Sequence[MetricRow] = ()) -> PartOutcome:
+        """This part is missing from the comparison (``status`` not compared, or lost) for ``reason``:
+        its rows are ``operator_rows`` (a lost part's left operators) then the part's own row
+        (:meth:`PartReport.row`), so that the merge, the spool and a gate all see it. Returns self."""
+        self.status, self.error = status, reason
+        self.rows = [*operator_rows, self.report().row(len(operator_rows), metrics)]
+        return self
+
 
 def part_prefix(plan: EachPlan, leaf: Candidate) -> tuple[int | None, int | None, int | None, str]:
-    """``(rank, graph, iteration, prefix)`` of one left leaf: the rows' tags and the notes' prefix."""
+    """``(rank, graph, iteration, prefix)`` of one leaf: the rows' tags and the notes' prefix."""
     rank, iteration = _as_int(leaf.get("rank")), _as_int(leaf.get("iteration"))
     graph = _as_int(leaf.get("graph")) if plan.by_graph else None
-    return rank, graph, iteration, f"[{_part_name(rank, graph, iteration, by_graph=plan.by_graph)}] "
-
-
-def _part_name(rank: int | None, graph: int | None, iteration: int | None, *, by_graph: bool) -> str:
-    """``rank R [graph G ]iteration I``; a part without a rank (an msprobe ``proc{pid}`` folder, a
-    MindSpore CPU tree) is named by its iteration alone."""
-    where = f"graph {graph} " if by_graph else ""
-    return (f"rank {rank} " if rank is not None else "") + f"{where}iteration {iteration}"
+    return rank, graph, iteration, f"[{part_name(rank, graph, iteration)}] "
 
 
 class GoldenSide:
@@ -212,7 +232,7 @@ def compare_part(job: EachJob, index: int, golden: GoldenSide, *, counted: list[
     except SameDataError as exc:
         outcome.refused = str(exc)
     except CompareError as exc:
-        outcome.error, outcome.status = str(exc), PartStatus.NOT_COMPARED
+        outcome.miss(PartStatus.NOT_COMPARED, str(exc), job.metrics)
     else:
         for row in part.rows:
             row.rank, row.graph, row.iteration = rank, graph, iteration
@@ -234,8 +254,8 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
     job = EachJob(plan, fusion_rule, rules, mapping, metrics, options, refuse_same)
     golden = GoldenSide(plan)
     counted = [0, 0]  # pairs done and pairs known so far, over every part (progress)
-    return merge_parts(plan, metrics, (compare_part(job, index, golden, counted=counted)
-                                       for index in range(len(plan.left_leaves))))
+    compared = (compare_part(job, index, golden, counted=counted) for index in range(len(plan.left_leaves)))
+    return merge_parts(plan, metrics, chain(compared, right_only_outcomes(plan, metrics)))
 
 
 def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutcome]) -> NetworkResult:
@@ -243,7 +263,14 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     previous part's; the notes of each run once, see :func:`report_runs`). The result does not
     depend on where or in which order the parts were compared: an in-turn run and a cluster run
     give the same rows and notes. Raises :class:`SameDataError` at a refused part, and
-    :class:`PairingError` when no part could be compared."""
+    :class:`PairingError` when no part could be compared.
+
+    Policy for a part missing from the comparison (not compared: unreadable, no counterpart on
+    the other side, nothing paired ...; or lost on a cluster): it is never dropped. It has a note,
+    its :class:`PartReport` (the JSON ``parts``) and one row of its own in its place among the rows
+    (:meth:`PartOutcome.miss`: after a lost part's operator rows), which a gate fails as incomplete
+    (:func:`compare.gates.evaluate`). The parts only the right side has are missing parts too,
+    after the left ones (:func:`right_only_outcomes`)."""
     rows: list[MetricRow] = []
     stats_rows: list = []
     stat_names: list[str] = []
@@ -279,15 +306,21 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     if last is None:
         raise PairingError("no rank / iteration could be compared: " + "; ".join(notes[-10:]))
     stats = None
-    if stats_rows:
-        stats = StatsResult(stats_rows, ordered_stats(stat_names))
+    if stats_rows:  # the statistics table holds every row too, a missing part's included, in row order
+        recorded = iter(stats_rows)
+        stats = StatsResult([next(recorded) if row.kind is RowKind.STATISTICS else stats_row(row) for row in rows],
+                            ordered_stats(stat_names))
         metrics = stats.metrics
     if plan.by_graph:
-        notes.insert(0, f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
-                        + ", ".join(_part_name(r, g, i, by_graph=True) for (r, i), g in zip(parts, part_graphs)))
+        headline = (f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
+                    + ", ".join(part_name(r, g, i) for (r, i), g in zip(parts, part_graphs)))
     else:
-        notes.insert(0, f"compared {len(parts)} (rank, iteration) part(s) in turn: "
-                        + ", ".join(_part_name(r, None, i, by_graph=False) for r, i in parts))
+        headline = (f"compared {len(parts)} (rank, iteration) part(s) in turn: "
+                    + ", ".join(part_name(r, None, i) for r, i in parts))
+    missing = [report.name for report in reports if report.missing]
+    if missing:
+        headline += f"; {len(missing)} part(s) not compared: " + ", ".join(missing)
+    notes.insert(0, headline)
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
                          notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs,
                          same_data=last.same_data, rule=last.rule, part_lefts=part_lefts, skipped=skipped,

@@ -309,7 +309,7 @@ def test_msprobe_runs_have_result_columns_and_json_grades(tmp_path: Path) -> Non
         result = _run("-l", left.root, "-r", right.root, "-o", out, "--json", js)
         assert result.exit_code == 0, result.output
         head = out.read_text().splitlines()[0].split(",")
-        assert head[-3:] == ["FailReason", "Result", "Err_message"], head
+        assert head[-3:] == ["Result", "Err_message", "FailReason"], head
         rows = json.loads(js.read_text())["rows"]
         assert all(row["grade"]["result"] in ("pass", "warning", "error") for row in rows)
         with open(out, newline="") as handle:

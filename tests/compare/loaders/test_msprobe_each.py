@@ -87,16 +87,24 @@ def test_a_rank_on_one_side_only_is_noted(trees, tmp_path: Path) -> None:
     assert statuses == {(0, 0): "compared", (0, 1): "compared", (1, 0): "not compared", (1, 1): "not compared"}
     notes = document["notes"]
     assert any(n.startswith("[rank 1 iteration 0] not compared: --rank 1 selects nothing") for n in notes), notes
-    assert {(r["rank"], r["iteration"]) for r in document["rows"]} == {(0, 0), (0, 1)}
-    _check_exact(document["rows"], trees["left"], trees["one_rank"])
-    # the other way round: the right side's extra rank has no left part, and says so
+    # each missing part has a row of its own, naming it and its reason
+    assert {(r["rank"], r["iteration"]) for r in document["rows"]} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    missing = [r for r in document["rows"] if r["rank"] == 1]
+    assert [r["left_op"] for r in missing] == ["rank 1 iteration 0", "rank 1 iteration 1"]
+    assert missing[0]["reasons"][0].startswith("part rank 1 iteration 0 not compared: --rank 1 selects nothing")
+    _check_exact([r for r in document["rows"] if r["rank"] == 0], trees["left"], trees["one_rank"])
+    # the other way round: the right side's extra rank has no left part, and a note says so
     js = tmp_path / "swapped.json"
     result = _run("-l", trees["one_rank"].root, "-r", trees["left"].root, "--rank", "all", "--iteration", "all",
                   "-o", tmp_path / "swapped.csv", "--json", js)
     assert result.exit_code == 0, result.output
-    notes = json.loads(js.read_text())["notes"]
+    document = json.loads(js.read_text())
     extra = trees["left"].folders[(1, 1)]
-    assert f"right: rank 1, iteration 1 ({extra}) has no counterpart on the left: not compared" in notes
+    assert (f"[rank 1 iteration 1] not compared: the left side has no such part (missing, or not readable as a part "
+            f"of its tree); the right side has it: rank 1, iteration 1 ({extra})") in document["notes"]
+    # ... and is a part not compared, after the left parts
+    assert [(p["rank"], p["iteration"], p["status"]) for p in document["parts"]][-2:] == [
+        (1, 0, "not compared"), (1, 1, "not compared")]
 
 
 def test_one_rank_every_iteration(trees, tmp_path: Path) -> None:
@@ -139,7 +147,9 @@ def test_proc_folders_beside_ranks_are_left_out_with_a_note(trees, tmp_path: Pat
                   tmp_path / "mixed.csv", "--json", js)
     assert result.exit_code == 0, result.output
     document = json.loads(js.read_text())
-    assert [(p["rank"], p["iteration"]) for p in document["parts"]] == [(0, 0)]
+    # the right side's rank 1 has no left part: a part not compared
+    assert [(p["rank"], p["iteration"], p["status"]) for p in document["parts"]] == [
+        (0, 0, "compared"), (1, 0, "not compared")]
     assert any("not compared (no rank number, not a rank of this run)" in n and "proc77" in n
                for n in document["notes"]), document["notes"]
     assert mixed.folders[(0, 0)].name == "rank0"
@@ -157,4 +167,4 @@ def test_local_cluster_gives_the_in_turn_csv(trees, tmp_path: Path) -> None:
     assert here.exit_code == there.exit_code == 0, there.output
     assert (tmp_path / "here.csv").read_bytes() == (tmp_path / "there.csv").read_bytes()
     assert "dask dashboard: http" in there.output
-    assert len(pd.read_csv(tmp_path / "there.csv")) == 2 * TENSORS
+    assert len(pd.read_csv(tmp_path / "there.csv")) == 2 * TENSORS + 2  # and a row for each part of rank 1

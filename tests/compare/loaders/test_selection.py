@@ -145,7 +145,10 @@ def test_iteration_all_compares_each_in_turn(trees: dict[str, Path]) -> None:
     # the left has iterations 0-2, the right 0-1: iteration 2 is reported as not compared
     assert result.parts == [(0, 0), (0, 1)]
     assert any(n.startswith("[rank 0 iteration 2] not compared") and "selects nothing" in n for n in result.notes)
-    assert {(r.rank, r.iteration) for r in result.rows} == {(0, 0), (0, 1)}
+    # iteration 2's own row says so (the gate fails it as incomplete)
+    assert {(r.rank, r.iteration) for r in result.rows} == {(0, 0), (0, 1), (0, 2)}
+    (missing,) = [r for r in result.rows if r.iteration == 2]
+    assert missing.left_op == "rank 0 iteration 2" and missing.reasons[0].startswith("part rank 0 iteration 2 not ")
     compared = [r for r in result.rows if r.status is PairStatus.COMPARED]
     assert len(compared) == 20 and all(r.metrics["MaxAbsoluteError"] == 0 for r in compared)
     frame = to_dataframe(result)

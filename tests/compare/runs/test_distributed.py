@@ -159,8 +159,12 @@ def test_a_part_failing_every_retry_is_lost_with_its_reason(ranks: dict[str, Pat
         result = compare_network(ranks["left"], ranks["right"], rank="all", iteration="all",
                                  gates=["CosineSimilarity>=0.5"], scheduler=running.scheduler_address)
     lost = [r for r in result.rows if (r.rank, r.iteration) == (1, 1)]
-    assert len(lost) == 8 and {r.status for r in lost} == {PairStatus.NOT_COMPARABLE}
+    # one row per left operator, then the part's own row
+    assert len(lost) == 9 and {r.status for r in lost} == {PairStatus.NOT_COMPARABLE}
     assert "part 4 breaks on purpose" in lost[0].reasons[0] and "failed 3 times" in lost[0].reasons[0]
+    assert lost[-1].left_op == "rank 1 iteration 1" and lost[-1].reasons[0].startswith("part rank 1 iteration 1 lost: ")
+    # the missing parts come first among the gate's failures: the one without golden, then the lost one
+    assert [f.part for f in result.verdict.failures[:2]] == ["rank 0 iteration 2", "rank 1 iteration 1"]
     assert any(n.startswith("[rank 1 iteration 1] not compared: its cluster task failed") for n in result.notes)
     parts = result.to_json()["parts"]
     assert parts[4]["status"] == PartStatus.LOST.value and "breaks on purpose" in parts[4]["reason"]

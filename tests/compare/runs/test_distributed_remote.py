@@ -5,6 +5,7 @@ machine lacks them; without fsspec the URL says how to install it."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import sys
 import uuid
@@ -49,12 +50,18 @@ def _run(*args: object):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+def _cells(path: Path) -> bytes:
+    """A report's bytes with the folder that the part without golden names in its row (the right
+    side's path, or the local copy of its URL) put as ``RIGHT``: the rest is byte for byte."""
+    return re.sub(rb"selects nothing in [^:]+:", b"selects nothing in RIGHT:", path.read_bytes())
+
+
 @needs_fsspec
 def test_file_and_memory_urls_give_the_report_of_the_paths(ranks: dict[str, Path], tmp_path: Path,
                                                            cache: Path) -> None:
     done = _run("-l", ranks["left"].as_uri(), "-r", ranks["right"].as_uri(), *EVERY, "-o", tmp_path / "file.csv")
     assert done.exit_code == 0, done.output
-    assert (tmp_path / "file.csv").read_bytes() == ranks["report"].read_bytes()
+    assert _cells(tmp_path / "file.csv") == _cells(ranks["report"])
     assert f"left: {ranks['left'].as_uri()} read through its local copy {cache}" in done.output
 
     import fsspec  # here: only with fsspec installed
@@ -69,7 +76,7 @@ def test_file_and_memory_urls_give_the_report_of_the_paths(ranks: dict[str, Path
     finally:
         memory.rm(name, recursive=True)
     assert done.exit_code == 0, done.output
-    assert (tmp_path / "memory.csv").read_bytes() == ranks["report"].read_bytes()
+    assert _cells(tmp_path / "memory.csv") == _cells(ranks["report"])
 
 
 @needs_fsspec
@@ -90,7 +97,7 @@ def test_a_file_url_on_a_local_cluster(ranks: dict[str, Path], tmp_path: Path, c
     monkeypatch.setattr(cluster_runs, "task_batches", sizes_at_plan)
     done = _run(*common, "-o", tmp_path / "cluster.csv")
     assert done.exit_code == 0, done.output
-    assert (tmp_path / "cluster.csv").read_bytes() == ranks["report"].read_bytes()
+    assert _cells(tmp_path / "cluster.csv") == _cells(ranks["report"])
     assert len(at_plan) == 176 and set(at_plan) == {0}  # every tensor a placeholder when the plan is made
     assert all(p.stat().st_size > 0 for p in cache.rglob("*.npy"))  # and fetched by the workers since
 
@@ -101,7 +108,7 @@ def test_a_file_url_on_a_local_cluster(ranks: dict[str, Path], tmp_path: Path, c
     monkeypatch.setattr(cluster_runs, "task_batches", copy_gone)
     done = _run(*common, "-o", tmp_path / "fetched.csv")
     assert done.exit_code == 0, done.output
-    assert (tmp_path / "fetched.csv").read_bytes() == ranks["report"].read_bytes()
+    assert _cells(tmp_path / "fetched.csv") == _cells(ranks["report"])
     mirrored = [p.relative_to(cache).parts for p in cache.rglob("*.npy")]
     assert ("rank_1", "Net", "0", "1") in {m[1:5] for m in mirrored}
     # every part's leaves are back (the part without a golden too: its left leaf is read to say so)

@@ -70,7 +70,7 @@ def test_a_run_stopped_before_its_report_keeps_every_finished_part(ranks: dict[s
     report = (tmp_path / "here.csv").read_text()
     header, body = report.split("\n", 1)
     files = [spool / a["file"] for a in sorted(arrivals, key=lambda a: int(a["part"])) if a["file"]]
-    assert len(files) == 5 and all(f.read_text().split("\n", 1)[0] == header for f in files)
+    assert len(files) == 6 and all(f.read_text().split("\n", 1)[0] == header for f in files)
     assert "".join(f.read_text().split("\n", 1)[1] for f in files) == body
 
 
