@@ -300,6 +300,9 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
 
 #: One encoder for every row line (``json.dumps`` with options builds a new one per call).
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+#: A top-level value whose compact text is longer than this is written compact, on one line (the
+#: localisation block or the failures of a run of 200,000 rows), not indented.
+_INDENT_LIMIT = 65536
 #: Rows encoded per write when streaming (:func:`write_json`).
 _ROWS_PER_WRITE = 2048
 
@@ -307,9 +310,15 @@ _ROWS_PER_WRITE = 2048
 def _head_and_tail(document: Mapping[str, Any]) -> tuple[str, str]:
     """The text before the first row line and after the last (the rows go last, one compact
     object per line, so the file stays readable and diffable)."""
-    head = {k: v for k, v in document.items() if k != "rows"}
-    body = json.dumps(head, ensure_ascii=True, allow_nan=False, indent=1)
-    return body[:-2] + ',\n "rows": [\n', "\n ]\n}\n"
+    parts = []
+    for key, value in document.items():
+        if key == "rows":
+            continue
+        text = _ROW_ENCODER.encode(value)  # C-accelerated; indent=1 goes through the pure-Python encoder
+        if len(text) <= _INDENT_LIMIT:
+            text = json.dumps(value, ensure_ascii=True, allow_nan=False, indent=1).replace("\n", "\n ")
+        parts.append(f" {_ROW_ENCODER.encode(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + ',\n "rows": [\n', "\n ]\n}\n"
 
 
 def dumps(document: Mapping[str, Any]) -> str:
