@@ -21,8 +21,10 @@ single number), or a statistics metric (:data:`compare.stats.STAT_METRIC_NAMES`:
   the kernel could compute it); on an empty tensor (a 0 in the shape) nothing is; on a
   statistics row, the statistics a side recorded as null (``MetricRow.undefined``: msprobe's
   mean of an int64 tensor);
-- a bound of the other row kind (CosineSimilarity on a statistics row, MaxRelDiff on a tensor
-  row) is not computed: an incomplete failure under strict, whose message says so; built-in
+- a bound of the other row kind (CosineSimilarity on a statistics row; MaxRelDiff on a tensor row
+  whose sides recorded no statistics -- msprobe tensor dumps record them, and their rows carry
+  the statistics metrics too) is not computed: an incomplete failure under strict, whose message
+  says so; built-in
   bounds follow the row kind and apply only to rows with their statistic (``Bound.if_present``);
 - a failure a valid waiver covers moves to ``Verdict.waived``; an expired waiver is an error.
 
@@ -136,7 +138,8 @@ def _not_computed(i: int, row: MetricRow, bound: Bound) -> CheckFailure:
         why = "this row compares recorded statistics (no tensor data), gate it with a statistics metric such as " \
               "MaxRelDiff or L2NormRelDiff"
     elif row.kind is RowKind.TENSOR and bound.metric in STAT_METRIC_OF:
-        why = "a statistics metric, and this row compares tensor data"
+        why = ("a statistics metric: this tensor row has no statistics recorded on both sides (msprobe's dump.json, "
+               "a MindSpore statistic.csv) to compare")
     elif bound.metric in STAT_METRIC_OF and bound.metric not in row.metrics:
         why = f"the statistic was not recorded on both sides; {why}"
     message = f"{bound.metric} not computed for {_row_text(row)}, required by {bound.text} ({bound.source}): {why}"

@@ -390,7 +390,7 @@ class RowKind(Label):
     STATISTICS = "statistics"
 
 
-@dataclass
+@dataclass(slots=True)
 class StatDiff:
     """One statistic of one row: both values and their differences (``None`` = not available).
 
@@ -421,7 +421,7 @@ class RowGrade:
     messages: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class MetricRow:
     """The comparison result of one :class:`Pair`, as raw numbers.
 

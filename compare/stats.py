@@ -151,6 +151,10 @@ def diff_stat(name: str, left: float | str | None, right: float | str | None) ->
     """Left, right, ``left - right`` and ``|diff| / |right|`` (text statistics: same/different)."""
     if left is None or right is None:
         return StatDiff(left, right)
+    if type(left) is float and type(right) is float and name not in TEXT_STATS:
+        diff = left - right  # the common case: two finite floats
+        if diff - diff == 0.0 and right - right == 0.0:
+            return StatDiff(left, right, diff, abs(diff) / abs(right) if right != 0 else (0.0 if diff == 0 else math.inf))
     if name in TEXT_STATS or isinstance(left, str) or isinstance(right, str):
         return StatDiff(left, right, "same" if str(left) == str(right) else "different")
     a, b = float(left), float(right)
@@ -167,7 +171,7 @@ def diff_stat(name: str, left: float | str | None, right: float | str | None) ->
     return StatDiff(a, b, diff, rel)
 
 
-@dataclass
+@dataclass(slots=True)
 class StatsRow:
     """The statistics comparison of one :class:`Pair` (``values`` keyed by statistic name).
 
@@ -360,14 +364,24 @@ def shape_note(left: TensorRef, right: TensorRef) -> str:
             "compared in storage order)")
 
 
-def metric_row(row: StatsRow) -> MetricRow:
-    """The :class:`MetricRow` of a statistics row (module doc: ``LDiff`` magnitudes, ``LRelDiff``,
-    checksums 0.0 same / 1.0 different, ``None`` when a side has no value). The reasons list is
-    shared with the statistics row."""
+def recorded_statistics(left: TensorRef, right: TensorRef) -> dict[str, StatDiff] | None:
+    """The statistics both sides of a tensor pair *recorded* (msprobe's ``dump.json`` keeps Max,
+    Min, Mean and Norm in tensor mode too; MindSpore a ``statistic.csv`` row), compared as
+    :func:`diff_stat` does; None when a side recorded none. No tensor is read."""
+    if not left.stats or not right.stats:
+        return None
+    common = [name for name in left.stats if name in right.stats]
+    if not common:
+        return None
+    return {name: diff_stat(name, left.stats[name], right.stats[name]) for name in ordered_stats(common)}
+
+
+def statistics_metrics(values: dict[str, StatDiff]) -> tuple[dict[str, float | None], frozenset[str]]:
+    """The row metrics of some statistics (:func:`metric_row`'s: ``LDiff`` magnitudes,
+    ``LRelDiff``, checksums 0.0 / 1.0) and the metrics a null statistic leaves undefined."""
     metrics: dict[str, float | None] = {}
-    undefined: frozenset[str] = frozenset()
     nulls: list[str] = []
-    for name, value in row.values.items():
+    for name, value in values.items():
         names = stat_metrics(name)
         diff = value.diff
         if name in TEXT_STATS:
@@ -377,8 +391,14 @@ def metric_row(row: StatsRow) -> MetricRow:
             metrics[names[1]] = value.rel
         if value.left is None or value.right is None:
             nulls += names
-    if nulls:
-        undefined = frozenset(nulls)
+    return metrics, frozenset(nulls) if nulls else frozenset()
+
+
+def metric_row(row: StatsRow) -> MetricRow:
+    """The :class:`MetricRow` of a statistics row (module doc: ``LDiff`` magnitudes, ``LRelDiff``,
+    checksums 0.0 same / 1.0 different, ``None`` when a side has no value). The reasons list is
+    shared with the statistics row."""
+    metrics, undefined = statistics_metrics(row.values)
     return MetricRow(row.index, row.op_type, row.left_op, row.right_op, row.tensor_id, left_dtype=row.left_dtype,
                      right_dtype=row.right_dtype, shape=row.shape, metrics=metrics, reasons=row.reasons,
                      status=row.status, rank=row.rank, iteration=row.iteration, graph=row.graph,
@@ -451,4 +471,4 @@ def needs_stats_mode(left: object, right: object) -> bool:
 
 __all__ = ["STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER", "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
            "diff_stat", "dtype_class", "metric_row", "mismatch_reason", "needs_stats_mode", "null_reason",
-           "null_stats", "shape_note", "stats_row", "stat_label", "stat_metrics", "ordered_stats", "side_stats", "tensor_stats"]
+           "null_stats", "recorded_statistics", "shape_note", "statistics_metrics", "stats_row", "stat_label", "stat_metrics", "ordered_stats", "side_stats", "tensor_stats"]

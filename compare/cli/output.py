@@ -17,6 +17,7 @@ from convert.entries import special_file_problem
 from convert.exits import EXIT_CANNOT_RUN
 
 from ..errors import CompareError, OutputError
+from ..heap import paused_gc
 from ..kernels import METRICS
 from ..policy import gated_metrics
 from ..records import PairStatus
@@ -236,11 +237,12 @@ class Outputs:
             jobs.append(("junit", lambda: write_junit(result.to_junit(), self.junit)))
         if self.html is not None and network is not None:
             jobs.append(("html", lambda: write_html_report(result, self.html)))
-        for label, job in jobs:
-            try:
-                written.append((label, job()))  # type: ignore[operator]
-            except OutputError as exc:
-                failed.append(exc)
+        with paused_gc():  # writing makes only short-lived, acyclic garbage: collections would walk every row
+            for label, job in jobs:
+                try:
+                    written.append((label, job()))  # type: ignore[operator]
+                except OutputError as exc:
+                    failed.append(exc)
         return written, failed
 
 

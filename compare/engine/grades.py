@@ -62,6 +62,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from convert.names.msprobe import parse_msprobe_name
 
@@ -116,8 +117,7 @@ FUSED_MARKS = ("qkv", "gate_up")
 _SEVERITY = {Grade.PASS: 0, Grade.WARNING: 1, Grade.ERROR: 2}
 
 
-@dataclass(frozen=True)
-class TensorPlace:
+class TensorPlace(NamedTuple):
     """Where a row's tensor sits: its call, input or output, and index (parsed TensorIndex)."""
 
     call: str
@@ -125,9 +125,9 @@ class TensorPlace:
     index: int
 
 
-@dataclass(frozen=True)
-class GroupKey:
-    """One call of one part of a run (rank / iteration / graph are None when not set)."""
+class GroupKey(NamedTuple):
+    """One call of one part of a run (rank / iteration / graph are None when not set); a
+    NamedTuple: hashed once per row, in C."""
 
     rank: int | None
     iteration: int | None
@@ -247,30 +247,34 @@ def _missing_findings(row: MetricRow) -> list[_Finding] | None:
     return None
 
 
-def _groups(rows: Sequence[MetricRow]) -> tuple[dict[GroupKey, _Group], list[GroupKey | None]]:
-    """The call groups, and each row's group (None: no group)."""
+def _groups(rows: Sequence[MetricRow]) -> tuple[dict[GroupKey, _Group], list[GroupKey | None], list[TensorPlace | None]]:
+    """The call groups, each row's group (None: no group) and each row's place."""
     groups: dict[GroupKey, _Group] = {}
     keys: list[GroupKey | None] = []
+    places: list[TensorPlace | None] = []
     for i, row in enumerate(rows):
         place = tensor_place(row.tensor_id)
+        places.append(place)
         if place is None:
             keys.append(None)
             continue
         key = GroupKey(row.rank, row.iteration, row.graph, place.call)
-        group = groups.setdefault(key, _Group())
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group()
         (group.inputs if place.kind is TensorKind.INPUT else group.outputs).append(i)
         keys.append(key)
     for group in groups.values():
-        group.outputs.sort(key=lambda i: _output_index(rows[i]))
-    return groups, keys
+        if len(group.outputs) > 1:
+            group.outputs.sort(key=lambda i: _output_index(places[i]))
+    return groups, keys, places
 
 
-def _output_index(row: MetricRow) -> int:
-    place = tensor_place(row.tensor_id)
+def _output_index(place: TensorPlace | None) -> int:
     return place.index if place is not None else 0
 
 
-def _judged(key: GroupKey | None, row: MetricRow) -> bool:
+def _judged(key: GroupKey | None, place: TensorPlace | None) -> bool:
     """Whether msprobe judges this row at all (the unjudged / outputs-only API names)."""
     if key is None:
         return True
@@ -278,7 +282,6 @@ def _judged(key: GroupKey | None, row: MetricRow) -> bool:
     if name in UNJUDGED_APIS:
         return False
     if name in OUTPUTS_ONLY_APIS:
-        place = tensor_place(row.tensor_id)
         return place is not None and place.kind is TensorKind.OUTPUT
     return True
 
@@ -321,7 +324,13 @@ def _call_findings(rows: Sequence[MetricRow], group: _Group, mode: GradeMode) ->
     return found
 
 
+#: The grade of a row with no finding (one record shared by every such row).
+_PASSED = RowGrade(Grade.PASS)
+
+
 def _grade(findings: Sequence[_Finding]) -> RowGrade:
+    if not findings:
+        return _PASSED
     worst = Grade.PASS
     for finding in findings:
         if _SEVERITY[finding.grade] > _SEVERITY[worst]:
@@ -336,7 +345,7 @@ def _is_checksum_run(rows: Sequence[MetricRow]) -> bool:
 
 def row_grades(rows: Sequence[MetricRow], *, mode: GradeMode) -> list[RowGrade]:
     """The grade of each row (same order), by the rules of ``mode`` (module doc); rows unchanged."""
-    groups, keys = _groups(rows)
+    groups, keys, places = _groups(rows)
     checksums = mode is GradeMode.STATISTICS and _is_checksum_run(rows)
     call_found: dict[int, list[_Finding]] = {}
     if not checksums:
@@ -345,8 +354,8 @@ def row_grades(rows: Sequence[MetricRow], *, mode: GradeMode) -> list[RowGrade]:
                 call_found.update(_call_findings(rows, group, mode))
     grades = []
     for i, row in enumerate(rows):
-        if not _judged(keys[i], row):
-            grades.append(RowGrade(Grade.PASS))
+        if not _judged(keys[i], places[i]):
+            grades.append(_PASSED)
             continue
         missing = _missing_findings(row)
         if missing is not None:
@@ -356,7 +365,10 @@ def row_grades(rows: Sequence[MetricRow], *, mode: GradeMode) -> list[RowGrade]:
             grades.append(_grade(_checksum_findings(row) if row.status is PairStatus.COMPARED
                                  else [_Finding(Grade.ERROR, MSG_NOT_COMPARABLE)]))
             continue
-        calls = call_found.get(i, [])
+        calls = call_found.get(i)
+        if calls is None:
+            grades.append(_grade([*_special_value_findings(row), *_dtype_findings(row)]))
+            continue
         errors = [f for f in calls if f.grade is Grade.ERROR]
         warnings = [f for f in calls if f.grade is not Grade.ERROR]
         grades.append(_grade([*_special_value_findings(row), *errors, *_dtype_findings(row), *warnings]))

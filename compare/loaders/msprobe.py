@@ -413,6 +413,16 @@ class _Files:
     refused: int = 0
 
 
+@functools.lru_cache(maxsize=256)
+def _itemsize(dtype: str) -> int:
+    """Bytes per element of a data-type name (0 for a name numpy does not know); remembered: a
+    dump has a few types and 200,000 tensors."""
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        return 0
+
+
 def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
             json_path: Path) -> tuple[TensorRef, str | None]:
     """The TensorRef of a tensor leaf, and what is wrong with its item (a malformed shape: the
@@ -429,15 +439,13 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     stats = _stats(item)
     source = f"{DUMP_JSON} {op} {kind.value} {index}"
     data_name = item.get("data_name")
-    try:
-        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-    except TypeError:
-        nbytes = 0
-    base = dict(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=shape, nbytes=nbytes,
-                stats=stats or None, stats_source=source)
+    nbytes = math.prod(shape) * _itemsize(dtype)
     if not isinstance(data_name, str) or data_name in ("", "-1"):
         # statistics only; recorded statistics (possibly none: the row then says so) instead of data
-        return TensorRef(**{**base, "stats": stats}, path=json_path, reader=None), None
+        return TensorRef(op, kind, index, dtype, _FORMAT, shape, json_path, nbytes=nbytes, stats=stats,
+                         stats_source=source), None
+    base = dict(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=shape, nbytes=nbytes,
+                stats=stats or None, stats_source=source)
     if not _safe_name(data_name):
         files.refused += 1
         why = f"data_name {data_name!r} of {op} refused: not a file name inside {DATA_DIR}"

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..records import RowGrade
+from ..records import RowGrade, StatDiff
 from ..stats import STAT_LABELS, STAT_METRIC_NAMES, StatsResult, StatsRow, stat_label
 from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
 from .files import atomic_write_text, stamped_in_folder
@@ -55,13 +55,27 @@ def value_cell(value: object) -> str:
     if isinstance(value, str):
         return value
     number = float(value)  # type: ignore[arg-type]
-    if math.isnan(number):
-        return "nan"
-    if math.isinf(number):
-        return "inf" if number > 0 else "-inf"
+    if number - number != 0.0:  # NaN or an infinity
+        return "nan" if number != number else ("inf" if number > 0 else "-inf")
     if number.is_integer() and abs(number) < 1e15:
         return str(int(number))
     return repr(number)
+
+
+_ABSENT = [NOT_COMPUTED] * 4
+
+
+def _value_cells(value: StatDiff) -> list[str]:
+    """The four cells of one statistic: numbers as :func:`value_cell` writes them (a number is
+    never formula-like), text (a checksum, ``same`` / ``different``) neutralised."""
+    out = []
+    for item in (value.left, value.right, value.diff, value.rel):
+        if type(item) is float and item - item == 0.0 and not item.is_integer():
+            out.append(repr(item))  # the common case, spelled out: a finite float with a fraction
+        else:
+            cell = value_cell(item)
+            out.append(neutralise(cell) if isinstance(item, str) else cell)
+    return out
 
 
 def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False, with_grade: bool = False,
@@ -86,6 +100,7 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
               with_grade: bool = False) -> list[str]:
     """The cells of one statistics row, in :func:`header`'s order (``verdicts``: the Verdict cell
     of the row's call, ``not-compared`` when the call has none)."""
+    # text cells are neutralised as they are made (text_cell, neutralise); numbers need not be
     cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.right_op),
              text_cell(row.tensor_id)]
     if with_graph:
@@ -94,19 +109,20 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
         cells += [text_cell(row.rank), text_cell(row.iteration)]
     cells += [text_cell(row.left_dtype), text_cell(row.right_dtype),
               shape_cell(row.shape) if row.tensor_id else NOT_COMPUTED]
+    values = row.values
     for name in stats:
-        value = row.values.get(name)
+        value = values.get(name)
         if value is None:
-            cells += [NOT_COMPUTED] * 4
+            cells += _ABSENT
         else:
-            cells += [value_cell(value.left), value_cell(value.right), value_cell(value.diff), value_cell(value.rel)]
+            cells += _value_cells(value)
     cells += [text_cell(row.left_source), text_cell(row.right_source)]
     if with_grade:
-        cells += grade_cells(row.grade)
-    cells.append("; ".join(row.reasons))
+        cells += [neutralise(c) for c in grade_cells(row.grade)]
+    cells.append(neutralise("; ".join(row.reasons)))
     if verdicts is not None:
         cells.append(verdicts.get((row.rank, row.iteration, row.left_op), "not-compared"))
-    return [neutralise(c) for c in cells]
+    return cells
 
 
 def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> str:

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 from ..engine import EngineOptions, compare_pairs
 from ..engine.grades import GradeMode, grade_rows
 from ..errors import CompareError, OptionError
+from ..heap import paused_gc
 from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
 from ..records import (MINDSPORE_LAYOUTS, DumpLayout, MetricRow, Pair, Pairing, PairingMode, PairStatus,
                        PartReport, Run, RunKind, SkippedFile, count_by_status)
-from ..stats import compare_stats, mismatch_reason, shape_note
+from ..stats import compare_stats, mismatch_reason, recorded_statistics, shape_note, statistics_metrics
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pairing.rule_records import FusionRule
@@ -130,27 +131,38 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
                    if run.stats_only]
     msprobe = any(run.family == DumpLayout.MSPROBE for run in (left_run, right_run))
     if stats_sides:
-        stats = compare_stats(pairing.pairs)
-        which = " and ".join(stats_sides)
-        notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
-                     "data, so every pair is compared by its statistics (computed from the data where a side has it)")
-        rows = stats.metric_rows()
-        if msprobe:
-            grade_rows(rows, mode=GradeMode.STATISTICS)
-            for srow, row in zip(stats.rows, rows):
-                srow.grade = row.grade
-        return NetworkResult(rows=rows, metrics=stats.metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
-                             scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run],
-                             skipped=skipped)
+        with paused_gc():  # ~4 long-lived records per row, no cycles: collections would only walk them (compare.heap)
+            return _compare_statistics(left_run, right_run, scenario, pairing, prefix, stats_sides, notes, skipped,
+                                       same=same, rule=rule, msprobe=msprobe)
     rows = compare_pairs(pairing.pairs, options)
     if framework_dumps(left_run, right_run):
         mark_mismatches(rows, pairing.pairs)
+        add_recorded_statistics(rows, pairing.pairs)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     if msprobe:
         grade_rows(rows, mode=GradeMode.TENSOR)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario, same_data=same, rule=rule, part_lefts=[left_run], skipped=skipped)
+
+
+def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, prefix: str,
+                        stats_sides: list[str], notes: list[str], skipped: list[SkippedFile], *, same: str | None,
+                        rule: "FusionRule | None", msprobe: bool) -> NetworkResult:
+    """The statistics branch of :func:`compare_loaded`: every pair compared by its statistics
+    (:func:`compare.stats.compare_stats`), the rows as MetricRows, graded for msprobe runs."""
+    stats = compare_stats(pairing.pairs)
+    which = " and ".join(stats_sides)
+    notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
+                 "data, so every pair is compared by its statistics (computed from the data where a side has it)")
+    rows = stats.metric_rows()
+    if msprobe:
+        grade_rows(rows, mode=GradeMode.STATISTICS)
+        for srow, row in zip(stats.rows, rows):
+            srow.grade = row.grade
+    return NetworkResult(rows=rows, metrics=stats.metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
+                         scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run],
+                         skipped=skipped)
 
 
 def framework_dumps(left: Run, right: Run) -> bool:
@@ -179,6 +191,25 @@ def mark_mismatches(rows: Sequence[MetricRow], pairs: Sequence[Pair]) -> None:
                 note = shape_note(pair.left, pair.right)
                 if note:
                     row.reasons.append(note)
+
+
+def add_recorded_statistics(rows: Sequence[MetricRow], pairs: Sequence[Pair]) -> None:
+    """Give each tensor row whose two sides *recorded* statistics (msprobe's ``dump.json`` in
+    tensor mode, a MindSpore ``statistic.csv`` beside the ``.npy`` files) the statistics metrics
+    too (``MaxRelDiff``, ``L2NormRelDiff`` ...: :func:`compare.stats.recorded_statistics`), so a
+    statistics gate checks a tensor dump as it checks a statistics dump. The row stays a tensor
+    row (its built-in bounds are the tensor ones); nothing is read. ``rows[i]`` is ``pairs[i]``'s."""
+    for row, pair in zip(rows, pairs):
+        if pair.left is None or pair.right is None or row.status is not PairStatus.COMPARED:
+            continue
+        values = recorded_statistics(pair.left, pair.right)
+        if values is None:
+            continue
+        metrics, undefined = statistics_metrics(values)
+        row.metrics.update(metrics)
+        row.statistics = values
+        if undefined:
+            row.undefined = row.undefined | undefined
 
 
 class SameDataError(OptionError):

@@ -327,3 +327,32 @@ def test_real_statistics_result_agrees_with_msprobe(tmp_path: Path) -> None:
     with open(out, newline="") as handle:
         results = [row["Result"] for row in csv.DictReader(handle)]
     assert results.count("error") == 152 and results.count("pass") == 158
+
+
+def test_real_tensor_trees_same_acceptance(tmp_path: Path) -> None:
+    """The tensor trees: JSON rows = table rows, the statistics gate (recorded statistics) and a
+    tensor gate exit 1, 0 on base vs itself, re-gating agrees, the first divergence is the
+    perturbed weight's consumer, --verdicts adds its column."""
+    left, right = _real("t_L1_perturb"), _real("t_L1_base")
+    out, js = tmp_path / "r.csv", tmp_path / "r.json"
+    for gate in ("L2NormRelDiff<=1e-4", "RelativeEuclideanDistance<=1e-4"):
+        result = _run("-l", left, "-r", right, "-o", out, "--json", js, "--gate", gate, "--verdicts")
+        assert result.exit_code == 1, result.output
+        assert "first divergence: Functional.linear.2.forward" in result.output
+        document = json.loads(js.read_text())
+        assert len(document["rows"]) == len(out.read_text().splitlines()) - 1 == 310
+        assert out.read_text().splitlines()[0].endswith(",Verdict")
+        assert _gate(js, "--gate", gate) == 1
+        same = _run("-l", right, "-r", right, "-o", tmp_path / "s.csv", "--gate", gate, "--allow-same")
+        assert same.exit_code == 0, same.output
+
+
+def test_real_statistics_first_divergence_and_verdicts(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    result = _run("-l", _real("s_L1_perturb"), "-r", _real("s_L1_base"), "-o", out, "--verdicts",
+                  "--gate", "L2NormRelDiff<=1e-4")
+    assert result.exit_code == 1
+    assert "first divergence: Functional.linear.2.forward" in result.output
+    with open(out, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["Verdict"] for r in rows if r["LeftOp"] == "Functional.linear.2.forward"} == {"input-differs"}
