@@ -49,6 +49,7 @@ statistic not available on a side is ``None`` (not computed) and is listed in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Iterable, Sequence
@@ -220,9 +221,16 @@ def side_stats(ref: TensorRef, wanted: Iterable[str] = ()) -> tuple[dict[str, fl
     """
     recorded = ref.stats
     if recorded:
-        return dict(recorded), ref.stats_source or ref.path.name
+        return recorded, ref.stats_source or ref.path.name  # read only: never changed here
     array = ref.load()
     return tensor_stats(array, with_hash="md5" in set(wanted)), f"computed from {ref.path.name}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _common_stats(left: tuple[str, ...], right: tuple[str, ...]) -> list[str]:
+    """:func:`ordered_stats` of the statistics both sides have, remembered (a dump records the
+    same few statistic sets for every tensor). The list is shared: never changed."""
+    return ordered_stats(set(left) & set(right))
 
 
 def ordered_stats(names: Iterable[str]) -> list[str]:
@@ -247,20 +255,19 @@ def compare_stats_pair(pair: Pair) -> StatsRow:
         return row
 # duplicates: the two sides' statistics are read in turn (left, right): alike by shape, each with its own
 # side's error
-    other_recorded = {"left": set(pair.right.stats or {}), "right": set(pair.left.stats or {})}
     try:
-        left, row.left_source = side_stats(pair.left, other_recorded["left"])
+        left, row.left_source = side_stats(pair.left, pair.right.stats or ())
     except CompareError as exc:
         row.status = PairStatus.NOT_COMPARABLE
         row.reasons.append(f"left tensor unreadable: {exc}")
         return row
     try:
-        right, row.right_source = side_stats(pair.right, other_recorded["right"])
+        right, row.right_source = side_stats(pair.right, pair.left.stats or ())
     except CompareError as exc:
         row.status = PairStatus.NOT_COMPARABLE
         row.reasons.append(f"golden tensor unreadable: {exc}")
         return row
-    common = ordered_stats(left.keys() & right.keys())
+    common = _common_stats(tuple(left), tuple(right))
     if not common:
         row.status = PairStatus.NOT_COMPARABLE
         row.reasons.append(f"no statistic recorded on both sides (left: {', '.join(ordered_stats(left)) or 'none'}; "
@@ -313,6 +320,7 @@ class DtypeClass(str, Enum):
     COMPLEX = "complex"
 
 
+@functools.lru_cache(maxsize=256)
 def dtype_class(dtype: str | None) -> DtypeClass | None:
     """The class of a numpy-style data-type name (``int64`` -> INTEGER, ``bfloat16`` / ``float8_*`` /
     ``hifloat8`` -> FLOAT); None for a name it cannot tell (``DT_STRING``, ``unknown``)."""

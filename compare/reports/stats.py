@@ -68,14 +68,15 @@ _ABSENT = [NOT_COMPUTED] * 4
 def _value_cells(value: StatDiff) -> list[str]:
     """The four cells of one statistic: numbers as :func:`value_cell` writes them (a number is
     never formula-like), text (a checksum, ``same`` / ``different``) neutralised."""
-    out = []
-    for item in (value.left, value.right, value.diff, value.rel):
-        if type(item) is float and item - item == 0.0 and not item.is_integer():
-            out.append(repr(item))  # the common case, spelled out: a finite float with a fraction
-        else:
-            cell = value_cell(item)
-            out.append(neutralise(cell) if isinstance(item, str) else cell)
-    return out
+    # the common case spelled out: a finite float with a fraction is its repr
+    return [repr(item) if type(item) is float and item - item == 0.0 and not item.is_integer() else _cell(item)
+            for item in (value.left, value.right, value.diff, value.rel)]
+
+
+def _cell(item: float | str | None) -> str:
+    """:func:`value_cell`, text neutralised (numbers are never formula-like)."""
+    cell = value_cell(item)
+    return neutralise(cell) if isinstance(item, str) else cell
 
 
 def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False, with_grade: bool = False,
