@@ -399,9 +399,12 @@ def _folder_problem(path: Path) -> str | None:
 def _mirror_folders(root: RemoteRoot, items: Iterable[RemoteFile]) -> None:
     """Create (mode 0700) and check every folder that ``items`` go in, the mirror folder included,
     the cache folder it is in first (:class:`OptionError` naming a folder that fails the rule)."""
-    folders = {PurePosixPath(".")}
+    folders = {""}
     for item in items:
-        folders.update(PurePosixPath(item.relative).parents)
+        head = item.relative.rpartition("/")[0]
+        while head and head not in folders:
+            folders.add(head)
+            head = head.rpartition("/")[0]
     base = root.local.parent
     try:
         base.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
@@ -411,8 +414,8 @@ def _mirror_folders(root: RemoteRoot, items: Iterable[RemoteFile]) -> None:
     if problem is not None:
         raise OptionError(f"{root.url}: its cache folder {base}: {problem}, so others could plant files there; "
                           f"set {CACHE_ENV} to a folder of your own")
-    for relative in sorted(folders, key=lambda f: len(f.parts)):
-        path = root.local / relative
+    for relative in sorted(folders, key=lambda f: (f.count("/"), f) if f else (-1, f)):
+        path = root.local / relative if relative else root.local
         try:
             with contextlib.suppress(FileExistsError):
                 path.mkdir(mode=PRIVATE_FOLDER)
