@@ -45,8 +45,9 @@ to open, connect to or list a store is one :class:`~convert.errors.OptionError` 
 and the cause (a traceback never), and text that a native library prints while a store is
 opened (libhdfs's ``dlopen`` lines) is held back and its first line put in that message.
 **Bounds**: a server must accept the connection within :data:`CONNECT_TIMEOUT` seconds (ftp, sftp /
-ssh, smb, http / https); an http(s) read waits at most :data:`READ_TIMEOUT` seconds for data (no
-bound on a whole transfer: dump files are large). Other stores keep their package's own timeouts.
+ssh, smb, http / https; for ftp, ftplib's ``timeout`` bounds every later wait on its sockets too);
+an http(s) read waits at most :data:`READ_TIMEOUT` seconds for data (no bound on a whole transfer:
+dump files are large). Other stores keep their package's own timeouts.
 
 Policy:
 
@@ -54,8 +55,8 @@ Policy:
   (``scheme://`` with a scheme of two letters or more, or an fsspec chain ``a::b``), and only a
   URL loads fsspec; without it the message says how to install it (:data:`INSTALL`).
 - **What is fetched**: a file is fetched when the mirror has no current, trusted copy at its
-  place (*Freshness*, *Trust*; so a file cut short by a killed run is fetched again); it is fetched into a staging
-  folder beside the mirror (``<mirror>.fetch-XXXXXXXX``, unique to the fetch, removed after; one
+  place (*Freshness*, *Trust*; so a file cut short by a killed run is fetched again); it is
+  fetched into a staging folder beside the mirror (``<mirror>.fetch-XXXXXXXX``, unique to the fetch, removed after; one
   left by a killed fetch is outside the mirror, where no reader looks) and renamed into place,
   so a reader never sees half a file, and two processes fetching the same file each rename a
   whole copy. The listed modification time, when the store gives one (``mtime``,
