@@ -56,12 +56,12 @@ Policy:
   URL loads fsspec; without it the message says how to install it (:data:`INSTALL`).
 - **What is fetched**: a file is fetched when the mirror has no current, trusted copy at its
   place (*Freshness*, *Trust*; so a file cut short by a killed run is fetched again); it is
-  fetched into a staging folder beside the mirror (``<mirror>.fetch-XXXXXXXX``, unique to the fetch, removed after; one
-  left by a killed fetch is outside the mirror, where no reader looks) and renamed into place,
-  so a reader never sees half a file, and two processes fetching the same file each rename a
-  whole copy. The listed modification time, when the store gives one (``mtime``,
-  ``LastModified``, ``updated``, ``created``), is set on the copy, for the freshness check and the
-  readers' newest-folder choices; otherwise the copy's is the time of the fetch.
+  fetched into a staging folder beside the mirror (``<mirror>.fetch-XXXXXXXX``, unique to the
+  fetch, removed after; one left by a killed fetch is outside the mirror, where no reader looks)
+  and renamed into place, so a reader never sees half a file, and two processes fetching the same
+  file each rename a whole copy. The listed modification time, when the store gives one
+  (``mtime``, ``LastModified``, ``updated``, ``created``), is set on the copy, for the freshness
+  check and the readers' newest-folder choices; otherwise the copy's is the time of the fetch.
 - **Why not fsspec's caching filesystems** (``simplecache::`` / ``filecache::``): they name a
   cached file by a hash of its URL or by its base name (``BasenameCacheMapper`` joins a few
   folder levels with ``_@_``), while the readers need the folder layout and the file names
