@@ -288,6 +288,8 @@ def _held_stderr(said: list[str]) -> Iterator[None]:
     try:
         saved = os.dup(2)
     except OSError:  # no descriptor 2: nothing to hold back
+        saved = -1
+    if saved < 0:
         yield
         return
     with tempfile.TemporaryFile() as held:
