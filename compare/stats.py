@@ -295,11 +295,12 @@ def null_reason(left: dict, right: dict, common: Sequence[str]) -> str:
     """The reason of a row where a statistic both sides name is ``null`` on a side (msprobe writes
     no mean and norm for integer tensors), ``""`` when there is none."""
     left_null = [stat_label(n) for n in common if left.get(n) is None]
+    null = NULL_STATISTIC
     right_null = [stat_label(n) for n in common if right.get(n) is None]
     if left_null == right_null:
-        parts = [f"{', '.join(left_null)} recorded as null on both sides"] if left_null else []
+        parts = [f"{', '.join(left_null)} {null} on both sides"] if left_null else []
     else:
-        parts = [f"{', '.join(names)} recorded as null on the {side} side"
+        parts = [f"{', '.join(names)} {null} on the {side} side"
                  for side, names in (("left", left_null), ("right", right_null)) if names]
     if not parts:
         return ""
@@ -354,7 +355,14 @@ def mismatch_reason(left: TensorRef, right: TensorRef, *, tensors: bool = False)
     if not reasons:
         return ""
     shown = "metrics" if tensors else "statistics"
-    return "; ".join(reasons) + f": not the same tensor, not comparable ({shown} shown for reference)"
+    return "; ".join(reasons) + f": {NOT_SAME_TENSOR} ({shown} shown for reference)"
+
+
+#: The words of a null statistic's reason (:func:`null_reason`), which a saved table read back knows.
+NULL_STATISTIC = "recorded as null"
+#: The words of a mismatched pair's reason (:func:`mismatch_reason`): a saved table read back
+#: (:mod:`compare.reports.saved`) knows such a row was not comparable though its cells hold numbers.
+NOT_SAME_TENSOR = "not the same tensor, not comparable"
 
 
 def shape_note(left: TensorRef, right: TensorRef) -> str:
@@ -477,6 +485,6 @@ def needs_stats_mode(left: object, right: object) -> bool:
     return bool(left.stats_only or right.stats_only)
 
 
-__all__ = ["STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER", "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
+__all__ = ["NOT_SAME_TENSOR", "NULL_STATISTIC", "STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER", "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
            "diff_stat", "dtype_class", "metric_row", "mismatch_reason", "needs_stats_mode", "null_reason",
            "null_stats", "recorded_statistics", "shape_note", "statistics_metrics", "stats_row", "stat_label", "stat_metrics", "ordered_stats", "side_stats", "tensor_stats"]

@@ -45,6 +45,7 @@ from convert.textcells import unguard
 
 from ..errors import DumpFormatError, OptionError
 from ..records import Grade, MetricRow, PairStatus, RowGrade, RowKind, StatDiff, ValueCounts
+from ..stats import NOT_SAME_TENSOR, NULL_STATISTIC, STAT_METRIC_OF
 from .cells import NOT_COMPUTED
 from .parquet import METADATA_KEY, STD_COLUMNS, require_pyarrow
 from .result_json import STD_KEYS, STD_NAME, decode_float, load_document
@@ -293,6 +294,8 @@ class _CsvPlan:
     left_address: int | None = None
     right_address: int | None = None
     msaccucmp: bool = False
+    #: A statistics table: the rows are statistics rows (``RowKind.STATISTICS``).
+    statistics: bool = False
 
 
 def _csv_plan(path: Path, header: list[str]) -> _CsvPlan:
@@ -302,9 +305,12 @@ def _csv_plan(path: Path, header: list[str]) -> _CsvPlan:
         else ("LeftOp", "RightOp", "FailReason")
     needed = ["Index", "OpType", left_name, right_name, "TensorIndex", "Shape", last]
     missing = [name for name in needed if name not in header]
-    if missing or header[-1] != last:
+    end = len(header) - 1 if header[-1] != "Verdict" else len(header) - 2  # --verdicts: a last Verdict column
+    if missing or header[end] != last:
         raise DumpFormatError(path, f"line 1: not a vcompare network result header (missing "
                                     f"{', '.join(missing) or last + ' as the last column'})")
+    if "LeftSource" in header and "RightSource" in header:  # the statistics table (compare.reports.stats)
+        return _stats_plan(path, header, end)
     pos = {name: header.index(name) for name in needed}
     left_dtype = right_dtype = -1
     left_address = right_address = None
@@ -324,13 +330,38 @@ def _csv_plan(path: Path, header: list[str]) -> _CsvPlan:
         right_dtype = header.index("RightDataType") if "RightDataType" in header else -1
     if left_dtype < 0 or right_dtype < 0:
         raise DumpFormatError(path, "line 1: the header lacks the two data type columns")
-    metrics = tuple((header[i], i) for i in range(pos["Shape"] + 1, len(header) - 1)
+    metrics = tuple((header[i], i) for i in range(pos["Shape"] + 1, end)
                     if header[i] not in GRADE_COLUMNS)  # msprobe's Result / Err_message: text, not metrics
     optional = {name: (header.index(name) if name in header[: pos["OpType"]] else None)
                 for name in ("Rank", "Graph", "Iteration")}
     return _CsvPlan(pos["Index"], pos["OpType"], pos[left_name], pos[right_name], left_dtype, right_dtype,
-                    pos["TensorIndex"], pos["Shape"], len(header) - 1, metrics, optional["Rank"],
+                    pos["TensorIndex"], pos["Shape"], end, metrics, optional["Rank"],
                     optional["Graph"], optional["Iteration"], left_address, right_address, msaccucmp)
+
+
+def _stats_plan(path: Path, header: list[str], end: int) -> _CsvPlan:
+    """The plan of a statistics table (``Left{S}, Right{S}, {S}Diff, {S}RelDiff`` per statistic):
+    its metrics are the ``{S}Diff`` / ``{S}RelDiff`` columns (:data:`compare.stats.STAT_METRIC_OF`)."""
+    def at(name: str) -> int:
+        return header.index(name)
+
+    metrics = tuple((name, i) for i, name in enumerate(header[:end]) if name in STAT_METRIC_OF)
+    optional = {name: (at(name) if name in header else None) for name in ("Rank", "Graph", "Iteration")}
+    return _CsvPlan(at("Index"), at("OpType"), at("LeftOp"), at("RightOp"), at("LeftDataType"), at("RightDataType"),
+                    at("TensorIndex"), at("Shape"), end, metrics, optional["Rank"], optional["Graph"],
+                    optional["Iteration"], statistics=True)
+
+
+def _stat_metric_cell(cell: str, name: str) -> float | None:
+    """A statistics metric read back as the row holds it (:func:`compare.stats.metric_row`): a
+    Diff is the magnitude of the signed cell, ``same`` / ``different`` 0.0 / 1.0, a RelDiff as
+    it is."""
+    if cell in ("same", "different"):
+        return 0.0 if cell == "same" else 1.0
+    value = _float_cell(cell, name)
+    if value is None or STAT_METRIC_OF[name][1]:
+        return value
+    return abs(value)
 
 
 def _load_csv(path: Path, text: str) -> SavedResult:
@@ -437,8 +468,8 @@ def split_reasons(cell: str, *, msaccucmp: bool) -> list[str]:
 
 def _csv_status(row: MetricRow, computed: bool) -> PairStatus:
     """The status a CSV row implies (the rules of the module docstring, in order)."""
-    if computed:
-        return PairStatus.COMPARED
+    if computed:  # a mismatched pair shows its numbers for reference, and its reason says so
+        return PairStatus.NOT_COMPARABLE if any(NOT_SAME_TENSOR in r for r in row.reasons) else PairStatus.COMPARED
     if row.right_op == "*":
         return PairStatus.MISSING_RIGHT
     if row.left_op == "*":
@@ -456,6 +487,8 @@ def _csv_row(plan: _CsvPlan, cells: list[str]) -> MetricRow:
     for name, i in plan.metrics:
         if name == STD_NAME:
             std = _std_cell(cells[i])
+        elif plan.statistics:
+            metrics[name] = _stat_metric_cell(cells[i], name)
         else:
             metrics[name] = _float_cell(cells[i], name)
     computed = any(v is not None for v in metrics.values()) or std is not None
@@ -472,8 +505,11 @@ def _csv_row(plan: _CsvPlan, cells: list[str]) -> MetricRow:
         right_address=None if plan.right_address is None else _int_cell(cells[plan.right_address], "Address"),
         rank=None if plan.rank is None else _int_cell(cells[plan.rank], "Rank"),
         iteration=None if plan.iteration is None else _int_cell(cells[plan.iteration], "Iteration"),
-        graph=None if plan.graph is None else _int_cell(cells[plan.graph], "Graph"))
+        graph=None if plan.graph is None else _int_cell(cells[plan.graph], "Graph"),
+        kind=RowKind.STATISTICS if plan.statistics else RowKind.TENSOR)
     row.status = _csv_status(row, computed)
+    if plan.statistics and any(NULL_STATISTIC in r for r in reasons):  # not a gap: nothing to compare
+        row.undefined = frozenset(name for name, value in metrics.items() if value is None)
     return row
 
 

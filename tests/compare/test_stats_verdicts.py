@@ -356,3 +356,32 @@ def test_real_statistics_first_divergence_and_verdicts(tmp_path: Path) -> None:
     with open(out, newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert {r["Verdict"] for r in rows if r["LeftOp"] == "Functional.linear.2.forward"} == {"input-differs"}
+
+
+def test_statistics_table_regates_as_the_json(tmp_path: Path) -> None:
+    """The statistics CSV read back: Diff cells as magnitudes, same/different as 0/1, a null
+    statistic undefined, a trailing Verdict column allowed: the same verdict as the JSON."""
+    for left, right, gate in (("s_L1_perturb", "s_L1_base", "L2NormRelDiff<=1e-4"),
+                              ("s_L1_md5_perturb", "s_L1_md5_base", "ChecksumDiff==same"),
+                              ("s_L1_bf16", "s_L1_base", "MaxRelDiff<=0.01")):
+        out, js = tmp_path / f"{left}.csv", tmp_path / f"{left}.json"
+        assert _run("-l", _real(left), "-r", _real(right), "-o", out, "--json", js, "--verdicts").exit_code == 0
+        by_csv, by_json = regate(out, gates=[gate]), regate(js, gates=[gate])
+        assert by_csv.verdict.outcome is by_json.verdict.outcome
+        assert [f.message for f in by_csv.verdict.failures] == [f.message for f in by_json.verdict.failures]
+        assert all(r.kind is RowKind.STATISTICS for r in by_csv.rows)
+
+
+def test_statistics_csv_of_a_mismatched_pair_reads_back_not_comparable(tmp_path: Path) -> None:
+    left_calls = (("Functional.relu.0.forward", "Functional.relu.0.forward",
+                   {"input_args": [T((2, 4))], "input_kwargs": {}, "output": [T((2, 4))]}),)
+    right_calls = (("Functional.relu.0.forward", "Functional.relu.0.forward",
+                    {"input_args": [T((3, 4))], "input_kwargs": {}, "output": [T((2, 4))]}),)
+    left = write_msprobe_dump(tmp_path / "l", task="statistics", calls=left_calls)
+    right = write_msprobe_dump(tmp_path / "r", task="statistics", calls=right_calls)
+    out = tmp_path / "r.csv"
+    assert _run("-l", left.root, "-r", right.root, "-o", out).exit_code == 0
+    saved = regate(out, gates=["MaxRelDiff<=1"])
+    statuses = {r.tensor_id: r.status for r in saved.rows}
+    assert statuses["Functional.relu.0.forward:input:0"] is PairStatus.NOT_COMPARABLE
+    assert saved.verdict.outcome is Outcome.INCOMPLETE
