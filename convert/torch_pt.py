@@ -28,7 +28,7 @@ Allow-list (module, name -> placeholder): ``torch._utils._rebuild_tensor_v2`` an
 (-> their numpy dtype), ``collections.OrderedDict`` and ``torch.Size`` (-> inert builders).
 
 Unpickler state policy: nothing a file does outlives that file's load. Every placeholder
-``find_class`` hands out is made afresh for each load (:func:`_placeholders`), is an instance
+``find_class`` hands out is made afresh for each load (from :data:`_ALLOW_LIST`), is an instance
 (never a class, so no class attribute is reachable), has no ``__dict__`` and refuses every
 change: the ``BUILD`` opcode (``__setstate__``) and attribute assignment raise, so a pickle
 that tries to set the state of an allow-listed name is refused with that reason. What the
@@ -310,31 +310,37 @@ def _size(*args: object) -> tuple[int, ...]:
     return _ints(args[0] if args else (), "torch.Size")
 
 
-def _placeholders() -> dict[tuple[str, str], _Inert]:
-    """The allow-list of one load: fresh, inert placeholders (module doc), so that nothing a
-    pickle does to them outlives its file."""
-    return {
-        ("torch._utils", "_rebuild_tensor_v2"): _Call("torch._utils._rebuild_tensor_v2", _rebuild_tensor),
-        ("torch._utils", "_rebuild_parameter"): _Call("torch._utils._rebuild_parameter", _rebuild_parameter),
-        ("collections", "OrderedDict"): _Call("collections.OrderedDict", _ordered_dict),
-        ("torch", "Size"): _Call("torch.Size", _size),
-        **{("torch", name): _StorageClass(name, dtype) for name, dtype in STORAGE_DTYPES.items()},
-    }
+#: (module, name) -> what makes its placeholder (module doc). Read only; the placeholders
+#: themselves are made afresh for each load, on first use (:meth:`_SafeUnpickler.find_class`).
+_ALLOW_LIST: dict[tuple[str, str], tuple[type[_Inert], tuple[object, ...]]] = {
+    ("torch._utils", "_rebuild_tensor_v2"): (_Call, ("torch._utils._rebuild_tensor_v2", _rebuild_tensor)),
+    ("torch._utils", "_rebuild_parameter"): (_Call, ("torch._utils._rebuild_parameter", _rebuild_parameter)),
+    ("collections", "OrderedDict"): (_Call, ("collections.OrderedDict", _ordered_dict)),
+    ("torch", "Size"): (_Call, ("torch.Size", _size)),
+    **{("torch", name): (_StorageClass, (name, dtype)) for name, dtype in STORAGE_DTYPES.items()},
+}
 
 
 class _SafeUnpickler(pickle.Unpickler):
-    """``find_class`` answers only from this load's :func:`_placeholders`; ``persistent_load``
-    builds this load's storage references."""
+    """``find_class`` answers only from :data:`_ALLOW_LIST`, with placeholders of this load alone
+    (made on first use, the same one for a name used twice); ``persistent_load`` builds this
+    load's storage references."""
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file)
-        self._allowed = _placeholders()
+        self._made: dict[tuple[str, str], _Inert] = {}
 
     def find_class(self, module: str, name: str) -> object:
-        found = self._allowed.get((module, name))
-        if found is None:
+        key = (module, name)
+        found = self._made.get(key)
+        if found is not None:
+            return found
+        recipe = _ALLOW_LIST.get(key)
+        if recipe is None:
             raise _Refused(f"the pickle names {str(module)[:80]}.{str(name)[:80]}, which is not on the allow-list "
                            "of a plain tensor (nothing was imported or executed)")
+        kind, args = recipe
+        found = self._made[key] = kind(*args)
         return found
 
     def persistent_load(self, pid: object) -> _Ref:
@@ -447,16 +453,19 @@ def _check_extent(tensor: PtTensor, storage_bytes: int, path: Path) -> None:
     (more elements than its storage) no larger than :data:`MAX_EXPANDED_BYTES` once materialised.
     Python integers throughout: no overflow whatever the file says."""
     shape, stride = tensor.shape, tensor.stride
-    described = f"size {_nums(shape)}, stride {_nums(stride)}"
+
+    def described() -> str:
+        return f"size {_nums(shape)}, stride {_nums(stride)}"
+
     if len(shape) > MAX_DIMS:
         raise TorchPtError(path, f"size has {len(shape)} dimensions (more than {MAX_DIMS})")
     if len(shape) != len(stride):
-        raise TorchPtError(path, f"{described}: size and stride differ in length")
+        raise TorchPtError(path, f"{described()}: size and stride differ in length")
     if any(d < 0 for d in shape) or any(s < 0 for s in stride):
-        raise TorchPtError(path, f"negative size or stride ({described})")
+        raise TorchPtError(path, f"negative size or stride ({described()})")
     nonzero = math.prod(d for d in shape if d)
     if nonzero > MAX_ELEMENTS:
-        raise TorchPtError(path, f"{described}: {_num(nonzero)} elements, more than the {_num(MAX_ELEMENTS)} "
+        raise TorchPtError(path, f"{described()}: {_num(nonzero)} elements, more than the {_num(MAX_ELEMENTS)} "
                                  "(2**48) a tensor is read up to")
     itemsize = tensor.dtype.itemsize
     elements = storage_bytes // itemsize
@@ -467,9 +476,9 @@ def _check_extent(tensor: PtTensor, storage_bytes: int, path: Path) -> None:
     if last >= elements:
         raise TorchPtError(path, f"storage {tensor.storage.key} holds {elements} element(s) of "
                                  f"{tensor.storage.storage.name}, the tensor (offset {_num(tensor.offset)}, "
-                                 f"{described}) reaches element {_num(last)}")
+                                 f"{described()}) reaches element {_num(last)}")
     if count > elements and count * itemsize > MAX_EXPANDED_BYTES:
-        raise TorchPtError(path, f"an expanded tensor (stride 0 or overlapping strides: {described}) of "
+        raise TorchPtError(path, f"an expanded tensor (stride 0 or overlapping strides: {described()}) of "
                                  f"{_num(count)} elements from a storage of {elements}: its array would take "
                                  f"{_num(count * itemsize)} bytes, more than the {MAX_EXPANDED_BYTES} (64 MiB) "
                                  "materialised for an expanded tensor")
