@@ -66,6 +66,7 @@ import os
 import pickle
 import struct
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,11 +210,11 @@ class _Inert:
     label = "a placeholder"
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise _Refused(f"the pickle sets attribute {name!r} of {self.label}: a plain tensor's pickle never does "
+        raise _Refused(f"the pickle sets attribute {str(name)[:40]!r} of {self.label}: a plain tensor's pickle never does "
                        "(nothing was changed)")
 
     def __delattr__(self, name: str) -> None:
-        raise _Refused(f"the pickle deletes attribute {name!r} of {self.label} (nothing was changed)")
+        raise _Refused(f"the pickle deletes attribute {str(name)[:40]!r} of {self.label} (nothing was changed)")
 
     def __setstate__(self, state: object) -> None:
         raise _Refused(f"the pickle sets the state of {self.label} (BUILD): a plain tensor's pickle never does "
@@ -239,7 +240,7 @@ class _Call(_Inert):
 
     __slots__ = ("name", "function")
 
-    def __init__(self, name: str, function) -> None:
+    def __init__(self, name: str, function: Callable[..., object]) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "function", function)
 
@@ -534,5 +535,5 @@ def pt_dtype_name(header: PtHeader) -> str:
     return header.tensor.dtype.name
 
 
-__all__ = ["MAX_BYTEORDER_BYTES", "MAX_DIMS", "MAX_ELEMENTS", "MAX_EXPANDED_BYTES", "MAX_PICKLE_BYTES", "PtHeader", "PtTensor", "STORAGE_DTYPES", "TorchPtError", "load_pt", "pt_dtype_name",
-           "read_pt_header"]
+__all__ = ["MAX_BYTEORDER_BYTES", "MAX_DIMS", "MAX_ELEMENTS", "MAX_EXPANDED_BYTES", "MAX_PICKLE_BYTES", "PtHeader",
+           "PtTensor", "STORAGE_DTYPES", "TorchPtError", "load_pt", "pt_dtype_name", "read_pt_header"]

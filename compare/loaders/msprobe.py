@@ -680,7 +680,8 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
         run.notes.append(f"{len(partial)} item(s) of {DUMP_JSON} are not usable tensors: {shown}")
     if outside:
         run.notes.append(f"{len(outside)} file(s) of {data_dir} are symbolic links out of the dump tree: never read "
-                         f"({files.linked_out} of them named by {DUMP_JSON}; their rows and the skipped list say which)")
+                         f"({files.linked_out} of them named by {DUMP_JSON}; their rows and the skipped list say "
+                         "which)")
         run.skipped.extend((data_dir / name, why) for name, why in sorted(outside.items()))
     for name in sorted(names - files.used - outside.keys()):
         run.skipped.append((data_dir / name, f"not named by any data_name of {DUMP_JSON}"))
