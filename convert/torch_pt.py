@@ -210,8 +210,8 @@ class _Inert:
     label = "a placeholder"
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise _Refused(f"the pickle sets attribute {str(name)[:40]!r} of {self.label}: a plain tensor's pickle never does "
-                       "(nothing was changed)")
+        raise _Refused(f"the pickle sets attribute {str(name)[:40]!r} of {self.label}: a plain tensor's pickle "
+                       "never does (nothing was changed)")
 
     def __delattr__(self, name: str) -> None:
         raise _Refused(f"the pickle deletes attribute {str(name)[:40]!r} of {self.label} (nothing was changed)")
