@@ -208,3 +208,18 @@ def test_side_json_with_a_long_integer_is_a_note(tmp_path: Path, right) -> None:
     _assert_clean(result)
     assert result.exit_code == 0, result.output
     assert len(_rows(js)) == TENSORS
+
+
+def test_mindspore_npy_link_out_of_the_tree_is_refused(tmp_path: Path) -> None:
+    left = write_msprobe_dump(tmp_path / "l", framework="mindspore")
+    data = left.folders[(0, 0)] / "dump_tensor_data"
+    name = "Functional.relu.0.forward.input.0.npy"
+    outside = tmp_path / "outside" / "secret.npy"
+    outside.parent.mkdir()
+    np.save(outside, np.full((2, 4), 1234.5, np.float32))
+    (data / name).unlink()
+    (data / name).symlink_to(outside)
+    run = load_run(left.root)
+    with pytest.raises(DumpFormatError, match="outside the dump tree"):
+        run.ops["Functional.relu.0.forward"].tensor(TensorKind.INPUT, 0).reader()
+    assert "outside the dump tree" in dict(run.skipped)[data / name]
