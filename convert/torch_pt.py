@@ -23,9 +23,32 @@ is a persistent id ``("storage", torch.{Type}Storage, key, location, numel)`` an
 is element ``storage_offset + sum(i_k * stride_k)`` of the storage.
 
 Allow-list (module, name -> placeholder): ``torch._utils._rebuild_tensor_v2`` and
-``_rebuild_parameter`` (-> a :class:`PtTensor` record), the typed storage classes
+``_rebuild_parameter`` (-> builders of a tensor placeholder), the typed storage classes
 ``torch.{Float,Double,Half,BFloat16,Long,Int,Short,Char,Byte,Bool,ComplexFloat,ComplexDouble}Storage``
 (-> their numpy dtype), ``collections.OrderedDict`` and ``torch.Size`` (-> inert builders).
+
+Unpickler state policy: nothing a file does outlives that file's load. Every placeholder
+``find_class`` hands out is made afresh for each load (from :data:`_ALLOW_LIST`), is an instance
+(never a class, so no class attribute is reachable), has no ``__dict__`` and refuses every
+change: the ``BUILD`` opcode (``__setstate__``) and attribute assignment raise, so a pickle
+that tries to set the state of an allow-listed name is refused with that reason. What the
+pickle built is checked and copied into the public records (:class:`PtTensor` ...) only after
+the load; those records never meet the unpickler.
+
+Bounds (each refused with a reason naming the file and the field):
+
+* ``data.pkl`` at most :data:`MAX_PICKLE_BYTES` (1 MiB); the ``byteorder`` entry at most
+  :data:`MAX_BYTEORDER_BYTES` (16 bytes);
+* at most :data:`MAX_DIMS` (32) dimensions; the product of the non-zero sizes at most
+  :data:`MAX_ELEMENTS` (2**48) elements (an empty tensor of size ``[0, 2**70]`` included);
+* every element the size / stride / offset reach lies inside the storage (Python integers:
+  no overflow, whatever the numbers);
+* a tensor with more elements than its storage holds (a stride 0 of ``expand``, overlapping
+  strides) is materialised only when its array takes at most :data:`MAX_EXPANDED_BYTES`
+  (64 MiB), else refused -- a 500-byte file never asks for gigabytes;
+* a zip member that cannot be read (bad CRC, an unsupported compression method, a truncated
+  entry) is a :class:`TorchPtError` naming the member. The storage entry is mapped in place
+  (it must be *stored*); its CRC is not verified.
 
 Edge-case policy: anything else -- another global (named in the message, never imported), a
 storage type outside the list, a missing storage, a compressed or encrypted entry, a storage
@@ -43,6 +66,7 @@ import os
 import pickle
 import struct
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +78,16 @@ from .fastread import map_bytes
 
 #: The largest ``data.pkl`` read (a single-tensor pickle is a few hundred bytes).
 MAX_PICKLE_BYTES = 1 << 20
+#: The largest ``byteorder`` entry read (it holds ``little`` or ``big``).
+MAX_BYTEORDER_BYTES = 16
+#: The most dimensions of a tensor (numpy 1's limit; numpy 2 allows 64).
+MAX_DIMS = 32
+#: The largest product of a tensor's non-zero sizes (2**48 elements: beyond any real tensor, well
+#: inside numpy's 2**63 bytes).
+MAX_ELEMENTS = 1 << 48
+#: The largest array materialised for a tensor with more elements than its storage (a stride 0
+#: of ``expand``, overlapping strides): 64 MiB.
+MAX_EXPANDED_BYTES = 1 << 26
 
 #: ``torch.{Name}Storage`` -> the numpy dtype of its elements.
 STORAGE_DTYPES: dict[str, np.dtype] = {
@@ -140,27 +174,130 @@ class PtHeader:
 
 
 # --------------------------------------------------------------------------------------------
-# Inert placeholders of the allow-list
+# Inert placeholders of the allow-list (made afresh for each load)
 # --------------------------------------------------------------------------------------------
+
+
+def _num(value: int) -> str:
+    """An integer of the file as text, safe whatever its size (Python refuses to print integers of
+    more than 4300 digits): ``~2**N`` beyond 2**64."""
+    return str(value) if -(1 << 64) < value < (1 << 64) else f"{'-' if value < 0 else ''}~2**{abs(value).bit_length()}"
+
+
+def _nums(values: tuple[int, ...]) -> str:
+    shown = ", ".join(_num(v) for v in values[:8]) + (", ..." if len(values) > 8 else "")
+    return f"[{shown}]"
+
+
+def _brief(value: object) -> str:
+    """A value of the pickle in a message: ints safely, anything else by type (no ``repr`` of
+    untrusted, possibly deep or huge, objects)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _num(value)
+    if isinstance(value, str):
+        return repr(value[:40])
+    return f"a {type(value).__name__}"
+
+
+class _Refused(Exception):
+    """A global outside the allow-list, or a change to a placeholder (nothing was imported or changed)."""
+
+
+class _Inert:
+    """Base of the per-load placeholders: no ``__dict__``, no attribute assignment, no ``BUILD``."""
+
+    __slots__ = ()
+    label = "a placeholder"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise _Refused(f"the pickle sets attribute {str(name)[:40]!r} of {self.label}: a plain tensor's pickle "
+                       "never does (nothing was changed)")
+
+    def __delattr__(self, name: str) -> None:
+        raise _Refused(f"the pickle deletes attribute {str(name)[:40]!r} of {self.label} (nothing was changed)")
+
+    def __setstate__(self, state: object) -> None:
+        raise _Refused(f"the pickle sets the state of {self.label} (BUILD): a plain tensor's pickle never does "
+                       "(nothing was changed)")
+
+
+class _StorageClass(_Inert):
+    """``torch.{Name}Storage`` of one load."""
+
+    __slots__ = ("name", "dtype")
+
+    def __init__(self, name: str, dtype: np.dtype) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "dtype", dtype)
+
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        return f"torch.{self.name}"
+
+
+class _Call(_Inert):
+    """An allow-listed callable of one load (``REDUCE`` calls it)."""
+
+    __slots__ = ("name", "function")
+
+    def __init__(self, name: str, function: Callable[..., object]) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "function", function)
+
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        return self.name
+
+    def __call__(self, *args: object) -> object:
+        return self.function(*args)
+
+
+class _Ref(_Inert):
+    """A persistent id ``("storage", type, key, location, numel)`` of one load."""
+
+    __slots__ = ("storage", "key", "location")
+    label = "a storage reference"
+
+    def __init__(self, storage: _StorageClass, key: str, location: str) -> None:
+        object.__setattr__(self, "storage", storage)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "location", location)
+
+
+class _Tensor(_Inert):
+    """What ``_rebuild_tensor_v2`` built during one load (checked; copied into :class:`PtTensor` after)."""
+
+    __slots__ = ("ref", "offset", "shape", "stride")
+    label = "a tensor"
+
+    def __init__(self, ref: _Ref, offset: int, shape: tuple[int, ...], stride: tuple[int, ...]) -> None:
+        object.__setattr__(self, "ref", ref)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "stride", stride)
+
+    def record(self) -> PtTensor:
+        storage = StorageType(self.ref.storage.name, self.ref.storage.dtype)
+        return PtTensor(StorageRef(storage, self.ref.key, self.ref.location), self.offset, self.shape, self.stride)
 
 
 def _ints(value: object, what: str) -> tuple[int, ...]:
     if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ValueError(f"{what} is not a tuple of integers: {value!r:.80}")
+        raise ValueError(f"{what} is not a tuple of integers ({_brief(value)})")
     return tuple(value)
 
 
-def _rebuild_tensor(storage: object, offset: object, size: object, stride: object, *_rest: object) -> PtTensor:
-    if not isinstance(storage, StorageRef):
-        raise ValueError(f"the tensor's storage is not a storage reference: {storage!r:.80}")
+def _rebuild_tensor(storage: object, offset: object, size: object, stride: object, *_rest: object) -> _Tensor:
+    if not isinstance(storage, _Ref):
+        raise ValueError(f"the tensor's storage is not a storage reference ({_brief(storage)})")
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        raise ValueError(f"storage offset {offset!r:.40} is not a non-negative integer")
-    return PtTensor(storage, offset, _ints(size, "size"), _ints(stride, "stride"))
+        raise ValueError(f"storage offset {_brief(offset)} is not a non-negative integer")
+    return _Tensor(storage, offset, _ints(size, "size"), _ints(stride, "stride"))
 
 
-def _rebuild_parameter(data: object, *_rest: object) -> PtTensor:
-    if not isinstance(data, PtTensor):
-        raise ValueError(f"a parameter whose data is not a tensor: {data!r:.80}")
+def _rebuild_parameter(data: object, *_rest: object) -> _Tensor:
+    if not isinstance(data, _Tensor):
+        raise ValueError(f"a parameter whose data is not a tensor ({_brief(data)})")
     return data
 
 
@@ -174,34 +311,44 @@ def _size(*args: object) -> tuple[int, ...]:
     return _ints(args[0] if args else (), "torch.Size")
 
 
-_ALLOWED: dict[tuple[str, str], object] = {
-    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
-    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-    ("collections", "OrderedDict"): _ordered_dict,
-    ("torch", "Size"): _size,
-    **{("torch", name): StorageType(name, dtype) for name, dtype in STORAGE_DTYPES.items()},
+#: (module, name) -> what makes its placeholder (module doc). Read only; the placeholders
+#: themselves are made afresh for each load, on first use (:meth:`_SafeUnpickler.find_class`).
+_ALLOW_LIST: dict[tuple[str, str], tuple[type[_Inert], tuple[object, ...]]] = {
+    ("torch._utils", "_rebuild_tensor_v2"): (_Call, ("torch._utils._rebuild_tensor_v2", _rebuild_tensor)),
+    ("torch._utils", "_rebuild_parameter"): (_Call, ("torch._utils._rebuild_parameter", _rebuild_parameter)),
+    ("collections", "OrderedDict"): (_Call, ("collections.OrderedDict", _ordered_dict)),
+    ("torch", "Size"): (_Call, ("torch.Size", _size)),
+    **{("torch", name): (_StorageClass, (name, dtype)) for name, dtype in STORAGE_DTYPES.items()},
 }
 
 
-class _Refused(Exception):
-    """A global outside the allow-list (raised by ``find_class``; nothing was imported)."""
-
-
 class _SafeUnpickler(pickle.Unpickler):
-    """``find_class`` answers only from :data:`_ALLOWED`; ``persistent_load`` builds :class:`StorageRef`."""
+    """``find_class`` answers only from :data:`_ALLOW_LIST`, with placeholders of this load alone
+    (made on first use, the same one for a name used twice); ``persistent_load`` builds this
+    load's storage references."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file)
+        self._made: dict[tuple[str, str], _Inert] = {}
 
     def find_class(self, module: str, name: str) -> object:
-        found = _ALLOWED.get((module, name))
-        if found is None:
-            raise _Refused(f"the pickle names {module}.{name}, which is not on the allow-list of a plain tensor "
-                           "(nothing was imported or executed)")
+        key = (module, name)
+        found = self._made.get(key)
+        if found is not None:
+            return found
+        recipe = _ALLOW_LIST.get(key)
+        if recipe is None:
+            raise _Refused(f"the pickle names {str(module)[:80]}.{str(name)[:80]}, which is not on the allow-list "
+                           "of a plain tensor (nothing was imported or executed)")
+        kind, args = recipe
+        found = self._made[key] = kind(*args)
         return found
 
-    def persistent_load(self, pid: object) -> StorageRef:
-        if (not isinstance(pid, tuple) or len(pid) < 4 or pid[0] != "storage" or not isinstance(pid[1], StorageType)
+    def persistent_load(self, pid: object) -> _Ref:
+        if (not isinstance(pid, tuple) or len(pid) < 4 or pid[0] != "storage" or not isinstance(pid[1], _StorageClass)
                 or not isinstance(pid[2], str) or not isinstance(pid[3], str)):
-            raise ValueError(f"persistent id {pid!r:.120} is not a typed storage reference")
-        return StorageRef(pid[1], pid[2], pid[3])
+            raise ValueError(f"persistent id ({_brief(pid)}) is not a typed storage reference")
+        return _Ref(pid[1], pid[2][:200], pid[3][:200])
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,15 +366,30 @@ def _entry_data_offset(handle, info: zipfile.ZipInfo, path: Path) -> int:
     return info.header_offset + 30 + name_len + extra_len
 
 
-def _unpickle(raw: bytes, path: Path) -> object:
+def _unpickle(raw: bytes, path: Path) -> PtTensor:
+    """The one tensor of ``data.pkl`` (module doc), or :class:`TorchPtError` saying why not."""
     try:
-        return _SafeUnpickler(io.BytesIO(raw)).load()
+        loaded = _SafeUnpickler(io.BytesIO(raw)).load()
     except _Refused as exc:
         raise TorchPtError(path, str(exc)) from None
     except RecursionError:
         raise TorchPtError(path, "data.pkl nests too deeply") from None
     except Exception as exc:  # noqa: BLE001 - any failure of untrusted pickle data is a diagnosis
-        raise TorchPtError(path, f"data.pkl does not describe a plain tensor ({type(exc).__name__}: {exc})") from None
+        raise TorchPtError(path, f"data.pkl does not describe a plain tensor ({type(exc).__name__}: "
+                                 f"{str(exc)[:200]})") from None
+    if not isinstance(loaded, _Tensor):
+        raise TorchPtError(path, f"the pickle holds {_brief(loaded)}, not one tensor")
+    return loaded.record()
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> bytes:
+    """The bytes of one zip member; :class:`TorchPtError` naming the member when they cannot be
+    read (a bad CRC, an unsupported compression method, an encrypted or truncated entry)."""
+    try:
+        return archive.read(info)
+    except Exception as exc:  # noqa: BLE001 - any failure of an untrusted archive is a diagnosis
+        raise TorchPtError(path, f"cannot read zip member {info.filename}: {type(exc).__name__}: "
+                                 f"{str(exc)[:200]}", offset=info.header_offset) from None
 
 
 def read_pt_header(path: str | os.PathLike) -> PtHeader:
@@ -241,7 +403,7 @@ def read_pt_header(path: str | os.PathLike) -> PtHeader:
         with open(path, "rb") as handle:
             try:
                 archive = zipfile.ZipFile(handle)
-            except (zipfile.BadZipFile, ValueError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure of an untrusted archive is a diagnosis
                 raise TorchPtError(path, f"not a zip archive (torch.save's format since torch 1.6; the legacy "
                                          f"format is not read): {exc}") from None
             with archive:
@@ -260,17 +422,14 @@ def _header(archive: zipfile.ZipFile, handle, path: Path) -> PtHeader:
     if info.file_size > MAX_PICKLE_BYTES:
         raise TorchPtError(path, f"data.pkl holds {info.file_size} bytes (more than {MAX_PICKLE_BYTES}: not one "
                                  "tensor)")
-    try:
-        raw = archive.read(info)
-    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, ValueError, OSError, EOFError) as exc:
-        raise TorchPtError(path, f"cannot read data.pkl: {exc}") from None
-    tensor = _unpickle(raw, path)
-    if not isinstance(tensor, PtTensor):
-        raise TorchPtError(path, f"the pickle holds a {type(tensor).__name__}, not one tensor")
+    tensor = _unpickle(_read_member(archive, info, path), path)
     big_endian = False
     order = entries.get(prefix + "byteorder")
     if order is not None:
-        text = archive.read(order).decode("ascii", "replace").strip()
+        if order.file_size > MAX_BYTEORDER_BYTES:
+            raise TorchPtError(path, f"byteorder entry holds {order.file_size} bytes (more than "
+                                     f"{MAX_BYTEORDER_BYTES}: not little or big)")
+        text = _read_member(archive, order, path)[:MAX_BYTEORDER_BYTES].decode("ascii", "replace").strip()
         if text not in ("little", "big"):
             raise TorchPtError(path, f"byteorder entry says {text!r} (expected little or big)")
         big_endian = text == "big"
@@ -290,20 +449,46 @@ def _header(archive: zipfile.ZipFile, handle, path: Path) -> PtHeader:
 
 
 def _check_extent(tensor: PtTensor, storage_bytes: int, path: Path) -> None:
-    """The elements the size/stride/offset reach must lie inside the storage (strides non-negative)."""
-    if len(tensor.shape) != len(tensor.stride):
-        raise TorchPtError(path, f"size {list(tensor.shape)} and stride {list(tensor.stride)} differ in length")
-    if any(d < 0 for d in tensor.shape) or any(s < 0 for s in tensor.stride):
-        raise TorchPtError(path, f"negative size or stride (size {list(tensor.shape)}, stride {list(tensor.stride)})")
+    """The tensor's size / stride / offset against the bounds of the module doc: every element
+    they reach inside the storage (strides non-negative), sizes bounded, and an expanded tensor
+    (more elements than its storage) no larger than :data:`MAX_EXPANDED_BYTES` once materialised.
+    Python integers throughout: no overflow whatever the file says."""
+    shape, stride = tensor.shape, tensor.stride
+
+    def described() -> str:
+        return f"size {_nums(shape)}, stride {_nums(stride)}"
+
+    if len(shape) > MAX_DIMS:
+        raise TorchPtError(path, f"size has {len(shape)} dimensions (more than {MAX_DIMS})")
+    if len(shape) != len(stride):
+        raise TorchPtError(path, f"{described()}: size and stride differ in length")
+    if any(d < 0 for d in shape) or any(s < 0 for s in stride):
+        raise TorchPtError(path, f"negative size or stride ({described()})")
+    nonzero = math.prod(d for d in shape if d)
+    if nonzero > MAX_ELEMENTS:
+        raise TorchPtError(path, f"{described()}: {_num(nonzero)} elements, more than the {_num(MAX_ELEMENTS)} "
+                                 "(2**48) a tensor is read up to")
     itemsize = tensor.dtype.itemsize
     elements = storage_bytes // itemsize
-    if math.prod(tensor.shape) == 0:
+    count = math.prod(shape)
+    if count == 0:
         return
-    last = tensor.offset + sum((d - 1) * s for d, s in zip(tensor.shape, tensor.stride))
+    last = tensor.offset + sum((d - 1) * s for d, s in zip(shape, stride))
     if last >= elements:
         raise TorchPtError(path, f"storage {tensor.storage.key} holds {elements} element(s) of "
-                                 f"{tensor.storage.storage.name}, the tensor (offset {tensor.offset}, size "
-                                 f"{list(tensor.shape)}, stride {list(tensor.stride)}) reaches element {last}")
+                                 f"{tensor.storage.storage.name}, the tensor (offset {_num(tensor.offset)}, "
+                                 f"{described()}) reaches element {_num(last)}")
+    if count > elements and count * itemsize > MAX_EXPANDED_BYTES:
+        raise TorchPtError(path, f"an expanded tensor (stride 0 or overlapping strides: {described()}) of "
+                                 f"{_num(count)} elements from a storage of {elements}: its array would take "
+                                 f"{_num(count * itemsize)} bytes, more than the {MAX_EXPANDED_BYTES} (64 MiB) "
+                                 "materialised for an expanded tensor")
+
+
+def _effective_strides(shape: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides with those of size-1 dimensions set to 0 (never used to step, whatever the
+    file says: a huge one must not reach numpy)."""
+    return tuple(0 if d == 1 else s for d, s in zip(shape, stride))
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -318,7 +503,8 @@ def load_pt(path: str | os.PathLike, header: PtHeader | None = None) -> np.ndarr
     """The tensor of a ``.pt`` file as a read-only numpy array (its own dtype and shape).
 
     A contiguous tensor is a view of the mapped storage bytes; any other stride is gathered into
-    a new array (after :func:`read_pt_header` checked that every element lies in the storage).
+    a new array (after :func:`read_pt_header` checked that every element lies in the storage, and
+    that an expanded tensor's array takes at most :data:`MAX_EXPANDED_BYTES`).
     """
     header = header if header is not None else read_pt_header(path)
     tensor = header.tensor
@@ -334,11 +520,13 @@ def load_pt(path: str | os.PathLike, header: PtHeader | None = None) -> np.ndarr
         storage = whole.view(">u2").astype("<u2").view(dtype)
     else:
         storage = whole.view(dtype)
-    if tensor.stride == _contiguous_strides(tensor.shape) or len(tensor.shape) == 0:
+    stride = _effective_strides(tensor.shape, tensor.stride)
+    if stride == _effective_strides(tensor.shape, _contiguous_strides(tensor.shape)) or len(tensor.shape) == 0:
         count = math.prod(tensor.shape)
         return storage[tensor.offset: tensor.offset + count].reshape(tensor.shape)
+    # read_pt_header checked the extent, and that an expanded tensor's array is at most MAX_EXPANDED_BYTES
     view = np.lib.stride_tricks.as_strided(storage[tensor.offset:], shape=tensor.shape,
-                                           strides=tuple(s * dtype.itemsize for s in tensor.stride), writeable=False)
+                                           strides=tuple(s * dtype.itemsize for s in stride), writeable=False)
     return np.ascontiguousarray(view)
 
 
@@ -347,5 +535,5 @@ def pt_dtype_name(header: PtHeader) -> str:
     return header.tensor.dtype.name
 
 
-__all__ = ["MAX_PICKLE_BYTES", "PtHeader", "PtTensor", "STORAGE_DTYPES", "TorchPtError", "load_pt", "pt_dtype_name",
-           "read_pt_header"]
+__all__ = ["MAX_BYTEORDER_BYTES", "MAX_DIMS", "MAX_ELEMENTS", "MAX_EXPANDED_BYTES", "MAX_PICKLE_BYTES", "PtHeader",
+           "PtTensor", "STORAGE_DTYPES", "TorchPtError", "load_pt", "pt_dtype_name", "read_pt_header"]

@@ -463,8 +463,8 @@ def read_overflow(path: Path) -> OverflowRecord:
             content = json.loads(path.read_text(encoding="utf-8", errors="replace"))
             text = json.dumps(content, separators=(",", ":"), sort_keys=True)
             summary = text if len(text) <= 300 else text[:297] + "..."
-        except (OSError, ValueError) as exc:
-            summary = f"unreadable JSON ({exc})"
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python reads
+            summary = f"unreadable JSON ({str(exc)[:200]})"
     else:
         try:
             header = read_header(path)

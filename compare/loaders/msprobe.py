@@ -37,7 +37,12 @@ recorded type, the values are compared as saved.
 Edge-case policy (nothing crashes, nothing is dropped silently):
 
 * ``dump.json`` that is not JSON or not an object with a ``data`` object: :class:`DumpFormatError`
-  naming the file (and the character offset of a syntax error);
+  naming the file (and the byte offset of a syntax error); so is one holding an integer of more
+  than Python's int-string conversion limit (:func:`sys.get_int_max_str_digits`, 4300 digits by
+  default; the error gives its line and column), and one nested deeper than Python's recursion
+  limit (1000 levels by default; a ``dump.json`` of msprobe nests fewer than 10);
+* an integer statistic (``Max`` ...) beyond the float range: read as +-inf (a float conversion
+  overflows so);
 * an entry that is not an object, or a section of the wrong type: the op is kept with
   ``error`` set (its row says why); an unknown section is named in ``run.notes``;
 * a ``data_name`` that is not a plain file name (``/``, ``\\``, ``..``, NUL, absolute): the
@@ -45,6 +50,15 @@ Edge-case policy (nothing crashes, nothing is dropped silently):
 * a ``data_name`` whose file is missing, or whose suffix is neither ``.pt`` nor ``.npy``: the
   tensor's reader says so (the row carries it), a note counts them;
 * files of ``dump_tensor_data`` no entry names: ``run.skipped`` with the reason.
+
+Links (trust policy): a file of ``dump_tensor_data`` is read only when its real path (every
+symbolic link resolved) lies inside the dump tree -- the dump folder holding ``dump.json``, or
+the path the run was opened from (the root given on the command line). A link that leaves the
+tree (``x.pt -> /home/user/secret.pt``, or ``dump_tensor_data`` itself a link elsewhere) is never
+opened: the tensor's row says "refused: a symbolic link to ... outside the dump tree ...", the
+file is in ``run.skipped`` with that reason and a note counts them. Links inside the tree are
+followed. The check is made when the folder is listed and again (one ``lstat``) just before
+the file is read.
 """
 
 from __future__ import annotations
@@ -54,8 +68,10 @@ import json
 import math
 import os
 import re
+import reprlib
+import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -321,7 +337,10 @@ def read_dump_json(path: Path) -> DumpJson:
         raise DumpFormatError(path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
                               offset=len(text[:exc.pos].encode("utf-8"))) from None
     except RecursionError:
-        raise DumpFormatError(path, "JSON nested too deeply") from None
+        raise DumpFormatError(path, f"JSON nested too deeply (more levels than Python's recursion limit, "
+                                    f"{sys.getrecursionlimit()})") from None
+    except ValueError as exc:  # an integer beyond Python's int-string conversion limit
+        raise DumpFormatError(path, _long_integer(text, exc), offset=_long_integer_offset(text)) from None
     if not isinstance(top, dict):
         raise DumpFormatError(path, f"the top level is a JSON {type(top).__name__}, not an object")
     data = top.get("data")
@@ -336,9 +355,39 @@ def read_dump_json(path: Path) -> DumpJson:
                     data=data)
 
 
+def _long_integer_match(text: str) -> re.Match[str] | None:
+    limit = sys.get_int_max_str_digits()
+    if limit <= 0:
+        return None
+    return re.search(r"(?<![\w.\"])-?\d{%d,}(?![\d.eE])" % (limit + 1), text)
+
+
+def _long_integer_offset(text: str) -> int | None:
+    found = _long_integer_match(text)
+    return None if found is None else len(text[:found.start()].encode("utf-8"))
+
+
+def _long_integer(text: str, exc: ValueError) -> str:
+    """Why ``json.loads`` raised a plain ValueError: an integer longer than Python reads (where)."""
+    found = _long_integer_match(text)
+    limit = sys.get_int_max_str_digits()
+    if found is None:
+        return f"not usable JSON: {str(exc)[:200]}"
+    line = text.count("\n", 0, found.start()) + 1
+    column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+    digits = len(found.group().lstrip("-"))
+    return (f"not usable JSON: an integer of {digits} digits (line {line}, column {column}), more than the {limit} "
+            "digits Python reads into an integer (no msprobe field holds one)")
+
+
 # --------------------------------------------------------------------------------------------
 # Tensors
 # --------------------------------------------------------------------------------------------
+
+#: Messages show JSON values through this: a few levels, a few items, long values cut (a crafted
+#: value nested 900 deep or 4000 digits long never reaches ``repr``).
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxlong, _SHOW.maxstring, _SHOW.maxother = 3, 6, 4, 24, 40, 40
 
 
 def _is_leaf(item: object) -> bool:
@@ -381,11 +430,41 @@ def _refuse(path: Path, why: str) -> np.ndarray:
     raise DumpFormatError(path, why)
 
 
-def _read_npy(path: Path) -> np.ndarray:
+def _inside(real: str, trees: tuple[str, ...]) -> bool:
+    """Whether the real path ``real`` lies in (or is) one of the real folders ``trees``."""
+    return any(real == tree or real.startswith(tree.rstrip(os.sep) + os.sep) for tree in trees)
+
+
+def _link_outside(path: Path, trees: tuple[str, ...]) -> str | None:
+    """Why the data file ``path`` must not be read: its real path leaves the dump tree; None when
+    it stays inside."""
+    real = os.path.realpath(path)
+    if _inside(real, trees):
+        return None
+    return (f"refused: a symbolic link to {real}, outside the dump tree ({' or '.join(trees)}): never read")
+
+
+def _guard(path: Path, trees: tuple[str, ...]) -> None:
+    """Just before reading: a file that became a link out of the tree since the listing is refused."""
+    try:
+        is_link = os.path.islink(path)
+    except OSError:
+        return  # the reader's own open says why
+    if is_link:
+        why = _link_outside(path, trees)
+        if why is not None:
+            raise DumpFormatError(path, why)
+
+
+def _read_npy(path: Path, trees: tuple[str, ...] = ()) -> np.ndarray:
+    if trees:
+        _guard(path, trees)
     return load_npy(path, read_npy_header(path))
 
 
-def _read_pt(path: Path) -> np.ndarray:
+def _read_pt(path: Path, trees: tuple[str, ...] = ()) -> np.ndarray:
+    if trees:
+        _guard(path, trees)
     return load_pt(path, read_pt_header(path))
 
 
@@ -394,7 +473,10 @@ def _stats(item: dict) -> dict:
     for key, name in _STATS.items():
         value = item.get(key)
         if isinstance(value, (int, float)):  # bool included (an int)
-            out[name] = float(value)
+            try:
+                out[name] = float(value)
+            except OverflowError:  # an integer beyond the float range: +-inf, as a float conversion overflows
+                out[name] = math.inf if value > 0 else -math.inf
         elif isinstance(value, str) and name == "checksum":
             out[name] = value
         elif value is None and key in item:  # msprobe's null (no mean / norm of an integer tensor)
@@ -409,8 +491,13 @@ class _Files:
     folder: Path
     names: set[str]
     used: set[str]
+    #: The real folders a file may lie in (links resolved): the dump folder, the opened root.
+    trees: tuple[str, ...] = ()
+    #: Files that are links out of the tree -> why they are refused (never read).
+    outside: dict[str, str] = field(default_factory=dict)
     missing: int = 0
     refused: int = 0
+    linked_out: int = 0
 
 
 @functools.lru_cache(maxsize=256)
@@ -432,7 +519,7 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     shape_value = item.get("shape")
     if not isinstance(shape_value, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                                     for d in shape_value):
-        why = f"{op} {kind.value} {index}: shape {shape_value!r:.60} is not a list of non-negative integers"
+        why = f"{op} {kind.value} {index}: shape {_SHOW.repr(shape_value)} is not a list of non-negative integers"
         return TensorRef(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=(), path=json_path,
                          reader=functools.partial(_refuse, json_path, why)), why
     shape = tuple(shape_value)
@@ -448,17 +535,20 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
                 stats=stats or None, stats_source=source)
     if not _safe_name(data_name):
         files.refused += 1
-        why = f"data_name {data_name!r} of {op} refused: not a file name inside {DATA_DIR}"
+        why = f"data_name {_SHOW.repr(data_name)} of {op} refused: not a file name inside {DATA_DIR}"
         return TensorRef(**base, path=json_path, reader=functools.partial(_refuse, json_path, why)), None
     path = files.folder / data_name
     files.used.add(data_name)
     if data_name not in files.names:
         files.missing += 1
         reader = functools.partial(_refuse, path, f"missing: {DUMP_JSON} names it for {op} {kind.value} {index}")
+    elif data_name in files.outside:
+        files.linked_out += 1
+        reader = functools.partial(_refuse, path, files.outside[data_name])
     elif data_name.endswith(".npy"):
-        reader = functools.partial(_read_npy, path)
+        reader = functools.partial(_read_npy, path, files.trees)
     elif data_name.endswith(".pt"):
-        reader = functools.partial(_read_pt, path)
+        reader = functools.partial(_read_pt, path, files.trees)
     else:
         reader = functools.partial(_refuse, path, "neither .pt nor .npy: not a tensor file vcompare reads")
     return TensorRef(**base, path=path, reader=reader), None
@@ -508,6 +598,35 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
                   timestamp=position), (problems if error is None else [])
 
 
+def _trees(folder: Path, root: Path | None) -> tuple[str, ...]:
+    """The real folders data files may lie in (module doc): the dump folder, and the root the run
+    was opened from when it is a folder."""
+    trees = [os.path.realpath(folder)]
+    if root is not None and os.path.isdir(root):
+        real = os.path.realpath(root)
+        if real not in trees:
+            trees.append(real)
+    return tuple(trees)
+
+
+def _links_out(data_dir: Path, files: tuple[os.DirEntry, ...], trees: tuple[str, ...]) -> dict[str, str]:
+    """The files of ``data_dir`` whose real path leaves the dump tree, with why. Only links (and
+    all files when ``data_dir`` itself resolves outside) cost a ``realpath``."""
+    if not _inside(os.path.realpath(data_dir), trees):
+        return {e.name: why for e in files if (why := _link_outside(Path(e.path), trees)) is not None}
+    out: dict[str, str] = {}
+    for entry in files:
+        try:
+            is_link = entry.is_symlink()
+        except OSError:
+            is_link = True
+        if is_link:
+            why = _link_outside(Path(entry.path), trees)
+            if why is not None:
+                out[entry.name] = why
+    return out
+
+
 def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None = None) -> Run:
     """Read one msprobe dump folder (``dump.json`` + ``dump_tensor_data``) as a Run (module doc).
 
@@ -521,6 +640,8 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
               family=DumpLayout.MSPROBE, coords=dict(coords if coords is not None else _coords(folder)))
     data_dir = folder / DATA_DIR
     names: set[str] = set()
+    trees = _trees(folder, root)
+    outside: dict[str, str] = {}
     if data_dir.is_dir():
         try:
             entries = list_entries(data_dir)
@@ -528,7 +649,8 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
             raise CompareError(f"cannot list {data_dir}: {os_problem(exc, data_dir)}") from exc
         names = {e.name for e in entries.files}
         run.skipped.extend(entries.problems)
-    files = _Files(folder=data_dir, names=names, used=set())
+        outside = _links_out(data_dir, entries.files, trees)
+    files = _Files(folder=data_dir, names=names, used=set(), trees=trees, outside=outside)
     unknown: set[str] = set()
     partial: list[str] = []
     for position, (name, entry) in enumerate(dump.data.items()):
@@ -556,7 +678,12 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
     if partial:
         shown = "; ".join(partial[:5]) + (f"; and {len(partial) - 5} more" if len(partial) > 5 else "")
         run.notes.append(f"{len(partial)} item(s) of {DUMP_JSON} are not usable tensors: {shown}")
-    for name in sorted(names - files.used):
+    if outside:
+        run.notes.append(f"{len(outside)} file(s) of {data_dir} are symbolic links out of the dump tree: never read "
+                         f"({files.linked_out} of them named by {DUMP_JSON}; their rows and the skipped list say "
+                         "which)")
+        run.skipped.extend((data_dir / name, why) for name, why in sorted(outside.items()))
+    for name in sorted(names - files.used - outside.keys()):
         run.skipped.append((data_dir / name, f"not named by any data_name of {DUMP_JSON}"))
     if not run.ops:
         run.notes.append(f"{json_path}: the data object is empty (nothing was dumped)")

@@ -92,8 +92,8 @@ def _read_json(path: Path, notes: list[str]) -> object | None:
         return None
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        notes.append(f"{path} not used: not JSON ({exc})")
+    except (ValueError, RecursionError) as exc:  # ValueError: also an integer beyond Python's 4300 digits
+        notes.append(f"{path} not used: not JSON ({str(exc)[:200]})")
         return None
 
 

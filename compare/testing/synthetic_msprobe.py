@@ -5,8 +5,9 @@
 opcode (protocol 2) -- ``GLOBAL torch._utils _rebuild_tensor_v2``, a ``MARK ... TUPLE`` of
 ``(BINPERSID ("storage", GLOBAL torch.{Type}Storage, "0", "cpu", numel), offset, size, stride,
 False, GLOBAL collections.OrderedDict () REDUCE)``, ``REDUCE``, ``STOP``. Options make hostile
-files: another global (``extra_global``), a non-contiguous stride, a storage offset, a missing
-storage, a compressed storage.
+files: another global (``extra_global``), a ``BUILD`` that tries to change an allow-listed name or
+the tensor (``build_on``), a non-contiguous stride, a storage offset, a missing storage, a
+compressed storage.
 
 :func:`write_msprobe_dump` writes ``{root}/step{s}/rank{r}/dump.json`` (+ ``dump_tensor_data``)
 for a small network of calls (:data:`CALLS`: a conv with a ``null`` and an ``int`` argument, a
@@ -55,7 +56,20 @@ def _p_int(value: int) -> bytes:
     if -(1 << 31) <= value < (1 << 31):
         return b"J" + struct.pack("<i", value)
     raw = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+    if len(raw) > 255:  # LONG4
+        return b"\x8b" + struct.pack("<I", len(raw)) + raw
     return b"\x8a" + bytes([len(raw)]) + raw
+
+
+#: The state a hostile ``BUILD`` sets (``build_on``): a wrong dtype, a string shape.
+HOSTILE_STATE = {"dtype": "junk", "name": "junk", "shape": "junk", "function": "junk"}
+
+
+def _p_build(slots: bool) -> bytes:
+    """A state dict of :data:`HOSTILE_STATE` and ``BUILD`` (``slots``: the ``(None, state)`` form,
+    which sets attributes one by one)."""
+    state = b"}(" + b"".join(_p_str(k) + _p_str(v) for k, v in HOSTILE_STATE.items()) + b"u"
+    return (b"N" + state + b"\x86" if slots else state) + b"b"
 
 
 def _p_tuple(items: list[bytes]) -> bytes:
@@ -67,11 +81,17 @@ def _p_global(module: str, name: str) -> bytes:
 
 
 def tensor_pickle(storage_type: str, numel: int, shape: tuple[int, ...], stride: tuple[int, ...], offset: int = 0,
-                  *, key: str = "0", extra_global: tuple[str, str] | None = None, parameter: bool = False) -> bytes:
+                  *, key: str = "0", extra_global: tuple[str, str] | None = None, parameter: bool = False,
+                  build_on: tuple[str, str] | str | None = None, build_slots: bool = False) -> bytes:
     """The ``data.pkl`` of one tensor (module doc); ``extra_global`` replaces the hooks' OrderedDict
     with a call of another global (a hostile file: the reader must refuse it, never import it);
     ``parameter`` wraps the tensor in ``torch._utils._rebuild_parameter(tensor, True, OrderedDict())``
-    as ``torch.save`` writes an ``nn.Parameter``."""
+    as ``torch.save`` writes an ``nn.Parameter``.
+
+    ``build_on`` (hostile): a ``BUILD`` of :data:`HOSTILE_STATE` -- on the global ``(module,
+    name)`` before the tensor (``GLOBAL m n``, state, ``BUILD``, ``POP``: it tries to change an
+    allow-listed name for every later file), or on the tensor itself (``"tensor"``: after its
+    ``REDUCE``); ``build_slots`` spells the state as ``(None, state)``."""
     storage = _p_tuple([_p_str("storage"), _p_global("torch", storage_type), _p_str(key), _p_str("cpu"),
                         _p_int(numel)]) + b"Q"
     hooks = (_p_global(*extra_global) + _p_tuple([_p_str("echo pwned")]) + b"R" if extra_global
@@ -82,7 +102,12 @@ def tensor_pickle(storage_type: str, numel: int, shape: tuple[int, ...], stride:
     if parameter:
         tensor = (_p_global("torch._utils", "_rebuild_parameter")
                   + _p_tuple([tensor, b"\x88", _p_global("collections", "OrderedDict") + b")R"]) + b"R")
-    return b"\x80\x02" + tensor + b"."
+    prelude = b""
+    if build_on == "tensor":
+        tensor += _p_build(build_slots)
+    elif build_on is not None:
+        prelude = _p_global(*build_on) + _p_build(build_slots) + b"0"
+    return b"\x80\x02" + prelude + tensor + b"."
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -95,8 +120,10 @@ def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def write_pt(path: Path, array: np.ndarray, *, archive: str | None = None, transpose: bool = False, offset: int = 0,
              extra_global: tuple[str, str] | None = None, drop_storage: bool = False, compress: bool = False,
-             byteorder: str = "little") -> Path:
-    """Write ``array`` as a ``torch.save`` file (module doc).
+             byteorder: str = "little", build_on: tuple[str, str] | str | None = None,
+             build_slots: bool = False) -> Path:
+    """Write ``array`` as a ``torch.save`` file (module doc; ``build_on`` / ``build_slots``: see
+    :func:`tensor_pickle`).
 
     ``transpose``: store a 2-D array column-major and describe it with swapped strides (a
     non-contiguous tensor); ``offset``: put that many zero elements before the data and say so.
@@ -115,7 +142,8 @@ def write_pt(path: Path, array: np.ndarray, *, archive: str | None = None, trans
     if byteorder == "big":  # bfloat16 (a numpy void type) has no big-endian form: swap its 2-byte words
         data = data.view("<u2").byteswap() if data.dtype.kind == "V" else data.astype(data.dtype.newbyteorder(">"))
     stem = archive or path.stem
-    pickle_bytes = tensor_pickle(_STORAGE[name], data.size, shape, stride, offset, extra_global=extra_global)
+    pickle_bytes = tensor_pickle(_STORAGE[name], data.size, shape, stride, offset, extra_global=extra_global,
+                                 build_on=build_on, build_slots=build_slots)
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as out:
         out.writestr(f"{stem}/data.pkl", pickle_bytes)
@@ -285,4 +313,4 @@ def write_msprobe_dump(root: Path, *, framework: str = "pytorch", task: str = "t
     return out
 
 
-__all__ = ["CALLS", "MsprobeDump", "T", "tensor_pickle", "write_msprobe_dump", "write_pt"]
+__all__ = ["CALLS", "HOSTILE_STATE", "MsprobeDump", "T", "tensor_pickle", "write_msprobe_dump", "write_pt"]

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from compare.testing.synthetic_msprobe import tensor_pickle, write_pt
 from convert.errors import DumpFormatError
-from convert.torch_pt import TorchPtError, load_pt, pt_dtype_name, read_pt_header
+from convert.torch_pt import (MAX_BYTEORDER_BYTES, MAX_EXPANDED_BYTES, TorchPtError, load_pt, pt_dtype_name,
+                              read_pt_header)
 
 DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64, np.int32, np.int16, np.int8, np.uint8,
           np.bool_, np.complex64]
@@ -140,3 +141,118 @@ def test_real_torch_save_output(tmp_path: Path) -> None:
         loaded = load_pt(path)
         expected = tensor.float().numpy() if tensor.dtype == torch.bfloat16 else tensor.numpy()
         np.testing.assert_array_equal(np.asarray(loaded, dtype=expected.dtype), expected)
+
+
+# --------------------------------------------------------------------------------------------
+# Trust: unpickler state, sizes, zip members (docs/msprobe.md, "Bounds of the .pt reader")
+# --------------------------------------------------------------------------------------------
+
+BUILD_TARGETS = [("torch", "FloatStorage"), ("torch._utils", "_rebuild_tensor_v2"), ("collections", "OrderedDict"),
+                 ("torch", "Size"), "tensor"]
+
+
+@pytest.mark.parametrize("slots", [False, True], ids=["dict-state", "slot-state"])
+@pytest.mark.parametrize("target", BUILD_TARGETS, ids=lambda t: t if isinstance(t, str) else ".".join(t))
+def test_build_is_refused_and_changes_nothing_for_later_files(tmp_path: Path, target, slots: bool) -> None:
+    array = np.arange(6, dtype=np.float32).reshape(2, 3)
+    evil = write_pt(tmp_path / "evil.pt", array, build_on=target, build_slots=slots)
+    with pytest.raises(TorchPtError, match=r"not readable without torch: the pickle sets") as caught:
+        load_pt(evil)
+    assert str(evil) in str(caught.value)
+    # every later file reads as before: the refused load changed nothing shared
+    for dtype in (np.float32, np.float16, np.int64):
+        good = write_pt(tmp_path / f"good_{np.dtype(dtype).name}.pt", array.astype(dtype))
+        header = read_pt_header(good)
+        assert header.dtype == np.dtype(dtype) and header.shape == (2, 3)
+        np.testing.assert_array_equal(load_pt(good, header), array.astype(dtype))
+    with pytest.raises(TorchPtError, match="the pickle sets"):  # and the same file is refused the same way again
+        load_pt(evil)
+
+
+def test_expanded_tensor_is_materialised_within_the_bound(tmp_path: Path) -> None:
+    path = tmp_path / "x.pt"
+    row = np.arange(5, dtype=np.float32)
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr("x/data.pkl", tensor_pickle("FloatStorage", 5, (1000, 5), (0, 1)))
+        out.writestr("x/data/0", row.tobytes())
+    np.testing.assert_array_equal(load_pt(path), np.broadcast_to(row, (1000, 5)))
+
+
+@pytest.mark.parametrize("shape, stride, message", [
+    ((100000, 100000), (0, 0), "expanded tensor"),          # 37 GiB asked of a 4-byte storage
+    ((2 ** 35, 2 ** 35), (0, 0), "more than the"),          # 2**70 elements
+    ((2 ** 70,), (0,), "more than the"),
+    ((0, 2 ** 70), (1, 1), "more than the"),                # an empty tensor numpy could not even describe
+    ((10 ** 5000,), (0,), r"~2\*\*16610"),                   # an integer Python will not print
+    ((2, 2), (1, 2 ** 80), "reaches element"),
+    ((1,) * 40, (0,) * 40, "40 dimensions"),
+])
+def test_sizes_beyond_the_storage_or_the_bounds_are_refused(tmp_path: Path, shape, stride, message) -> None:
+    path = tmp_path / "h.pt"
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr("h/data.pkl", tensor_pickle("FloatStorage", 1, shape, stride))
+        out.writestr("h/data/0", np.float32(1).tobytes())
+    assert path.stat().st_size < 4096
+    with pytest.raises(TorchPtError, match=message) as caught:
+        load_pt(path)
+    assert str(path) in str(caught.value) and len(str(caught.value)) < 600
+
+
+def test_expanded_bound_is_exact(tmp_path: Path) -> None:
+    elements = MAX_EXPANDED_BYTES // 4
+    for count, ok in ((elements, True), (elements + 1, False)):
+        path = tmp_path / f"b{count}.pt"
+        with zipfile.ZipFile(path, "w") as out:
+            out.writestr("b/data.pkl", tensor_pickle("FloatStorage", 1, (count,), (0,)))
+            out.writestr("b/data/0", np.float32(2).tobytes())
+        if ok:
+            assert read_pt_header(path).shape == (count,)
+        else:
+            with pytest.raises(TorchPtError, match="64 MiB"):
+                read_pt_header(path)
+
+
+def test_huge_stride_of_a_size_one_dimension_is_never_used(tmp_path: Path) -> None:
+    path = tmp_path / "u.pt"
+    array = np.arange(4, dtype=np.float32)
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr("u/data.pkl", tensor_pickle("FloatStorage", 4, (1, 4), (2 ** 80, 1)))
+        out.writestr("u/data/0", array.tobytes())
+    np.testing.assert_array_equal(load_pt(path), array.reshape(1, 4))
+
+
+def _patch_member(path: Path, member: str, *, crc: bool = False, method: int | None = None) -> None:
+    """Corrupt one member of a stored zip: flip its CRC, or set its compression method (both headers)."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(member)
+    raw = bytearray(path.read_bytes())
+    local = info.header_offset
+    central = next(i for i in range(len(raw)) if raw[i:i + 4] == b"PK\x01\x02"
+                   and raw[i + 46: i + 46 + len(member)] == member.encode())
+    if crc:
+        for at in (local + 14, central + 16):
+            raw[at] ^= 0xFF
+    if method is not None:
+        for at in (local + 8, central + 10):
+            raw[at: at + 2] = method.to_bytes(2, "little")
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("member", ["t/byteorder", "t/data.pkl"])
+@pytest.mark.parametrize("damage", ["crc", "method"])
+def test_unreadable_zip_member_is_named(tmp_path: Path, member: str, damage: str) -> None:
+    path = write_pt(tmp_path / "t.pt", np.arange(4, dtype=np.float32))
+    _patch_member(path, member, crc=damage == "crc", method=99 if damage == "method" else None)
+    with pytest.raises(TorchPtError, match=f"cannot read zip member {member}") as caught:
+        load_pt(path)
+    assert str(path) in str(caught.value)
+
+
+def test_oversized_byteorder_member_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "o.pt"
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr("o/data.pkl", tensor_pickle("FloatStorage", 1, (1,), (1,)))
+        out.writestr("o/byteorder", "little" + " " * 10 ** 6, compress_type=zipfile.ZIP_DEFLATED)
+        out.writestr("o/data/0", np.float32(1).tobytes())
+    with pytest.raises(TorchPtError, match=f"more than {MAX_BYTEORDER_BYTES}"):
+        load_pt(path)

@@ -503,3 +503,14 @@ def test_committed_fixtures_read_back() -> None:
         assert run.ops, key
     tf = load_run(root / "tf", ge_graph=root / "tf" / "ge_proto_00001_Build.txt")
     assert tf.coords["model_name"] == "ge_default_20240101120000_1"
+
+
+@pytest.mark.parametrize("body", ["[" * 100_000 + "]" * 100_000, '{"status": ' + "7" * 5000 + "}"],
+                         ids=["100000-deep", "5000-digits"])
+def test_overflow_json_nested_too_deep_or_too_long_is_a_summary(tmp_path: Path, body: str) -> None:
+    from compare.loaders.mindspore import read_overflow
+
+    path = tmp_path / "Opdebug.Node_OpDebug.9.1.1700000000000000.output.0.json"
+    path.write_text(body)
+    record = read_overflow(path)  # never raises
+    assert record.summary.startswith("unreadable JSON") and len(record.summary) < 400
