@@ -15,8 +15,10 @@ Policy (docs/reliability.md, "Where outputs go"):
   is made in full first and written in one go. A FIFO must have its reader already (it is opened
   without waiting: a FIFO nobody reads is refused, never a hang);
 - **a file-descriptor link** (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``), whatever it
-  points to: written through like a device; a regular file behind it (``> out.txt``) is appended
-  to, as the shell's own redirection would, never renamed over;
+  points to: written through, never renamed over -- a descriptor of this process through that
+  very descriptor (``vcompare --json /dev/stdout > out.txt``: the JSON lands in ``out.txt``
+  among the other lines printed, in order), another process's by opening it (a regular file
+  behind it is appended to);
 - **a block device or a socket**: refused (:class:`~convert.errors.OutputError`) -- vcompare
   never writes over a disk, and a socket cannot be opened as a file;
 - **a folder**: the writer's own refusal ("is a directory").
@@ -32,6 +34,7 @@ import errno
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,7 +42,7 @@ from .errors import OutputError
 
 #: How many symbolic links are followed before a chain is taken for a loop (Linux's own limit).
 MAX_LINKS = 40
-_FD_LINK = re.compile(r"/proc/\d+(?:/task/\d+)?/fd/\d+")
+_FD_LINK = re.compile(r"/proc/(\d+)(?:/task/\d+)?/fd/(\d+)")
 
 
 class TargetKind(enum.Enum):
@@ -54,26 +57,31 @@ class TargetKind(enum.Enum):
 class OutputTarget(NamedTuple):
     """Where the bytes of an output go: ``path`` (the final target of a link for REPLACE; the
     path as given for STREAM, opened through its links) and how (``kind``); ``append``: a
-    regular file behind a file-descriptor link, added to rather than truncated."""
+    regular file behind another process's file-descriptor link, added to rather than truncated;
+    ``fd``: the descriptor of this process the path names (``/dev/stdout`` is 1), written
+    through that very descriptor so the bytes land where the process's own output goes."""
 
     path: Path
     kind: TargetKind
     append: bool = False
+    fd: int | None = None
 
 
-def _fd_link(path: Path) -> bool:
+def _fd_link(path: Path) -> tuple[bool, int | None]:
     """Whether following ``path`` goes through a ``/proc/<pid>/fd/<n>`` link (``/dev/stdout``,
-    ``/dev/fd/1``, ``/proc/self/fd/1`` ...). Only ``readlink`` / ``realpath`` are used."""
+    ``/dev/fd/1``, ``/proc/self/fd/1`` ...), and ``n`` when ``pid`` is this process. Only
+    ``readlink`` / ``realpath`` are used."""
     current = os.path.abspath(path)
     for _ in range(MAX_LINKS):
         parent = os.path.realpath(os.path.dirname(current))
         current = os.path.join(parent, os.path.basename(current))
-        if _FD_LINK.fullmatch(current):
-            return True
+        found = _FD_LINK.fullmatch(current)
+        if found:
+            return True, int(found.group(2)) if int(found.group(1)) == os.getpid() else None
         if not os.path.islink(current):
-            return False
+            return False, None
         current = os.path.join(parent, os.readlink(current))
-    return False
+    return False, None
 
 
 def output_target(path: str | os.PathLike[str]) -> OutputTarget:
@@ -101,12 +109,13 @@ def output_target(path: str | os.PathLike[str]) -> OutputTarget:
             what = f"a symbolic link to {what}"
         raise OutputError(path, f"{what}: vcompare writes results to regular files, character devices "
                                 "(/dev/null, a terminal) and pipes only")
+    is_fd_link, own_fd = _fd_link(path) if link else (False, None)
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
-        return OutputTarget(path, TargetKind.STREAM)
+        return OutputTarget(path, TargetKind.STREAM, fd=own_fd)
     if not link or stat.S_ISDIR(mode):
         return OutputTarget(path, TargetKind.REPLACE)
-    if _fd_link(path):
-        return OutputTarget(path, TargetKind.STREAM, append=stat.S_ISREG(mode))
+    if is_fd_link:
+        return OutputTarget(path, TargetKind.STREAM, append=stat.S_ISREG(mode), fd=own_fd)
     real = Path(os.path.realpath(path))
     try:
         same = os.stat(real)
@@ -126,6 +135,9 @@ def write_through(target: OutputTarget, data: bytes) -> None:
     """
     path = target.path
     flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    if target.fd is not None:
+        _write_own(target.fd, path, data)
+        return
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -147,6 +159,24 @@ def write_through(target: OutputTarget, data: bytes) -> None:
         raise OutputError(path, " ".join((exc.strerror or str(exc)).split())) from None
     finally:
         os.close(fd)
+
+
+def _write_own(fd: int, path: Path, data: bytes) -> None:
+    """Write ``data`` through this process's descriptor ``fd`` (``--json /dev/stdout``): at its
+    current offset, after what the process already wrote there (its Python streams are flushed
+    first), so ``vcompare --json /dev/stdout > out.txt`` keeps every line, in order."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        raise OutputError(path, " ".join((exc.strerror or str(exc)).split())) from None
 
 
 __all__ = ["MAX_LINKS", "OutputTarget", "TargetKind", "output_target", "write_through"]
