@@ -155,6 +155,18 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` is written through (:func:`convert.atomic.output_target`): a character
+    device, a FIFO, a descriptor link such as ``/dev/stdout`` (or a link to one) -- never taken
+    for a folder, even without a suffix."""
+    if not os.path.lexists(path):
+        return False
+    try:
+        return output_target(path).kind is TargetKind.STREAM
+    except OutputError:
+        return False
+
+
 def file_stamp(now: time.struct_time | None = None) -> str:
     """``YYYYmmddHHMMSS`` of ``now`` (default: the local time now), the stamp of the files named
     after their run (``result_{stamp}.csv``, ``mapping_{stamp}.csv``, ``file_result_{stamp}.txt`` ...)."""
@@ -165,11 +177,14 @@ def stamped_in_folder(output: "str | os.PathLike[str] | None", prefix: str, *,
                       now: time.struct_time | None = None) -> Path | None:
     """``{folder}/{prefix}_{stamp}.csv`` when ``-o`` names a folder -- none given (the current
     folder), an existing folder, a path ending in a separator or one without a suffix; None when
-    ``-o`` names a file (its extension is the caller's to check)."""
+    ``-o`` names a file (its extension is the caller's to check) or a character device or FIFO
+    (:func:`is_stream`, e.g. ``/dev/stdout``)."""
     if output is None or os.fspath(output) == "":
         return Path.cwd() / f"{prefix}_{file_stamp(now)}.csv"
     text = os.fspath(output)
     path = Path(text)
+    if is_stream(path):
+        return None
     if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
         return path / f"{prefix}_{file_stamp(now)}.csv"
     return None

@@ -115,6 +115,8 @@ def test_cli_json_to_a_device_node_is_written_through(tmp_path: Path) -> None:
     link.symlink_to(node)
     result = runner.invoke(app, _demo("-o", tmp_path / "r.csv", "--json", node, "--junit", link))
     assert result.exit_code == 0, result.output
+    table = runner.invoke(app, _demo("-o", node))  # no suffix, yet a device: a CSV table, not a folder
+    assert table.exit_code == 0, table.output
     assert stat.S_ISCHR(os.lstat(node).st_mode) and os.lstat(node).st_rdev == os.makedev(1, 3)
     assert link.is_symlink() and os.readlink(link) == str(node)
     assert _leftovers(tmp_path) == []
@@ -175,3 +177,15 @@ def test_json_to_dev_stdout_redirected_to_a_file(tmp_path: Path) -> None:
     assert document["schema"] == "vcompare-result"
     assert text[end:].split() == ["result:", str(tmp_path / "r.csv"), "json:", "/dev/stdout"]
     assert os.path.islink("/dev/stdout") and sorted(os.listdir("/dev")) == before
+
+
+def test_table_to_dev_stdout_redirected_to_a_file(tmp_path: Path) -> None:
+    """``vcompare -o /dev/stdout > out.txt``: the CSV table, then the printed lines; not a folder."""
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as handle:
+        proc = subprocess.run([sys.executable, "-m", "compare.cli", *_demo("-o", "/dev/stdout")],
+                              stdout=handle, stderr=subprocess.PIPE, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("Index,") and lines[-1] == "result: /dev/stdout"
+    assert os.path.islink("/dev/stdout")
