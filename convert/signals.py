@@ -128,7 +128,7 @@ def interruptible() -> Iterator[None]:
     by :func:`check_interrupted` at the next safe point, at the latest when the block ends: the
     block never ends normally after a signal.
     """
-    _arrived.clear()
+    outer = list(_arrived)  # empty unless nested: an enclosing block keeps its own record
     previous_hook = sys.unraisablehook
     sys.unraisablehook = _quiet_unraisable(previous_hook)
     try:
@@ -137,7 +137,7 @@ def interruptible() -> Iterator[None]:
             check_interrupted()
     finally:
         sys.unraisablehook = previous_hook
-        _arrived.clear()
+        _arrived[:] = outer
 
 
 @contextmanager
