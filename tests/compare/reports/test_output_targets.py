@@ -189,3 +189,18 @@ def test_table_to_dev_stdout_redirected_to_a_file(tmp_path: Path) -> None:
     lines = out.read_text().splitlines()
     assert lines[0].startswith("Index,") and lines[-1] == "result: /dev/stdout"
     assert os.path.islink("/dev/stdout")
+
+
+def test_stream_without_suffix_is_a_file_for_every_table(tmp_path: Path) -> None:
+    """``-o`` onto a device or FIFO without a suffix is that file for the statistics and mapping
+    tables too -- never a folder of that name, never ``<device>_stats.csv`` beside it."""
+    from compare.reports.mapping_table import mapping_path
+    from compare.reports.network import TableFormat, resolve_output
+    from compare.reports.stats import stats_output_path
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert resolve_output(fifo) == (fifo, TableFormat.CSV)
+    assert stats_output_path(fifo) == fifo
+    assert mapping_path(fifo) == fifo
+    assert stats_output_path(tmp_path / "plain").parent == tmp_path / "plain"  # a new suffix-less path: a folder
