@@ -125,3 +125,21 @@ def _read_all(fd: int) -> bytes:
     while chunk := os.read(fd, 65536):
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def test_vconvert_inplace_output_through_a_link_is_atomic_and_keeps_the_link(tmp_path: Path) -> None:
+    """``vconvert inplace``'s prototxt output: written through the atomic writer (the link
+    followed and kept), not opened and truncated in place."""
+    from convert.tool.inplace import remove_inplace_file
+
+    source = tmp_path / "net.prototxt"
+    source.write_text('name: "n"\nlayer { name: "a" type: "ReLU" bottom: "x" top: "x" }\n')
+    real = tmp_path / "store" / "out.prototxt"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "out.prototxt"
+    link.symlink_to(real)
+    before = real.stat().st_ino
+    remove_inplace_file(source, link)
+    assert link.is_symlink() and 'name: "a"' in real.read_text()
+    assert real.stat().st_ino != before  # a new file renamed over the old one, never half-written in place
