@@ -8,11 +8,24 @@ result file that already existed is left as it was.
 
 A few steps must not be cut in the middle -- swapping a set of result files in, by a handful of
 renames: :func:`held` keeps SIGINT and SIGTERM for the end of such a block, then delivers them.
+
+**No interrupt is lost.** Python runs a signal handler between two bytecodes of the main thread,
+wherever that is -- also inside a ``__del__``, a weakref or garbage-collector callback (matplotlib
+makes many while the ``--html`` figures are drawn), or a library's ``except BaseException: pass``.
+There the exception cannot propagate: Python prints "Exception ignored ... Interrupted" and
+carries on, and the run would complete with exit 0. So the handler also *records* the signal, and
+the record outlives the exception: :func:`check_interrupted` raises :class:`Interrupted` again at
+the next safe point -- before any output file is renamed into place (every atomic writer calls
+it), after each compared pair (the command line's progress callback), and when the
+:func:`interruptible` block ends. An interrupted run therefore always ends with 130 / 143 and
+writes no file after the signal. Within the block, an :class:`Interrupted` that Python could not
+propagate is not printed (``sys.unraisablehook``): it is delivered at that next safe point.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -48,8 +61,36 @@ def stop_message(stop: Interrupted) -> str:
     return f"{stop}: no result file was written or changed"
 
 
+#: The signals that arrived within the current :func:`interruptible` block (in order, each once):
+#: cleared when the block is left, so it never grows with the process.
+_arrived: list[int] = []
+
+
 def _raise(signum: int, _frame: object) -> None:
+    if signum not in _arrived:
+        _arrived.append(signum)  # recorded first: the exception below may be swallowed
     raise Interrupted(signum)
+
+
+def check_interrupted() -> None:
+    """Raise :class:`Interrupted` if a signal arrived in the current :func:`interruptible` block
+    (its exception may have been swallowed where it was raised: a ``__del__``, a callback); a
+    no-op otherwise, and outside such a block. Cheap: called before every output rename and
+    after every compared pair."""
+    if _arrived:
+        raise Interrupted(_arrived[0])
+
+
+def _quiet_unraisable(previous: Callable[..., object]) -> Callable[..., object]:
+    """A ``sys.unraisablehook`` that drops :class:`Interrupted` (recorded, delivered at the next
+    safe point) and passes everything else to ``previous``."""
+
+    def hook(unraisable: object) -> None:
+        if isinstance(getattr(unraisable, "exc_value", None), Interrupted):
+            return
+        previous(unraisable)
+
+    return hook
 
 
 @contextmanager
@@ -81,9 +122,22 @@ def _installed(handler: Callable[[int, object], None]) -> Iterator[None]:
 @contextmanager
 def interruptible() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise :class:`Interrupted`; handlers restored after
-    (:func:`_installed`: a handler set outside Python is left alone)."""
-    with _installed(_raise):
-        yield
+    (:func:`_installed`: a handler set outside Python is left alone).
+
+    A signal whose exception was swallowed on the way (see the module docstring) is raised again
+    by :func:`check_interrupted` at the next safe point, at the latest when the block ends: the
+    block never ends normally after a signal.
+    """
+    outer = list(_arrived)  # empty unless nested: an enclosing block keeps its own record
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _quiet_unraisable(previous_hook)
+    try:
+        with _installed(_raise):
+            yield
+            check_interrupted()
+    finally:
+        sys.unraisablehook = previous_hook
+        _arrived[:] = outer
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from ..policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format
 from ..reports.consistency import summary_lines, write_consistency_csv, write_consistency_json
 from ..reports.divergence import divergence_lines, explain_lines
-from ..reports.files import atomic_write_text, file_stamp
+from ..reports.files import atomic_write_text, file_stamp, is_stream
 from ..reports.mapping_table import mapping_path, write_mapping
 from ..reports.network import Layout, TableFormat, write_report
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
@@ -460,8 +460,9 @@ def _overflow_column(o: CompareOptions, result: "ComparisonResult") -> tuple["Ov
 def _cluster_spool(o: CompareOptions, outputs: Outputs, layout: Layout, number_format: "FloatFormat"
                    ) -> PartSpool | None:
     """The spool of a cluster run (``<table>.parts/``, :mod:`compare.reports.spool`), said on stderr
-    before the run (so that a client killed outright has said where its finished parts are)."""
-    if (o.dask_cluster is None and o.scheduler is None) or outputs.table is None:
+    before the run (so that a client killed outright has said where its finished parts are). None
+    for a table written through a device or pipe (``-o /dev/stdout``): no folder beside it is the user's."""
+    if (o.dask_cluster is None and o.scheduler is None) or outputs.table is None or is_stream(outputs.table):
         return None
     spool = PartSpool(outputs.table, table_format=outputs.table_format, layout=layout,  # type: ignore[arg-type]
                       float_format=number_format)

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from convert.atomic import TargetKind, output_target
 from convert.entries import special_file_problem
 from convert.exits import EXIT_CANNOT_RUN
+from convert.signals import check_interrupted
 
 from ..errors import CompareError, OutputError
 from ..heap import paused_gc
@@ -139,6 +141,7 @@ class ProgressBar:
         self._task: object = None
 
     def __call__(self, done: int, total: int) -> None:
+        check_interrupted()  # after each pair: a signal swallowed in a __del__ or a callback ends the run now
         if not self.enabled:
             return
         if self._bar is None:
@@ -269,11 +272,18 @@ def write_html_report(result: "ComparisonResult", path: Path) -> Path:
 
 
 def preflight(path: Path) -> None:
-    """Refuse, before any work, an output that cannot be written: a folder in its place, or a
-    nearest existing ancestor that is not a folder or not writable (:class:`OutputError`).
-    Creates nothing; the write itself still reports any later failure (disk full ...)."""
+    """Refuse, before any work, an output that cannot be written: a folder in its place, a block
+    device, a socket or a link loop (:func:`convert.atomic.output_target`), or a nearest existing
+    ancestor that is not a folder or not writable (:class:`OutputError`). A character device or a
+    FIFO (``--json /dev/stdout``) is written through, so its folder need not be writable; a
+    symbolic link is checked at the file it points to. Creates nothing; the write itself still
+    reports any later failure (disk full, a FIFO without a reader ...)."""
     if path.is_dir():
         raise OutputError(path, "is a directory (give a file name)")
+    target = output_target(path)
+    if target.kind is TargetKind.STREAM:
+        return
+    path = target.path
     parent = path.parent
     while not parent.exists():
         if parent == parent.parent:

@@ -10,6 +10,13 @@ Policy:
   :class:`~compare.errors.OutputError` whose one-line message names the path and the OS reason;
 - a result file gets the mode an ordinary ``open(path, "w")`` would give it, ``0o666 & ~umask``
   (``mkstemp`` alone creates ``0600``, unreadable for a CI uploader running as another user);
+- the path is looked at first (:func:`convert.atomic.output_target`): a symbolic link is
+  followed and the file it points to is replaced (the link stays); a character device or a FIFO
+  (``/dev/null``, ``/dev/stdout`` on a pipe or a terminal, a named pipe with its reader) is
+  written through -- the content made in full in memory, then written -- never renamed over; a
+  block device, a socket, a link loop and a FIFO without a reader are refused (OutputError);
+- a signal whose exception was swallowed while the content was made (``__del__``, a callback:
+  :mod:`convert.signals`) stops the write before the rename: no output appears after a signal;
 - the temporary file is named ``.vcmp-XXXXXXXX.tmp`` and is locked (``flock``, exclusive) from
   its creation until it is renamed or removed, so that the cleaning of a later run
   (:mod:`compare.reports.staging`) can tell the temporary of a live run, which it keeps, from the
@@ -19,6 +26,7 @@ Policy:
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import tempfile
 import threading
@@ -27,7 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from convert.signals import note_written
+from convert.atomic import TargetKind, output_target, write_through
+from convert.signals import check_interrupted, note_written
 
 from ..errors import OutputError
 
@@ -88,11 +97,24 @@ def _prepare_parent(path: Path) -> None:
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
-    """Create ``path`` by calling ``write(handle)`` on a temporary file, then renaming it.
+    """Create ``path`` by calling ``write(handle)`` on a temporary file, then renaming it (over
+    the file a symbolic link points to; a device or FIFO is written through). Returns ``path``
+    as given.
 
     Raises :class:`OutputError` for any ``OSError`` on the way (see the module docstring).
     """
-    path = Path(path)
+    named = Path(path)
+    if named.is_dir():
+        _prepare_parent(named)  # raises: a folder in the way
+    target = output_target(named)
+    if target.kind is TargetKind.STREAM:
+        buffer = io.BytesIO()
+        write(buffer)
+        check_interrupted()
+        write_through(target, buffer.getvalue())
+        note_written(named)
+        return named
+    path = target.path
     _prepare_parent(path)
     # short fixed-length temporary names: the final name may already be close to NAME_MAX
     try:
@@ -107,6 +129,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
         with os.fdopen(os.dup(fd), "wb") as handle:  # closed (and its errors seen) before the rename
             write(handle)
         os.chmod(tmp, file_mode())
+        check_interrupted()  # a signal swallowed while writing (a __del__, a callback) ends the run here
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -118,8 +141,8 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
         raise
     finally:
         os.close(fd)
-    note_written(path)
-    return path
+    note_written(named)
+    return named
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
@@ -132,6 +155,18 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` is written through (:func:`convert.atomic.output_target`): a character
+    device, a FIFO, a descriptor link such as ``/dev/stdout`` (or a link to one) -- never taken
+    for a folder, even without a suffix."""
+    if not os.path.lexists(path):
+        return False
+    try:
+        return output_target(path).kind is TargetKind.STREAM
+    except OutputError:
+        return False
+
+
 def file_stamp(now: time.struct_time | None = None) -> str:
     """``YYYYmmddHHMMSS`` of ``now`` (default: the local time now), the stamp of the files named
     after their run (``result_{stamp}.csv``, ``mapping_{stamp}.csv``, ``file_result_{stamp}.txt`` ...)."""
@@ -142,11 +177,14 @@ def stamped_in_folder(output: "str | os.PathLike[str] | None", prefix: str, *,
                       now: time.struct_time | None = None) -> Path | None:
     """``{folder}/{prefix}_{stamp}.csv`` when ``-o`` names a folder -- none given (the current
     folder), an existing folder, a path ending in a separator or one without a suffix; None when
-    ``-o`` names a file (its extension is the caller's to check)."""
+    ``-o`` names a file (its extension is the caller's to check) or a character device or FIFO
+    (:func:`is_stream`, e.g. ``/dev/stdout``)."""
     if output is None or os.fspath(output) == "":
         return Path.cwd() / f"{prefix}_{file_stamp(now)}.csv"
     text = os.fspath(output)
     path = Path(text)
+    if is_stream(path):
+        return None
     if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
         return path / f"{prefix}_{file_stamp(now)}.csv"
     return None

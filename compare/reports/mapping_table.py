@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import OptionError
 from .cells import text_cell
-from .files import atomic_write_text, stamped_in_folder
+from .files import atomic_write_text, is_stream, stamped_in_folder
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def mapping_path(output: str | None, now: time.struct_time | None = None) -> Pat
     if stamped is not None:
         return stamped
     path = Path(output)  # type: ignore[arg-type]  # not None: stamped_in_folder said so
-    if path.suffix.lower() != ".csv":
+    if path.suffix.lower() != ".csv" and not is_stream(path):  # -o /dev/stdout: written through
         raise OptionError(f"-o {output}: the mapping table (-map) is written as .csv (or give a folder)")
     return path
 

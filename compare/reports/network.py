@@ -33,7 +33,7 @@ from pathlib import Path
 from ..errors import OptionError
 from ..records import MetricRow
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
-from .files import atomic_write_text, stamped_in_folder
+from .files import atomic_write_text, is_stream, stamped_in_folder
 from .overflow import OverflowColumn
 from .stats import GRADE_COLUMNS, grade_cells
 from .parquet import require_pyarrow, write_parquet
@@ -220,6 +220,7 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
       ``DIR/result_{YYYYmmddHHMMSS}.csv`` (``.txt`` is never chosen for a directory);
     - ``*.txt``: txt table, unless ``-csv`` asks for CSV (then the name is kept as given);
     - ``*.csv``: CSV; ``*.parquet``: a parquet table (needs pyarrow, the ``parquet`` extra);
+    - a character device or FIFO without a suffix (``-o /dev/stdout``): CSV, written through;
     - any other extension (``.json``, ``.xlsx`` ...) raises :class:`OptionError` naming what
       ``-o`` writes: it is never silently written as CSV. The JSON result is ``--json``.
     """
@@ -229,6 +230,8 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
     text = os.fspath(output)  # type: ignore[arg-type]  # not None: stamped_in_folder said so
     path = Path(text)
     kind = OUTPUT_SUFFIXES.get(path.suffix.lower())
+    if kind is None and path.suffix == "" and is_stream(path):
+        kind = TableFormat.CSV  # -o /dev/stdout, a FIFO: a CSV table, written through
     if kind is None:
         raise OptionError(
             f"-o {text}: vcompare does not write {path.suffix!r} files; -o writes .csv, .txt, .parquet "

@@ -41,6 +41,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from convert.signals import check_interrupted
+
 from ..errors import OutputError
 from ..records import MetricRow, PartStatus
 from ..stats import StatsResult
@@ -160,6 +162,7 @@ class PartSpool:
         temporary = self.folder / f".{name}.tmp"
         try:
             write(temporary)
+            check_interrupted()  # a signal swallowed while the part was made: no part after it
             os.replace(temporary, self.folder / name)
         except BaseException:
             temporary.unlink(missing_ok=True)

@@ -21,6 +21,10 @@ before the signals are held, so Ctrl-C still works while waiting; where folders 
 as on NFS, they are not serialised): two runs writing the same tensor into the same folder at the
 same time leave one complete result or the other, never their files interleaved.
 
+A file of the result whose name is taken in the folder by a symbolic link, a FIFO, a device or
+a socket makes the commit fail before any rename (:class:`~compare.errors.OutputError`): the
+set is never split over folders nor written through, and the entry is never replaced.
+
 So after SIGINT or SIGTERM at any moment the folder holds the complete old result or the complete
 new one (a signal during the commit is delivered once the commit is done). A result is never
 half-old on disk unless the process dies in the commit itself (SIGKILL, a crash): the journal is
@@ -69,7 +73,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, NamedTuple
 
-from convert.signals import held, note_written
+from convert.signals import check_interrupted, held, note_written
 
 from ..errors import OutputError
 from .files import TEMP_PREFIX, TEMP_SUFFIX, os_reason
@@ -165,6 +169,7 @@ class ResultStage:
         """
         if not self._open:
             raise ValueError("this stage was already committed or discarded")
+        check_interrupted()  # a signal swallowed while the files were made: nothing is swapped in
         with _folder_locked(self.folder), held():
             names = set(self._names)
             try:
@@ -173,6 +178,9 @@ class ResultStage:
                     target = self.folder / name
                     if target.is_dir() and not target.is_symlink():
                         raise OutputError(target, "is a directory")
+                    problem = _not_replaceable(target)
+                    if problem is not None:
+                        raise OutputError(target, problem)
                 moves = [(name, os.lstat(self.path / name).st_ino) for name in self._names]
                 _write_journal(self.path, moves, stale)
             except OSError as exc:
@@ -230,6 +238,27 @@ def _folder_locked(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _not_replaceable(target: Path) -> str | None:
+    """Why the folder entry ``target`` must not be renamed over by a result's file (None: it is a
+    regular file, or nothing). A result's files are swapped in as one set, by renames inside one
+    folder, so they are never written through: a symbolic link (the link would be replaced, or the
+    set split over two folders) or a FIFO, device or socket in their place is refused, with the
+    folder left as it was."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return os_reason(exc)
+    if stat.S_ISLNK(info.st_mode):
+        return (f"a symbolic link (to {os.readlink(target)}) is in the place of a file of this result; the "
+                "result's files are swapped in together and never replace a link: remove it or choose another folder")
+    if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+        return ("a FIFO, device or socket is in the place of a file of this result; the result's files are "
+                "swapped in together and never replace one: remove it or choose another folder")
+    return None
 
 
 def _create_lock(path: Path) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from ..records import RowGrade, StatDiff
 from ..stats import STAT_LABELS, STAT_METRIC_NAMES, StatsResult, StatsRow, stat_label
 from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
-from .files import atomic_write_text, stamped_in_folder
+from .files import atomic_write_text, is_stream, stamped_in_folder
 
 #: The metrics of a statistics row (``MetricRow.metrics`` of a statistics comparison,
 #: :data:`compare.stats.STAT_METRIC_NAMES`), and the checksum's.
@@ -140,13 +140,14 @@ def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | N
 
 
 def stats_output_path(output: str | os.PathLike[str] | None, *, now: time.struct_time | None = None) -> Path:
-    """Where the statistics report goes: a file path as given (``.csv``), else
+    """Where the statistics report goes: a file path as given (``.csv``; a device or pipe such as
+    ``/dev/stdout`` as it is), else
     ``{output or cwd}/stats_result_{YYYYmmddHHMMSS}.csv``."""
     stamped = stamped_in_folder(output, "stats_result", now=now)
     if stamped is not None:
         return stamped
     path = Path(os.fspath(output))  # type: ignore[arg-type]  # not None: stamped_in_folder said so
-    if path.suffix.lower() != ".csv":
+    if path.suffix.lower() != ".csv" and not is_stream(path):  # -o /dev/stdout: written through as it is
         return path.with_name(f"{path.stem}_stats.csv")
     return path
 

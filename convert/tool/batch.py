@@ -57,6 +57,7 @@ import math
 import multiprocessing
 import os
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -65,8 +66,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar, Union
 
-from ..errors import CompareError, DumpFormatError, OptionError
+from ..atomic import TargetKind, output_target, write_through
+from ..errors import CompareError, DumpFormatError, OptionError, OutputError
 from ..names.hashed import is_hashed_name, read_mapping
+from ..signals import check_interrupted
 from ..textcells import encodable, escape_line_breaks, neutralise_text
 from ..tree import is_file_entry, resolve_dump_folder
 from .naming import FAILED_LIST_FILE, MAPPING_FILE, physical_name
@@ -189,11 +192,34 @@ def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     Policy: on any failure of ``write`` or of the rename -- an OSError such as ENOSPC, any other
     exception, Ctrl-C -- the temporary file is removed, ``path`` is left as it was (an output of
     an earlier run stays whole, nothing half-written appears under its name) and the exception
-    is raised.
+    is raised. Where the output goes is :func:`convert.atomic.output_target`'s rule: a symbolic
+    link is followed and the file it points to replaced (the link stays); a character device or
+    a FIFO with its reader is written through (made in a private temporary file first), never
+    renamed over; a block device, a socket, a link loop or a FIFO without a reader raise
+    ``OSError`` with the reason. A signal swallowed while the output was made
+    (:func:`convert.signals.check_interrupted`) stops it before the rename.
     """
+    try:
+        target = output_target(path)
+    except OutputError as exc:
+        raise OSError(None, exc.reason) from None
+    if target.kind is TargetKind.STREAM:
+        fd, name = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, suffix=".tmp")
+        os.close(fd)
+        try:
+            write(Path(name))
+            check_interrupted()
+            write_through(target, Path(name).read_bytes())
+        except OutputError as exc:
+            raise OSError(None, exc.reason) from None
+        finally:
+            os.unlink(name)
+        return
+    path = target.path
     temporary = path.parent / f"{TEMPORARY_PREFIX}{os.getpid()}-{next(_TEMPORARY_IDS)}.tmp"
     try:
         write(temporary)
+        check_interrupted()
         os.replace(temporary, path)
     except BaseException:
         try:

@@ -40,6 +40,7 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2, descriptor_pool, text_format
 from google.protobuf.message_factory import GetMessageClass
 
+from .batch import write_atomically
 from .prototxt import (
     LAYER_KEYS,
     PHASE_RULES,
@@ -327,8 +328,9 @@ def remove_inplace_file(path: str | Path, out: str | Path | None = None) -> Inpl
     result = remove_inplace(tree, path=source)
     written = format_text(result.net)
     _same_views(protobuf_view(written, target), views_of(result.net, target), target)
-    try:
-        target.write_bytes(written.encode("utf-8", "surrogateescape"))
+    data = written.encode("utf-8", "surrogateescape")
+    try:  # atomically, a link followed, a device written through (convert.atomic)
+        write_atomically(target, lambda temporary: temporary.write_bytes(data))
     except OSError as exc:
         raise PrototxtError(target, f"cannot write it ({exc.strerror or exc})") from None
     result.written = target

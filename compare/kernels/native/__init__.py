@@ -383,6 +383,8 @@ def _usable_cache() -> tuple[Path | None, str]:
     """The cache folder to load from and build into (trusted, created if missing), or None with
     the reason; a private ``vcompare-uid<N>`` folder inside an untrusted one."""
     root = _cache_dir()
+    if root.exists() and not root.is_dir():
+        return None, f"{root} is not a folder (VCOMPARE_CACHE_DIR / NUMBA_CACHE_DIR must name a folder)"
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:

@@ -59,18 +59,23 @@ def _cache_problem() -> str | None:
     """Why numba's on-disk cache must not be used (None: it may). Numba's cache index files are
     pickles: loading them runs code, so the folder obeys :mod:`convert.trust`'s rule --
     ``NUMBA_CACHE_DIR`` when set, else the ``__pycache__`` beside the kernel sources (when it
-    exists; numba falls back to the user's own cache folder otherwise)."""
+    exists; numba falls back to the user's own cache folder otherwise). A path that exists but is
+    not a folder (a plain file, a device) is said to be that -- not a folder to cache in --
+    rather than a place others could plant code in."""
     folder = os.environ.get("NUMBA_CACHE_DIR")
     path = Path(folder).expanduser() if folder else Path(__file__).resolve().parent.parent / "__pycache__"
     if not path.exists():
         return None
+    if not path.is_dir():
+        setting = "NUMBA_CACHE_DIR" if folder else "the kernels' __pycache__"
+        return f"numba's cache {path}: not a folder ({setting} must name a folder to cache in)"
     problem = folder_problem(path)
-    return f"numba's cache {path}: {problem}" if problem else None
+    return f"numba's cache {path}: {problem}, so others could plant code there" if problem else None
 
 
 _CACHE_PROBLEM = _cache_problem()
 if _CACHE_PROBLEM:
-    note(f"{_CACHE_PROBLEM}, so others could plant code there; numba compiles in memory instead")
+    note(f"{_CACHE_PROBLEM}; numba compiles in memory instead")
 
 
 def jit(function: Callable | None = None, **options: Any) -> Any:

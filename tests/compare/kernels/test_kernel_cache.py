@@ -351,3 +351,21 @@ def test_unwritable_home_and_package_still_compare(tmp_path: Path, native_on: st
         assert status == "loaded (built at install time)", (status, notes)
     else:
         assert status.startswith("disabled") and "compiled in memory" in notes, notes
+
+
+def test_numba_cache_dir_naming_a_file_says_not_a_folder(tmp_path: Path) -> None:
+    """``NUMBA_CACHE_DIR`` set to a plain file: the note says it is not a folder (numba compiles
+    in memory), not that others could plant code there; the kernel cache says the same."""
+    plain = tmp_path / "cache-file"
+    plain.write_text("not a folder")
+    code = ("import compare.kernels.native as n, compare.kernels.native.jit\n"
+            "print(repr(n.notes)); print(repr(n._usable_cache()))")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(plain), "PYTHONPATH": str(ROOT)}
+    env.pop("VCOMPARE_CACHE_DIR", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "plant" not in proc.stdout
+    assert f"numba's cache {plain}: not a folder" in proc.stdout
+    assert f"{plain} is not a folder" in proc.stdout
+    assert "File exists" not in proc.stdout
+    assert plain.read_text() == "not a folder"
