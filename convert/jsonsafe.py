@@ -63,8 +63,7 @@ def _finite(literal: str) -> float:
     value = float(literal)
     if math.isinf(value):
         shown = literal if len(literal) <= 40 else literal[:20] + "..." + literal[-10:]
-        raise _Refused(literal, f"the number {shown} is beyond float64's range (about 1.8e308); vcompare "
-                                "writes infinity as the string \"inf\"")
+        raise _Refused(literal, f"the number {shown} is beyond float64's range (about 1.8e308)")
     return value
 
 
