@@ -11,10 +11,14 @@ the built-in dtype bounds and how bounds combine are documented in ``docs/policy
 - **``--gate``** bounds are added to whatever the layers give: they apply to every row.
 - **Selectors** (rules and waivers): every key given must match (AND); a list is any-of (OR).
   ``op``: glob on each operator name of the NPUDump / GroundTruth cells (comma-split) and on the
-  TensorIndex; ``op_regex``: :func:`re.search` on the same strings; ``op_type``: glob on OpType;
+  TensorIndex; ``op_regex``: :func:`re.search` on the same strings (names of at most
+  :data:`MAX_REGEX_NAME` characters; patterns bounded by :func:`regex_problem`); ``op_type``: glob on OpType;
   ``dtype``: glob on the left *or* the right data type (``left_dtype`` / ``right_dtype``: that
   side only; ``fp16``/``fp32``/``bf16``/``fp8`` read as numpy names); ``rank`` / ``iteration`` /
   ``graph``: integers (a row without that coordinate does not match).
+- **Globs** (``op``, ``op_type``, ``dtype``) have :mod:`fnmatch`'s semantics and are matched in
+  time linear in the name by :class:`Globs` (no regex backtracking; docs/policy.md, "Bounds of
+  the file").
 - **Waivers** need a ``reason``; ``expires`` (a TOML date) ends them: an expired waiver waives
   nothing and fails the run. ``metrics`` limits a waiver to those metrics and/or
   ``"not-compared"`` (rows or metrics that were not computed); without it, it waives everything
@@ -559,6 +563,7 @@ def _layer(per_metric: dict[str, tuple[Bound, ...]], bounds: Sequence[Bound], of
         per_metric[metric] = tuple(items)
 
 
-__all__ = ["CHECKSUM_METRICS", "DTYPE_EPS", "MAX_REGEX_LENGTH", "MAX_REGEX_NAME", "MAX_REGEX_REPEAT", "NOT_COMPARED", "STATS_REL_BOUNDED", "BoundResolver", "Globs", "NameRegexes", "Policy", "Rule", "Selector", "Waiver", "dtype_bounds",
-           "dtype_bounds_of", "dtype_family", "field_key", "gated_metrics", "higher_is_better", "metric_name",
-           "names_text", "regex_problem"]
+__all__ = ["CHECKSUM_METRICS", "DTYPE_EPS", "MAX_REGEX_LENGTH", "MAX_REGEX_NAME", "MAX_REGEX_REPEAT", "NOT_COMPARED",
+           "STATS_REL_BOUNDED", "BoundResolver", "Globs", "NameRegexes", "Policy", "Rule", "Selector", "Waiver",
+           "dtype_bounds", "dtype_bounds_of", "dtype_family", "field_key", "gated_metrics", "glob_lines", "glob_regex",
+           "higher_is_better", "metric_name", "names_text", "regex_problem"]
