@@ -314,3 +314,10 @@ def test_dask_local_cluster_is_bounded(capsys: pytest.CaptureFixture[str], tmp_p
         with pytest.raises(OptionError, match="--dask-cluster local:"):
             ClusterSpec.parse(bad, None)
     assert ClusterSpec.parse(f"local:{max_local_workers()}", None) == ClusterSpec(local_workers=max_local_workers())
+
+
+def test_ffts_slice_attribute_nested_deep() -> None:
+    from convert.ffts import parse_slice_attr
+
+    with pytest.raises(DumpFormatError, match="is not JSON: nested deeper"):
+        parse_slice_attr("[" * 100_000, "x.dump")
