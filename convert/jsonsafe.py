@@ -4,10 +4,14 @@ file vcompare reads (saved results, rank-group files, Opdebug copies ...).
 :func:`load_json` is :func:`json.loads` plus these refusals, each a :class:`DumpFormatError` whose
 message names the file, the line and column and the bound:
 
-- **depth**: nesting deeper than Python's parser follows (the interpreter's recursion limit,
-  1,000 by default, less the caller's own frames: about 990 levels) raises ``RecursionError``
-  inside :mod:`json`; it is refused as "nested deeper than ...". vcompare's own files nest fewer
-  than 10 levels.
+- **depth**: nesting deeper than :data:`MAX_DEPTH` (100) levels is refused, with the line and
+  column where it passes the bound. vcompare's own files nest fewer than 10 levels, other tools'
+  (msprobe's dump.json) about as many. Nesting deeper than Python's parser follows (the
+  recursion limit, 1,000) raises ``RecursionError`` inside :mod:`json` and is refused the same
+  way; a document that parses but nests deeper than 100 would still break code that walks it
+  recursively later (``repr`` in a message, ``json.dumps`` of an output): so the bound is checked
+  after the parse too (an iterative walk of the containers; ``max_depth=None`` skips it for a
+  caller that checks the parts it keeps, as the saved-result reader does for all but its rows).
 - **whole-number digits**: a whole number of more than :data:`MAX_INT_DIGITS` (4,300, Python's
   default ``int`` string limit) digits is refused before it is converted (a conversion that is
   quadratic in the digits; the interpreter's own limit, if set lower, is reported the same way).
@@ -35,8 +39,10 @@ from .errors import DumpFormatError
 
 #: A whole number with more digits than this (sign not counted) is refused.
 MAX_INT_DIGITS = 4300
+#: JSON nested deeper than this many levels (arrays and objects) is refused.
+MAX_DEPTH = 100
 
-__all__ = ["MAX_INT_DIGITS", "load_json"]
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "deeper_than", "load_json", "too_deep"]
 
 
 class _Refused(ValueError):
@@ -80,9 +86,10 @@ def _line_column(text: str, offset: int) -> str:
     return f"line {line} column {offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
 
 
-def _too_deep(text: str) -> str:
-    """Where the nesting first passes the recursion limit (or reaches its deepest), for the message."""
-    limit = sys.getrecursionlimit()
+def _too_deep(text: str, bound: int | None) -> str:
+    """Where the nesting first passes ``bound`` (default: the recursion limit), or reaches its
+    deepest, for the message."""
+    limit = sys.getrecursionlimit() if bound is None else bound
     depth = deepest = 0
     where = 0
     for match in _TOKENS.finditer(text):
@@ -92,12 +99,33 @@ def _too_deep(text: str) -> str:
             if depth > deepest:
                 deepest, where = depth, match.start()
             if depth > limit:
-                return (f"{_line_column(text, where)}: JSON nested more than {limit} levels deep (the JSON "
-                        f"reader stops at Python's recursion limit, {limit})")
+                reader = "" if bound is not None else " (the JSON reader stops at Python's recursion limit)"
+                return f"{_line_column(text, where)}: JSON nested more than {limit} levels deep{reader}"
         elif token in "]}":
             depth -= 1
     return (f"{_line_column(text, where)}: JSON nested {deepest} levels deep, deeper than the JSON reader "
-            f"follows here (Python's recursion limit is {limit})")
+            f"follows here (Python's recursion limit is {sys.getrecursionlimit()})")
+
+
+def deeper_than(value: object, bound: int) -> bool:
+    """Whether a parsed JSON value nests more than ``bound`` containers deep (iterative: any depth)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if depth > bound:
+            return True
+        if type(item) is dict:
+            children: Any = item.values()
+        elif type(item) is list:
+            children = item
+        else:
+            continue
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                push((child, depth + 1))
+    return False
 
 
 def _literal_at(text: str, literal: str) -> str:
@@ -110,24 +138,37 @@ def _literal_at(text: str, literal: str) -> str:
     return "a number"
 
 
-def load_json(text: str | bytes, where: str | os.PathLike[str], *, finite: bool = True) -> Any:
+def load_json(text: str | bytes, where: str | os.PathLike[str], *, finite: bool = True,
+              max_depth: int | None = MAX_DEPTH) -> Any:
     """``json.loads(text)`` with the refusals of the module docstring.
 
     ``where`` names the source in messages (a path, or ``--option VALUE``). Invalid JSON raises
     :class:`DumpFormatError` with line and column too. Reads non-finite numbers as Python does
-    when ``finite`` is False.
+    when ``finite`` is False. ``max_depth`` None: only what the parser itself cannot follow is
+    refused (the caller bounds what it keeps with :func:`deeper_than`).
     """
     try:
         if finite:
-            return json.loads(text, parse_int=_whole, parse_float=_finite, parse_constant=_constant)
-        return json.loads(text, parse_int=_whole)
+            document = json.loads(text, parse_int=_whole, parse_float=_finite, parse_constant=_constant)
+        else:
+            document = json.loads(text, parse_int=_whole)
     except _Refused as refused:
-        decoded = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-        raise DumpFormatError(where, f"{_literal_at(decoded, refused.literal)}: {refused.problem}") from None
+        raise DumpFormatError(where, f"{_literal_at(_text(text), refused.literal)}: {refused.problem}") from None
     except RecursionError:
-        decoded = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-        raise DumpFormatError(where, _too_deep(decoded)) from None
+        raise DumpFormatError(where, _too_deep(_text(text), max_depth)) from None
     except json.JSONDecodeError as exc:
         raise DumpFormatError(where, f"line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:
         raise DumpFormatError(where, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if max_depth is not None and deeper_than(document, max_depth):
+        raise DumpFormatError(where, _too_deep(_text(text), max_depth))
+    return document
+
+
+def too_deep(text: str | bytes, where: str | os.PathLike[str], bound: int = MAX_DEPTH) -> DumpFormatError:
+    """The error of a document whose part nests deeper than ``bound`` (found by :func:`deeper_than`)."""
+    return DumpFormatError(where, _too_deep(_text(text), bound))
+
+
+def _text(text: str | bytes) -> str:
+    return text.decode("utf-8", "replace") if isinstance(text, bytes) else text

@@ -29,7 +29,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from convert.jsonsafe import load_json
+from convert.jsonsafe import MAX_DEPTH, deeper_than, load_json, too_deep
 
 from ..errors import DumpFormatError
 from ..records import (Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, StatDiff, Verdict,
@@ -367,11 +367,16 @@ def write_json(document: Mapping[str, Any], path: str | os.PathLike[str], rows: 
 def load_document(path: str | os.PathLike[str], text: str) -> dict[str, Any]:
     """Parse a result document's text; :class:`DumpFormatError` naming the file and line.
 
-    Read by :func:`convert.jsonsafe.load_json`: nesting deeper than Python's recursion limit, whole
+    Read by :func:`convert.jsonsafe.load_json`: nesting deeper than 100 levels (outside the rows,
+    which are checked one by one; inside them, deeper than Python's recursion limit), whole
     numbers of more than 4,300 digits and numbers beyond float64's range (``1e400``; vcompare
     writes infinities as ``"inf"``) or ``NaN`` / ``Infinity`` literals are refused, line and column.
     """
-    document = load_json(text, path)
+    document = load_json(text, path, max_depth=None)
+    if isinstance(document, dict):  # the rows are checked row by row; everything else kept as read
+        for key, value in document.items():
+            if key != "rows" and deeper_than(value, MAX_DEPTH - 1):
+                raise too_deep(text, path)
     if not isinstance(document, dict) or document.get("schema") != SCHEMA_ID:
         raise DumpFormatError(path, f"not a vcompare result document (no \"schema\": \"{SCHEMA_ID}\" key)")
     version = document.get("version")

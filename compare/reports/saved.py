@@ -138,6 +138,9 @@ def _load_json(path: Path, text: str) -> SavedResult:
     for i, item in enumerate(rows):
         try:
             out.append(_json_row(item))
+        except RecursionError:  # a value nested too deeply for a message's repr
+            raise DumpFormatError(path, f"line {_line_of_row(text, i)}: rows[{i}]: a value nested too deeply "
+                                        "(a row's values nest at most 3 levels)") from None
         except (KeyError, TypeError, ValueError) as exc:
             detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise DumpFormatError(path, f"line {_line_of_row(text, i)}: rows[{i}]: {detail}") from None

@@ -85,6 +85,18 @@ def test_gate_refuses_json_nested_100000_deep(tmp_path: Path, capsys: pytest.Cap
     _refused(*_gate(capsys, bad), str(bad), "line 1 column 1001", "nested more than")
 
 
+@pytest.mark.parametrize("where", ["inputs", "shape"])
+def test_gate_refuses_a_value_nested_900_deep(where: str, saved: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Parsed (under the recursion limit), then a RecursionError when written or shown."""
+    deep = "[" * 900 + "]" * 900
+    text = saved.read_text()
+    bad = tmp_path / "deep.json"
+    bad.write_text(text.replace('"inputs": {', f'"inputs": {{"x": {deep},', 1) if where == "inputs"
+                   else text.replace('"shape":null', f'"shape":{deep}', 1))
+    _refused(*_gate(capsys, bad, "--gate", "cos>=0.9", "--json", tmp_path / "o.json"), str(bad), "line ")
+
+
 def test_gate_refuses_a_5000_digit_whole_number(saved: Path, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "digits.json"
@@ -296,8 +308,9 @@ def test_overflow_option_with_a_deep_json_copy(tmp_path: Path, capsys: pytest.Ca
 def test_load_json_names_the_position() -> None:
     with pytest.raises(DumpFormatError, match=r"f\.json: line 2 column 7: the number 1e400"):
         load_json('{"a": 1,\n "b": 1e400}', "f.json")
-    with pytest.raises(DumpFormatError, match="nested 996 levels deep"):
-        load_json("[" * 996 + "]" * 996, "f.json")
+    with pytest.raises(DumpFormatError, match=r"line 1 column 101: JSON nested more than 100 levels deep"):
+        load_json("[" * 996 + "]" * 996, "f.json")  # parses, but would break a recursive walk later
+    assert load_json("[" * 100 + "]" * 100, "f.json") == load_json("[" * 100 + "]" * 100, "f.json", max_depth=None)
     assert load_json("[NaN, 1e400]", "f.json", finite=False)[1] == float("inf")
     assert load_json('{"x": "[[[[", "y": ' + "9" * MAX_INT_DIGITS + "}", "f.json")["x"] == "[[[["
 
