@@ -21,7 +21,7 @@ compare it with), no group at all, a token that is not a rank or a range, a file
 regular file or is larger than :data:`MAX_GROUP_FILE` bytes, a rank above :data:`MAX_RANK`
 (131,071: ranks are ``0 .. 131,071``, so a group holds at most 131,072 ranks; ``dp:K`` takes
 ``2 <= K <= 131,072``; a range ``A-B`` is checked before it is spelled out), JSON nested deeper
-than Python's parser follows or holding a whole number of more than 4,300 digits
+than 100 levels or holding a whole number of more than 4,300 digits
 (:func:`convert.jsonsafe.load_json`). A ``dp:K`` over a tree with a rank folder above
 :data:`MAX_RANK` is refused when the groups are resolved. A group rank the tree has no dump
 for is not an error: it is reported as a row (``no dump``). Ranks of the tree in no group are

@@ -27,7 +27,7 @@ What each source keeps:
 
 Errors name the file and, for CSV and JSON, the line (:class:`DumpFormatError`); a file of an
 unknown kind raises :class:`OptionError`. JSON (the document and parquet's schema metadata) is
-read by :func:`convert.jsonsafe.load_json`: nesting deeper than Python's parser follows, whole
+read by :func:`convert.jsonsafe.load_json`: nesting deeper than 100 levels (a row: its values), whole
 numbers of more than 4,300 digits, numbers beyond float64's range (``1e400``) and ``NaN`` /
 ``Infinity`` literals are refused (vcompare writes ``"inf"``; a ``1e400`` read as infinity would
 pass a ``>=`` gate). A parquet column of another type than the writer's (a text metric column)
