@@ -313,6 +313,12 @@ def _inputs_text(inputs: dict[str, object]) -> dict[str, object]:
     return out
 
 
+def _mapping(value: object) -> dict[str, object]:
+    """An informational object of a saved document (``inputs``, ``options``, ``timing``); anything
+    else reads as empty."""
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
 def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: Sequence[str | Bound] = (),
            today: "datetime.date | None" = None) -> ComparisonResult:
     """Check a saved result (``--json`` .json, ``-o`` .csv or .parquet) again without recomputing.
@@ -338,11 +344,16 @@ def regate(path: PathLike, *, policy: "PathLike | Policy | None" = None, gates: 
                                 {"saved_result": os.fspath(saved.path)}, {"gates": [b.text for b in checked.gates]},
                                 {"gate": elapsed})
     timing: dict[str, float] = {}
-    for key, value in (document.get("timing") or {}).items():
-        number = decode_float(value, f"timing.{key}")
+    for key, value in _mapping(document.get("timing")).items():
+        try:
+            number = decode_float(value, f"timing.{key}")
+        except ValueError:  # informational: a value that is not a number is left out, like a bad part
+            continue
         if number is not None:
             timing[str(key)] = number
-    return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked, list(document.get("notes") or []),
-                            dict(document.get("inputs") or {}), dict(document.get("options") or {}), timing,
+    notes = document.get("notes")
+    return ComparisonResult(saved.rows, list(saved.metrics), verdict, checked,
+                            [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else [],
+                            _mapping(document.get("inputs")), _mapping(document.get("options")), timing,
                             document=document, skipped=skipped_from_document(document.get("skipped")),
                             parts=parts)

@@ -11,10 +11,14 @@ the built-in dtype bounds and how bounds combine are documented in ``docs/policy
 - **``--gate``** bounds are added to whatever the layers give: they apply to every row.
 - **Selectors** (rules and waivers): every key given must match (AND); a list is any-of (OR).
   ``op``: glob on each operator name of the NPUDump / GroundTruth cells (comma-split) and on the
-  TensorIndex; ``op_regex``: :func:`re.search` on the same strings; ``op_type``: glob on OpType;
+  TensorIndex; ``op_regex``: :func:`re.search` on the same strings (names of at most
+  :data:`MAX_REGEX_NAME` characters; patterns bounded by :func:`regex_problem`); ``op_type``: glob on OpType;
   ``dtype``: glob on the left *or* the right data type (``left_dtype`` / ``right_dtype``: that
   side only; ``fp16``/``fp32``/``bf16``/``fp8`` read as numpy names); ``rank`` / ``iteration`` /
   ``graph``: integers (a row without that coordinate does not match).
+- **Globs** (``op``, ``op_type``, ``dtype``) have :mod:`fnmatch`'s semantics and are matched in
+  time linear in the name by :class:`Globs` (no regex backtracking; docs/policy.md, "Bounds of
+  the file").
 - **Waivers** need a ``reason``; ``expires`` (a TOML date) ends them: an expired waiver waives
   nothing and fails the run. ``metrics`` limits a waiver to those metrics and/or
   ``"not-compared"`` (rows or metrics that were not computed); without it, it waives everything
@@ -170,62 +174,203 @@ def dtype_bounds_of(family: str | None, kind: RowKind) -> tuple[Bound, ...]:
     return _DTYPE_BOUNDS[family] if family is not None else ()
 
 
-def glob_regex(patterns: Sequence[str]) -> re.Pattern[str]:
-    """One pattern matching a whole string against any of ``patterns`` (case-sensitive globs)."""
-    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
-
-
-def glob_lines(patterns: Sequence[str]) -> re.Pattern[str]:
-    """One pattern that finds a line of :func:`names_text` matching any of the globs in full
-    (``*`` and ``?`` never cross a line end)."""
-    return re.compile("|".join(f"(?:^{_glob_body(p)}$)" for p in patterns), re.MULTILINE)
-
-
-def _glob_body(pattern: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(pattern)
+def _glob_parts(pattern: str) -> list[str]:
+    """A glob cut at its stars: the star-free pieces between them, in order (``a*b*c`` ->
+    ``["a", "b", "c"]``, ``*x*`` -> ``["", "x", ""]``). A ``*`` inside ``[...]`` is a class member,
+    not a star; an unclosed ``[`` is a literal (the scan of :func:`fnmatch.translate`)."""
+    parts: list[str] = []
+    start = i = 0
+    n = len(pattern)
     while i < n:
         c = pattern[i]
-        i += 1
         if c == "*":
-            out.append(r"[^\n]*")
-        elif c == "?":
-            out.append(r"[^\n]")
+            parts.append(pattern[start:i])
+            i += 1
+            start = i
         elif c == "[":
-            j = i + (1 if i < n and pattern[i] in "!]" else 0)
-            j = j + (1 if j < n and pattern[j] == "]" else 0)
+            j = i + 1
+            if j < n and pattern[j] == "!":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
             while j < n and pattern[j] != "]":
                 j += 1
-            if j >= n:
-                out.append(r"\[")
-                continue
-            body = pattern[i:j].replace("\\", "\\\\")
-            i = j + 1
-            if body.startswith("!"):
-                body = "^\n" + body[1:]
-            elif body.startswith("^"):
-                body = "\\" + body
-            out.append(f"[{body}]")
+            i = j + 1 if j < n else i + 1
         else:
-            out.append(re.escape(c))
-    return "".join(out)
+            i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _piece(text: str, *, at_end: bool) -> re.Pattern[str]:
+    """One star-free piece as a regular expression of single-character atoms (:func:`fnmatch.translate`'s
+    literals, ``?`` and classes; no quantifier, so no backtracking), anchored at the end if ``at_end``."""
+    body = fnmatch.translate(text)
+    body = body.removesuffix("\\Z").removesuffix("\\z")  # translate's end anchor (3.11: \Z; 3.14: \z)
+    return re.compile(body + ("\\Z" if at_end else ""))
+
+
+def _compiled(text: str, *, at_end: bool) -> str | re.Pattern[str]:
+    """A star-free piece: itself when it is literal (no ``?``, no ``[``), else :func:`_piece`."""
+    return text if "?" not in text and "[" not in text else _piece(text, at_end=at_end)
+
+
+class _Glob:
+    """One glob matched in linear time: the classic wildcard algorithm, no regex backtracking.
+
+    The pattern is cut at its stars into star-free pieces (each matches a fixed number of
+    characters). The first piece must match at the start, the last at the end, and each piece in
+    between is found leftmost after the previous one: taking the leftmost match of a fixed-length
+    piece never loses a match, so nothing is retried. The cost is at most (text length) x (piece
+    length) per piece, against the exponential ``[^\\n]*`` backtracking of a translated regex
+    (a 6,000-character name against ``*.*.*.attn*`` took 212 s). Literal pieces (the common
+    case) use ``str.startswith`` / ``str.find`` / ``str.endswith``.
+    """
+
+    __slots__ = ("_whole", "_first", "_middle", "_last", "needs")
+
+    def __init__(self, pattern: str) -> None:
+        parts = _glob_parts(pattern)
+        literal = [p for p in parts if "?" not in p and "[" not in p]
+        #: A text this glob matches holds this piece: a name text without it is skipped at once.
+        self.needs = max(literal, key=len) if literal else ""
+        self._whole = _compiled(parts[0], at_end=True) if len(parts) == 1 else None
+        self._first = _compiled(parts[0], at_end=False) if len(parts) > 1 and parts[0] else None
+        self._middle = tuple(_compiled(p, at_end=False) for p in parts[1:-1] if p)
+        self._last = _compiled(parts[-1], at_end=True) if len(parts) > 1 and parts[-1] else None
+
+    def match(self, text: str) -> bool:
+        """Whether the glob matches ``text`` in full (:func:`fnmatch.fnmatchcase`)."""
+        whole = self._whole
+        if whole is not None:
+            return text == whole if type(whole) is str else whole.match(text) is not None
+        pos = 0
+        first = self._first
+        if first is not None:
+            if type(first) is str:
+                if not text.startswith(first):
+                    return False
+                pos = len(first)
+            else:
+                found = first.match(text)
+                if found is None:
+                    return False
+                pos = found.end()
+        for piece in self._middle:
+            if type(piece) is str:
+                at = text.find(piece, pos)
+                if at < 0:
+                    return False
+                pos = at + len(piece)
+            else:
+                found = piece.search(text, pos)
+                if found is None:
+                    return False
+                pos = found.end()
+        last = self._last
+        if last is None:
+            return True
+        if type(last) is str:
+            return len(text) - len(last) >= pos and text.endswith(last)
+        return last.search(text, pos) is not None
+
+
+class Globs:
+    """Any of several globs (case-sensitive, ``*`` ``?`` ``[...]`` as :mod:`fnmatch`), matched by
+    :class:`_Glob` in time linear in the text (module docstring of :mod:`compare.policy`).
+
+    :meth:`match`: a whole string (OpType, a data type); :meth:`search`: the lines of
+    :func:`names_text`, true when a glob matches one line in full."""
+
+    __slots__ = ("patterns", "_globs")
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = tuple(patterns)
+        self._globs = tuple(_Glob(p) for p in self.patterns)
+
+    def match(self, text: str) -> bool:
+        return any(glob.match(text) for glob in self._globs)
+
+    def search(self, names: str) -> bool:
+        lines: list[str] | None = None
+        for glob in self._globs:
+            if glob.needs not in names:  # C-speed necessary condition: the usual "no match" exit
+                continue
+            if lines is None:
+                lines = names.split("\n")
+            if any(map(glob.match, lines)):
+                return True
+        return False
+
+
+def glob_regex(patterns: Sequence[str]) -> Globs:
+    """The globs matching a whole string against any of ``patterns`` (case-sensitive globs)."""
+    return Globs(patterns)
+
+
+def glob_lines(patterns: Sequence[str]) -> Globs:
+    """The globs matching a line of :func:`names_text` in full (``*`` and ``?`` never cross a line
+    end: :meth:`Globs.search`)."""
+    return Globs(patterns)
+
+
+#: ``op_regex`` bounds: a pattern of at most this many characters ...
+MAX_REGEX_LENGTH = 1000
+#: ... whose counted repetitions ``{m}`` / ``{m,n}`` stay at or below this (Python's own limit is
+#: 4,294,967,294, and a large count makes a huge program) ...
+MAX_REGEX_REPEAT = 1000
+#: ... is searched in names of at most this many characters: a regular expression can take time
+#: polynomial (nested quantifiers: exponential) in the name's length, and names come from the
+#: dump. A longer name is not searched: an ``op_regex`` rule or waiver does not select it (``op``
+#: globs, linear in time, still do).
+MAX_REGEX_NAME = 1024
+
+_REPEAT_RE = re.compile(r"(?<!\\)\{\s*(\d*)\s*(?:,\s*(\d*)\s*)?\}")
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why an ``op_regex`` pattern is refused (its length, a repetition count above the bounds),
+    or None. Compiling it is the caller's (``re.error``, ``OverflowError``, ``RecursionError``)."""
+    if len(pattern) > MAX_REGEX_LENGTH:
+        return f"a regular expression of {len(pattern)} characters (at most {MAX_REGEX_LENGTH})"
+    for found in _REPEAT_RE.finditer(pattern):
+        for count in found.groups():
+            if count and (len(count) > 6 or int(count) > MAX_REGEX_REPEAT):
+                return (f"repetition {found.group()} counts above {MAX_REGEX_REPEAT} (write + or * for "
+                        "an unbounded repetition)")
+    return None
+
+
+class NameRegexes:
+    """``op_regex`` patterns searched (any of them) in the names of :func:`names_text` no longer
+    than :data:`MAX_REGEX_NAME` characters."""
+
+    __slots__ = ("patterns",)
+
+    def __init__(self, patterns: Sequence[re.Pattern[str]]) -> None:
+        self.patterns = tuple(patterns)
+
+    def search(self, names: str) -> bool:
+        if len(names) > MAX_REGEX_NAME:
+            names = "\n".join(line for line in names.split("\n") if len(line) <= MAX_REGEX_NAME)
+        return any(p.search(names) is not None for p in self.patterns)
 
 
 @dataclass(frozen=True)
 class Selector:
     """Which rows a rule or waiver applies to (module docstring); ``text`` is the TOML it came from.
 
-    Every field given must match; ``None`` means "any". Globs are compiled once into one regular
-    expression per field; ``op`` and ``op_regex`` search :func:`names_text` (one name a line).
+    Every field given must match; ``None`` means "any". Globs are :class:`Globs` (linear-time
+    matching); ``op`` and ``op_regex`` search :func:`names_text` (one name a line).
     """
 
     text: str
-    op: re.Pattern[str] | None = None
-    op_regex: tuple[re.Pattern[str], ...] | None = None
-    op_type: re.Pattern[str] | None = None
-    dtype: re.Pattern[str] | None = None
-    left_dtype: re.Pattern[str] | None = None
-    right_dtype: re.Pattern[str] | None = None
+    op: Globs | None = None
+    op_regex: NameRegexes | None = None
+    op_type: Globs | None = None
+    dtype: Globs | None = None
+    left_dtype: Globs | None = None
+    right_dtype: Globs | None = None
     rank: frozenset[int] | None = None
     iteration: frozenset[int] | None = None
     graph: frozenset[int] | None = None
@@ -240,16 +385,17 @@ class Selector:
 
     def matches_names(self, names: str) -> bool:
         """The ``op`` / ``op_regex`` part, on a row's :func:`names_text`."""
-        if self.op is not None and self.op.search(names) is None:
+        if self.op is not None and not self.op.search(names):
             return False
-        return self.op_regex is None or any(p.search(names) for p in self.op_regex)
+        return self.op_regex is None or self.op_regex.search(names)
 
     def name_test(self) -> Callable[[str], object]:
-        """:meth:`matches_names` as the fastest callable (truthy = matches): a single pattern's
-        own ``search`` when the selector has one name pattern."""
-        patterns = ([self.op] if self.op is not None else []) + list(self.op_regex or ())
-        if len(patterns) == 1:
-            return patterns[0].search
+        """:meth:`matches_names` as the fastest callable (truthy = matches): the one name test's
+        own ``search`` when the selector has only ``op`` or only ``op_regex``."""
+        if self.op_regex is None and self.op is not None:
+            return self.op.search
+        if self.op is None and self.op_regex is not None:
+            return self.op_regex.search
         return self.matches_names
 
     def matches_fields(self, row: MetricRow) -> bool:
@@ -276,8 +422,8 @@ def field_key(row: MetricRow) -> tuple:
     return (row.op_type, row.left_dtype, row.right_dtype, row.rank, row.iteration, row.graph, row.kind)
 
 
-def _dt(pattern: re.Pattern[str], dtype: str | None) -> bool:
-    return dtype is not None and pattern.match(dtype) is not None
+def _dt(pattern: Globs, dtype: str | None) -> bool:
+    return dtype is not None and pattern.match(dtype)
 
 
 def names_text(row: MetricRow) -> str:
@@ -451,6 +597,7 @@ def _layer(per_metric: dict[str, tuple[Bound, ...]], bounds: Sequence[Bound], of
         per_metric[metric] = tuple(items)
 
 
-__all__ = ["CHECKSUM_METRICS", "DTYPE_EPS", "NOT_COMPARED", "STATS_REL_BOUNDED", "BoundResolver", "Policy", "Rule", "Selector", "Waiver", "dtype_bounds",
-           "dtype_bounds_of", "dtype_family", "field_key", "gated_metrics", "higher_is_better", "metric_name",
-           "names_text"]
+__all__ = ["CHECKSUM_METRICS", "DTYPE_EPS", "MAX_REGEX_LENGTH", "MAX_REGEX_NAME", "MAX_REGEX_REPEAT", "NOT_COMPARED",
+           "STATS_REL_BOUNDED", "BoundResolver", "Globs", "NameRegexes", "Policy", "Rule", "Selector", "Waiver",
+           "dtype_bounds", "dtype_bounds_of", "dtype_family", "field_key", "gated_metrics", "glob_lines", "glob_regex",
+           "higher_is_better", "metric_name", "names_text", "regex_problem"]

@@ -7,6 +7,7 @@ import datetime
 import math
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -30,6 +31,8 @@ from .policy import (
     glob_regex,
     higher_is_better,
     metric_name,
+    NameRegexes,
+    regex_problem,
 )
 from .records import Bound
 
@@ -88,6 +91,9 @@ class _Reader:
                         raise self.fail(f"{where}.{key}", f"bad bound {item!r}: expected \"OP NUMBER\" with OP one of "
                                                           f"{' '.join(BOUND_OPS)}, e.g. \">= 0.99\" (or \"off\")")
                     op, number = match.group(1), float(match.group(2))
+                    if math.isinf(number) and "inf" not in match.group(2):
+                        raise self.fail(f"{where}.{key}", f"bound {_shown(match.group(2))} is beyond float64's "
+                                                          "range (write inf for an infinite bound)")
                 else:
                     higher = higher_is_better(metric)
                     op, number = (">=" if higher else "<="), float(item)
@@ -122,11 +128,15 @@ class _Reader:
             elif key == "op_regex":
                 patterns = []
                 for pattern in self.strings(at, value):
+                    shown = pattern if len(pattern) <= 60 else f"{pattern[:40]}... ({len(pattern)} characters)"
+                    problem = regex_problem(pattern)
+                    if problem is not None:
+                        raise self.fail(at, f"regular expression {shown!r}: {problem}")
                     try:
                         patterns.append(re.compile(pattern, re.MULTILINE))
-                    except re.error as exc:
-                        raise self.fail(at, f"bad regular expression {pattern!r}: {exc}") from None
-                fields[key] = tuple(patterns)
+                    except (re.error, OverflowError, RecursionError) as exc:
+                        raise self.fail(at, f"bad regular expression {shown!r}: {exc}") from None
+                fields[key] = NameRegexes(patterns)
             elif key in ("dtype", "left_dtype", "right_dtype"):
                 fields[key] = glob_regex([DTYPE_ALIASES.get(v.lower(), v) for v in self.strings(at, value)])
             elif key == "op":
@@ -186,13 +196,71 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     if special is not None:
         raise OptionError(f"cannot read policy file {path}: {special}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise OptionError(f"cannot read policy file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise OptionError(f"policy file {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        return _policy(reader, _toml(path, text))
+    except RecursionError:  # a value nested deeply enough to be read but not to be checked
+        raise OptionError(f"policy file {path}: a value nested too deeply to check (a policy nests at most "
+                          "3 levels)") from None
+
+
+class _TomlNumber(ValueError):
+    """A TOML number refused by :func:`_toml`'s hooks: ``literal`` as written, ``problem``."""
+
+    def __init__(self, literal: str, problem: str) -> None:
+        super().__init__(problem)
+        self.literal = literal
+        self.problem = problem
+
+
+def _toml_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value) and "inf" not in literal:
+        raise _TomlNumber(literal, f"the number {_shown(literal)} is beyond float64's range (write inf for an "
+                                   "infinite bound)")
+    return value
+
+
+def _shown(literal: str) -> str:
+    return literal if len(literal) <= 40 else f"{literal[:20]}... ({len(literal)} characters)"
+
+
+def _line_of(text: str, literal: str) -> str:
+    at = text.find(literal)
+    return f"line {text.count(chr(10), 0, at) + 1}" if at >= 0 else "a number"
+
+
+def _toml(path: Path, text: str) -> dict[str, Any]:
+    """``tomllib.loads`` with its hostile cases named (docs/policy.md, "Bounds of the file"):
+    nesting deeper than Python's recursion limit, whole numbers of more than 4,300 digits and
+    floats beyond float64's range are refused with the file and line."""
+    try:
+        return tomllib.loads(text, parse_float=_toml_float)
     except tomllib.TOMLDecodeError as exc:
         raise OptionError(f"policy file {path}: not valid TOML: {exc}") from None
+    except _TomlNumber as exc:
+        raise OptionError(f"policy file {path}: {_line_of(text, exc.literal)}: {exc.problem}") from None
+    except RecursionError:
+        raise OptionError(f"policy file {path}: not valid TOML: arrays or inline tables nested deeper than the "
+                          f"TOML reader follows (Python's recursion limit, {sys.getrecursionlimit()}; a policy "
+                          "nests at most 3 levels)") from None
+    except ValueError:  # int(): a whole number of more digits than Python converts (4,300)
+        digits = _LONG_NUMBER.search(text)
+        where = f"line {text.count(chr(10), 0, digits.start()) + 1}" if digits else "a number"
+        raise OptionError(f"policy file {path}: not valid TOML: {where}: a whole number of more than "
+                          f"{sys.get_int_max_str_digits() or 'the allowed'} digits") from None
+
+
+#: A run of digits (TOML allows ``_`` between them) longer than Python converts to an int.
+_LONG_NUMBER = re.compile(r"[0-9][0-9_]{4299,}")
+
+
+def _policy(reader: _Reader, data: dict[str, Any]) -> Policy:
+    path = reader.path
     reader.check_keys("top level", data, _TOP_KEYS, metrics=False)
     version = data.get("version", 1)
     if version != 1 or isinstance(version, bool):

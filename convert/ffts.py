@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -168,7 +169,11 @@ def parse_slice_attr(text: str, path: object = "") -> SliceAttr:
     """
     try:
         body = json.loads(text)
-    except (ValueError, TypeError) as exc:
+    except RecursionError:
+        raise DumpFormatError(path, "FFTS+ slice attribute (DumpData.attr[0].value) is not JSON: nested deeper "
+                                    f"than the JSON reader follows (Python's recursion limit, "
+                                    f"{sys.getrecursionlimit()})") from None
+    except (ValueError, TypeError) as exc:  # ValueError: also a whole number of more than 4,300 digits
         raise DumpFormatError(path, f"FFTS+ slice attribute (DumpData.attr[0].value) is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise DumpFormatError(path, f"FFTS+ slice attribute (DumpData.attr[0].value) is a JSON "

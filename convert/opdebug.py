@@ -66,7 +66,6 @@ Why hand-written: the struct is a fixed C layout with no schema file and no libr
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import struct
@@ -81,6 +80,7 @@ import numpy as np
 from .dumpfile import DumpHeader, read_header
 from .dumpwrite import TensorSpec, write_dump
 from .errors import DumpFormatError
+from .jsonsafe import load_json
 from .names.ascend import OfflineName, parse_offline_name
 
 #: The new layout's first uint32.
@@ -474,10 +474,7 @@ def _read_json_copy(path: Path, copy: JsonName) -> OpDebugFile:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise DumpFormatError(path, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise DumpFormatError(path, f"not JSON: {exc}") from None
+    document = load_json(text, path, finite=False)  # deep nesting / 4,300-digit numbers: DumpFormatError
     record = replace(decode_opdebug_json(document, path), output_index=copy.output_index)
     return OpDebugFile(path=path, name=copy.name, header=None, records=(record,))
 

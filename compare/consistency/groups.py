@@ -18,14 +18,18 @@ Syntax (the ``--groups`` option, the ``groups`` argument of
 Edge-case policy (each an :class:`~compare.errors.OptionError` whose message names the file and
 line): a rank listed twice (in one group or two), a group of fewer than two ranks (nothing to
 compare it with), no group at all, a token that is not a rank or a range, a file that is not a
-regular file or is larger than :data:`MAX_GROUP_FILE` bytes. A group rank the tree has no dump
+regular file or is larger than :data:`MAX_GROUP_FILE` bytes, a rank above :data:`MAX_RANK`
+(131,071: ranks are ``0 .. 131,071``, so a group holds at most 131,072 ranks; ``dp:K`` takes
+``2 <= K <= 131,072``; a range ``A-B`` is checked before it is spelled out), JSON nested deeper
+than 100 levels or holding a whole number of more than 4,300 digits
+(:func:`convert.jsonsafe.load_json`). A ``dp:K`` over a tree with a rank folder above
+:data:`MAX_RANK` is refused when the groups are resolved. A group rank the tree has no dump
 for is not an error: it is reported as a row (``no dump``). Ranks of the tree in no group are
 named in a note and not checked.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -33,12 +37,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from convert.entries import special_file_problem
+from convert.jsonsafe import load_json
 
-from ..errors import OptionError
+from ..errors import DumpFormatError, OptionError
 from ..replicas import RankGroup
 
 #: A group file larger than this is refused (a rank list of 100,000 ranks is well below it).
 MAX_GROUP_FILE = 1 << 20
+#: The largest rank number (2**17 - 1): ranks are ``0 .. MAX_RANK``, a group holds at most
+#: ``MAX_RANK + 1`` = 131,072 ranks (well above today's largest jobs; a report of that many
+#: ``no dump`` rows takes seconds).
+MAX_RANK = (1 << 17) - 1
+#: Digits a rank token may have before it is converted (``MAX_RANK`` has 6).
+_RANK_DIGITS = len(str(MAX_RANK))
 
 _DP_RE = re.compile(r"\s*dp\s*:\s*(\d+)\s*", re.IGNORECASE)
 _TOKEN_RE = re.compile(r"(\d+)(?:-(\d+))?")
@@ -61,6 +72,9 @@ class GroupSpec:
         found = sorted(set(ranks))
         if not found:
             return ()
+        if found[-1] > MAX_RANK:
+            raise OptionError(f"--groups {self.text}: the tree has rank {found[-1]}; dp:K covers ranks 0 .. "
+                              f"{MAX_RANK} (write a group file for the ranks to check)")
         count = found[-1] // self.block + 1
         return tuple(RankGroup(i, tuple(range(i * self.block, (i + 1) * self.block))) for i in range(count))
 
@@ -73,9 +87,13 @@ def parse_groups(value: str | os.PathLike | Sequence[Sequence[int]] | GroupSpec)
         text = os.fspath(value)
         match = _DP_RE.fullmatch(text) if isinstance(value, str) else None
         if match is not None:
-            block = int(match.group(1))
+            digits = match.group(1)
+            block = int(digits) if len(digits) <= _RANK_DIGITS + 1 else MAX_RANK + 2
             if block < 2:
                 raise OptionError(f"--groups {text}: a data-parallel group needs at least 2 ranks")
+            if block > MAX_RANK + 1:
+                raise OptionError(f"--groups {_shown(text)}: a data-parallel group holds at most {MAX_RANK + 1} "
+                                  f"ranks (ranks are 0 .. {MAX_RANK})")
             return GroupSpec(text.strip(), block=block)
         if isinstance(value, str) and text.lower().startswith("dp"):
             raise OptionError(f"--groups {text!r}: write dp:K, K ranks per data-parallel group (dp:8)")
@@ -90,10 +108,24 @@ def parse_groups(value: str | os.PathLike | Sequence[Sequence[int]] | GroupSpec)
     raise OptionError(f"groups: {value!r} is neither dp:K, a group file nor a sequence of rank lists")
 
 
+def _shown(text: str) -> str:
+    """A long token shortened for a message (a 5,000-digit number is named by its length)."""
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+
+
 def _rank(value: object, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise OptionError(f"{where}: {value!r} is not a rank (a whole number, 0 or more)")
+        raise OptionError(f"{where}: {_shown(repr(value))} is not a rank (a whole number, 0 or more)")
+    if value > MAX_RANK:
+        raise OptionError(f"{where}: rank {_shown(str(value))} is above {MAX_RANK} (ranks are 0 .. {MAX_RANK})")
     return value
+
+
+def _rank_token(digits: str, where: str) -> int:
+    """A rank of a text group file, its length checked before it is converted."""
+    if len(digits) > _RANK_DIGITS:
+        raise OptionError(f"{where}: rank {_shown(digits)} is above {MAX_RANK} (ranks are 0 .. {MAX_RANK})")
+    return _rank(int(digits), where)
 
 
 def _read_file(path: Path) -> GroupSpec:
@@ -124,9 +156,10 @@ def _read_file(path: Path) -> GroupSpec:
                 continue
             match = _TOKEN_RE.fullmatch(token)
             if match is None:
-                raise OptionError(f"{where}: {token!r} is not a rank or a range A-B (a line is a group: 0,1,2,3)")
-            low = int(match.group(1))
-            high = int(match.group(2)) if match.group(2) is not None else low
+                raise OptionError(f"{where}: {_shown(repr(token))} is not a rank or a range A-B (a line is a group: "
+                              "0,1,2,3)")
+            low = _rank_token(match.group(1), where)
+            high = _rank_token(match.group(2), where) if match.group(2) is not None else low
             if high < low:
                 raise OptionError(f"{where}: range {token} runs backwards")
             ranks.extend(range(low, high + 1))
@@ -136,9 +169,9 @@ def _read_file(path: Path) -> GroupSpec:
 
 def _from_json(path: Path, text: str) -> GroupSpec:
     try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise OptionError(f"{path}: not valid JSON: {exc}") from None
+        document = load_json(text, path)
+    except DumpFormatError as exc:
+        raise OptionError(f"--groups {exc}") from None
     if isinstance(document, dict):
         document = document.get("groups")
     if not isinstance(document, list):
@@ -168,4 +201,4 @@ def _checked(text: str, groups: list[tuple[str, list[int]]]) -> GroupSpec:
     return GroupSpec(text, groups=tuple(tuple(ranks) for _, ranks in groups))
 
 
-__all__ = ["GroupSpec", "MAX_GROUP_FILE", "parse_groups"]
+__all__ = ["GroupSpec", "MAX_GROUP_FILE", "MAX_RANK", "parse_groups"]

@@ -68,6 +68,7 @@ from convert.names.hashed import lookup_hashed, read_mapping
 from convert.names.mindspore import NPY_CARRIERS, kernel_type, ms_dtype, ms_format, scope_name
 from convert.npy import load_npy, logical_dtype_name, read_npy_header
 from convert.entries import list_entries, os_problem
+from convert.jsonsafe import load_json
 
 from ..errors import CompareError, DumpFormatError
 from ..records import DumpLayout, OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef
@@ -460,9 +461,11 @@ def read_overflow(path: Path) -> OverflowRecord:
     task, stream, ts = (int(match.group(i)) for i in (1, 2, 3)) if match else (None, None, 0)
     if path.name.endswith(".json"):
         try:
-            content = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+            content = load_json(path.read_text(encoding="utf-8", errors="replace"), path, finite=False)
             text = json.dumps(content, separators=(",", ":"), sort_keys=True)
             summary = text if len(text) <= 300 else text[:297] + "..."
+        except DumpFormatError as exc:  # deep nesting, 4,300-digit numbers, not JSON: convert.jsonsafe
+            summary = f"unreadable JSON ({exc.problem})"
         except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python reads
             summary = f"unreadable JSON ({str(exc)[:200]})"
     else:

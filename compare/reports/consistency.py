@@ -67,11 +67,10 @@ def csv_text(result: ConsistencyResult) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_HEADER)
-    groups = {group.index: group for group in result.groups}
+    group_ranks = {group.index: ranks_text(group.ranks) for group in result.groups}  # once per group, not per row
     for row in result.rows:
-        group = groups.get(row.group)
         writer.writerow([
-            row.group, ranks_text(group.ranks) if group is not None else "", _int_cell(row.graph),
+            row.group, group_ranks.get(row.group, ""), _int_cell(row.graph),
             _int_cell(row.iteration), row.rank, row.status.value, text_cell(row.tensor_id), text_cell(row.op_type),
             row.why.value if row.why is not None else "", _int_cell(row.reference_rank),
             row.holders, row.readable, "yes" if row.majority else "no", text_cell(row.dtype),

@@ -29,6 +29,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from convert.jsonsafe import MAX_DEPTH, deeper_than, load_json, too_deep
+
 from ..errors import DumpFormatError
 from ..records import (Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, StatDiff, Verdict,
                        count_by_status)
@@ -60,7 +62,11 @@ def decode_float(value: object, where: str = "value") -> float | None:
     if isinstance(value, bool):
         raise ValueError(f"{where}: expected a number, null, \"nan\", \"inf\" or \"-inf\", not {value!r}")
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a whole number of more than 308 digits
+            raise ValueError(f"{where}: a whole number of {len(str(abs(value)))} digits is beyond float64's "
+                             "range") from None
     if isinstance(value, str) and value in NON_FINITE:
         return NON_FINITE[value]
     raise ValueError(f"{where}: expected a number, null, \"nan\", \"inf\" or \"-inf\", not {value!r}")
@@ -359,11 +365,18 @@ def write_json(document: Mapping[str, Any], path: str | os.PathLike[str], rows: 
 
 
 def load_document(path: str | os.PathLike[str], text: str) -> dict[str, Any]:
-    """Parse a result document's text; :class:`DumpFormatError` naming the file and line."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DumpFormatError(path, f"line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+    """Parse a result document's text; :class:`DumpFormatError` naming the file and line.
+
+    Read by :func:`convert.jsonsafe.load_json`: nesting deeper than 100 levels (outside the rows,
+    which are checked one by one; inside them, deeper than Python's recursion limit), whole
+    numbers of more than 4,300 digits and numbers beyond float64's range (``1e400``; vcompare
+    writes infinities as ``"inf"``) or ``NaN`` / ``Infinity`` literals are refused, line and column.
+    """
+    document = load_json(text, path, max_depth=None)
+    if isinstance(document, dict):  # the rows are checked row by row; everything else kept as read
+        for key, value in document.items():
+            if key != "rows" and deeper_than(value, MAX_DEPTH - 1):
+                raise too_deep(text, path)
     if not isinstance(document, dict) or document.get("schema") != SCHEMA_ID:
         raise DumpFormatError(path, f"not a vcompare result document (no \"schema\": \"{SCHEMA_ID}\" key)")
     version = document.get("version")

@@ -26,21 +26,27 @@ What each source keeps:
   not fail): re-gate the JSON or parquet result to keep them apart.
 
 Errors name the file and, for CSV and JSON, the line (:class:`DumpFormatError`); a file of an
-unknown kind raises :class:`OptionError`.
+unknown kind raises :class:`OptionError`. JSON (the document and parquet's schema metadata) is
+read by :func:`convert.jsonsafe.load_json`: nesting deeper than 100 levels (a row: its values), whole
+numbers of more than 4,300 digits, numbers beyond float64's range (``1e400``) and ``NaN`` /
+``Infinity`` literals are refused (vcompare writes ``"inf"``; a ``1e400`` read as infinity would
+pass a ``>=`` gate). A parquet column of another type than the writer's (a text metric column)
+is refused naming the column, before any row is read.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from convert.jsonsafe import load_json
 from convert.textcells import unguard
 
 from ..errors import DumpFormatError, OptionError
@@ -133,6 +139,9 @@ def _load_json(path: Path, text: str) -> SavedResult:
     for i, item in enumerate(rows):
         try:
             out.append(_json_row(item))
+        except RecursionError:  # a value nested too deeply for a message's repr
+            raise DumpFormatError(path, f"line {_line_of_row(text, i)}: rows[{i}]: a value nested too deeply "
+                                        "(a row's values nest at most 3 levels)") from None
         except (KeyError, TypeError, ValueError) as exc:
             detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise DumpFormatError(path, f"line {_line_of_row(text, i)}: rows[{i}]: {detail}") from None
@@ -518,6 +527,62 @@ def _csv_row(plan: _CsvPlan, cells: list[str]) -> MetricRow:
 # ---------------------------------------------------------------------------------------------
 
 
+#: The type each fixed column of a parquet result must have (module docstring of
+#: :mod:`compare.reports.parquet`); metric and StandardDeviation columns are float64 (or any
+#: floating type). A column of another type is refused naming it, before any row is read.
+_PARQUET_TYPES = {
+    **{name: "int" for name in ("Index", "Rank", "Graph", "Iteration", "LeftAddress", "RightAddress", "OpSequence")},
+    **{name: "text" for name in ("OpType", "LeftOp", "LeftDataType", "RightOp", "RightDataType", "TensorIndex",
+                                 "ExpectedGap", "Status")},
+    "Shape": "list<int>", "FailReason": "list<text>",
+}
+#: Columns that may not hold a null.
+_PARQUET_NOT_NULL = ("Index", "LeftOp", "RightOp", "Status")
+
+
+def _parquet_kind(pa: Any, arrow_type: Any) -> str:
+    """``int``, ``float``, ``text``, ``list<...>`` of those, or the arrow type's own name."""
+    types = pa.types
+    if types.is_integer(arrow_type):
+        return "int"
+    if types.is_floating(arrow_type):
+        return "float"
+    if types.is_string(arrow_type) or types.is_large_string(arrow_type):
+        return "text"
+    if types.is_list(arrow_type) or types.is_large_list(arrow_type):
+        return f"list<{_parquet_kind(pa, arrow_type.value_type)}>"
+    return str(arrow_type)
+
+
+def _parquet_metrics(path: Path, meta: bytes) -> list[str]:
+    """The ``metrics`` list of the ``vcompare`` schema metadata (a list of names), checked."""
+    document = load_json(meta, f"{path} (schema metadata 'vcompare')")
+    metrics = document.get("metrics") if isinstance(document, dict) else None
+    if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+        raise DumpFormatError(path, "the 'vcompare' schema metadata is not valid (\"metrics\" must be a list of "
+                                    "metric names)")
+    return metrics
+
+
+def _check_parquet_columns(path: Path, table: Any, metrics: Sequence[str]) -> None:
+    """Every column the reader uses exists, has its type and, where it must, no null."""
+    pa = require_pyarrow()
+    wanted = dict(_PARQUET_TYPES)
+    for name in metrics:
+        for column in (STD_COLUMNS if name == STD_NAME else (name,)):
+            wanted[column] = "float"
+    schema = table.schema
+    for name, kind in wanted.items():
+        if name not in schema.names:
+            raise DumpFormatError(path, f"column '{name}' is missing")
+        found = _parquet_kind(pa, schema.field(name).type)
+        if found != kind and not (kind == "float" and found == "int"):
+            raise DumpFormatError(path, f"column '{name}': {found}, where a vcompare result has {kind}")
+    for name in _PARQUET_NOT_NULL:
+        if table.column(name).null_count:
+            raise DumpFormatError(path, f"column '{name}': {table.column(name).null_count} null value(s)")
+
+
 def _load_parquet(path: Path) -> SavedResult:
     require_pyarrow()
     import pyarrow.parquet as pq  # here: pyarrow is an optional extra (parquet)
@@ -529,34 +594,37 @@ def _load_parquet(path: Path) -> SavedResult:
     meta = (table.schema.metadata or {}).get(METADATA_KEY)
     if meta is None:
         raise DumpFormatError(path, "not a vcompare parquet result (no 'vcompare' schema metadata)")
-    try:
-        metrics = list(json.loads(meta)["metrics"])
-    except (ValueError, KeyError, TypeError):
-        raise DumpFormatError(path, "the 'vcompare' schema metadata is not valid") from None
-    try:
-        cols = {name: table.column(name).to_pylist() for name in table.column_names}
-        value_names = [m for m in metrics if m != STD_NAME]
-        std_cols = [cols[c] for c in STD_COLUMNS] if STD_NAME in metrics else None
-        rows = []
-        for i in range(table.num_rows):
-            std = None
-            if std_cols is not None and std_cols[0][i] is not None:
-                lm, ls, rm, rs = (float(c[i]) for c in std_cols)
-                std = (lm, ls, rm, rs)
-            status = _STATUS.get(cols["Status"][i])
-            if status is None:
-                raise ValueError(f"row {i}: unknown Status {cols['Status'][i]!r}")
-            shape = cols["Shape"][i]
-            rows.append(MetricRow(
-                index=cols["Index"][i], op_type=cols["OpType"][i], left_op=cols["LeftOp"][i],
-                right_op=cols["RightOp"][i], tensor_id=cols["TensorIndex"][i], left_dtype=cols["LeftDataType"][i],
-                right_dtype=cols["RightDataType"][i], shape=None if shape is None else tuple(shape),
-                metrics={m: cols[m][i] for m in value_names}, std=std, reasons=list(cols["FailReason"][i] or []),
-                left_address=cols["LeftAddress"][i], right_address=cols["RightAddress"][i], status=status,
-                op_sequence=cols["OpSequence"][i], rank=cols["Rank"][i], iteration=cols["Iteration"][i],
-                graph=cols["Graph"][i], expected_gap=cols["ExpectedGap"][i]))
-    except KeyError as exc:
-        raise DumpFormatError(path, f"column {exc} is missing") from None
-    except (ValueError, TypeError) as exc:
-        raise DumpFormatError(path, str(exc)) from None
+    metrics = _parquet_metrics(path, meta)
+    _check_parquet_columns(path, table, metrics)
+    cols = {name: table.column(name).to_pylist() for name in table.column_names}
+    value_names = [m for m in metrics if m != STD_NAME]
+    std_cols = [cols[c] for c in STD_COLUMNS] if STD_NAME in metrics else None
+    rows = []
+    for i in range(table.num_rows):
+        std = None
+        if std_cols is not None and std_cols[0][i] is not None:
+            if any(c[i] is None for c in std_cols):
+                raise DumpFormatError(path, f"row {i}: the four {STD_NAME} columns are not all set")
+            lm, ls, rm, rs = (float(c[i]) for c in std_cols)
+            std = (lm, ls, rm, rs)
+        status = _STATUS.get(cols["Status"][i])
+        if status is None:
+            raise DumpFormatError(path, f"row {i}: unknown Status {cols['Status'][i]!r}")
+        shape = cols["Shape"][i]
+        if shape is not None and any(d is None for d in shape):
+            raise DumpFormatError(path, f"row {i}: column 'Shape': {shape!r} holds a null")
+        rows.append(MetricRow(
+            index=cols["Index"][i], op_type=cols["OpType"][i], left_op=cols["LeftOp"][i],
+            right_op=cols["RightOp"][i], tensor_id=cols["TensorIndex"][i], left_dtype=cols["LeftDataType"][i],
+            right_dtype=cols["RightDataType"][i], shape=None if shape is None else tuple(shape),
+            metrics={m: _parquet_float(cols[m][i]) for m in value_names}, std=std,
+            reasons=[r for r in cols["FailReason"][i] or [] if r is not None],
+            left_address=cols["LeftAddress"][i], right_address=cols["RightAddress"][i], status=status,
+            op_sequence=cols["OpSequence"][i], rank=cols["Rank"][i], iteration=cols["Iteration"][i],
+            graph=cols["Graph"][i], expected_gap=cols["ExpectedGap"][i]))
     return SavedResult(path, SavedKind.PARQUET, rows, metrics)
+
+
+def _parquet_float(value: float | int | None) -> float | None:
+    """A metric cell: null stays None (not computed); a whole-number column's value as a float."""
+    return None if value is None else float(value)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import threading
 import uuid
@@ -86,6 +87,20 @@ CONNECT_TIMEOUT = 20
 WORKER_WAIT = 300
 
 
+#: ``local:N`` starts at most this many worker processes, whatever the machine ...
+MAX_LOCAL_WORKERS = 256
+#: ... and at most this many per CPU (each worker is a Python process with numpy and the kernels
+#: loaded; more processes than this only wait and fill the memory, or hit a process limit).
+LOCAL_WORKERS_PER_CPU = 4
+_COUNT_RE = re.compile(r"[0-9]{1,6}")
+
+
+def max_local_workers() -> int:
+    """The largest N of ``--dask-cluster local:N`` on this machine: ``LOCAL_WORKERS_PER_CPU`` x
+    the CPU count, at most :data:`MAX_LOCAL_WORKERS`."""
+    return min(MAX_LOCAL_WORKERS, LOCAL_WORKERS_PER_CPU * (os.cpu_count() or 1))
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """Where the parts are compared: a LocalCluster of ``local_workers`` worker processes on this
@@ -109,9 +124,15 @@ class ClusterSpec:
                 raise OptionError("--scheduler needs the Dask scheduler's address, e.g. tcp://HOST:8786")
             return cls(scheduler=scheduler.strip())
         kind, _, count = str(cluster).partition(":")
-        if kind != "local" or not count.isdigit() or int(count) < 1:
-            raise OptionError(f"--dask-cluster {cluster}: expected local:N (N worker processes on this machine, "
+        shown = cluster if len(str(cluster)) <= 40 else f"{str(cluster)[:30]}... ({len(str(cluster))} characters)"
+        if kind != "local" or _COUNT_RE.fullmatch(count) is None or int(count) < 1:
+            raise OptionError(f"--dask-cluster {shown}: expected local:N (N worker processes on this machine, "
                               "e.g. local:4); for a cluster elsewhere give --scheduler tcp://HOST:8786")
+        most = max_local_workers()
+        if int(count) > most:
+            raise OptionError(f"--dask-cluster {shown}: at most local:{most} (4 worker processes per CPU, "
+                              f"{os.cpu_count() or 1} CPU(s) here, and never more than {MAX_LOCAL_WORKERS}); "
+                              "for more workers start a cluster and give --scheduler tcp://HOST:8786")
         return cls(local_workers=int(count))
 
     def describe(self) -> str:

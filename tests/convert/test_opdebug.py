@@ -217,7 +217,7 @@ def test_json_copy_files(tmp_path: Path) -> None:
     assert read.header is None and [r.output_index for r in read.records] == [1]
     assert read.records[0].primary.task_id == 3
     (tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000.output.0.json").write_text("{not json")
-    with pytest.raises(DumpFormatError, match="not JSON"):
+    with pytest.raises(DumpFormatError, match="not valid JSON"):
         read_opdebug_file(tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000.output.0.json")
 
 
