@@ -352,7 +352,7 @@ def ffts_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome:
     else:  # a slice copied under another thread id / timestamp
         victim = rng.choice(files)
         parts = victim.name.split(".")
-        parts[4] = str(int(parts[4]) + rng.choice([0, 7, 10**6]))
+        parts[4] = str(int(parts[4]) + rng.choice([7, 10**6]))
         shutil.copy(victim, left / ".".join(parts))
     ffts = rng.random() < 0.3
     return _network_outcome(lambda: run_network(left, corpus.ffts["right"], ffts=ffts), refusal_ok=False)
@@ -621,28 +621,40 @@ def mutate_csv(text: str, rng: random.Random) -> tuple[bytes, bool]:
 
 
 def mutate_parquet(path: Path, rng: random.Random) -> None:
-    """Damage a saved parquet: bytes, or one column rewritten by pandas (types, values, dropped)."""
-    if rng.random() < 0.4:
+    """Damage a saved parquet: bytes, or a column rewritten with pyarrow (dropped, retyped, hostile
+    values, nested lists, no rows, duplicated) -- the schema's vcompare metadata kept or damaged."""
+    if rng.random() < 0.3:
         path.write_bytes(mutate_bytes(path.read_bytes(), rng))
         return
-    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    frame = pd.read_parquet(path)
-    column = rng.choice(list(frame.columns))
-    pick = rng.randrange(5)
-    if pick == 0:
-        frame = frame.drop(columns=[column])
-    elif pick == 1:
-        frame[column] = frame[column].astype(str)
-    elif pick == 2:
-        frame[column] = rng.choice([np.nan, np.inf, 2**62, -1, "", "x" * 5000, None])
-    elif pick == 3:
-        frame[column] = [[1, 2]] * len(frame)
-    else:
-        frame = frame.iloc[0:0]
+    table = pq.read_table(path)
+    metadata = dict(table.schema.metadata or {})
+    k = rng.randrange(table.num_columns)
+    name = table.column_names[k]
+    rows = table.num_rows
+    pick = rng.randrange(7)
     try:
-        frame.to_parquet(path)
-    except Exception:  # noqa: BLE001 - pandas cannot store this value: bytes instead
+        if pick == 0:
+            table = table.remove_column(k)
+        elif pick == 1:
+            table = table.set_column(k, name, pa.array([str(v) for v in table.column(k).to_pylist()]))
+        elif pick == 2:
+            value = rng.choice([float("nan"), float("inf"), -1e308, 2**62, -1, "", "x" * 5000, None, True])
+            table = table.set_column(k, name, pa.array([value] * rows))
+        elif pick == 3:
+            table = table.set_column(k, name, pa.array([[1, 2]] * rows))
+        elif pick == 4:
+            table = table.slice(0, 0)
+        elif pick == 5:
+            table = table.append_column(name, table.column(k))
+        else:
+            key = rng.choice(list(metadata) or [b"vcompare"])
+            metadata[key] = rng.choice([b"", b"{", b"null", b"[]", b'{"version": 99}', b"9" * 5000,
+                                        mutate_bytes(metadata.get(key, b"{}"), rng)])
+        pq.write_table(table.replace_schema_metadata(metadata), path)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
         path.write_bytes(mutate_bytes(path.read_bytes(), rng))
 
 

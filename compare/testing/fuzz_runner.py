@@ -207,6 +207,36 @@ def build_corpora(root: Path) -> tuple[Any, Any]:
     return corpus, build_format_corpus(root / "formats", corpus.network)
 
 
+#: Inputs of every selected target the parent runs before forking unprivileged workers.
+WARM_UP = 4
+
+
+def warm_up(targets: Iterable[str], seed: int) -> None:
+    """Run a few inputs of every target in this process (results dropped) so that every module
+    the targets import lazily is imported before the fork: an unprivileged worker may not be
+    able to read the interpreter's own files (a Python under ``/root/.pyenv``)."""
+    import fsspec  # noqa: F401 - the url target's store
+    import pandas  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+    from typer.testing import CliRunner  # noqa: F401
+
+    with tempfile.TemporaryDirectory(prefix="vcompare-fuzz-warm-") as tmp:
+        previous = os.environ.get("VCOMPARE_REMOTE_CACHE")
+        os.environ["VCOMPARE_REMOTE_CACHE"] = str(Path(tmp) / "remote-cache")
+        try:
+            corpora = build_corpora(Path(tmp))
+            work = Path(tmp) / "work"
+            work.mkdir()
+            for target in targets:
+                for index in range(WARM_UP):
+                    run_input(target, corpora, case_rng(seed + 1, target, index), work)
+        finally:
+            if previous is None:
+                os.environ.pop("VCOMPARE_REMOTE_CACHE", None)
+            else:
+                os.environ["VCOMPARE_REMOTE_CACHE"] = previous
+
+
 def drop_privileges(uid: int) -> None:
     """Become ``uid`` (group ``uid``, no supplementary groups) for good."""
     os.setgroups([])
@@ -225,6 +255,7 @@ def _worker(uid: int | None, seed: int, tasks: Any, results: Any) -> None:
         corpora = build_corpora(tmp)
         work = tmp / "work"
         work.mkdir()
+        results.put(("ready", os.getpid()))
         while True:
             task = tasks.get()
             if task is None:
@@ -261,6 +292,8 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
     ``nobody_uid`` (needs root; those workers are ``round(jobs * share)``, at least one).
     ``only``: run just these input indices of every target (reproducing an escape).
     """
+    if nobody_share > 0:
+        warm_up(counts, seed)
     ctx = mp.get_context("fork")
     results = ctx.Queue()
     if nobody_share > 0 and os.getuid() != 0:
@@ -276,7 +309,7 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
     indices = sorted(set(only)) if only is not None else None
     for target, count in counts.items():
         for index in (indices if indices is not None else range(count)):
-            as_nobody = nobody_jobs and (len(pools) == 1 or (index % 100) < nobody_share * 100)
+            as_nobody = nobody_jobs and (len(pools) == 1 or int((index + 1) * nobody_share) > int(index * nobody_share))
             (pools[-1] if as_nobody else pools[0]).tasks.put((target, index))
             pending += 1
     for pool in pools:
@@ -292,6 +325,7 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
         for _ in range(pool.size):
             start(pool)
     in_flight: dict[int, tuple[str, int, int, float]] = {}
+    ready: set[int] = set()
     began = time.perf_counter()
     done = 0
     while done < pending:
@@ -299,7 +333,9 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
             message = results.get(timeout=5)
         except queue.Empty:
             message = None
-        if message is not None and message[0] == "start":
+        if message is not None and message[0] == "ready":
+            ready.add(message[1])
+        elif message is not None and message[0] == "start":
             _, pid, target, index, uid = message
             in_flight[pid] = (target, index, uid, time.perf_counter())
         elif message is not None:
@@ -320,6 +356,9 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
                     if not proc.is_alive():
                         del pool.procs[pid]
                     continue
+                if died and pid not in ready:
+                    raise RuntimeError(f"a worker (uid {pool.uid if pool.uid is not None else os.getuid()}) "
+                                       f"could not write its seeds (exit code {proc.exitcode}; its traceback is above)")
                 if stuck:
                     proc.kill()
                 proc.join(5)
