@@ -319,7 +319,7 @@ def _ffts_attr(rng: random.Random) -> str:
     attr = SliceAttr(thread_mode=True, slice_instance_num=2, output_cut_list=((2, 1),),
                      output_tensor_slice=(((DimRange(0, 3), DimRange(0, 4)),), ((DimRange(3, 6), DimRange(0, 4)),)))
     text = attr.to_json()
-    return mutate_json_text(text, rng).decode("utf-8", "surrogateescape")
+    return mutate_json_text(text, rng).decode("utf-8", "replace")  # the attribute is protobuf text: UTF-8
 
 
 def ffts_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome:
