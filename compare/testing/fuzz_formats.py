@@ -70,7 +70,6 @@ from typing import Any
 
 import numpy as np
 
-from compare.errors import CompareError
 from compare.testing.fuzz import (
     INTERESTING,
     Outcome,
