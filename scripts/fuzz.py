@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nobody-share", type=float, default=0.0,
                         help="share of every target's inputs run by workers that dropped to --nobody-uid (root only)")
     parser.add_argument("--nobody-uid", type=int, default=NOBODY, help=f"the unprivileged uid (default {NOBODY})")
-    parser.add_argument("--only", type=int, action="append", default=None, help="run only this input index (repeatable)")
+    parser.add_argument("--only", type=int, action="append", default=None,
+                        help="run only this input index of each target (repeatable)")
     parser.add_argument("--keep", type=int, default=2, help="tracebacks to print per target (default 2)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
     parser.add_argument("--table", type=Path, default=None, help="also write the markdown summary table")

@@ -187,12 +187,14 @@ class RunReport:
 # ============================================================================ one input
 
 
-def run_input(target: str, corpora: tuple[Any, Any], rng: random.Random, work: Path) -> Outcome:
-    """One input of any target, under the alarm (a hang and a MemoryError are escapes)."""
+def run_input(target: str, corpora: tuple[Any, Any], rng: random.Random, work: Path, *,
+              alarm: int = DEADLINE) -> Outcome:
+    """One input of any target, under the alarm (a hang and a MemoryError are escapes); ``alarm``
+    applies to the new targets (the first fuzzer's keep :data:`DEADLINE`)."""
     corpus, formats = corpora
     if target in FORMAT_TARGETS:
         try:
-            with deadline(DEADLINE):
+            with deadline(alarm):
                 return run_format_target(target, formats, rng, work)
         except Hang as exc:
             return Outcome("escape", "hang", f"{target}: {exc}")
@@ -247,7 +249,7 @@ def drop_privileges(uid: int) -> None:
     os.setuid(uid)
 
 
-def _worker(uid: int | None, seed: int, tasks: Any, results: Any) -> None:
+def _worker(uid: int | None, seed: int, tasks: Any, results: Any, alarm: int) -> None:
     """A worker process: drop privileges, write the seeds, run tasks until ``None``."""
     if uid is not None and os.getuid() != uid:
         drop_privileges(uid)
@@ -267,7 +269,7 @@ def _worker(uid: int | None, seed: int, tasks: Any, results: Any) -> None:
             results.put(("start", os.getpid(), target, index, me))
             started = time.perf_counter()
             try:
-                outcome = run_input(target, corpora, case_rng(seed, target, index), work)
+                outcome = run_input(target, corpora, case_rng(seed, target, index), work, alarm=alarm)
             except BaseException as exc:  # noqa: BLE001 - the harness itself must report, not die
                 outcome = Outcome("escape", f"harness {type(exc).__name__}", traceback.format_exc())
             results.put(("done", os.getpid(), target, index, me, outcome.verdict, outcome.kind, outcome.detail,
@@ -288,12 +290,14 @@ class _Pool:
 
 
 def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_share: float = 0.0,
-                 nobody_uid: int = NOBODY, only: Iterable[int] | None = None, progress: bool = False) -> RunReport:
+                 nobody_uid: int = NOBODY, only: Iterable[int] | None = None, progress: bool = False,
+                 alarm: int = DEADLINE, grace: float = WATCHDOG_GRACE) -> RunReport:
     """Run ``counts[target]`` inputs of each target on ``jobs`` worker processes (module doc).
 
     ``nobody_share``: the share of each target's inputs run by workers that dropped to
     ``nobody_uid`` (needs root; those workers are ``round(jobs * share)``, at least one).
-    ``only``: run just these input indices of every target (reproducing an escape).
+    ``only``: run just these input indices of every target (reproducing an escape). ``alarm``:
+    seconds per input of the new targets; ``grace``: seconds past it before the watchdog kills.
     """
     if nobody_share > 0:
         warm_up(counts, seed)
@@ -320,7 +324,7 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
             pool.tasks.put(None)
 
     def start(pool: _Pool) -> None:
-        proc = ctx.Process(target=_worker, args=(pool.uid, seed, pool.tasks, results), daemon=True)
+        proc = ctx.Process(target=_worker, args=(pool.uid, seed, pool.tasks, results, alarm), daemon=True)
         proc.start()
         pool.procs[proc.pid] = proc
 
@@ -333,7 +337,7 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
     done = 0
     while done < pending:
         try:
-            message = results.get(timeout=5)
+            message = results.get(timeout=min(5.0, max(grace / 2, 0.2)))
         except queue.Empty:
             message = None
         if message is not None and message[0] == "ready":
@@ -353,7 +357,7 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
         for pool in pools:
             for pid, proc in list(pool.procs.items()):
                 flight = in_flight.get(pid)
-                stuck = flight is not None and now - flight[3] > DEADLINE + WATCHDOG_GRACE
+                stuck = flight is not None and now - flight[3] > alarm + grace
                 died = not proc.is_alive() and proc.exitcode not in (0, None)  # exit 0: its last result is queued
                 if not (stuck or died):
                     if not proc.is_alive():

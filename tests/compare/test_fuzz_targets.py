@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -99,7 +101,8 @@ def test_signature_names_the_product_frame() -> None:
     detail = ('Traceback (most recent call last):\n  File "/x/compare/testing/fuzz.py", line 1, in _guarded_run\n'
               '  File "/x/convert/torch_pt.py", line 240, in read_pt_header\n'
               '  File "/usr/lib/python3.11/zipfile.py", line 9, in open\nMemoryError\n')
-    assert signature("pt", Outcome("escape", "MemoryError: ", detail)) == "MemoryError @ convert/torch_pt.py:read_pt_header"
+    expected = "MemoryError @ convert/torch_pt.py:read_pt_header"
+    assert signature("pt", Outcome("escape", "MemoryError: ", detail)) == expected
     assert signature("url", Outcome("escape", "hang", "url: no answer")) == "hang"
     report = RunReport(seed=0, jobs=1)
     report.add("pt", 0, 4, Outcome("escape", "MemoryError: ", detail), 1.0)
@@ -115,3 +118,29 @@ def test_parallel_runner_counts_every_input() -> None:
     report = run_parallel({"groups": 4, "policy": 3}, seed=1, jobs=2)
     assert sum(c.inputs for c in report.cells.values()) == 7
     assert {t for t, _ in report.cells} == {"groups", "policy"}
+
+
+def _sleeper(corpus: object, rng: random.Random, work: Path) -> Outcome:
+    time.sleep(30)
+    return Outcome("accepted")
+
+
+def _deaf_sleeper(corpus: object, rng: random.Random, work: Path) -> Outcome:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # the alarm cannot ring: the watchdog must act
+    time.sleep(30)
+    return Outcome("accepted")
+
+
+def _crasher(corpus: object, rng: random.Random, work: Path) -> Outcome:
+    os._exit(7)
+
+
+def test_hangs_and_crashes_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The alarm, the watchdog and a dead worker each give an escape of their own (the workers
+    are forked: the patched table is theirs too)."""
+    for name, fn in (("groups", _sleeper), ("policy", _deaf_sleeper), ("url", _crasher)):
+        monkeypatch.setitem(ff.FORMAT_TARGETS, name, fn)
+    report = run_parallel({"groups": 1, "policy": 1, "url": 1}, seed=0, jobs=2, alarm=1, grace=1)
+    assert {t: dict(c) for t, c in report.signatures.items()} == {
+        "groups": {"hang": 1}, "policy": {"hang (killed)": 1}, "url": {"crash (exit code 7)": 1}}
+    assert sum(c.hangs for c in report.cells.values()) == 2
