@@ -34,7 +34,8 @@ the tree, FIFOs ...) and runs it through the code that reads it:
 ``gate-json`` / ``gate-csv`` / ``gate-parquet``
     a saved result of the synthetic network (``--json``, ``-o .csv``, ``-o .parquet``) mutated
     (JSON structure, CSV cells / columns / quoting, parquet bytes or cells rewritten by pandas);
-    ``regate``. A CSV whose cells only were changed must give back every row.
+    ``regate`` (one time in five ``vcompare gate``: exit 0-3, no traceback). A CSV whose cells
+    only were changed must give back every row.
 ``groups``
     a consistency group file (lines or JSON) or ``dp:K`` text: huge ranges, 5,000-digit ranks,
     deep nesting, FIFOs and ``/dev/zero`` links; ``parse_groups`` and ``GroupSpec.resolve``.
@@ -689,6 +690,8 @@ def gate_case(fmt: str, corpus: FormatCorpus, rng: random.Random, work: Path) ->
         shutil.copy(seed, path)
         mutate_parquet(path, rng)
     gates = [rng.choice(["CosineSimilarity>=0.99", "cos>=0.9999", "MaxAbsoluteError<=1e-3", "MaxRelDiff<=1"])]
+    if rng.random() < 0.2:
+        return _cli_gate(path, gates[0], work)
     result = _guarded_run(lambda: regate(path, gates=gates), refusal_ok=True)
     if isinstance(result, Outcome):
         return result
@@ -696,6 +699,23 @@ def gate_case(fmt: str, corpus: FormatCorpus, rng: random.Random, work: Path) ->
         return Outcome("escape", "Invariant: lost rows",
                        f"a CSV whose cells only changed gave {len(result.rows)} rows of {corpus.saved_rows}")
     return Outcome("accepted")
+
+
+def _cli_gate(path: Path, gate: str, work: Path) -> Outcome:
+    """``vcompare gate``: no traceback; exit 0, 1 (a bound violated), 2 (refused) or 3 (incomplete)."""
+    from typer.testing import CliRunner
+
+    from compare.cli import app
+
+    result = CliRunner().invoke(app, ["gate", str(path), "--gate", gate, "--json", str(work / "regated.json"),
+                                      "--quiet"])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return Outcome("escape", error_kind(result.exception), "".join(traceback.format_exception(result.exception)))
+    if "Traceback (most recent call last)" in result.output:
+        return Outcome("escape", "traceback printed", result.output[-2000:])
+    if result.exit_code not in (0, 1, 2, 3):
+        return Outcome("escape", f"exit {result.exit_code}", result.output[-2000:])
+    return Outcome("refused" if result.exit_code == 2 else "accepted", f"exit {result.exit_code}")
 
 
 # ============================================================================ consistency groups
