@@ -295,7 +295,8 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
     """Run ``counts[target]`` inputs of each target on ``jobs`` worker processes (module doc).
 
     ``nobody_share``: the share of each target's inputs run by workers that dropped to
-    ``nobody_uid`` (needs root; those workers are ``round(jobs * share)``, at least one).
+    ``nobody_uid`` (needs root; those workers are ``round(jobs * share)``, at least one, and
+    with a share below 1 at least one worker keeps root: ``jobs=1`` then runs two processes).
     ``only``: run just these input indices of every target (reproducing an escape). ``alarm``:
     seconds per input of the new targets; ``grace``: seconds past it before the watchdog kills.
     """
@@ -307,8 +308,9 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
         raise SystemExit("--nobody-share needs root (or run the whole runner under setpriv, see docs/reliability.md)")
     pools: list[_Pool] = []
     nobody_jobs = 0 if nobody_share <= 0 else max(1, min(jobs - (nobody_share < 1), round(jobs * nobody_share)))
-    if jobs - nobody_jobs > 0:
-        pools.append(_Pool(None, ctx.Queue(), jobs - nobody_jobs))
+    root_jobs = jobs - nobody_jobs if nobody_share <= 0 or nobody_share >= 1 else max(1, jobs - nobody_jobs)
+    if root_jobs > 0:
+        pools.append(_Pool(None, ctx.Queue(), root_jobs))
     if nobody_jobs:
         pools.append(_Pool(nobody_uid, ctx.Queue(), nobody_jobs))
     report = RunReport(seed=seed, jobs=jobs)
