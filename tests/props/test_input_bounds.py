@@ -67,7 +67,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real --json result of the demo (and its parquet twin), written once."""
     folder = tmp_path_factory.mktemp("saved")
     code = run(["-l", str(DEMO / "npu"), "-r", str(DEMO / "golden"), "-f", str(DEMO / "model.json"),
-                "--json", str(folder / "r.json"), "--quiet"])
+                "-o", str(folder / "r.csv"), "--json", str(folder / "r.json"), "--quiet"])
     assert code == 0
     return folder / "r.json"
 
