@@ -386,6 +386,15 @@ def _why_empty(fs: Any, root: str, url: str) -> None:
 
 
 def _inside(relative: str) -> bool:
+    """Whether a listed name stays inside the mirror and can be a local file name: relative, no
+    ``..``, no NUL byte, and encodable as a file name (a lone surrogate is not); other names are
+    refused (``Materialised.refused``), never opened."""
+    if "\x00" in relative:
+        return False
+    try:
+        os.fsencode(relative)
+    except UnicodeError:
+        return False
     parts = PurePosixPath(relative).parts
     return bool(parts) and not PurePosixPath(relative).is_absolute() and ".." not in parts
 

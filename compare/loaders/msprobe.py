@@ -506,7 +506,7 @@ def _itemsize(dtype: str) -> int:
     dump has a few types and 200,000 tensors."""
     try:
         return np.dtype(dtype).itemsize
-    except TypeError:
+    except (TypeError, ValueError):  # not a numpy name; a name that is not even text numpy reads (UnicodeError)
         return 0
 
 

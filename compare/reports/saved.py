@@ -595,8 +595,13 @@ def _load_parquet(path: Path) -> SavedResult:
     if meta is None:
         raise DumpFormatError(path, "not a vcompare parquet result (no 'vcompare' schema metadata)")
     metrics = _parquet_metrics(path, meta)
-    _check_parquet_columns(path, table, metrics)
-    cols = {name: table.column(name).to_pylist() for name in table.column_names}
+    try:
+        _check_parquet_columns(path, table, metrics)
+        cols = {name: table.column(name).to_pylist() for name in table.column_names}
+    except UnicodeDecodeError as exc:  # a column name or a text cell that is not UTF-8
+        raise DumpFormatError(path, f"text that is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    # a table of statistics metrics only is a statistics comparison's (the writer has no kind column)
+    kind = RowKind.STATISTICS if metrics and all(m in STAT_METRIC_OF for m in metrics) else RowKind.TENSOR
     value_names = [m for m in metrics if m != STD_NAME]
     std_cols = [cols[c] for c in STD_COLUMNS] if STD_NAME in metrics else None
     rows = []
@@ -621,7 +626,7 @@ def _load_parquet(path: Path) -> SavedResult:
             reasons=[r for r in cols["FailReason"][i] or [] if r is not None],
             left_address=cols["LeftAddress"][i], right_address=cols["RightAddress"][i], status=status,
             op_sequence=cols["OpSequence"][i], rank=cols["Rank"][i], iteration=cols["Iteration"][i],
-            graph=cols["Graph"][i], expected_gap=cols["ExpectedGap"][i]))
+            graph=cols["Graph"][i], expected_gap=cols["ExpectedGap"][i], kind=kind))
     return SavedResult(path, SavedKind.PARQUET, rows, metrics)
 
 

@@ -223,7 +223,7 @@ def _file_ids(run: Run) -> set[tuple[int, int]]:
         for path in op.files or (op.path,):
             try:
                 st = os.stat(path)
-            except OSError:
+            except (OSError, ValueError):  # ValueError: a name no file can have (NUL, a lone surrogate)
                 continue
             ids.add((st.st_dev, st.st_ino))
     return ids
