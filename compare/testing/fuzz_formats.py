@@ -15,7 +15,8 @@ the tree, FIFOs ...) and runs it through the code that reads it:
     with and without ``ffts=True``.
 ``opdebug``
     an offline dump folder with an Opdebug file (:func:`convert.opdebug.write_opdebug_file`):
-    the overflow structs damaged or re-encoded with hostile ids and lengths; ``analyse_overflow``
+    the overflow structs damaged or re-encoded with hostile ids and lengths, or the dump replaced by
+    its decoded JSON copy (``...output.N.json``), mutated; ``analyse_overflow``
     and, one time in three, ``vcompare -l ... --overflow`` through the command line.
 ``msprobe-json``
     an msprobe dump tree (:func:`compare.testing.synthetic_msprobe.write_msprobe_dump`), its
@@ -30,7 +31,8 @@ the tree, FIFOs ...) and runs it through the code that reads it:
 ``policy``
     a policy TOML file: values replaced by huge numbers, ``1e400``, ``inf``, deep arrays and
     inline tables, pathological globs and regular expressions, bad dates, text damage;
-    ``load_policy`` then ``regate`` of a saved result with it.
+    ``load_policy`` then ``regate`` of a saved result with it (half of the time one whose
+    operator names are 6,000 characters long, for the globs and regular expressions).
 ``gate-json`` / ``gate-csv`` / ``gate-parquet``
     a saved result of the synthetic network (``--json``, ``-o .csv``, ``-o .parquet``) mutated
     (JSON structure, CSV cells / columns / quoting, parquet bytes or cells rewritten by pandas);
@@ -263,6 +265,10 @@ def build_format_corpus(root: Path, network: dict[str, Path]) -> FormatCorpus:
                     "csv": write_report(result.rows, saved / "result.csv", result.metrics),
                     "parquet": write_parquet(result.rows, saved / "result.parquet", result.metrics)}
     corpus.saved_rows = len(result.rows)
+    long_names = saved / "long-names" / "result.json"  # names of 6,000 characters for the policy's globs
+    long_names.parent.mkdir()
+    long_names.write_text(corpus.saved["json"].read_text().replace('"pool1', '"' + "a" * 6000 + "pool1"))
+    corpus.saved["json-long"] = long_names
     return corpus
 
 
@@ -390,6 +396,21 @@ def _opdebug_struct(rng: random.Random) -> bytes:
     return encode_new(entries, version=rng.choice([1, 1, 0, 2, 2**32 - 1]), padding=rng.choice([0, 0, 3, 4096]))
 
 
+def _opdebug_json_seeds() -> list[dict[str, Any]]:
+    """Decoded JSON copies of an old-layout and a new-layout struct (as the dump tools write them)."""
+    from convert.opdebug import ACC_FIELDS, AccType
+
+    block = {"model_id": 0, "stream_id": 1, "task_id": 3, "task_type": 0, "pc_start": "0x1000", "para_base": "0x0",
+             "status": 4}
+    old = {"DHA Atomic Add": dict(block, status=0), "L2 Atomic Add": dict(block, status=0),
+           "AI Core": dict(block, kernel_code="0xab", block_idx=5)}
+    data: dict[str, Any] = {name: 0 for name in ACC_FIELDS[AccType.AIV]}
+    data.update(task_id=3, stream_id=1, status=2, pc_start="0x10")
+    new = {"magic": "0x5a5a5a5a", "version": 1,
+           "acc_list": {"valid": 1, "acc_type": "AIV", "rsv": 0, "data_len": 8 * len(data), "data": data}}
+    return [old, new]
+
+
 def opdebug_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome:
     """An Opdebug file damaged; ``analyse_overflow`` (or ``vcompare --overflow``) must not escape."""
     from compare.runs.overflow import analyse_overflow
@@ -400,12 +421,16 @@ def opdebug_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcom
         shutil.rmtree(folder)
     shutil.copytree(corpus.opdebug, folder)
     source = next(p for p in folder.iterdir() if p.name.startswith("Opdebug."))
-    if rng.random() < 0.5:
+    if rng.random() < 0.3:  # the decoded JSON copy instead of the dump (read only without it)
+        copy = source.with_name(source.name + f".output.{rng.choice([0, 0, 1, 2**31])}.json")
+        source.unlink()
+        copy.write_bytes(mutate_json_text(json.dumps(rng.choice(_opdebug_json_seeds())), rng))
+    elif rng.random() < 0.5:
         source.write_bytes(mutate_bytes(source.read_bytes(), rng))
     else:
         write_opdebug_file(source, [_opdebug_struct(rng) for _ in range(rng.choice([0, 1, 1, 2, 9]))],
                            version=rng.choice([1, 2]))
-    if rng.random() < 0.1:  # a second record under a hashed name, mapped
+    if source.exists() and rng.random() < 0.1:  # a second record under a hashed name, mapped
         shutil.copy(source, folder / "4242")
         (folder / "mapping.csv").write_text(f"4242,Opdebug.Node_OpDebug.10.1.{TS + 60}\n")
     if rng.random() < 1 / 3:
@@ -592,7 +617,8 @@ def policy_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome
     outcome = _outcome_of(lambda: load_policy(path), refusal_ok=True)
     if outcome.verdict != "accepted":
         return outcome
-    return _outcome_of(lambda: regate(corpus.saved["json"], policy=path), refusal_ok=True)
+    saved = corpus.saved[rng.choice(["json", "json-long"])]
+    return _outcome_of(lambda: regate(saved, policy=path), refusal_ok=True)
 
 
 # ============================================================================ saved results (gate)

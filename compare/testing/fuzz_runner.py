@@ -24,8 +24,8 @@ elsewhere stay visible as one line each.
 from __future__ import annotations
 
 import multiprocessing as mp
+import multiprocessing.connection as mp_connection
 import os
-import queue
 import random
 import re
 import shutil
@@ -250,7 +250,8 @@ def drop_privileges(uid: int) -> None:
 
 
 def _worker(uid: int | None, seed: int, tasks: Any, results: Any, alarm: int) -> None:
-    """A worker process: drop privileges, write the seeds, run tasks until ``None``."""
+    """A worker process: drop privileges, write the seeds, run tasks until ``None``; every
+    message goes to ``results`` (its own pipe) before the next step."""
     if uid is not None and os.getuid() != uid:
         drop_privileges(uid)
     me = os.getuid()
@@ -260,19 +261,19 @@ def _worker(uid: int | None, seed: int, tasks: Any, results: Any, alarm: int) ->
         corpora = build_corpora(tmp)
         work = tmp / "work"
         work.mkdir()
-        results.put(("ready", os.getpid()))
+        results.send(("ready", os.getpid()))
         while True:
             task = tasks.get()
             if task is None:
                 break
             target, index = task
-            results.put(("start", os.getpid(), target, index, me))
+            results.send(("start", os.getpid(), target, index, me))
             started = time.perf_counter()
             try:
                 outcome = run_input(target, corpora, case_rng(seed, target, index), work, alarm=alarm)
             except BaseException as exc:  # noqa: BLE001 - the harness itself must report, not die
                 outcome = Outcome("escape", f"harness {type(exc).__name__}", traceback.format_exc())
-            results.put(("done", os.getpid(), target, index, me, outcome.verdict, outcome.kind, outcome.detail,
+            results.send(("done", os.getpid(), target, index, me, outcome.verdict, outcome.kind, outcome.detail,
                          time.perf_counter() - started))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -303,7 +304,6 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
     if nobody_share > 0:
         warm_up(counts, seed)
     ctx = mp.get_context("fork")
-    results = ctx.Queue()
     if nobody_share > 0 and os.getuid() != 0:
         raise SystemExit("--nobody-share needs root (or run the whole runner under setpriv, see docs/reliability.md)")
     pools: list[_Pool] = []
@@ -325,9 +325,18 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
         for _ in range(pool.size):
             pool.tasks.put(None)
 
+    readers: list[Any] = []
+    pipes: dict[int, Any] = {}
+
     def start(pool: _Pool) -> None:
-        proc = ctx.Process(target=_worker, args=(pool.uid, seed, pool.tasks, results, alarm), daemon=True)
+        # one pipe per worker, written synchronously: a worker killed or crashed mid-message
+        # cannot hold a lock that the others need (a shared Queue's would deadlock the run)
+        reader, writer = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_worker, args=(pool.uid, seed, pool.tasks, writer, alarm), daemon=True)
         proc.start()
+        writer.close()
+        readers.append(reader)
+        pipes[proc.pid] = reader
         pool.procs[proc.pid] = proc
 
     for pool in pools:
@@ -337,17 +346,14 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
     ready: set[int] = set()
     began = time.perf_counter()
     done = 0
-    while done < pending:
-        try:
-            message = results.get(timeout=min(5.0, max(grace / 2, 0.2)))
-        except queue.Empty:
-            message = None
-        if message is not None and message[0] == "ready":
+    def handle(message: tuple) -> None:
+        nonlocal done
+        if message[0] == "ready":
             ready.add(message[1])
-        elif message is not None and message[0] == "start":
+        elif message[0] == "start":
             _, pid, target, index, uid = message
             in_flight[pid] = (target, index, uid, time.perf_counter())
-        elif message is not None:
+        else:
             _, pid, target, index, uid, verdict, kind, detail, seconds = message
             in_flight.pop(pid, None)
             report.add(target, uid, index, Outcome(verdict, kind, detail), seconds)
@@ -355,12 +361,31 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
             if progress and done % 500 == 0:
                 print(f"  {done}/{pending} inputs, {report.escapes} escapes, {time.perf_counter() - began:.0f} s",
                       file=sys.stderr, flush=True)
+
+    def receive(reader: Any, *, drain: bool) -> None:
+        """One message of ``reader`` (all of them when ``drain``); a closed pipe leaves ``readers``."""
+        while reader in readers:
+            try:
+                if drain and not reader.poll():
+                    return
+                handle(reader.recv())
+            except (EOFError, OSError):  # the worker exited (or was killed)
+                readers.remove(reader)
+                return
+            if not drain:
+                return
+
+    while done < pending:
+        for reader in mp_connection.wait(readers, timeout=min(5.0, max(grace / 2, 0.2))):
+            receive(reader, drain=False)
         now = time.perf_counter()
         for pool in pools:
             for pid, proc in list(pool.procs.items()):
+                if not proc.is_alive():  # what it said before it ended counts first
+                    receive(pipes[pid], drain=True)
                 flight = in_flight.get(pid)
                 stuck = flight is not None and now - flight[3] > alarm + grace
-                died = not proc.is_alive() and proc.exitcode not in (0, None)  # exit 0: its last result is queued
+                died = not proc.is_alive() and proc.exitcode not in (0, None)
                 if not (stuck or died):
                     if not proc.is_alive():
                         del pool.procs[pid]
@@ -372,6 +397,8 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
                     proc.kill()
                 proc.join(5)
                 del pool.procs[pid]
+                if pipes[pid] in readers:
+                    readers.remove(pipes[pid])
                 if flight is not None:
                     in_flight.pop(pid, None)
                     target, index, uid, t0 = flight

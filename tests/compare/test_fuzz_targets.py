@@ -65,7 +65,7 @@ def test_seeds_are_valid(corpora: tuple) -> None:
     policy = seeds.root / "policy.toml"
     policy.write_text(seeds.policy_text)
     load_policy(policy)
-    for fmt in ("json", "csv", "parquet"):
+    for fmt in ("json", "csv", "parquet", "json-long"):
         assert len(regate(seeds.saved[fmt], policy=policy).rows) == seeds.saved_rows
     assert len(parse_groups("dp:2").resolve(range(4))) == 2
 
