@@ -261,7 +261,7 @@ def _worker(uid: int | None, seed: int, tasks: Any, results: Any, alarm: int) ->
         corpora = build_corpora(tmp)
         work = tmp / "work"
         work.mkdir()
-        results.send(("ready", os.getpid()))
+        results.send(("ready", os.getpid(), str(tmp)))
         while True:
             task = tasks.get()
             if task is None:
@@ -327,6 +327,7 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
 
     readers: list[Any] = []
     pipes: dict[int, Any] = {}
+    folders: dict[int, str] = {}  # worker -> its temporary folder (removed here when it was killed or died)
 
     def start(pool: _Pool) -> None:
         # one pipe per worker, written synchronously: a worker killed or crashed mid-message
@@ -350,6 +351,7 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
         nonlocal done
         if message[0] == "ready":
             ready.add(message[1])
+            folders[message[1]] = message[2]
         elif message[0] == "start":
             _, pid, target, index, uid = message
             in_flight[pid] = (target, index, uid, time.perf_counter())
@@ -397,6 +399,8 @@ def run_parallel(counts: dict[str, int], seed: int, *, jobs: int = 2, nobody_sha
                     proc.kill()
                 proc.join(5)
                 del pool.procs[pid]
+                if pid in folders:
+                    shutil.rmtree(folders.pop(pid), ignore_errors=True)
                 if pipes[pid] in readers:
                     readers.remove(pipes[pid])
                 if flight is not None:
