@@ -3,7 +3,8 @@
 A ``--gate`` is ``METRIC OP NUMBER`` (:func:`parse_gate`), ``OP`` one of ``>= <= > < ==``, the
 metric any name, alias or index of :data:`compare.kernels.METRICS` except StandardDeviation (not a
 single number), or a statistics metric (:data:`compare.stats.STAT_METRIC_NAMES`: ``MaxRelDiff``,
-``L2NormDiff`` ..., ``ChecksumDiff==same``) for statistics rows. A policy file adds defaults, rules and waivers (:mod:`compare.policy`).
+``L2NormDiff`` ..., ``ChecksumDiff==same``) for statistics rows. A policy file adds defaults,
+rules and waivers (:mod:`compare.policy`).
 
 :func:`evaluate`, row by row (docs/policy.md):
 
@@ -24,8 +25,8 @@ single number), or a statistics metric (:data:`compare.stats.STAT_METRIC_NAMES`:
 - a bound of the other row kind (CosineSimilarity on a statistics row; MaxRelDiff on a tensor row
   whose sides recorded no statistics -- msprobe tensor dumps record them, and their rows carry
   the statistics metrics too) is not computed: an incomplete failure under strict, whose message
-  says so; built-in
-  bounds follow the row kind and apply only to rows with their statistic (``Bound.if_present``);
+  says so; built-in bounds follow the row kind and apply only to rows with their statistic
+  (``Bound.if_present``);
 - a failure a valid waiver covers moves to ``Verdict.waived``; an expired waiver is an error.
 
 Parts (``parts``: the :class:`~compare.records.PartReport` of each part of a run compared in turn,

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeAlias
 
-from .kernels import ALIASES, METRIC_NAMES, METRICS
+from .kernels import ALIASES, METRIC_NAMES, METRICS, metric_key
 from .records import Bound, MetricRow, RowKind
 from .stats import STAT_METRIC_NAMES, STAT_METRIC_OF, TEXT_STATS
 
@@ -109,10 +109,7 @@ def dtype_bounds(left: str | None, right: str | None, kind: RowKind = RowKind.TE
     ``SHA1Diff``) must be the same (``== 0``), whatever the data type. Each statistics bound
     applies only to rows that have its statistic (:attr:`Bound.if_present`).
     """
-    family = coarsest_family(left, right)
-    if kind is RowKind.STATISTICS:
-        return _STATS_BOUNDS[family]
-    return _DTYPE_BOUNDS[family] if family is not None else ()
+    return dtype_bounds_of(coarsest_family(left, right), kind)
 
 
 def coarsest_family(left: str | None, right: str | None) -> str | None:
@@ -154,11 +151,11 @@ def metric_name(text: str) -> str | None:
     """The canonical metric a gate or policy key names: a tensor metric (name, alias or, in
     :func:`compare.gates.parse_gate`, index; :data:`compare.kernels.ALIASES`) or a statistics
     metric (``MaxRelDiff``, ``l2norm_rel_diff`` ...; case, ``_``, ``-`` and spaces ignored)."""
-    key = re.sub(r"[\s_\-]", "", text).lower()
+    key = metric_key(text)
     return ALIASES.get(key) or _STAT_KEYS.get(key)
 
 
-_STAT_KEYS = {m.lower(): m for m in STAT_METRIC_NAMES}
+_STAT_KEYS = {metric_key(m): m for m in STAT_METRIC_NAMES}
 
 
 def higher_is_better(metric: str) -> bool:

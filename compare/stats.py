@@ -273,8 +273,7 @@ def compare_stats_pair(pair: Pair) -> StatsRow:
         row.reasons.append(f"no statistic recorded on both sides (left: {', '.join(ordered_stats(left)) or 'none'}; "
                            f"right: {', '.join(ordered_stats(right)) or 'none'})")
         return row
-    for name in common:
-        row.values[name] = diff_stat(name, left[name], right[name])
+    row.values = _diffs(left, right, common)
     null = null_reason(left, right, common)
     if null:
         row.reasons.append(null)
@@ -295,21 +294,15 @@ def null_reason(left: dict, right: dict, common: Sequence[str]) -> str:
     """The reason of a row where a statistic both sides name is ``null`` on a side (msprobe writes
     no mean and norm for integer tensors), ``""`` when there is none."""
     left_null = [stat_label(n) for n in common if left.get(n) is None]
-    null = NULL_STATISTIC
     right_null = [stat_label(n) for n in common if right.get(n) is None]
     if left_null == right_null:
-        parts = [f"{', '.join(left_null)} {null} on both sides"] if left_null else []
+        parts = [f"{', '.join(left_null)} {NULL_STATISTIC} on both sides"] if left_null else []
     else:
-        parts = [f"{', '.join(names)} {null} on the {side} side"
+        parts = [f"{', '.join(names)} {NULL_STATISTIC} on the {side} side"
                  for side, names in (("left", left_null), ("right", right_null)) if names]
     if not parts:
         return ""
     return "; ".join(parts) + " (msprobe records no mean or norm for integer tensors): not compared, not gated"
-
-
-def null_stats(row: StatsRow) -> frozenset[str]:
-    """The statistics of a row that a side recorded as ``null`` (their metrics are undefined)."""
-    return frozenset(n for n, v in row.values.items() if v.left is None or v.right is None)
 
 
 class DtypeClass(str, Enum):
@@ -386,10 +379,13 @@ def recorded_statistics(left: TensorRef, right: TensorRef) -> dict[str, StatDiff
     :func:`diff_stat` does; None when a side recorded none. No tensor is read."""
     if not left.stats or not right.stats:
         return None
-    common = [name for name in left.stats if name in right.stats]
-    if not common:
-        return None
-    return {name: diff_stat(name, left.stats[name], right.stats[name]) for name in ordered_stats(common)}
+    common = _common_stats(tuple(left.stats), tuple(right.stats))
+    return _diffs(left.stats, right.stats, common) if common else None
+
+
+def _diffs(left: dict, right: dict, common: Sequence[str]) -> dict[str, StatDiff]:
+    """:func:`diff_stat` of each statistic of ``common`` (report order), keyed by its name."""
+    return {name: diff_stat(name, left[name], right[name]) for name in common}
 
 
 def statistics_metrics(values: dict[str, StatDiff]) -> tuple[dict[str, float | None], frozenset[str]]:
@@ -456,12 +452,6 @@ class StatsResult:
         """Every row as a :class:`MetricRow` (:func:`metric_row`), in row order."""
         return [metric_row(row) for row in self.rows]
 
-    def summary(self) -> dict[str, int]:
-        counts = {status.value: 0 for status in PairStatus}
-        for row in self.rows:
-            counts[row.status.value] += 1
-        return counts
-
 
 def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
     """Compare every pair's statistics; columns are the statistics any row compared."""
@@ -485,6 +475,8 @@ def needs_stats_mode(left: object, right: object) -> bool:
     return bool(left.stats_only or right.stats_only)
 
 
-__all__ = ["NOT_SAME_TENSOR", "NULL_STATISTIC", "STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER", "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
+__all__ = ["NOT_SAME_TENSOR", "NULL_STATISTIC", "STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER",
+           "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
            "diff_stat", "dtype_class", "metric_row", "mismatch_reason", "needs_stats_mode", "null_reason",
-           "null_stats", "recorded_statistics", "shape_note", "statistics_metrics", "stats_row", "stat_label", "stat_metrics", "ordered_stats", "side_stats", "tensor_stats"]
+           "ordered_stats", "recorded_statistics", "shape_note", "side_stats", "stat_label", "stat_metrics",
+           "statistics_metrics", "stats_row", "tensor_stats"]

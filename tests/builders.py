@@ -131,3 +131,12 @@ def one_op_golden(tmp_path: Path) -> tuple[Path, Path]:
     mapping = tmp_path / "map.csv"
     mapping.write_text(f"{op.name},sm\n")
     return golden, mapping
+
+
+def comparable_result(document: dict) -> dict:
+    """A JSON result without what differs from run to run: creation time, timings, workers."""
+    document = dict(document)
+    document.pop("created")
+    document.pop("timing")
+    document["parts"] = [{k: v for k, v in p.items() if k not in ("seconds", "worker")} for p in document["parts"]]
+    return document

@@ -148,16 +148,16 @@ METRICS: dict[str, Metric] = {
 }
 
 
-def _key(token: str) -> str:
+def metric_key(token: str) -> str:
     """Lookup key of a metric name: lower case, without ``_``, ``-`` and spaces."""
     return re.sub(r"[\s_\-]", "", token).lower()
 
 
-#: Accepted spellings -> canonical name. Keys are normalised with ``_key`` (case-insensitive,
+#: Accepted spellings -> canonical name. Keys are normalised with :func:`metric_key` (case-insensitive,
 #: ``_``/``-`` ignored), so ``max_abs``, ``MaxAbs`` and ``maxabsoluteerror`` all work.
 ALIASES: dict[str, str] = {
-    **{_key(m.name): m.name for m in METRICS.values()},
-    **{_key(m.alias): m.name for m in METRICS.values()},
+    **{metric_key(m.name): m.name for m in METRICS.values()},
+    **{metric_key(m.alias): m.name for m in METRICS.values()},
     "cosine": COSINE,
     "kld": KL,
     "stddev": STD,
@@ -212,7 +212,7 @@ def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
         elif tok.lower() == "all":
             names = list(METRIC_NAMES)
         else:
-            canon = ALIASES.get(_key(tok))
+            canon = ALIASES.get(metric_key(tok))
             names = [canon] if canon else []
         if not names:
             unknown.append(str(tok))
@@ -267,5 +267,6 @@ __all__ = [
     "STD",
     "ValueCounts",
     "canonical",
+    "metric_key",
     "resolve_algorithms",
 ]

@@ -8,7 +8,7 @@ lines of JavaScript (table sorting, nothing else) are inline. It shows, top to b
   bounds it broke, its inputs' metrics, the source line that wrote it) and the first NaN/Inf tensor;
 - a trend plot: worst CosineSimilarity and RelativeEuclideanDistance (log) of each operator along
   graph order, the first divergence marked, ``origin`` and ``input-differs`` operators highlighted;
-  for a statistics comparison (rows of statistics metrics, :data:`compare.reports.stats.STATS_METRICS`)
+  for a statistics comparison (statistics rows, ``MetricRow.kind``)
   the statistics error of each call's worst output instead (the localisation's error: the largest
   of MaxRelDiff, MinRelDiff, L2NormRelDiff), and the first divergence's tensors with their
   relative statistics differences;
@@ -47,11 +47,11 @@ import numpy as np
 
 from ..errors import OptionError
 from ..lineage import Localisation, OpVerdict, TensorCheck, Verdict
-from ..records import MetricRow, count_by_status
+from ..records import MetricRow, RowKind, count_by_status
 from .cells import encodable, shape_cell
 from .files import atomic_write_text
 from .html_figures import Sample, Trend, histogram_svg, magnitude_svg, trend_svg
-from .stats import CHECKSUM_METRIC, STATS_METRICS
+from .stats import CHECKSUM_METRIC
 
 INSTALL_HINT = "pip install 'vcompare[html]'"
 COSINE = "CosineSimilarity"
@@ -257,9 +257,9 @@ def _outputs(rows: Sequence[MetricRow]) -> list[MetricRow]:
 
 
 def is_statistics(rows: Iterable[MetricRow]) -> bool:
-    """Whether the rows are a statistics comparison's: statistics metrics and no cosine / RED."""
-    names = set(metric_names(rows))
-    return bool(names & STATS_METRICS) and not names & {COSINE, RELATIVE}
+    """Whether the rows are a statistics comparison's (``MetricRow.kind``; a missing part's row
+    among them is a tensor-kind row)."""
+    return any(row.kind is RowKind.STATISTICS for row in rows)
 
 
 def _line(position: int, op: str, rows: Sequence[MetricRow], verdict: OpVerdict | None,

@@ -47,8 +47,8 @@ JsonFloat = float | str | None
 
 def encode_float(value: float | None) -> JsonFloat:
     """A float for JSON: the number itself, ``"nan"`` / ``"inf"`` / ``"-inf"``, or None (null)."""
-    if value is None:
-        return None
+    if value is None or (type(value) is float and value - value == 0.0):  # None, or a finite float: as it is
+        return value
     value = float(value)
     if math.isfinite(value):
         return value
@@ -86,17 +86,7 @@ class _MetricNames:
         if not self.known.issuperset(values):
             names = list(names) + [m for m in values if m not in self.known]
         get = values.get
-        out: dict[str, JsonFloat] = {}
-        for name in names:
-            value = get(name)
-            # the common case inline: a finite float (v - v is 0.0 only for finite values)
-            out[name] = value if value is None or (type(value) is float and value - value == 0.0) else encode_float(value)
-        return out
-
-
-def _row_metrics(row: MetricRow, metrics: Sequence[str] | _MetricNames) -> dict[str, JsonFloat]:
-    names = metrics if isinstance(metrics, _MetricNames) else _MetricNames(metrics)
-    return names.of(row)
+        return {name: encode_float(get(name)) for name in names}
 
 
 def row_document(position: int, row: MetricRow, metrics: Sequence[str] | _MetricNames) -> dict[str, Any]:
@@ -115,7 +105,7 @@ def row_document(position: int, row: MetricRow, metrics: Sequence[str] | _Metric
         "right_dtype": row.right_dtype,
         "shape": None if row.shape is None else [int(d) for d in row.shape],
         "status": row.status.value,
-        "metrics": _row_metrics(row, metrics),
+        "metrics": (metrics if isinstance(metrics, _MetricNames) else _MetricNames(metrics)).of(row),
         "std": None if row.std is None else dict(zip(STD_KEYS, (encode_float(v) for v in row.std))),
         "reasons": list(row.reasons),
         # duplicates: the row and statistics-row documents list their fields one by one (the JSON schema in

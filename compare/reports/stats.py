@@ -16,21 +16,18 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..records import RowGrade, StatDiff
-from ..stats import STAT_LABELS, STAT_METRIC_NAMES, StatsResult, StatsRow, stat_label
+from ..stats import StatsResult, StatsRow, stat_label, stat_metrics
 from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
 
-#: The metrics of a statistics row (``MetricRow.metrics`` of a statistics comparison,
-#: :data:`compare.stats.STAT_METRIC_NAMES`), and the checksum's.
-STATS_METRICS = frozenset(STAT_METRIC_NAMES)
-CHECKSUM_METRIC = "ChecksumDiff"
+#: The metric of msprobe's checksum (``ChecksumDiff``: 0.0 same, 1.0 different).
+(CHECKSUM_METRIC,) = stat_metrics("checksum")
 #: Key of :func:`row_cells`' ``verdicts``: (rank, iteration, left op name), as
 #: :func:`compare.reports.divergence.verdict_map` gives it.
 VerdictKey = tuple[int | None, int | None, str]
@@ -50,6 +47,8 @@ def grade_cells(grade: RowGrade | None) -> list[str]:
 
 def value_cell(value: object) -> str:
     """A statistic cell: full-precision number, ``nan``/``inf``, text as is, ``NaN`` if absent."""
+    if type(value) is float and value - value == 0.0 and not value.is_integer():
+        return repr(value)  # the common case first: a finite float with a fraction
     if value is None:
         return NOT_COMPUTED
     if isinstance(value, str):
@@ -68,15 +67,8 @@ _ABSENT = [NOT_COMPUTED] * 4
 def _value_cells(value: StatDiff) -> list[str]:
     """The four cells of one statistic: numbers as :func:`value_cell` writes them (a number is
     never formula-like), text (a checksum, ``same`` / ``different``) neutralised."""
-    # the common case spelled out: a finite float with a fraction is its repr
-    return [repr(item) if type(item) is float and item - item == 0.0 and not item.is_integer() else _cell(item)
+    return [neutralise(item) if isinstance(item, str) else value_cell(item)
             for item in (value.left, value.right, value.diff, value.rel)]
-
-
-def _cell(item: float | str | None) -> str:
-    """:func:`value_cell`, text neutralised (numbers are never formula-like)."""
-    cell = value_cell(item)
-    return neutralise(cell) if isinstance(item, str) else cell
 
 
 def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False, with_grade: bool = False,
@@ -159,5 +151,5 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
     return atomic_write_text(stats_output_path(output), render_stats_csv(result, verdicts))
 
 
-__all__ = ["CHECKSUM_METRIC", "STATS_METRICS", "VerdictKey", "grade_cells", "header", "render_stats_csv", "row_cells",
+__all__ = ["CHECKSUM_METRIC", "VerdictKey", "grade_cells", "header", "render_stats_csv", "row_cells",
            "stat_label", "stats_output_path", "value_cell", "write_stats_report"]

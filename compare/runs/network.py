@@ -32,11 +32,11 @@ class NetworkResult:
 
     ``scenario`` is the row of the manual's comparison table the run was (see
     :mod:`compare.pairing.scenarios`); ``scenario.row`` is None for vcompare's by-name extension
-    and for MindSpore / TF-NPU / mapping-file pairings. ``stats`` is set (and ``rows`` empty)
-    for a statistics-only comparison (a side holds statistics and no tensor data; see
-    :mod:`compare.stats`): ``rows`` then hold the same rows as :class:`MetricRow` (statistics
-    metrics ``MaxDiff``, ``MaxRelDiff`` ..., :func:`compare.stats.metric_row`) and ``metrics``
-    their names. ``parts`` lists the ``(rank, iteration)`` compared in turn
+    and for MindSpore / TF-NPU / mapping-file pairings. ``stats`` is set for a statistics-only
+    comparison (a side holds statistics and no tensor data; see :mod:`compare.stats`; its rows
+    feed the statistics table): ``rows`` then hold the same rows as :class:`MetricRow`
+    (statistics metrics ``MaxDiff``, ``MaxRelDiff`` ..., :func:`compare.stats.metric_row`) and
+    ``metrics`` their names. ``parts`` lists the ``(rank, iteration)`` compared in turn
     (``--rank all`` / ``--iteration all`` / ``--graph all``); ``left`` / ``right`` are then the runs
     of the last one. ``part_graphs`` gives the graph of each part when graphs were compared in turn
     (``--graph all`` or a list), else it is empty.
@@ -126,7 +126,7 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
     if runs_noted:
         notes, skipped = report_runs(left_run, right_run, prefix, reported)
     notes += [f"{prefix}{n}" for n in pairing.notes]
-    # compare.stats.needs_stats_mode, spelled out so that tensor comparisons never import compare.stats
+    # compare.stats.needs_stats_mode, with the sides named for the note
     stats_sides = [side for side, run in (("left", left_run), ("right", right_run))
                    if run.stats_only]
     msprobe = any(run.family == DumpLayout.MSPROBE for run in (left_run, right_run))
@@ -136,8 +136,7 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
                                        same=same, rule=rule, msprobe=msprobe)
     rows = compare_pairs(pairing.pairs, options)
     if framework_dumps(left_run, right_run):
-        mark_mismatches(rows, pairing.pairs)
-        add_recorded_statistics(rows, pairing.pairs)
+        check_framework_pairs(rows, pairing.pairs)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     if msprobe:
@@ -173,43 +172,40 @@ def framework_dumps(left: Run, right: Run) -> bool:
     return any(run.family == DumpLayout.MSPROBE or run.family in MINDSPORE_LAYOUTS for run in (left, right))
 
 
-def mark_mismatches(rows: Sequence[MetricRow], pairs: Sequence[Pair]) -> None:
-    """Make NOT_COMPARABLE, with the reason, each compared row whose two tensors differ in data-type
-    class (:func:`compare.stats.mismatch_reason`; element counts that differ the engine refuses
-    itself); its metrics stay for reference. Shapes of the same element count that differ are
-    said in the reasons (:func:`compare.stats.shape_note`).
-    ``rows[i]`` is the row of ``pairs[i]`` (the engine's order)."""
+def check_framework_pairs(rows: Sequence[MetricRow], pairs: Sequence[Pair]) -> None:
+    """One pass over the compared rows of a framework dump (``rows[i]`` is the row of
+    ``pairs[i]``, the engine's order):
+
+    - a row whose two tensors differ in data-type class (:func:`compare.stats.mismatch_reason`;
+      element counts that differ the engine refuses itself) becomes NOT_COMPARABLE with the
+      reason, its metrics kept for reference; shapes of the same element count that differ are
+      said in the reasons (:func:`compare.stats.shape_note`);
+    - any other row whose two sides *recorded* statistics (msprobe's ``dump.json`` in tensor
+      mode, a MindSpore ``statistic.csv`` beside the ``.npy`` files) gets the statistics metrics
+      too (``MaxRelDiff``, ``L2NormRelDiff`` ...: :func:`compare.stats.recorded_statistics`), so
+      a statistics gate checks a tensor dump as it checks a statistics dump. The row stays a
+      tensor row (its built-in bounds are the tensor ones); nothing is read.
+    """
     if len(rows) != len(pairs):
         raise CompareError(f"internal error: {len(rows)} rows for {len(pairs)} pairs (please report)")
     for row, pair in zip(rows, pairs):
-        if row.status is PairStatus.COMPARED and pair.left is not None and pair.right is not None:
-            mismatch = mismatch_reason(pair.left, pair.right, tensors=True)
-            if mismatch:
-                row.status = PairStatus.NOT_COMPARABLE
-                row.reasons.append(mismatch)
-            else:
-                note = shape_note(pair.left, pair.right)
-                if note:
-                    row.reasons.append(note)
-
-
-def add_recorded_statistics(rows: Sequence[MetricRow], pairs: Sequence[Pair]) -> None:
-    """Give each tensor row whose two sides *recorded* statistics (msprobe's ``dump.json`` in
-    tensor mode, a MindSpore ``statistic.csv`` beside the ``.npy`` files) the statistics metrics
-    too (``MaxRelDiff``, ``L2NormRelDiff`` ...: :func:`compare.stats.recorded_statistics`), so a
-    statistics gate checks a tensor dump as it checks a statistics dump. The row stays a tensor
-    row (its built-in bounds are the tensor ones); nothing is read. ``rows[i]`` is ``pairs[i]``'s."""
-    for row, pair in zip(rows, pairs):
-        if pair.left is None or pair.right is None or row.status is not PairStatus.COMPARED:
+        if row.status is not PairStatus.COMPARED or pair.left is None or pair.right is None:
             continue
+        mismatch = mismatch_reason(pair.left, pair.right, tensors=True)
+        if mismatch:
+            row.status = PairStatus.NOT_COMPARABLE
+            row.reasons.append(mismatch)
+            continue
+        note = shape_note(pair.left, pair.right)
+        if note:
+            row.reasons.append(note)
         values = recorded_statistics(pair.left, pair.right)
-        if values is None:
-            continue
-        metrics, undefined = statistics_metrics(values)
-        row.metrics.update(metrics)
-        row.statistics = values
-        if undefined:
-            row.undefined = row.undefined | undefined
+        if values is not None:
+            metrics, undefined = statistics_metrics(values)
+            row.metrics.update(metrics)
+            row.statistics = values
+            if undefined:
+                row.undefined = row.undefined | undefined
 
 
 class SameDataError(OptionError):

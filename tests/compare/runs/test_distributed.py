@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from builders import one_op_golden
+from builders import comparable_result, one_op_golden
+
 from compare.api import compare_network, regate
 from compare.cli import app
 from compare.errors import OptionError
@@ -38,15 +39,6 @@ needs_dask = pytest.mark.skipif(not HAVE_DASK, reason="dask[distributed] is not 
 
 def _run(*args: object):
     return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def _comparable(document: dict) -> dict:
-    """A JSON result without what differs from run to run: creation time, timings, workers."""
-    document = dict(document)
-    document.pop("created")
-    document.pop("timing")
-    document["parts"] = [{k: v for k, v in p.items() if k not in ("seconds", "worker")} for p in document["parts"]]
-    return document
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +70,7 @@ def test_cli_local_cluster_gives_the_in_turn_report(ranks: dict[str, Path], tmp_
     assert here.exit_code == there.exit_code == 0, there.output
     assert (tmp_path / "here.csv").read_bytes() == (tmp_path / "there.csv").read_bytes()
     mine, theirs = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("here", "there"))
-    assert _comparable(mine) == _comparable(theirs)
+    assert comparable_result(mine) == comparable_result(theirs)
     assert "dask dashboard: http" in there.output
     assert [p["status"] for p in theirs["parts"]] == ["compared", "compared", "not compared"] + ["compared"] * 3
     assert all(p["worker"].startswith("tcp://") for p in theirs["parts"]) and all(p["worker"] is None
@@ -99,13 +91,13 @@ def test_api_on_a_scheduler_graphs_and_a_shared_golden(local_cluster: object, tm
     every = dict(rank="all", iteration="all", graph="all")
     here = compare_network(trees["npy"], right, **every)
     there = compare_network(trees["npy"], right, **every, scheduler=address, on_dashboard=links.append)
-    assert _comparable(here.to_json()) == _comparable(there.to_json()) and len(links) == 1
+    assert comparable_result(here.to_json()) == comparable_result(there.to_json()) and len(links) == 1
     assert len(there.network.parts) == 8 and there.network.part_graphs[-1] == 1
     # a golden folder without levels: read once by the client and sent to the workers
     golden, mapping = one_op_golden(tmp_path)
     here = compare_network(trees["npy"], golden, rank="all", iteration="all", mapping=mapping)
     there = compare_network(trees["npy"], golden, rank="all", iteration="all", mapping=mapping, scheduler=address)
-    assert _comparable(here.to_json()) == _comparable(there.to_json())
+    assert comparable_result(here.to_json()) == comparable_result(there.to_json())
     assert there.network.right.path == golden
     assert there.network.right.ops  # the client's golden run itself, not the operator-less copy a task sends back
 
@@ -144,7 +136,7 @@ def test_a_worker_killed_mid_run_still_gives_the_whole_report(ranks: dict[str, P
                                 scheduler=running.scheduler_address)
     assert marker.exists()  # a worker did die
     here = compare_network(ranks["left"], ranks["right"], rank="all", iteration="all")
-    assert _comparable(here.to_json()) == _comparable(there.to_json())
+    assert comparable_result(here.to_json()) == comparable_result(there.to_json())
 
 
 @needs_dask

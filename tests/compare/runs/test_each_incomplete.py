@@ -19,9 +19,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from builders import comparable_result
+
 from compare.api import compare_network, regate
 from compare.cli import app, run
-from compare.errors import OptionError
 from compare.records import Outcome, PairStatus, PartStatus
 from compare.testing.synthetic_msprobe import MsprobeDump, write_msprobe_dump
 from compare.testing.synthetic_rank_trees import make_rank_trees
@@ -257,15 +258,6 @@ def test_a_gated_statistics_run_with_a_missing_part_is_incomplete(statistics: di
 # Dask
 
 
-def _comparable(document: dict) -> dict:
-    """A JSON result without what differs from run to run: creation time, timings, workers."""
-    document = dict(document)
-    document.pop("created")
-    document.pop("timing")
-    document["parts"] = [{k: v for k, v in p.items() if k not in ("seconds", "worker")} for p in document["parts"]]
-    return document
-
-
 @needs_dask
 def test_a_local_cluster_gives_the_same_incomplete_verdict(tmp_path: Path) -> None:
     """A rank broken on the right and a rank only the right side has, in turn and on a
@@ -284,7 +276,7 @@ def test_a_local_cluster_gives_the_same_incomplete_verdict(tmp_path: Path) -> No
     assert here.exit_code == there.exit_code == 3, there.output
     assert (tmp_path / "here.csv").read_bytes() == (tmp_path / "there.csv").read_bytes()
     mine, theirs = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("here", "there"))
-    assert _comparable(mine) == _comparable(theirs)
+    assert comparable_result(mine) == comparable_result(theirs)
     assert [(p["rank"], p["status"]) for p in theirs["parts"]] == [(0, "compared"), (1, "not compared"),
                                                                    (2, "not compared")]
     assert [f["part"] for f in theirs["verdict"]["failures"]] == ["rank 1 iteration 0", "rank 2 iteration 0"]
