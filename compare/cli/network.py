@@ -65,6 +65,10 @@ Examples:
   vcompare -l msprobe_npu -r msprobe_gpu --rank all --iteration all -o out/
 
 
+  # msprobe statistics dumps gated (Max/Min/Mean/Norm; md5/xor dumps: --gate "ChecksumDiff==same"):
+  vcompare -l stats_npu -r stats_gpu -o r.csv --json r.json --gate "L2NormRelDiff<=1e-4" --verdicts
+
+
   # MindSpore GPU run vs Ascend run (npy / .bin dump trees), every iteration in turn:
   vcompare -l gpu_dump -r ascend_dump --rank 0 --iteration all -o out/
 
