@@ -9,9 +9,9 @@ Public API (imported lazily so that ``vcompare --help`` stays fast):
   (``.frame`` DataFrame, ``.rows``, ``.verdict``, ``.passed``, ``.exit_code``, ``.to_json()``)
 - :func:`regate` -- a saved result (.json / .csv / .parquet) checked again -> ``ComparisonResult``
 - :func:`write_report` -- rows -> result.csv / result.txt
-- :func:`compare_operator` -- one tensor element by element -> :class:`compare.single_op.OperatorResult`
+- :func:`compare_operator` -- one tensor element by element -> :class:`compare.runs.single_op.OperatorResult`
 - :func:`check_consistency` -- one dump tree, rank groups (``"dp:8"``) -> the ranks whose replicas
-  disagree, :class:`compare.replicas.ConsistencyResult` (docs/consistency.md)
+  disagree, :class:`compare.consistency.records.ConsistencyResult` (docs/consistency.md)
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ _API = {
     "ComparisonResult": "compare.api",
     "regate": "compare.api",
     "write_report": "compare.reports.network",
-    "compare_operator": "compare.single_op",
-    "check_consistency": "compare.consistency",
+    "compare_operator": "compare.runs.single_op",
+    "check_consistency": "compare.consistency.run",
 }
 
 __all__ = sorted(_API) + ["__version__"]

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import OptionError
-from .gates import evaluate, parse_gate
-from .lineage import Localisation, OpGraph, OpVerdict
+from .verdict.gates import evaluate, parse_gate
+from .diverge.records import Localisation, OpGraph, OpVerdict
 from .pairing.rule_records import FusionRule
-from .policy import Policy, gated_metrics
-from .policy_file import load_policy
+from .verdict.policy import Policy, gated_metrics
+from .verdict.policy_file import load_policy
 from .records import Bound, MetricRow, PartReport, SkippedFile, Verdict, count_by_status
 from .reports.divergence import localisation_document
 from .reports.frame import frame_of
@@ -61,7 +61,7 @@ JUNIT_SUITE = "vcompare"
 
 
 def build_policy(policy: "PathLike | Policy | None" = None, gates: Sequence[str | Bound] = ()) -> "Policy | None":
-    """The policy of a gated run: a policy file (path) or :class:`~compare.policy.Policy`, plus
+    """The policy of a gated run: a policy file (path) or :class:`~compare.verdict.policy.Policy`, plus
     ``gates`` (``"CosineSimilarity>=0.99"`` texts or :class:`Bound` records) added to it.
 
     None when neither is given (an ungated run). Raises :class:`OptionError` for a bad gate text
@@ -84,7 +84,7 @@ def gate_metrics(policy: "Policy | None") -> list[str]:
 
 def check_rows(rows: Sequence[MetricRow], policy: "Policy | None", *, today: "datetime.date | None" = None,
                parts: Sequence[PartReport] = ()) -> Verdict:
-    """The verdict of ``rows`` under ``policy`` (:func:`compare.gates.evaluate`); NOT_GATED for None.
+    """The verdict of ``rows`` under ``policy`` (:func:`compare.verdict.gates.evaluate`); NOT_GATED for None.
     ``parts``: the parts of a run compared in turn; under a policy, each one not compared (or
     lost) is an incomplete failure, strict or not (docs/policy.md)."""
     return evaluate(rows, policy if policy is not None else Policy(strict=False), today=today, parts=parts)
@@ -141,7 +141,7 @@ class ComparisonResult:
 
     @property
     def verdicts(self) -> tuple[OpVerdict, ...]:
-        """Every operator's :class:`~compare.lineage.OpVerdict`, in graph order."""
+        """Every operator's :class:`~compare.diverge.records.OpVerdict`, in graph order."""
         return self.localisation.verdicts if self.localisation is not None else ()
 
     @property
@@ -250,7 +250,7 @@ def compare_network(
     (``s3://...``; ``vcompare[remote]``), read through a local copy (:mod:`convert.remote`).
 
     ``gates`` (``"CosineSimilarity>=0.99"`` texts or :class:`Bound`) and ``policy`` (a TOML policy
-    file or a :class:`~compare.policy.Policy`, docs/policy.md) make the run gated: the metrics they
+    file or a :class:`~compare.verdict.policy.Policy`, docs/policy.md) make the run gated: the metrics they
     name are computed too, and ``result.verdict`` / ``result.passed`` / ``result.exit_code`` say
     how the rows fared. A gated comparison of a dump with itself raises :class:`SameDataError`
     unless ``allow_same``; an ungated one gets a note. ``progress(done, total)`` is called after

@@ -481,7 +481,7 @@ def count_by_status(rows: Iterable[MetricRow]) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------------------------
-# Accuracy-gate verdicts (made by compare.gates, rendered by compare.reports, read by the CLI)
+# Accuracy-gate verdicts (made by compare.verdict.gates, rendered by compare.reports, read by the CLI)
 # --------------------------------------------------------------------------------------------
 
 
@@ -546,7 +546,7 @@ class CheckFailure:
 
 @dataclass
 class Verdict:
-    """The result of checking a run's rows against a policy (``compare.gates.evaluate``).
+    """The result of checking a run's rows against a policy (``compare.verdict.gates.evaluate``).
 
     ``failures`` decide the outcome; ``waived`` are failures a valid waiver covers; ``errors`` are
     policy problems found while checking (an expired waiver), each of which fails the run.

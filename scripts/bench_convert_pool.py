@@ -2,7 +2,7 @@
 
 Usage: ``python scripts/bench_convert_pool.py [--small 200] [--large 4] [--repeat 3] [--work DIR]``
 
-Four folders are written with :func:`convert.dumpwrite.write_dump`: SMALL, ``--small`` dumps of
+Four folders are written with :func:`convert.codecs.dumpwrite.write_dump`: SMALL, ``--small`` dumps of
 one NC1HWC0 float16 input and output of ``(1, 2, 8, 8, 16)`` (a few KiB each); LARGE, ``--large``
 dumps of one NC1HWC0 float16 output of ``(2, 4, 128, 128, 16)`` (2 Mi values, 4 MiB each); MIXED,
 both together in one folder (same-named files: 196 small + 4 large); HUGE, 4 dumps of one
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from convert.tool import batch  # noqa: E402
 from convert.tool.convert_dump import DumpConvertOptions, convert_dumps  # noqa: E402
-from convert.dumpwrite import TensorSpec, write_dump  # noqa: E402
+from convert.codecs.dumpwrite import TensorSpec, write_dump  # noqa: E402
 from convert.tool.to_text import to_text  # noqa: E402
 
 

@@ -25,8 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from compare.reports.single_op import top_rows, write_detail_file  # noqa: E402
-from compare.single_op import compare_operator  # noqa: E402
-from convert.dumpwrite import TensorSpec, write_dump  # noqa: E402
+from compare.runs.single_op import compare_operator  # noqa: E402
+from convert.codecs.dumpwrite import TensorSpec, write_dump  # noqa: E402
 from convert.layouts import convert_layout  # noqa: E402
 
 

@@ -32,8 +32,8 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from compare.testing.synthetic import make_network  # noqa: E402
-from convert.dumpfile import read_header, read_tensor  # noqa: E402
-from convert.dumpwrite import TensorSpec, write_dump  # noqa: E402
+from convert.codecs.dumpfile import read_header, read_tensor  # noqa: E402
+from convert.codecs.dumpwrite import TensorSpec, write_dump  # noqa: E402
 
 OUT = ROOT / "fixtures" / "bad"
 

@@ -1,6 +1,6 @@
 """Independent decoders of the narrow device data types, for tests only.
 
-Written apart from :mod:`convert.narrow` and structured differently: the minifloats through one
+Written apart from :mod:`convert.codecs.narrow` and structured differently: the minifloats through one
 generic ``(exponent bits, mantissa bits, bias, specials)`` formula, HiFloat8 by *encoding* every
 (exponent, mantissa) pair of its definition into its bit pattern, the packing through Python's
 arbitrary-size integers. The ``en_dtypes`` tables, where installed, are a third opinion.

@@ -11,8 +11,8 @@ import pytest
 
 from compare.runs.folders import run_network
 from compare.records import PairStatus
-from convert.dtypes import DataType
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dtypes import DataType
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 
 TS = 1700000000000000
 

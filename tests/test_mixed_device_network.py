@@ -21,8 +21,8 @@ import narrow_reference as ref
 from compare.cli import app
 from compare.testing.naive import reference_metrics
 from compare.testing.synthetic_ffts import write_sliced_op
-from convert.dumpwrite import TensorSpec, write_dump
-from convert.nano_write import NanoTensorSpec, write_nano
+from convert.codecs.dumpwrite import TensorSpec, write_dump
+from convert.codecs.nano_write import NanoTensorSpec, write_nano
 
 TS = 1710000000000000
 SCALAR_METRICS = ("CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",

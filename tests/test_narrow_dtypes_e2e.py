@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 import narrow_reference as ref
 from compare.cli import app
 from compare.testing.naive import reference_metrics
-from convert.dtypes import DataType
-from convert.dumpfile import read_header
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dtypes import DataType
+from convert.codecs.dumpfile import read_header
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 
 TS = 1700000000000000
 SCALAR_METRICS = ("CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",

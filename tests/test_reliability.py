@@ -21,7 +21,7 @@ from compare.errors import CompareError, DumpFormatError, RuleError
 from compare.loaders import load_run
 from compare.loaders.ascend import read_dump_tensor
 from convert.names.hashed import read_mapping
-from convert.npy import load_npy, read_npy_header
+from convert.codecs.npy import load_npy, read_npy_header
 from compare.loaders.golden_npy import scan_golden
 from compare.pairing.fusion_rule import load_fusion_rule
 from compare.records import PairStatus
@@ -29,8 +29,8 @@ from compare.reports.cells import neutralise_text, text_cell
 from compare.reports.network import write_report
 from compare.reports.single_op import _record_mapping
 from compare.testing.synthetic import make_network
-from convert.dumpfile import read_header, read_tensor
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpfile import read_header, read_tensor
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.layouts import LayoutError, load_plugins
 
 runner = CliRunner()
@@ -392,7 +392,7 @@ def test_network_csv_neutralises_hostile_operator_names(tmp_path: Path) -> None:
 
 def test_single_op_files_neutralise_hostile_names(tmp_path: Path) -> None:
     from compare.reports.single_op import write_operator_report
-    from compare.single_op import compare_operator
+    from compare.runs.single_op import compare_operator
 
     paths = _hostile_network(tmp_path)
     result = compare_operator(paths["left"], paths["right"], "-op", fusion_rule=paths["fusion_rule"])

@@ -18,11 +18,11 @@ from convert.layouts import LayoutError
 from convert.remote import is_url, local_path
 
 from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
-from ..consistency import check_consistency
-from ..diverge import chain
+from ..consistency.run import check_consistency
+from ..diverge.verdicts import chain
 from ..errors import CompareError, OptionError, OutputError
 from ..kernels import native, preload, resolve_algorithms
-from ..policy_file import starter_policy
+from ..verdict.policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format
 from ..reports.consistency import summary_lines, write_consistency_csv, write_consistency_json
 from ..reports.divergence import divergence_lines, explain_lines
@@ -36,7 +36,7 @@ from ..runs.batch import run_batch
 from ..runs.each import selected_folder
 from ..runs.mapping_table import mapping_table
 from ..runs.op_range import OpChoice, parse_range, parse_select
-from ..single_op import compare_operator
+from ..runs.single_op import compare_operator
 from .echo import err
 from .output import Outputs, ProgressBar, check_readable, failure_text, finish, outcome_line, preflight
 from .startup import start_up_done
@@ -44,7 +44,7 @@ from .two_files import run_two_files
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import ComparisonResult
-    from ..policy import Policy
+    from ..verdict.policy import Policy
     from ..reports.overflow import OverflowColumn
 
 

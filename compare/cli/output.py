@@ -21,7 +21,7 @@ from convert.signals import check_interrupted
 from ..errors import CompareError, OutputError
 from ..heap import paused_gc
 from ..kernels import METRICS
-from ..policy import gated_metrics
+from ..verdict.policy import gated_metrics
 from ..records import PairStatus
 from ..reports.divergence import verdict_map
 from ..reports.junit import write_junit

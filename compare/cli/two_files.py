@@ -24,7 +24,7 @@ from .echo import err
 from .output import check_readable, count_line, finish, preflight
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..policy import Policy
+    from ..verdict.policy import Policy
     from .modes import CompareOptions
 
 

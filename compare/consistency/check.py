@@ -3,7 +3,7 @@
 :func:`check_part` is a plain function of picklable arguments (a :class:`ConsistencyPart`: leaf
 folders, and :class:`ConsistencyOptions`), so a process or a distributed task can run parts of
 one tree side by side; it reads the dumps itself and returns a
-:class:`~compare.replicas.PartCheck`.
+:class:`~compare.consistency.records.PartCheck`.
 
 For each replicated tensor (:mod:`compare.consistency.tensors`) of any rank of the group:
 
@@ -23,7 +23,7 @@ For each replicated tensor (:mod:`compare.consistency.tensors`) of any rank of t
    dtype and shape equal the reference's and ``RED <= tolerance`` (a NaN RED never agrees; the
    value is counted in ``within_tolerance``, no row).
 
-Rows (:class:`~compare.replicas.ReplicaRow`) are written for the ranks that differ and for every
+Rows (:class:`~compare.consistency.records.ReplicaRow`) are written for the ranks that differ and for every
 value that could not be checked: a group rank without a dump folder for the part (``no dump``),
 a dump folder that cannot be scanned, a tensor a rank did not dump while another rank of the group
 did (``missing``), a file that cannot be read or decoded, an op whose dump file cannot be parsed,
@@ -45,7 +45,7 @@ from ..kernels import COSINE, MAX_ABS, RED, compare_arrays
 from ..loaders.selection import Candidate
 from ..loaders.trees import scan_candidate
 from ..records import OpDump, Run, TensorKind, TensorRef
-from ..replicas import PartCheck, RankGroup, ReplicaRow, ReplicaStatus, Replicated
+from .records import PartCheck, RankGroup, ReplicaRow, ReplicaStatus, Replicated
 from .tensors import TensorRule
 
 #: The metrics computed for a rank whose value differs, in report order.

@@ -40,7 +40,7 @@ from convert.entries import special_file_problem
 from convert.jsonsafe import load_json
 
 from ..errors import DumpFormatError, OptionError
-from ..replicas import RankGroup
+from .records import RankGroup
 
 #: A group file larger than this is refused (a rank list of 100,000 ranks is well below it).
 MAX_GROUP_FILE = 1 << 20

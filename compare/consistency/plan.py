@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import OptionError
 from ..loaders.selection import Candidate, Selection, listing_text
 from ..loaders.trees import claim, select
-from ..replicas import RankGroup
+from .records import RankGroup
 from .check import ConsistencyPart
 from .groups import GroupSpec
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ..errors import OptionError
 from ..records import OpDump, TensorKind, TensorRef
-from ..replicas import Replicated
+from .records import Replicated
 
 #: Op types whose every output is a replicated value (parameters).
 PARAMETER_TYPES = frozenset({"Parameter"})

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from convert.names.keys import name_key, without_kernel_id
 
 from ..errors import CompareError
-from ..lineage import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
+from .records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
 from ..loaders.ms_ir import find_ir, in_execution_order, match_dumped, read_ir
 from ..loaders.msprobe_graph import read_msprobe_graph
 from ..pairing.rule_records import FusionRule

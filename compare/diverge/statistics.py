@@ -1,5 +1,5 @@
 """Statistics rows in the localisation: which rows are statistics rows and their error (their
-built-in data-type bounds are the policy's: :func:`compare.policy.dtype_bounds`).
+built-in data-type bounds are the policy's: :func:`compare.verdict.policy.dtype_bounds`).
 
 A **statistics row** is a :class:`~compare.records.MetricRow` of a statistics comparison (msprobe
 ``task: statistics``, MindSpore ``statistic.csv``), ``kind`` STATISTICS: its metrics are

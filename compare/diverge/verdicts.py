@@ -5,20 +5,20 @@
 same rules; only their bounds and their error differ.
 
 **Bounds.** A tensor *fails* when one of its computed metric values breaks one of its bounds
-(:func:`compare.gates.violations`: a NaN breaks every bound; a bound on a metric the row does not
+(:func:`compare.verdict.gates.violations`: a NaN breaks every bound; a bound on a metric the row does not
 have breaks nothing). The bounds are the gate policy's when the run has one (``--gate`` /
 ``--policy``: the bounds each row resolves to; waivers do not apply here, they excuse a failure,
 they do not make it right). Otherwise the built-in data-type bounds of the coarser data type of
-the row (:data:`compare.policy.DTYPE_EPS`): for a tensor row cosine >= 1 - eps/2 and
+the row (:data:`compare.verdict.policy.DTYPE_EPS`): for a tensor row cosine >= 1 - eps/2 and
 RelativeEuclideanDistance <= sqrt(eps) (float32 0.99999994 / 3.45e-4, float16 0.99951 / 0.03125,
 bfloat16 and int8 0.99609 / 0.0884 ...); for a statistics row MaxRelDiff, MinRelDiff and
-L2NormRelDiff <= sqrt(eps) and ChecksumDiff == 0 (:func:`compare.policy.dtype_bounds` of a statistics row; no
+L2NormRelDiff <= sqrt(eps) and ChecksumDiff == 0 (:func:`compare.verdict.policy.dtype_bounds` of a statistics row; no
 bound on AvgRelDiff nor on absolute differences). A data type with no entry there (float64,
 integers, bool) gets the float32 bounds. A tensor not compared (missing counterpart, unreadable,
 structural gap) neither passes nor fails.
 
 **Source inputs.** An input the graph says comes from a Parameter / Data / Const (an
-:class:`~compare.lineage.InputEdge` of a source role: a weight in a fusion rule or a MindSpore
+:class:`~compare.diverge.records.InputEdge` of a source role: a weight in a fusion rule or a MindSpore
 ``.ir``, a parameter argument of an msprobe call) *differs* when it breaks the run's bounds **or**
 the built-in data-type bounds. A gate bounds what the user cares about in the results; a
 parameter beyond its own data type's precision is different data whatever the gate says (a
@@ -60,8 +60,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..gates import violations
-from ..lineage import (
+from ..verdict.gates import violations
+from .records import (
     SOURCE_ROLES,
     InputEdge,
     Localisation,
@@ -71,7 +71,7 @@ from ..lineage import (
     TensorCheck,
     Verdict,
 )
-from ..policy import BoundResolver, Policy, coarsest_family
+from ..verdict.policy import BoundResolver, Policy, coarsest_family
 from ..records import Bound, MetricRow, PairStatus
 from .statistics import is_statistics_row, statistics_error
 
@@ -131,7 +131,7 @@ class _Bounds:
         return self._builtin.of(row) if self._builtin is not None else self.of(row)
 
     def _resolve(self, row: MetricRow) -> tuple[Bound, ...]:
-        bounds = self._resolver.bounds(row)  # the built-in layer follows the row kind (compare.policy)
+        bounds = self._resolver.bounds(row)  # the built-in layer follows the row kind (compare.verdict.policy)
         statistics = is_statistics_row(row)
         if self.custom or (bounds and coarsest_family(row.left_dtype, row.right_dtype) is not None):
             return bounds  # (a statistics row of an unknown type has the checksum bounds only: float32's then)

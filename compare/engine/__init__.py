@@ -8,7 +8,7 @@ loaded once and kept while it is still needed.
 
 Performance (docs/performance.md):
 
-- **Zero copies.** Large float dump tensors are memory-mapped (:mod:`convert.fastread`), golden
+- **Zero copies.** Large float dump tensors are memory-mapped (:mod:`convert.codecs.fastread`), golden
   ``.npy`` files are mapped by their loader, and a layout conversion is not materialised: the
   pair becomes an iteration plan (:func:`convert.layouts.lazy.plan_pair`) that the kernels walk
   with the device layout's strides (:func:`compare.kernels.compare_planned`). Pairs the plan

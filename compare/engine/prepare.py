@@ -1,6 +1,6 @@
 """Bringing the two tensors of a pair to one layout: the decisions shared by the network engine
 (:func:`compare.engine.compare_pair`) and single-operator mode
-(:func:`compare.single_op.prepare_operator`), so that a row of the network report and the
+(:func:`compare.runs.single_op.prepare_operator`), so that a row of the network report and the
 element-wise detail of the same tensor always compare the same elements.
 
 Policy, in order:

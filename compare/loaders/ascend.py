@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from convert import dumpfile
-from convert.dtypes import Format, dtype_name, format_name
-from convert.fastread import read_tensor_mapped
-from convert.ffts import FftsMode, SliceAttr, merge_pieces, merged_path, merged_shape, slice_attr_of
+from convert.codecs import dumpfile
+from convert.codecs.dtypes import Format, dtype_name, format_name
+from convert.codecs.fastread import read_tensor_mapped
+from convert.codecs.ffts import FftsMode, SliceAttr, merge_pieces, merged_path, merged_shape, slice_attr_of
 from convert.names.ascend import IGNORED_FILES, OfflineName, classify_name
 from convert.names.hashed import is_hashed_name, lookup_hashed, read_mapping_rows
 from convert.tree import list_entries, os_problem
@@ -42,7 +42,7 @@ from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
 
 if TYPE_CHECKING:
-    from convert.dumpfile import DumpHeader, TensorInfo
+    from convert.codecs.dumpfile import DumpHeader, TensorInfo
 
 #: Substrings of an op name that mark a quantized model (§2.8 "Quant detection").
 QUANT_MARKERS = (
@@ -373,9 +373,9 @@ def _dumpfile():
 
 
 def read_dump_tensor(header, info):
-    """``convert.dumpfile.read_tensor`` for comparisons: a tensor whose format code is not an Ascend
+    """``convert.codecs.dumpfile.read_tensor`` for comparisons: a tensor whose format code is not an Ascend
     ``OutputFormat`` value is refused too, and a large float tensor is memory-mapped (read-only)
-    instead of copied (:func:`convert.fastread.read_tensor_mapped`).
+    instead of copied (:func:`convert.codecs.fastread.read_tensor_mapped`).
 
     Policy: the layout of such data is unknown, so comparing it -- even element by element
     against a golden of the same size -- could compare unrelated positions. The reference tool
@@ -504,7 +504,7 @@ def _refused(ref: TensorRef, exc: DumpFormatError, remark: str = "") -> TensorRe
 
 def _read_merged(headers: "tuple[DumpHeader, ...]", infos: "tuple[TensorInfo, ...]",
                  shapes: tuple[tuple[int, ...], ...], axis: int | None) -> np.ndarray:
-    """Read the slices of one output and merge them (:func:`convert.ffts.merge_pieces`)."""
+    """Read the slices of one output and merge them (:func:`convert.codecs.ffts.merge_pieces`)."""
     count = 1 if axis is None else len(infos)
     arrays = [read_dump_tensor(header, info) for header, info in zip(headers[:count], infos[:count])]
     return merge_pieces(arrays, shapes[:count], axis, [h.path for h in headers[:count]])
@@ -570,7 +570,7 @@ def build_ffts_op(name: str, files: list[tuple[Path, OfflineName]], mode: FftsMo
       carries that remark (the reference warns and flags the row too);
     * no output with a cut axis: the latest file (16-digit timestamp, then name) is compared, as
       the reference does, and each row says so;
-    * outputs: concatenated along their first cut axis (:mod:`convert.ffts`); inputs: the first
+    * outputs: concatenated along their first cut axis (:mod:`convert.codecs.ffts`); inputs: the first
       slice file's (they are not merged), each input row says so;
     * a header that cannot be read: ``OpDump.error`` names the file.
 
@@ -679,7 +679,7 @@ def scan_offline(
 
     One :class:`OpDump` per cleaned op name; its file is the latest by 16-digit timestamp (ties:
     file-name order) and ``files`` lists all of them. Only the chosen file's header is read, via
-    ``convert.dumpfile.read_header`` with ``version`` (``None``: auto); a header that cannot be
+    ``convert.codecs.dumpfile.read_header`` with ``version`` (``None``: auto); a header that cannot be
     parsed makes ``OpDump.error`` the diagnosis and leaves its tensors empty -- the op is never
     dropped.
 

@@ -6,7 +6,7 @@ Naming rules (§2.7, §2.8 of the reference-tool spec; the folder's top level on
 * ``.npy``: ``{op_name}.{output_index}.{timestamp}.npy``. ``op_name`` may hold letters, digits,
   ``_``, ``-`` and ``.``; it runs greedily up to the last ``.<digits>.<digits>.npy``.
 * ``.pb`` (standard) and ``.quant`` (quantized Caffe): the same form, ``op_name`` without dots.
-  These are DumpData files, read with ``convert.dumpfile.read_header``; the output
+  These are DumpData files, read with ``convert.codecs.dumpfile.read_header``; the output
   ``output_index`` of the op is the file's *first* output, as the reference tool reads it.
 
 The dumping tools have already replaced ``/`` and ``.`` in op names by ``_`` (tfdbg also turns
@@ -21,7 +21,7 @@ as 0; ties by file name). A ``.npy`` folder whose op names carry a quantization 
 Mixed folders: the reference tool refuses a folder that mixes kinds (error 18). vcompare uses the
 kind most files have and lists the others in ``Run.skipped`` with the reason.
 
-The ``.npy`` codec (header read and check, lazy mapping, never unpickling) is :mod:`convert.npy`.
+The ``.npy`` codec (header read and check, lazy mapping, never unpickling) is :mod:`convert.codecs.npy`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import math
 import os
 from pathlib import Path
 
-from convert.dtypes import dtype_name, format_name
+from convert.codecs.dtypes import dtype_name, format_name
 from convert.names.golden import GoldenName
-from convert.npy import load_npy, logical_dtype_name, read_npy_header
+from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
@@ -75,7 +75,7 @@ def _npy_ref(op_name: str, index: int, path: Path) -> tuple[TensorRef | None, st
 
 def _dumpdata_ref(op_name: str, index: int, path: Path, version: int | None) -> tuple[TensorRef | None, str | None]:
     """Output ``index`` of a golden op from a DumpData ``.pb``/``.quant`` file: its first output."""
-    from convert import dumpfile  # here, not at the top: protobuf costs ~22 ms, .npy goldens never need it
+    from convert.codecs import dumpfile  # here, not at the top: protobuf costs ~22 ms, .npy goldens never need it
 
     try:
         header = dumpfile.read_header(path, version=version)
@@ -166,7 +166,7 @@ def scan_golden(
     Ops are keyed by the op name of the file names; each op's outputs are TensorRefs with
     ``index`` = output index. For ``.npy`` only the header is parsed now (dtype and shape from it,
     format ``RESERVED``); data is memory-mapped when loaded, object arrays are refused. ``.pb`` /
-    ``.quant`` headers are read with ``convert.dumpfile.read_header(version=version)``.
+    ``.quant`` headers are read with ``convert.codecs.dumpfile.read_header(version=version)``.
 
     The kind used is the golden kind most files have; files of other kinds (other golden suffixes
     or Ascend offline dumps) and files matching no naming rule go to ``run.skipped`` with the

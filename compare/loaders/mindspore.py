@@ -63,10 +63,10 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from convert.dumpfile import read_header
+from convert.codecs.dumpfile import read_header
 from convert.names.hashed import lookup_hashed, read_mapping
 from convert.names.mindspore import NPY_CARRIERS, kernel_type, ms_dtype, ms_format, scope_name
-from convert.npy import load_npy, logical_dtype_name, read_npy_header
+from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
 from convert.entries import list_entries, os_problem
 from convert.jsonsafe import load_json
 

@@ -1,5 +1,5 @@
 """MindSpore ``.ir`` graph files: the kernel graph of a dump (what feeds each input of each kernel,
-where the user wrote it, graph order) as an :class:`~compare.lineage.OpGraph`.
+where the user wrote it, graph order) as an :class:`~compare.diverge.records.OpGraph`.
 
 MindSpore writes ``{root}/rank_{r}/graphs/ms_output_trace_code_graph_{graph_id}.ir`` next to a
 dump whose leaves are ``{root}/rank_{r}/{net}/{graph_id}/{iteration}/`` (:func:`find_ir`). The
@@ -88,7 +88,7 @@ from pathlib import Path
 from convert.names.keys import name_key
 
 from ..errors import DumpFormatError
-from ..lineage import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, SourceLine
+from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, SourceLine
 
 #: ``graphs/`` file name of graph ``{graph}``.
 IR_NAME = "ms_output_trace_code_graph_{graph}.ir"

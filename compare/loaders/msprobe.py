@@ -5,7 +5,7 @@ Layout: ``{dump_path}/step{N}/rank{R}/`` (``rank`` alone when the process had no
 compared each in turn by :func:`select_parts`) holding ``dump.json`` (plus ``stack.json``,
 ``construct.json``, ``dump_error_info.log``, not read) and, for ``task: tensor``, the folder
 ``dump_tensor_data/`` with one file per tensor: ``.pt`` (PyTorch, read by
-:mod:`convert.torch_pt`, without torch) or ``.npy`` (MindSpore, :mod:`convert.npy`).
+:mod:`convert.codecs.torch_pt`, without torch) or ``.npy`` (MindSpore, :mod:`convert.codecs.npy`).
 
 ``dump.json`` is ``{"task": "tensor"|"statistics"|..., "level": "L0"|"L1"|"mix", "framework":
 "pytorch"|"mindspore", "dump_data_dir": path, "data": {data name: entry}}``. An entry is one
@@ -78,8 +78,8 @@ import numpy as np
 
 from convert.entries import list_entries, os_problem
 from convert.names.msprobe import msprobe_dtype, parse_msprobe_name
-from convert.npy import load_npy, read_npy_header
-from convert.torch_pt import load_pt, read_pt_header
+from convert.codecs.npy import load_npy, read_npy_header
+from convert.codecs.torch_pt import load_pt, read_pt_header
 
 from ..errors import CompareError, DumpFormatError, OptionError
 from ..records import DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef

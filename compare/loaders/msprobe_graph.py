@@ -43,7 +43,7 @@ from pathlib import Path
 
 from convert.names.msprobe import CallKind, parse_msprobe_name
 
-from ..lineage import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, SourceLine
+from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, SourceLine
 from .ms_ir import user_line
 from .msprobe import DUMP_JSON, _is_tensor, _leaves, read_dump_json
 

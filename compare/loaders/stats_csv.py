@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convert.dtypes import DataType, dtype_name
+from convert.codecs.dtypes import DataType, dtype_name
 from convert.names.mindspore import ms_dtype
 
 from ..records import TensorKind

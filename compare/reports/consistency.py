@@ -1,6 +1,6 @@
 """The consistency check's reports: the CSV table, the JSON document and the terminal summary.
 
-**CSV** (``vcompare consistency -o report.csv``): one row per :class:`~compare.replicas.ReplicaRow`
+**CSV** (``vcompare consistency -o report.csv``): one row per :class:`~compare.consistency.records.ReplicaRow`
 (a rank whose replica differs, or a value that could not be checked; ranks that agree have no
 row), columns :data:`CSV_HEADER`. Metric cells print the shortest text that reads back as the
 same float64 (a relative difference of ``1e-9`` never prints as ``0.000000``); ``NaN`` means not
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..replicas import ConsistencyResult, PartCheck, RankGroup, ReplicaRow, ReplicaStatus
+from ..consistency.records import ConsistencyResult, PartCheck, RankGroup, ReplicaRow, ReplicaStatus
 from .cells import FloatFormat, metric_cell, shape_cell, text_cell
 from .files import atomic_write_text
 from .result_json import encode_float, write_json

@@ -1,6 +1,6 @@
 """The localisation as text and JSON: the first-divergence lines printed at the end of a run, the
 ``--explain OP`` chain, the ``localisation`` block of the JSON result and the opt-in ``Verdict``
-column of the table (values: :class:`compare.lineage.Verdict`).
+column of the table (values: :class:`compare.diverge.records.Verdict`).
 
 Numbers are written as Python's ``repr`` of the float64 (the shortest text that reads back
 exactly), as the gate messages are.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..lineage import InputEdge, Localisation, OpVerdict, SourceLine, TensorCheck, Verdict
+from ..diverge.records import InputEdge, Localisation, OpVerdict, SourceLine, TensorCheck, Verdict
 from .result_json import encode_float
 
 #: Key of a row's operator in :func:`verdict_map`: (rank, iteration, left op name).

@@ -46,7 +46,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import OptionError
-from ..lineage import Localisation, OpVerdict, TensorCheck, Verdict
+from ..diverge.records import Localisation, OpVerdict, TensorCheck, Verdict
 from ..records import MetricRow, RowKind, count_by_status
 from .cells import encodable, shape_cell
 from .files import atomic_write_text

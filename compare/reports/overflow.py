@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from convert.opdebug import ADDRESS_FIELDS, OpDebugEntry, OpDebugRecord
+from convert.codecs.opdebug import ADDRESS_FIELDS, OpDebugEntry, OpDebugRecord
 
 from ..records import MetricRow
 from .files import atomic_write_text, file_stamp

@@ -70,7 +70,7 @@ from .staging import ResultStage, Sweep, sweep_leftovers
 from .vectext import const_block, fixed6_block, int_block, join_rows, token_block
 
 if TYPE_CHECKING:
-    from ..single_op import OperatorResult
+    from ..runs.single_op import OperatorResult
 
 #: Default and allowed range of rows per detail file (``--max-lines``).
 MAX_LINES_DEFAULT = 1_000_000

@@ -269,7 +269,7 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     the other side, nothing paired ...; or lost on a cluster): it is never dropped. It has a note,
     its :class:`PartReport` (the JSON ``parts``) and one row of its own in its place among the rows
     (:meth:`PartOutcome.miss`: after a lost part's operator rows), which a gate fails as incomplete
-    (:func:`compare.gates.evaluate`). The parts only the right side has are missing parts too,
+    (:func:`compare.verdict.gates.evaluate`). The parts only the right side has are missing parts too,
     after the left ones (:func:`right_only_outcomes`)."""
     rows: list[MetricRow] = []
     stats_rows: list = []

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..engine.prepare import prepare
 from ..errors import CompareError, OptionError
-from ..lineage import Localisation, OpVerdict, Verdict
+from ..diverge.records import Localisation, OpVerdict, Verdict
 from ..records import Pair
 from .network import NetworkResult
 

@@ -4,10 +4,11 @@ what the run read (the fusion rule, the left dump leaf's MindSpore files, the ro
 
 from __future__ import annotations
 
-from ..diverge import build_graph, localise
+from ..diverge.graph import build_graph
+from ..diverge.verdicts import localise
 from ..heap import paused_gc
-from ..lineage import Localisation, OpGraph
-from ..policy import Policy
+from ..diverge.records import Localisation, OpGraph
+from ..verdict.policy import Policy
 from ..records import MetricRow
 from .network import NetworkResult
 

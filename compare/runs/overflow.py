@@ -11,9 +11,9 @@ Steps (§7.8 of the reference-tool spec):
    same folder. Files that start like a record but are neither (``.npy`` ...), and copies whose
    dump is read, are listed in ``skipped`` with the reason.
 2. Sort them by the timestamp of their name (then by path) and keep the first ``n``.
-3. Decode each (:func:`convert.opdebug.read_opdebug_file`): one finding per output tensor (debug
+3. Decode each (:func:`convert.codecs.opdebug.read_opdebug_file`): one finding per output tensor (debug
    struct); a file that cannot be decoded is one finding that says why.
-4. Link each struct's reporting entry (:attr:`~convert.opdebug.OpDebugRecord.primary`) to the op
+4. Link each struct's reporting entry (:attr:`~convert.codecs.opdebug.OpDebugRecord.primary`) to the op
    dump *in the Opdebug file's folder* with the same task id and stream id (a name without a
    stream id counts as stream 0); when the entry has a context id / thread id and the dump name
    has one too (the long ``...{timestamp}.{task_type}.{context}.{thread}.{x}`` names), they must
@@ -41,13 +41,13 @@ from typing import BinaryIO
 import ml_dtypes
 import numpy as np
 
-from convert.dumpfile import read_header, read_tensor
+from convert.codecs.dumpfile import read_header, read_tensor
 from convert.entries import list_entries, os_problem
 from convert.errors import CompareError, DumpFormatError, OptionError
 from convert.names.ascend import OfflineName, parse_offline_name
 from convert.names.hashed import is_hashed_name, read_mapping
-from convert.npy import load_npy, logical_dtype_name, read_npy_header
-from convert.opdebug import (OpDebugEntry, is_opdebug_name, parse_opdebug_json_name, parse_opdebug_name,
+from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
+from convert.codecs.opdebug import (OpDebugEntry, is_opdebug_name, parse_opdebug_json_name, parse_opdebug_name,
                              read_opdebug_file, slice_ids)
 
 from ..records import Run

@@ -2,11 +2,11 @@
 
 A side is one file, of one of three kinds (chosen by its name, then by its bytes):
 
-- ``.npy``: one tensor (header read and checked by :mod:`convert.npy`, never unpickled);
+- ``.npy``: one tensor (header read and checked by :mod:`convert.codecs.npy`, never unpickled);
 - ``.txt``: whitespace-separated numbers, one row of the array per line (``#`` starts a
   comment), read as float64 by :func:`numpy.loadtxt` (a line of N numbers is a row of N, a
   single line a 1-D array, a single number a 1-element array);
-- anything else: an Ascend dump file (version 2 binary or version 1 protobuf, :mod:`convert.dumpfile`;
+- anything else: an Ascend dump file (version 2 binary or version 1 protobuf, :mod:`convert.codecs.dumpfile`;
   ``-v`` forces one), holding inputs and outputs.
 
 Which tensors meet (:func:`pair_files`):

@@ -12,7 +12,7 @@ that reads it:
 ``dump-v2`` / ``dump-v1``
     an Ascend dump (binary / pure protobuf), byte-level or structure-aware mutations (shapes,
     data types, formats, sizes, extra tensors ... re-serialised); read with
-    ``convert.dumpfile.read_header`` + ``read_tensor`` for every tensor.
+    ``convert.codecs.dumpfile.read_header`` + ``read_tensor`` for every tensor.
 ``npy``
     a golden ``.npy``: header dict (shape, descr, fortran_order), format version, header length,
     body; read with ``read_npy_header`` + ``load_npy`` (and every element touched).
@@ -144,7 +144,7 @@ def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
 
 
 def _split_v2(data: bytes) -> tuple[Any, bytes]:
-    from convert import dump_proto
+    from convert.codecs import dump_proto
 
     (hlen,) = struct.unpack("<Q", data[:8])
     return dump_proto.DumpData.FromString(data[8:8 + hlen]), data[8 + hlen:]
@@ -215,7 +215,7 @@ def mutate_dump(data: bytes, rng: random.Random, version: int) -> bytes:
     """
     if rng.random() < 0.4:
         return mutate_bytes(data, rng)
-    from convert import dump_proto
+    from convert.codecs import dump_proto
 
     if version == 1:
         msg = dump_proto.DumpData.FromString(data)
@@ -439,7 +439,7 @@ class Corpus:
 
 def build_corpus(root: Path) -> Corpus:
     """Write the clean network (and a copy whose two dumps carry hashed names) under ``root``."""
-    from convert import dump_proto
+    from convert.codecs import dump_proto
     from compare.testing.synthetic import make_network
 
     network = make_network(root / "clean")
@@ -525,7 +525,7 @@ def _loader_call(fn: Callable[[], object]) -> Outcome:
 
 def read_dump_file(path: Path, version: int | None = None) -> None:
     """Read a dump's header and every tensor, as the engine would."""
-    from convert.dumpfile import read_header, read_tensor
+    from convert.codecs.dumpfile import read_header, read_tensor
 
     header = read_header(path, version=version)
     for info in header.tensors:
@@ -536,7 +536,7 @@ def read_dump_file(path: Path, version: int | None = None) -> None:
 
 def read_npy_file(path: Path) -> None:
     """Read a .npy header and its data (every element touched)."""
-    from convert.npy import load_npy, read_npy_header
+    from convert.codecs.npy import load_npy, read_npy_header
 
     array = load_npy(path, read_npy_header(path))
     if array.dtype.kind != "V":
@@ -750,8 +750,8 @@ def sparse_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
 
 
 def _sparse_case(corpus: Corpus, rng: random.Random, work: Path) -> Outcome:
-    from convert import dump_proto
-    from convert.dumpwire import len_prefix  # a varint: the tag and the length of a field
+    from convert.codecs import dump_proto
+    from convert.codecs.dumpwire import len_prefix  # a varint: the tag and the length of a field
 
     size = rng.choice(SPARSE_SIZES)
     kind = rng.choice(["v2-header", "v1-field", "npy-header"])

@@ -6,7 +6,7 @@ integers of 5,000 digits, ``1e400``, huge shapes, zero strides, a bad zip CRC, s
 the tree, FIFOs ...) and runs it through the code that reads it:
 
 ``nano``
-    a folder of nano dumps (:func:`convert.nano_write.write_nano`) against ``.npy`` goldens, one
+    a folder of nano dumps (:func:`convert.codecs.nano_write.write_nano`) against ``.npy`` goldens, one
     nano file damaged (bytes, the head length, or rewritten with hostile shapes / data types /
     formats / origin names); ``run_network``.
 ``ffts``
@@ -14,7 +14,7 @@ the tree, FIFOs ...) and runs it through the code that reads it:
     the slice attribute JSON mutated, a slice file damaged, removed or duplicated; ``run_network``
     with and without ``ffts=True``.
 ``opdebug``
-    an offline dump folder with an Opdebug file (:func:`convert.opdebug.write_opdebug_file`):
+    an offline dump folder with an Opdebug file (:func:`convert.codecs.opdebug.write_opdebug_file`):
     the overflow structs damaged or re-encoded with hostile ids and lengths, or the dump replaced by
     its decoded JSON copy (``...output.N.json``), mutated; ``analyse_overflow``
     and, one time in three, ``vcompare -l ... --overflow`` through the command line.
@@ -220,10 +220,10 @@ def build_format_corpus(root: Path, network: dict[str, Path]) -> FormatCorpus:
     from compare.reports.parquet import write_parquet
     from compare.testing.synthetic_ffts import BASE_TIMESTAMP, write_sliced_op
     from compare.testing.synthetic_msprobe import write_msprobe_dump
-    from convert.dumpwrite import write_dump
-    from convert.ffts import FftsMode
-    from convert.nano_write import NanoTensorSpec, write_nano
-    from convert.opdebug import AccType, NewEntry, encode_new, write_opdebug_file
+    from convert.codecs.dumpwrite import write_dump
+    from convert.codecs.ffts import FftsMode
+    from convert.codecs.nano_write import NanoTensorSpec, write_nano
+    from convert.codecs.opdebug import AccType, NewEntry, encode_new, write_opdebug_file
 
     corpus = FormatCorpus(root=root, network=network)
     rng = np.random.default_rng(0)
@@ -277,7 +277,7 @@ def build_format_corpus(root: Path, network: dict[str, Path]) -> FormatCorpus:
 
 def _nano_structured(path: Path, rng: random.Random) -> None:
     """Rewrite a nano file with hostile specs (shapes, data types, formats, names) or its head length."""
-    from convert.nano_write import NanoTensorSpec, write_nano
+    from convert.codecs.nano_write import NanoTensorSpec, write_nano
 
     choice = rng.randrange(3)
     if choice == 0:  # the uint64 head length
@@ -329,7 +329,7 @@ def nano_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome:
 
 def _ffts_attr(rng: random.Random) -> str:
     """A damaged slice attribute JSON (built from a valid one)."""
-    from convert.ffts import DimRange, SliceAttr
+    from convert.codecs.ffts import DimRange, SliceAttr
 
     attr = SliceAttr(thread_mode=True, slice_instance_num=2, output_cut_list=((2, 1),),
                      output_tensor_slice=(((DimRange(0, 3), DimRange(0, 4)),), ((DimRange(3, 6), DimRange(0, 4)),)))
@@ -378,7 +378,7 @@ def ffts_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome:
 
 
 def _opdebug_struct(rng: random.Random) -> bytes:
-    from convert.opdebug import AccType, NewEntry, encode_new, encode_old
+    from convert.codecs.opdebug import AccType, NewEntry, encode_new, encode_old
 
     if rng.random() < 0.25:
         return encode_old(tuple(rng.choice(INTERESTING) % 2**32 for _ in range(6)), status=rng.choice([0, 1, 4, 2**31]))
@@ -398,7 +398,7 @@ def _opdebug_struct(rng: random.Random) -> bytes:
 
 def _opdebug_json_seeds() -> list[dict[str, Any]]:
     """Decoded JSON copies of an old-layout and a new-layout struct (as the dump tools write them)."""
-    from convert.opdebug import ACC_FIELDS, AccType
+    from convert.codecs.opdebug import ACC_FIELDS, AccType
 
     block = {"model_id": 0, "stream_id": 1, "task_id": 3, "task_type": 0, "pc_start": "0x1000", "para_base": "0x0",
              "status": 4}
@@ -414,7 +414,7 @@ def _opdebug_json_seeds() -> list[dict[str, Any]]:
 def opdebug_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome:
     """An Opdebug file damaged; ``analyse_overflow`` (or ``vcompare --overflow``) must not escape."""
     from compare.runs.overflow import analyse_overflow
-    from convert.opdebug import write_opdebug_file
+    from convert.codecs.opdebug import write_opdebug_file
 
     folder = work / "opdebug"
     if folder.exists():
@@ -549,7 +549,7 @@ def _damage_pt(path: Path, rng: random.Random, outside: Path) -> None:
 def pt_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome:
     """One or two .pt files damaged: read directly (refusal allowed), then a run (rows, no exception)."""
     from compare.runs.folders import run_network
-    from convert.torch_pt import load_pt, read_pt_header
+    from convert.codecs.torch_pt import load_pt, read_pt_header
 
     left = work / "pt"
     if left.exists():
@@ -608,7 +608,7 @@ def mutate_policy(text: str, rng: random.Random) -> bytes:
 def policy_case(corpus: FormatCorpus, rng: random.Random, work: Path) -> Outcome:
     """A damaged policy file: loaded, then used to regate the saved JSON result."""
     from compare.api import regate
-    from compare.policy_file import load_policy
+    from compare.verdict.policy_file import load_policy
 
     path = work / "policy.toml"
     if path.is_symlink() or path.exists():

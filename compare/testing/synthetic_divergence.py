@@ -49,7 +49,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from convert.dumpwrite import TensorSpec
+from convert.codecs.dumpwrite import TensorSpec
 
 from .synthetic_quant import _Desc, _dump, _leaf, _npy, _op_json, _write_rule
 

@@ -1,7 +1,7 @@
 """Synthetic FFTS+ sliced dumps: one op's output cut into slice files with the slice-attribute JSON.
 
 :func:`write_sliced_op` splits a full tensor along one axis and writes one Ascend dump file per
-slice through :func:`convert.dumpwrite.write_dump` (``attrs``), named as the device does:
+slice through :func:`convert.codecs.dumpwrite.write_dump` (``attrs``), named as the device does:
 
 * automatic mode: ``{type}.{name}.{task}.{stream}.{timestamp}.4.0.{thread}.0`` -- one raw op name,
   the thread id at field -2;
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from convert.dumpwrite import write_dump
-from convert.ffts import DimRange, FftsMode, SliceAttr
+from convert.codecs.dumpwrite import write_dump
+from convert.codecs.ffts import DimRange, FftsMode, SliceAttr
 
 #: The first slice file's timestamp (16 digits); slice ``k`` gets ``BASE_TIMESTAMP + k``.
 BASE_TIMESTAMP = 1700000000000000

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.layouts import LAYOUTS, convert_layout
 from .synthetic import BASE_TS, TIME_DIR, _fractal_z_shape, _nc1hwc0_shape, _Op, _rule_op
 

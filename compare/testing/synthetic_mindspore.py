@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.layouts import convert_layout
 
 TIME_DIR = "20240101120000"

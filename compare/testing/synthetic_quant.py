@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 
 TIME_DIR = "20240101120000"
 BASE_TS = 1704110400000000  # 16 digits, as the dump tools write

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 
 from .synthetic_mindspore import BASE_TS, TIME_DIR, ascend_file_op, ms_file_op
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..dtypes import Format, format_name
+from ..codecs.dtypes import Format, format_name
 
 Shape = tuple[int, ...]
 
@@ -51,7 +51,7 @@ def format_key(fmt: object) -> str:
     """Canonical (upper-case) name of a format given as a name, an integer code or an enum member.
 
     An empty name or ``None`` gives ``""``. A ``FORMAT_`` prefix is dropped. Integer codes are
-    named through :func:`convert.dtypes.format_name`.
+    named through :func:`convert.codecs.dtypes.format_name`.
     """
     if fmt is None:
         return ""

@@ -46,8 +46,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..dtypes import format_code, format_name, widened
-from ..dumpfile import DumpHeader, TensorInfo, read_header, read_tensor
+from ..codecs.dtypes import format_code, format_name, widened
+from ..codecs.dumpfile import DumpHeader, TensorInfo, read_header, read_tensor
 from ..errors import DumpFormatError, OptionError
 from ..layouts import LAYOUTS, LayoutError, LayoutWarning, PluginConverter, convert_layout, format_key
 from ..layouts.formats import PLAIN_4D, PLAIN_TARGETS
@@ -158,7 +158,7 @@ class Converted:
 
 
 def writable(array: np.ndarray) -> np.ndarray:
-    """bf16 and the other ml_dtypes types widened exactly (:func:`convert.dtypes.widened`); everything else unchanged."""
+    """bf16 and the other ml_dtypes types widened exactly (:func:`convert.codecs.dtypes.widened`); everything else unchanged."""
     return widened(array)
 
 
@@ -180,7 +180,7 @@ def _call(converter: Callable[..., np.ndarray], shape: tuple[int, ...], target: 
 
 def convert_tensor(array: np.ndarray, info: TensorInfo, target_format: str | None,
                    target_shape: tuple[int, ...] | None = None, *, plugins: Mapping | None = None) -> Converted:
-    """Bring one dump tensor (``info``: a :class:`convert.dumpfile.TensorInfo`) to ``target_format``.
+    """Bring one dump tensor (``info``: a :class:`convert.codecs.dumpfile.TensorInfo`) to ``target_format``.
 
     Dispatch (convert mode): an NCHW/NHWC/HWCN source that is not 4-D counts as ND; a source in
     the target format is reshaped; an ND source goes through an ND converter when there is one

@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import npy
-from ..dumpfile import read_header, read_tensor
-from ..dumpwrite import TensorSpec, write_dump
+from ..codecs import npy
+from ..codecs.dumpfile import read_header, read_tensor
+from ..codecs.dumpwrite import TensorSpec, write_dump
 from ..errors import OptionError
 from ..names.ascend import parse_offline_name
 from ..names.golden import explain_golden_name, parse_golden_name
@@ -67,7 +67,7 @@ _UINT64_MAX = (1 << 64) - 1
 
 
 def load_npy(path: str | os.PathLike[str]) -> np.ndarray:
-    """A ``.npy`` read through the checked codec (:mod:`convert.npy`): never unpickles, the header
+    """A ``.npy`` read through the checked codec (:mod:`convert.codecs.npy`): never unpickles, the header
     length and the data size are checked against the file before anything is read or allocated
     (a header promising 10**8 values in a 200-byte file is refused by arithmetic), the data is
     mapped read-only; ``|V2`` items are read as bfloat16 (see the module doc). Raises

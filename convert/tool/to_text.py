@@ -22,8 +22,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..dtypes import widened
-from ..dumpfile import read_header, read_tensor
+from ..codecs.dtypes import widened
+from ..codecs.dumpfile import read_header, read_tensor
 from .batch import ConvertReport, FileOutcome, SourceFile, Sources, finish, problem_of, run_files, start
 from .data_conversion import load_npy
 from .naming import text_name

@@ -14,10 +14,13 @@ import numpy as np
 import pytest
 
 from compare.cli import run
-from compare.consistency import check_consistency, check_part, digest, parse_groups, plan_consistency
+from compare.consistency.check import check_part, digest
+from compare.consistency.groups import parse_groups
+from compare.consistency.plan import plan_consistency
+from compare.consistency.run import check_consistency
 from compare.consistency.check import ConsistencyOptions
 from compare.errors import OptionError
-from compare.replicas import Consistency, ReplicaStatus, Replicated
+from compare.consistency.records import Consistency, ReplicaStatus, Replicated
 from compare.reports.consistency import CSV_HEADER, consistency_document, csv_text, ranks_text, summary_lines
 from compare.testing.synthetic_ranks import OpKind, Perturbation, make_rank_tree
 
@@ -266,7 +269,7 @@ def test_digest_is_bitwise() -> None:
 
 def test_a_part_is_a_plain_picklable_task(perturbed) -> None:
     """check_part runs on a part and options sent elsewhere (a worker process, a distributed task)."""
-    from compare.consistency import TensorRule
+    from compare.consistency.tensors import TensorRule
 
     plan = plan_consistency(perturbed.root, parse_groups("dp:4"), iteration=1)
     options = ConsistencyOptions(TensorRule.of(None))

@@ -54,7 +54,7 @@ def test_seeds_are_valid(corpora: tuple) -> None:
     """Every seed reads cleanly: the damage, not the seed, is what a run meets."""
     from compare.api import regate
     from compare.consistency.groups import parse_groups
-    from compare.policy_file import load_policy
+    from compare.verdict.policy_file import load_policy
     from compare.runs.folders import run_network
 
     _, seeds = corpora
@@ -99,9 +99,9 @@ def test_each_target_classifies_its_inputs(corpora: tuple, tmp_path: Path, targe
 
 def test_signature_names_the_product_frame() -> None:
     detail = ('Traceback (most recent call last):\n  File "/x/compare/testing/fuzz.py", line 1, in _guarded_run\n'
-              '  File "/x/convert/torch_pt.py", line 240, in read_pt_header\n'
+              '  File "/x/convert/codecs/torch_pt.py", line 240, in read_pt_header\n'
               '  File "/usr/lib/python3.11/zipfile.py", line 9, in open\nMemoryError\n')
-    expected = "MemoryError @ convert/torch_pt.py:read_pt_header"
+    expected = "MemoryError @ convert/codecs/torch_pt.py:read_pt_header"
     assert signature("pt", Outcome("escape", "MemoryError: ", detail)) == expected
     assert signature("url", Outcome("escape", "hang", "url: no answer")) == "hang"
     report = RunReport(seed=0, jobs=1)

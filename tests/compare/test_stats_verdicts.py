@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from compare.api import compare_network, regate
 from compare.cli import app, run
 from compare.errors import OptionError
-from compare.gates import evaluate, parse_gate
-from compare.policy import Policy, dtype_bounds
-from compare.policy_file import load_policy
+from compare.verdict.gates import evaluate, parse_gate
+from compare.verdict.policy import Policy, dtype_bounds
+from compare.verdict.policy_file import load_policy
 from compare.records import (MetricRow, Outcome, PairStatus, RowKind, StatDiff, TensorKind, TensorRef)
 from compare.stats import (STAT_METRIC_NAMES, StatsRow, diff_stat, dtype_class, metric_row, mismatch_reason,
                            shape_note)

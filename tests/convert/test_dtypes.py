@@ -1,4 +1,4 @@
-"""convert.dtypes: code tables, numpy mapping and decoding of raw tensor bytes."""
+"""convert.codecs.dtypes: code tables, numpy mapping and decoding of raw tensor bytes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convert.dtypes import (
+from convert.codecs.dtypes import (
     DataSizeError,
     DataType,
     Format,
@@ -284,7 +284,7 @@ def test_format_code_unknown_raises(name: str) -> None:
 
 def test_dtypes_imports_nothing_from_compare() -> None:
     code = (
-        "import sys, convert.dtypes; "
+        "import sys, convert.codecs.dtypes; "
         "bad = [m for m in sys.modules if m == 'compare' or m.startswith('compare.')]; "
         "assert not bad, bad"
     )

@@ -1,7 +1,7 @@
 """The narrow data types and complex32 through the dump writer and the real dump reader.
 
-Every file is written by :func:`convert.dumpwrite.write_dump` and read back by
-:func:`convert.dumpfile.read_tensor` (and the memory-mapped reader); the values are checked against
+Every file is written by :func:`convert.codecs.dumpwrite.write_dump` and read back by
+:func:`convert.codecs.dumpfile.read_tensor` (and the memory-mapped reader); the values are checked against
 the independent decoders of ``tests/narrow_reference.py``.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import narrow_reference as ref
-from convert.dtypes import (
+from convert.codecs.dtypes import (
     DataSizeError,
     DataType,
     code_for_numpy,
@@ -26,10 +26,10 @@ from convert.dtypes import (
     stored_nbytes,
     widened,
 )
-from convert.dumpfile import read_header, read_tensor
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpfile import read_header, read_tensor
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.errors import DumpFormatError
-from convert.fastread import read_tensor_mapped
+from convert.codecs.fastread import read_tensor_mapped
 
 SHAPE = (3, 5)  # 15 elements: a partial last byte for every width below 8 bits
 
@@ -178,7 +178,7 @@ def test_vconvert_dump_and_txt_write_the_values(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("dtype", [ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu])
 def test_large_fp8_tensors_are_memory_mapped(tmp_path: Path, dtype: object) -> None:
-    from convert.fastread import MIN_MAP_BYTES, is_mapped
+    from convert.codecs.fastread import MIN_MAP_BYTES, is_mapped
 
     codes = np.random.default_rng(3).integers(0, 256, MIN_MAP_BYTES + 5).astype(np.uint8)
     path = write_dump(tmp_path / "Op.x.1.2", outputs=[TensorSpec(codes.view(dtype))], op_name="x")

@@ -1,4 +1,4 @@
-"""convert.dumpfile / convert.dump_proto: Ascend dump files, v1 (protobuf) and v2 (binary)."""
+"""convert.codecs.dumpfile / convert.codecs.dump_proto: Ascend dump files, v1 (protobuf) and v2 (binary)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compare.errors import DumpFormatError
-from convert import dump_proto
-from convert.dtypes import DataType, Format
-from convert.dumpfile import DumpHeader, read_header, read_tensor
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs import dump_proto
+from convert.codecs.dtypes import DataType, Format
+from convert.codecs.dumpfile import DumpHeader, read_header, read_tensor
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 
 from conftest import shared_path
 

@@ -1,4 +1,4 @@
-"""convert.ffts: the FFTS+ slice-attribute JSON and the merge of slices (pure numpy)."""
+"""convert.codecs.ffts: the FFTS+ slice-attribute JSON and the merge of slices (pure numpy)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from convert.dumpfile import read_header
-from convert.dumpwrite import write_dump
+from convert.codecs.dumpfile import read_header
+from convert.codecs.dumpwrite import write_dump
 from convert.errors import DumpFormatError
-from convert.ffts import (DimRange, SliceAttr, merge_pieces, merged_path, merged_shape, parse_slice_attr,
+from convert.codecs.ffts import (DimRange, SliceAttr, merge_pieces, merged_path, merged_shape, parse_slice_attr,
                           slice_attr_of)
 from convert.names.ascend import parse_offline_name
 

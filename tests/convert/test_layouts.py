@@ -281,7 +281,7 @@ def test_every_required_pair_is_registered() -> None:
 
 
 def test_format_names_are_case_insensitive_and_accept_codes() -> None:
-    from convert.dtypes import Format
+    from convert.codecs.dtypes import Format
     from convert.layouts import format_key
 
     assert format_key("nc1hwc0") == format_key(3) == format_key(Format.NC1HWC0) == "NC1HWC0"

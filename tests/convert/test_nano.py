@@ -1,4 +1,4 @@
-"""Nano dumps (convert.nano, convert.nano_write): the graph data-type table, write -> read round
+"""Nano dumps (convert.codecs.nano, convert.codecs.nano_write): the graph data-type table, write -> read round
 trips through every reader entry (read_header with any version, read_tensor, the mapped path,
 read_nano), absent sections and sub-TLVs, and every malformed-file diagnosis with its byte."""
 
@@ -12,14 +12,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from convert import dumpfile
-from convert.dtypes import DataType
-from convert.dumpfile import NANO_VERSION, read_header, read_tensor
-from convert.dumpwire import MAX_HEADER_BYTES
-from convert.dumpwrite import write_dump
+from convert.codecs import dumpfile
+from convert.codecs.dtypes import DataType
+from convert.codecs.dumpfile import NANO_VERSION, read_header, read_tensor
+from convert.codecs.dumpwire import MAX_HEADER_BYTES
+from convert.codecs.dumpwrite import write_dump
 from convert.errors import DumpFormatError
-from convert.fastread import MIN_MAP_BYTES, is_mapped, read_tensor_mapped
-from convert.nano import (
+from convert.codecs.fastread import MIN_MAP_BYTES, is_mapped, read_tensor_mapped
+from convert.codecs.nano import (
     NANO_MAGIC,
     NANO_TO_PROTO,
     NanoDataType,
@@ -29,7 +29,7 @@ from convert.nano import (
     proto_data_type,
     read_nano,
 )
-from convert.nano_write import SUB_TLVS, NanoTensorSpec, nano_head, write_nano
+from convert.codecs.nano_write import SUB_TLVS, NanoTensorSpec, nano_head, write_nano
 
 NAME = "Conv2D.conv1.3.1.1700000000000123"
 
@@ -104,7 +104,7 @@ def test_round_trip_every_plain_dtype_whatever_the_version(tmp_path: Path, dtype
 
 
 def _proto_code(dtype: np.dtype) -> int:
-    from convert.dtypes import code_for_numpy
+    from convert.codecs.dtypes import code_for_numpy
 
     return code_for_numpy(dtype)
 

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from convert.dumpfile import read_header, read_tensor
+from convert.codecs.dumpfile import read_header, read_tensor
 from convert.errors import DumpFormatError
-from convert.nano import NANO_MAGIC, NanoHead, parse_head, read_nano
-from convert.nano_write import NanoTensorSpec, nano_head, write_nano
+from convert.codecs.nano import NANO_MAGIC, NanoHead, parse_head, read_nano
+from convert.codecs.nano_write import NanoTensorSpec, nano_head, write_nano
 
 NAME = "Add.add1.2.1.1700000000000042"
 _MAGIC = struct.pack("<II", NANO_MAGIC, 0)

@@ -1,4 +1,4 @@
-"""``vconvert dump`` / ``vconvert txt`` on nano dumps: they go through convert.dumpfile, so nano
+"""``vconvert dump`` / ``vconvert txt`` on nano dumps: they go through convert.codecs.dumpfile, so nano
 files convert like any dump (whatever ``-v`` says), and a broken one is listed with its reason."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from convert.cli import run
-from convert.nano_write import NanoTensorSpec, write_nano
+from convert.codecs.nano_write import NanoTensorSpec, write_nano
 
 NAME = "Conv2D.conv1.3.1.1700000000000123"
 

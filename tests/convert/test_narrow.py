@@ -1,4 +1,4 @@
-"""convert.narrow: value tables bit pattern by bit pattern, packing, the packed/unpacked policy, encoding."""
+"""convert.codecs.narrow: value tables bit pattern by bit pattern, packing, the packed/unpacked policy, encoding."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import narrow_reference as ref
-from convert.dtypes import narrow_type
-from convert.narrow import (
+from convert.codecs.dtypes import narrow_type
+from convert.codecs.narrow import (
     Layout,
     NarrowType,
     Values,

@@ -1,4 +1,4 @@
-"""convert.opdebug: both debug-struct layouts written by our writer and read back; malformed structs
+"""convert.codecs.opdebug: both debug-struct layouts written by our writer and read back; malformed structs
 diagnosed with the byte offset; Opdebug file names."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from convert.dumpwrite import write_dump
+from convert.codecs.dumpwrite import write_dump
 from convert.errors import DumpFormatError
 from convert.names.ascend import parse_offline_name
-from convert.opdebug import (ACC_FIELDS, MAGIC, OLD_LAYOUT_SIZE, AccType, NewEntry, OpDebugLayout, decode_opdebug,
+from convert.codecs.opdebug import (ACC_FIELDS, MAGIC, OLD_LAYOUT_SIZE, AccType, NewEntry, OpDebugLayout, decode_opdebug,
                              encode_new, encode_old, parse_opdebug_name, read_opdebug_file, slice_ids,
                              write_opdebug_file)
 
@@ -150,7 +150,7 @@ def test_names() -> None:
 
 
 def test_oversized_output_is_refused_unread(tmp_path: Path) -> None:
-    from convert.opdebug import MAX_STRUCT_BYTES
+    from convert.codecs.opdebug import MAX_STRUCT_BYTES
 
     path = write_opdebug_file(tmp_path / "Opdebug.Node_OpDebug.1.1.1700000000000000", [bytes(MAX_STRUCT_BYTES + 8)])
     with pytest.raises(DumpFormatError, match="more than any overflow debug struct"):
@@ -172,7 +172,7 @@ NEW_JSON = {"magic": "0x5a5a5a5a", "version": 1,
 
 
 def test_json_copies_decode_like_the_structs() -> None:
-    from convert.opdebug import decode_opdebug_json
+    from convert.codecs.opdebug import decode_opdebug_json
 
     old = decode_opdebug_json(OLD_JSON)
     binary = decode_opdebug(encode_old((1, 2, 3, 0, 0x1000, 0x2000), kernel_code=0xAB, block_idx=5, status=4))
@@ -195,7 +195,7 @@ def test_json_copies_decode_like_the_structs() -> None:
     ({**NEW_JSON, "acc_list": []}, "acc_list: no entry"),
 ])
 def test_malformed_json_copies_name_the_key(document: object, words: str) -> None:
-    from convert.opdebug import decode_opdebug_json
+    from convert.codecs.opdebug import decode_opdebug_json
 
     with pytest.raises(DumpFormatError, match="^c.json: ") as info:
         decode_opdebug_json(document, "c.json")
@@ -205,7 +205,7 @@ def test_malformed_json_copies_name_the_key(document: object, words: str) -> Non
 def test_json_copy_files(tmp_path: Path) -> None:
     import json
 
-    from convert.opdebug import parse_opdebug_json_name
+    from convert.codecs.opdebug import parse_opdebug_json_name
 
     name = "Opdebug.Node_OpDebug.0.3.1673383728094391.4.1.0.0.output.1.json"
     parsed = parse_opdebug_json_name(name)

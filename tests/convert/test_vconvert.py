@@ -22,8 +22,8 @@ from conftest import ROOT, SHARED, shared_path
 
 from compare.errors import OptionError
 from convert.cli import run
-from convert.dumpfile import read_header, read_tensor
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpfile import read_header, read_tensor
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.tool.convert_dump import DumpConvertOptions, convert_dumps, parse_shape
 from convert.tool.data_conversion import dump_to_numpy, load_npy, numpy_to_dump
 from convert.tool.naming import MAPPING_FILE, hashed_name

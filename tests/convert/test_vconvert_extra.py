@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from compare.errors import OptionError
 from convert.names.golden import parse_golden_name
 from convert.cli import run
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.tool import batch
 from convert.tool.batch import FileOutcome, SourceFile, run_files, worker_count
 from convert.tool.convert_dump import DumpConvertOptions, convert_dumps

@@ -4,7 +4,7 @@
   the same errors, and give the same metrics (float64 summation order aside: 1e-12);
 - float16 / bfloat16 decoded in the kernel == widened copies, bit for bit;
 - the engine's zero-copy, multi-threaded path == the ordinary single-threaded path;
-- memory-mapped tensor reads (convert/fastread.py) == convert.dumpfile.read_tensor;
+- memory-mapped tensor reads (convert/codecs/fastread.py) == convert.codecs.dumpfile.read_tensor;
 - scripts/bench.py runs end to end (the CI smoke test).
 """
 
@@ -294,9 +294,9 @@ def test_engine_progress_in_order_with_threads(small_network):
 
 
 def test_ascend_reader_maps_large_dump_tensors(small_network, monkeypatch):
-    from convert import fastread
-    from convert.dumpfile import read_tensor
-    from convert.fastread import is_mapped
+    from convert.codecs import fastread
+    from convert.codecs.dumpfile import read_tensor
+    from convert.codecs.fastread import is_mapped
 
     monkeypatch.setattr(fastread, "MIN_MAP_BYTES", 4096)  # the test network's tensors are small
     refs = [p.left for p in small_network if p.left is not None and p.left.nbytes >= 4096]
@@ -312,7 +312,7 @@ def test_ascend_reader_maps_large_dump_tensors(small_network, monkeypatch):
 
 
 def _dump(tmp_path: Path, arrays) -> object:
-    from convert import dumpfile, dumpwrite
+    from convert.codecs import dumpfile, dumpwrite
 
     path = tmp_path / "Conv2D.conv.1.1.1700000000000000"
     dumpwrite.write_dump(path, inputs=[dumpwrite.TensorSpec(a) for a in arrays], outputs=[], op_name="conv")
@@ -320,8 +320,8 @@ def _dump(tmp_path: Path, arrays) -> object:
 
 
 def test_read_tensor_mapped_equals_read_tensor(tmp_path):
-    from convert import dumpfile
-    from convert.fastread import MIN_MAP_BYTES, is_mapped, read_tensor_mapped
+    from convert.codecs import dumpfile
+    from convert.codecs.fastread import MIN_MAP_BYTES, is_mapped, read_tensor_mapped
 
     big = np.random.default_rng(1).standard_normal(MIN_MAP_BYTES).astype(np.float16)  # 2 MiB
     small = np.arange(10, dtype=np.float32)
@@ -336,8 +336,8 @@ def test_read_tensor_mapped_equals_read_tensor(tmp_path):
 
 
 def test_read_tensor_mapped_leaves_errors_to_read_tensor(tmp_path):
-    from convert import dumpfile
-    from convert.fastread import MIN_MAP_BYTES, read_tensor_mapped
+    from convert.codecs import dumpfile
+    from convert.codecs.fastread import MIN_MAP_BYTES, read_tensor_mapped
 
     big = np.ones(MIN_MAP_BYTES, np.float16)
     header = _dump(tmp_path, [big])

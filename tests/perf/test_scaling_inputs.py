@@ -30,9 +30,9 @@ from compare.pairing import fusion_rule as fr
 from compare.pairing.fusion_rule import load_fusion_rule
 from compare.pairing.rule_records import FusionGroup, OutputDesc, Relation, RuleOp
 from compare.runs.folders import run_network
-from convert import dumpfile, dumpwire
-from convert.dumpfile import read_header
-from convert.dumpwrite import write_dump
+from convert.codecs import dumpfile, dumpwire
+from convert.codecs.dumpfile import read_header
+from convert.codecs.dumpwrite import write_dump
 
 # --------------------------------------------------------------------------------------------
 # Reference: the former (quadratic) fusion-rule algorithm.

@@ -88,7 +88,7 @@ _descrs = st.sampled_from(["<f4", "<f2", ">f8", "|b1", "<i8", "|u1", "<c8", "|V2
        body=st.integers(0, 300))
 def test_any_npy_header_is_read_or_refused(work, shape, descr, fortran, body) -> None:
     """Arbitrary (shape, descr) headers over a short body: a DumpFormatError or a correct array."""
-    from convert.npy import load_npy, read_npy_header
+    from convert.codecs.npy import load_npy, read_npy_header
 
     text = f"{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape!r}, }}"
     text += " " * ((-(len(text) + 11)) % 64) + "\n"

@@ -32,9 +32,9 @@ import pytest
 from typer.testing import CliRunner
 
 from compare.testing.synthetic import make_network
-from convert import dump_proto
+from convert.codecs import dump_proto
 from convert.cli import app as vconvert_app
-from convert.dumpwrite import write_dump
+from convert.codecs.dumpwrite import write_dump
 from convert.tool import convert_dump
 from convert.tool.naming import FAILED_LIST_FILE, MAPPING_FILE, msnpy_name, physical_name
 
@@ -139,7 +139,7 @@ def _refused(outcome: dict, path: Path, *needles: str) -> None:
 def test_a_sparse_v2_dump_whose_header_length_is_the_file_size_is_refused_without_reading_it(
         tmp_path: Path, size: int) -> None:
     path = _v2_sparse(tmp_path / "Conv2D.conv1.4.1.1700000000000001", size)
-    (outcome,) = _limited("from convert.dumpfile import read_header", "read_header(path)", path)
+    (outcome,) = _limited("from convert.codecs.dumpfile import read_header", "read_header(path)", path)
     _refused(outcome, path, "header length")
     assert outcome["offset"] == 0
 
@@ -148,7 +148,7 @@ def test_a_header_length_within_the_bound_over_a_sparse_hole_is_refused_after_a_
     """A 48 MiB header of zeros (within the bound) in a 3 GiB sparse file: the walk of its fields
     in the file refuses it at its first byte, before the 48 MiB are read."""
     path = _v2_sparse(tmp_path / "Conv2D.conv1.4.1.1700000000000002", 3 * GiB, header_length=48 << 20)
-    (outcome,) = _limited("from convert.dumpfile import read_header", "read_header(path, version=2)", path)
+    (outcome,) = _limited("from convert.codecs.dumpfile import read_header", "read_header(path, version=2)", path)
     _refused(outcome, path, "not a valid DumpData protobuf")
 
 
@@ -156,7 +156,7 @@ def test_a_header_length_within_the_bound_over_a_sparse_hole_is_refused_after_a_
 def test_a_sparse_v1_dump_with_one_huge_field_is_refused_without_reading_it(tmp_path: Path, size: int,
                                                                           field: int) -> None:
     path = _v1_sparse(tmp_path / f"Conv2D.conv1.4.1.17000000000001{field}", size, field)
-    (outcome,) = _limited("from convert.dumpfile import read_header", "read_header(path, version=1)", path)
+    (outcome,) = _limited("from convert.codecs.dumpfile import read_header", "read_header(path, version=1)", path)
     _refused(outcome, path)
     assert "cannot be read" not in outcome["message"]  # the diagnosis, not a failed mapping
 
@@ -173,7 +173,7 @@ def test_v1_length_fields_claiming_64_GiB_in_a_small_file(tmp_path: Path) -> Non
         path = tmp_path / f"Conv2D.{name}.4.1.1700000000000003"
         path.write_bytes(body)
         paths.append(path)
-    for path, outcome in zip(paths, _limited("from convert.dumpfile import read_header", "read_header(path)",
+    for path, outcome in zip(paths, _limited("from convert.codecs.dumpfile import read_header", "read_header(path)",
                                              *paths)):
         _refused(outcome, path, "past the end")
 
@@ -188,7 +188,7 @@ def test_a_sound_header_over_a_3_GiB_sparse_tensor_is_a_refusal_not_a_memory_err
     blob = msg.SerializeToString()
     _sparse(path, 8 + len(blob) + 3 * GiB, struct.pack("<Q", len(blob)) + blob)
     call = "h = read_header(path); read_tensor(h, h.outputs[0])"
-    (outcome,) = _limited("from convert.dumpfile import read_header, read_tensor", call, path)
+    (outcome,) = _limited("from convert.codecs.dumpfile import read_header, read_tensor", call, path)
     _refused(outcome, path, "output 0")
 
 
@@ -201,7 +201,7 @@ def test_an_npy_header_length_the_file_cannot_back_is_refused_before_reading(tmp
         _sparse(path, 3 * GiB, b"\x93NUMPY" + bytes([version, 0]) + struct.pack("<I", 3 * GiB - 12) + b"{'descr'")
     else:
         path.write_bytes(b"\x93NUMPY" + bytes([version, 0]) + struct.pack("<I", 0xFFFFFFF0) + b"{'descr'")
-    (outcome,) = _limited("from convert.npy import read_npy_header", "read_npy_header(path)", path)
+    (outcome,) = _limited("from convert.codecs.npy import read_npy_header", "read_npy_header(path)", path)
     _refused(outcome, path, "header length")
     assert outcome["offset"] == 8
 
@@ -424,8 +424,8 @@ def test_vconvert_msnpy_outputs_from_hostile_op_names_stay_plain(tmp_path: Path)
 def test_zero_element_tensor_with_huge_other_dimensions_is_refused(tmp_path: Path) -> None:
     """Found by the long fuzz run (seed 1717): shape (0, 2**62, 2**62) has 0 elements, and numpy
     still refuses to make it ("array is too big", a ValueError): a DumpFormatError naming it."""
-    from convert import dump_proto
-    from convert.dumpfile import read_header, read_tensor
+    from convert.codecs import dump_proto
+    from convert.codecs.dumpfile import read_header, read_tensor
     from convert.errors import DumpFormatError as GroundError
 
     msg = dump_proto.DumpData()

@@ -20,10 +20,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compare.cli import run
-from compare.policy import MAX_REGEX_NAME, Globs, NameRegexes
+from compare.verdict.policy import MAX_REGEX_NAME, Globs, NameRegexes
 from compare.runs.distributed import MAX_LOCAL_WORKERS, ClusterSpec, max_local_workers
 from compare.errors import OptionError
-from convert.dumpwrite import write_dump
+from convert.codecs.dumpwrite import write_dump
 from convert.errors import DumpFormatError
 from convert.jsonsafe import MAX_INT_DIGITS, load_json
 
@@ -330,7 +330,7 @@ def test_dask_local_cluster_is_bounded(capsys: pytest.CaptureFixture[str], tmp_p
 
 
 def test_ffts_slice_attribute_nested_deep() -> None:
-    from convert.ffts import parse_slice_attr
+    from convert.codecs.ffts import parse_slice_attr
 
     with pytest.raises(DumpFormatError, match="is not JSON: nested deeper"):
         parse_slice_attr("[" * 100_000, "x.dump")

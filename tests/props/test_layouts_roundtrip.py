@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convert.tool.convert_dump import convert_tensor
-from convert.dtypes import format_code
-from convert.dumpfile import TensorInfo
+from convert.codecs.dtypes import format_code
+from convert.codecs.dumpfile import TensorInfo
 from convert.layouts import LAYOUTS, group_geometry
 from convert.layouts.transpose import PERMUTATIONS
 

@@ -1,4 +1,4 @@
-"""Properties of the narrow-type packing and storage policy (convert.narrow, convert.dtypes.decode)."""
+"""Properties of the narrow-type packing and storage policy (convert.codecs.narrow, convert.codecs.dtypes.decode)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import narrow_reference as ref
-from convert.dtypes import DataSizeError, decode, nbytes_for, stored_nbytes
-from convert.narrow import pack_codes, packed_nbytes, unpack_codes
+from convert.codecs.dtypes import DataSizeError, decode, nbytes_for, stored_nbytes
+from convert.codecs.narrow import pack_codes, packed_nbytes, unpack_codes
 
 KINDS = st.sampled_from(ref.KINDS)
 

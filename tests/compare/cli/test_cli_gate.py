@@ -312,7 +312,7 @@ def test_a_folder_named_gate_or_policy_is_still_an_option_value(tmp_path: Path, 
 
 
 def test_policy_init_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from compare.policy_file import load_policy, starter_policy
+    from compare.verdict.policy_file import load_policy, starter_policy
 
     target = tmp_path / "ci" / "gates.toml"
     code, out, _ = _cli(capsys, "policy", "--init", target)

@@ -18,7 +18,7 @@ from conftest import FIXTURES, ROOT, TESTS
 from compare.cli import app, run
 from compare.cli.file_compare import file_compare_app
 from compare.cli.main import normalise_argv
-from convert.dumpwrite import write_dump
+from convert.codecs.dumpwrite import write_dump
 
 DEMO = FIXTURES / "demo"
 LEAF = DEMO / "npu" / "20240101120000" / "0" / "demo_net" / "1" / "0"

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from compare.cli import app
 from compare.cli.main import run
 from compare.cli.overflow import overflow_app
-from convert.dumpwrite import write_dump
-from convert.opdebug import AccType, NewEntry, encode_new, encode_old, write_opdebug_file
+from convert.codecs.dumpwrite import write_dump
+from convert.codecs.opdebug import AccType, NewEntry, encode_new, encode_old, write_opdebug_file
 
 TS = 1700000000000000
 runner = CliRunner()
@@ -133,8 +133,8 @@ def test_overflow_column_of_the_narrow_device_floats(tmp_path: Path) -> None:
     """fp8 / HiFloat8 left tensors: YES on an Inf or NaN element (counted in the kernels' LUT pass)."""
     import ml_dtypes
 
-    from convert.dtypes import DataType
-    from convert.dumpwrite import TensorSpec
+    from convert.codecs.dtypes import DataType
+    from convert.codecs.dumpwrite import TensorSpec
 
     left, golden = tmp_path / "l", tmp_path / "g"
     left.mkdir()

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.signals import Interrupted, held, interruptible
 
 TS = 1704110400001000

@@ -12,7 +12,7 @@ from __future__ import annotations
 from conftest import FIXTURES, shared_path
 
 from compare import compare_network
-from compare.lineage import GraphSource, NodeRole, Verdict
+from compare.diverge.records import GraphSource, NodeRole, Verdict
 
 FC1 = "fc1-Dense_MatMul-op0"
 

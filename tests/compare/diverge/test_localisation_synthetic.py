@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from compare import compare_network
 from compare.cli import app
-from compare.lineage import GraphSource, Verdict
+from compare.diverge.records import GraphSource, Verdict
 from compare.testing.synthetic_divergence import make_divergence_network
 
 CASES = [

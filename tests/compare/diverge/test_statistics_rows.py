@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from compare.diverge import localise
+from compare.diverge.verdicts import localise
 from compare.diverge.statistics import is_statistics_row, statistics_error
-from compare.lineage import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, Verdict
-from compare.policy import Policy
-from compare.policy import dtype_bounds
+from compare.diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, Verdict
+from compare.verdict.policy import Policy
+from compare.verdict.policy import dtype_bounds
 from compare.records import Bound, MetricRow, PairStatus, RowKind
 
 

@@ -14,7 +14,7 @@ import pytest
 from stats_rows import compare_statistics
 
 from compare.api import ComparisonResult
-from compare.diverge import chain
+from compare.diverge.verdicts import chain
 from compare.reports.divergence import divergence_lines, explain_lines, localisation_document, verdict_map
 from compare.reports.result_json import dumps
 from compare.reports.stats import render_stats_csv, write_stats_report

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from compare.diverge import chain, localise
+from compare.diverge.verdicts import chain, localise
 from compare.diverge.graph import align, graph_from_order, graph_from_rule
-from compare.lineage import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, Verdict
+from compare.diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, Verdict
 from compare.records import Bound, MetricRow, PairStatus
-from compare.policy import Policy
+from compare.verdict.policy import Policy
 
 GOOD = 1e-7  # RelativeEuclideanDistance of a clean float32 tensor
 BAD = 0.05

@@ -30,7 +30,7 @@ from compare.reports.cells import shape_cell
 from compare.reports.network import render_csv
 from compare.testing.naive import close, reference_metrics
 from compare.testing.synthetic import make_network
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.layouts import LayoutError, prepare_pair
 from convert.layouts.lazy import plan_pair
 

@@ -29,9 +29,9 @@ from compare.reports.single_op import (
     write_operator_report,
 )
 from compare.reports.vectext import fixed6_block, int_block, join_rows
-from compare.single_op import OperatorNotFound, compare_operator, top_indexes
+from compare.runs.single_op import OperatorNotFound, compare_operator, top_indexes
 from compare.testing.synthetic import make_network
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.layouts import LAYOUTS, convert_layout
 
 runner = CliRunner()
@@ -122,7 +122,7 @@ def test_api_output_nc1hwc0_to_nchw(net: dict[str, Path]) -> None:
     assert np.array_equal(golden[sample.N, sample.C, sample.H, sample.W], sample.Right.to_numpy())
     # left side: the device NC1HWC0 data converted independently, channel padding cut off
     header_path = next(net["leaf"].glob("Conv2D.conv1.*"))
-    from convert.dumpfile import read_header, read_tensor
+    from convert.codecs.dumpfile import read_header, read_tensor
 
     header = read_header(header_path)
     device = read_tensor(header, header.outputs[0])

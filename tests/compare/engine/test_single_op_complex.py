@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compare.single_op import compare_operator
+from compare.runs.single_op import compare_operator
 
 NAME = "Mul.Default_network-Mul-op3.0.0.1795463530762830.output.0.DefaultFormat.Complex64.npy"
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compare.gates import evaluate, parse_gate
-from compare.policy import Policy
-from compare.policy_file import load_policy
+from compare.verdict.gates import evaluate, parse_gate
+from compare.verdict.policy import Policy
+from compare.verdict.policy_file import load_policy
 from compare.records import MetricRow, Outcome, PairStatus, PartReport, PartStatus, part_name
 
 METRICS = ["CosineSimilarity"]

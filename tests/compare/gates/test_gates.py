@@ -1,4 +1,4 @@
-"""Accuracy gates: parsing ``--gate`` and evaluating rows against a policy (compare.gates).
+"""Accuracy gates: parsing ``--gate`` and evaluating rows against a policy (compare.verdict.gates).
 
 Rows are built directly as MetricRow objects and also through real comparisons
 (fixtures/demo, fixtures/bad, synthetic quantised and mixed-precision runs).
@@ -20,9 +20,9 @@ from conftest import FIXTURES
 from compare.runs.network import NetworkResult
 from compare.runs.folders import run_network
 from compare.errors import OptionError
-from compare.gates import evaluate, parse_gate
-from compare.policy import Policy
-from compare.policy_file import load_policy
+from compare.verdict.gates import evaluate, parse_gate
+from compare.verdict.policy import Policy
+from compare.verdict.policy_file import load_policy
 from compare.records import Bound, MetricRow, Outcome, PairStatus
 
 DEMO = FIXTURES / "demo"

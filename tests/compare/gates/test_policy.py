@@ -1,4 +1,4 @@
-"""Policy files (compare.policy): loading, errors, selectors, layering, dtype defaults, waivers."""
+"""Policy files (compare.verdict.policy): loading, errors, selectors, layering, dtype defaults, waivers."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from compare.errors import OptionError
-from compare.gates import evaluate, parse_gate
-from compare.policy import (
+from compare.verdict.gates import evaluate, parse_gate
+from compare.verdict.policy import (
     DTYPE_EPS,
     BoundResolver,
     Policy,
@@ -19,7 +19,7 @@ from compare.policy import (
     gated_metrics,
     names_text,
 )
-from compare.policy_file import load_policy, starter_policy
+from compare.verdict.policy_file import load_policy, starter_policy
 from compare.records import MetricRow, Outcome, PairStatus
 
 TODAY = datetime.date(2026, 11, 23)

@@ -1,4 +1,4 @@
-"""Built-in precision bounds and selector aliases of the narrow data types (compare.policy)."""
+"""Built-in precision bounds and selector aliases of the narrow data types (compare.verdict.policy)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compare.gates import evaluate
-from compare.policy import DTYPE_EPS, dtype_bounds
-from compare.policy_file import load_policy
+from compare.verdict.gates import evaluate
+from compare.verdict.policy import DTYPE_EPS, dtype_bounds
+from compare.verdict.policy_file import load_policy
 from compare.records import MetricRow, Outcome
 
 

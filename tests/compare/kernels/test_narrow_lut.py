@@ -9,7 +9,7 @@ import pytest
 import narrow_reference as ref
 from compare.kernels import _abi
 from compare.kernels.buffers import code_of, storage, table
-from convert.dtypes import decode
+from convert.codecs.dtypes import decode
 
 
 @pytest.mark.parametrize("kind", ref.KINDS, ids=lambda k: k.name)

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
-from convert.dumpwrite import write_dump
-from convert.ffts import FftsMode
+from convert.codecs.dumpwrite import write_dump
+from convert.codecs.ffts import FftsMode
 
 from compare.cli import app
 from compare.testing.synthetic_ffts import BASE_TIMESTAMP, write_sliced_op

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convert.dumpwrite import write_dump
+from convert.codecs.dumpwrite import write_dump
 from convert.errors import DumpFormatError
-from convert.ffts import FftsMode
+from convert.codecs.ffts import FftsMode
 
 from compare.loaders import load_run
 from compare.loaders.ascend import scan_offline

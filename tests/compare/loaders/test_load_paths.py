@@ -12,10 +12,10 @@ import pytest
 
 from compare.errors import DumpFormatError
 from compare.heap import frozen_heap, paused_gc
-from convert import dumpfile, npy
-from convert.dumpfile import read_header
-from convert.dumpwrite import write_dump
-from convert.npy import read_npy_header
+from convert.codecs import dumpfile, npy
+from convert.codecs.dumpfile import read_header
+from convert.codecs.dumpwrite import write_dump
+from convert.codecs.npy import read_npy_header
 from conftest import ROOT
 
 # ------------------------------------------------------------------------------- compare.heap

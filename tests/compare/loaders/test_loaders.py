@@ -20,10 +20,10 @@ from convert.names.hashed import read_mapping
 from convert.tree import resolve_dump_folder
 from compare.loaders.golden_npy import scan_golden
 from convert.names.golden import parse_golden_name
-from convert.npy import NpyHeader, load_npy, read_npy_header
+from convert.codecs.npy import NpyHeader, load_npy, read_npy_header
 from compare.records import Run, RunKind, TensorKind
 from conftest import shared_path
-from convert.dumpwrite import TensorSpec, write_dump
+from convert.codecs.dumpwrite import TensorSpec, write_dump
 
 TS = 1700000000004805  # a 16-digit timestamp
 

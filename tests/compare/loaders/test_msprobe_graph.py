@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compare.lineage import GraphSource, NodeRole
+from compare.diverge.records import GraphSource, NodeRole
 from compare.loaders.msprobe import scan_msprobe
 from compare.loaders.msprobe_graph import parameter_inputs, read_msprobe_graph
 from compare.testing.synthetic_msprobe import CALLS, write_msprobe_dump

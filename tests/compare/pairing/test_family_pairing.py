@@ -25,7 +25,7 @@ from compare.pairing.names import amp_key, kernel_tail, match_names
 from compare.pairing.user_mapping import pair_families
 from convert.names.keys import name_key
 from compare.records import PairStatus
-from compare.single_op import OperatorNotFound, compare_operator
+from compare.runs.single_op import OperatorNotFound, compare_operator
 from conftest import ROOT
 
 NET = "Default_network-WithLossCell__backbone-Net"

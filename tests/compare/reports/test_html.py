@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("matplotlib", reason="matplotlib is part of the test extra: pip install -e '.[test]'")
 
 from compare.errors import OptionError
-from compare.lineage import (GraphSource, InputEdge, Localisation, OpGraph, OpNode, OpVerdict, SourceLine,
+from compare.diverge.records import (GraphSource, InputEdge, Localisation, OpGraph, OpNode, OpVerdict, SourceLine,
                              TensorCheck, Verdict)
 from compare.records import MetricRow, PairStatus
 from compare.reports import html as html_report

@@ -86,7 +86,7 @@ def _assert_rows_equal(got: list[MetricRow], want: list[MetricRow], *, exact_std
 
 
 def _verdict(rows: list[MetricRow]) -> Verdict:
-    """A verdict as compare.gates makes it: one value failure, one incomplete, one waived, one error."""
+    """A verdict as compare.verdict.gates makes it: one value failure, one incomplete, one waived, one error."""
     bound = Bound("CosineSimilarity", ">=", 0.9999999999999999, "--gate CosineSimilarity>=0.9999999999999999")
     compared = next(i for i, r in enumerate(rows) if r and r.metrics.get("CosineSimilarity") is not None)
     missing = [i for i, r in enumerate(rows) if not r]

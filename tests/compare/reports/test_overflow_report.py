@@ -16,8 +16,8 @@ from compare.records import MetricRow, PairStatus, ValueCounts
 from compare.reports.network import header, render_csv, render_txt
 from compare.reports.overflow import OverflowColumn, add_overflow_to_document, summary_text, write_overflow_summary
 from compare.runs.overflow import analyse_overflow
-from convert.dumpwrite import TensorSpec, write_dump
-from convert.opdebug import AccType, NewEntry, encode_new, encode_old, write_opdebug_file
+from convert.codecs.dumpwrite import TensorSpec, write_dump
+from convert.codecs.opdebug import AccType, NewEntry, encode_new, encode_old, write_opdebug_file
 
 TS = 1700000000000000
 

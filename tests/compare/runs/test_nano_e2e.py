@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from compare.cli import app
 from compare.records import PairStatus
 from compare.runs.folders import run_network
-from convert.dumpwrite import TensorSpec, write_dump
-from convert.nano_write import NanoTensorSpec, write_nano
+from convert.codecs.dumpwrite import TensorSpec, write_dump
+from convert.codecs.nano_write import NanoTensorSpec, write_nano
 
 runner = CliRunner()
 
@@ -140,7 +140,7 @@ def test_cli_reads_nano_whatever_the_dump_version(folders: dict[str, Path], tmp_
 
 
 def test_undecodable_type_is_one_row_and_an_unknown_code_the_operator_row(tmp_path: Path) -> None:
-    from convert.nano import NanoDataType
+    from convert.codecs.nano import NanoDataType
 
     left, right = tmp_path / "left", tmp_path / "right"
     left.mkdir()

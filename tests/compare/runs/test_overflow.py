@@ -11,8 +11,8 @@ import pytest
 from compare.errors import OptionError
 from compare.records import Run, RunKind
 from compare.runs.overflow import analyse_overflow, find_linked, find_opdebug_files, folder_files, opdebug_column
-from convert.dumpwrite import TensorSpec, write_dump
-from convert.opdebug import AccType, NewEntry, decode_opdebug, encode_new, encode_old, write_opdebug_file
+from convert.codecs.dumpwrite import TensorSpec, write_dump
+from convert.codecs.opdebug import AccType, NewEntry, decode_opdebug, encode_new, encode_old, write_opdebug_file
 
 TS = 1700000000000000
 

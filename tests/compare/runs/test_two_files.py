@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from convert.dumpwrite import write_dump
+from convert.codecs.dumpwrite import write_dump
 
 from compare.errors import DumpFormatError, OptionError, ShapeError
 from compare.records import PairStatus, TensorKind

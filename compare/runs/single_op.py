@@ -57,12 +57,12 @@ from convert.layouts import LayoutError, format_key, load_plugins
 from convert.layouts.formats import PLAIN_5D
 from convert.names.keys import normalize_golden_name
 
-from .engine import note_text, row_counts
-from .engine.prepare import layout_request, prepare_flat
-from .errors import CompareError, OptionError, ShapeError
-from .kernels import compare_arrays, is_scalar_like, resolve_algorithms
-from .records import MetricRow, Pair, Pairing, PairStatus, Run, TensorKind, ValueCounts
-from .runs.loading import load_and_pair
+from ..engine import note_text, row_counts
+from ..engine.prepare import layout_request, prepare_flat
+from ..errors import CompareError, OptionError, ShapeError
+from ..kernels import compare_arrays, is_scalar_like, resolve_algorithms
+from ..records import MetricRow, Pair, Pairing, PairStatus, Run, TensorKind, ValueCounts
+from .loading import load_and_pair
 
 PathLike = str | os.PathLike[str]
 

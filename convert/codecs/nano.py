@@ -33,7 +33,7 @@ A head that goes on after the output section (later TLVs) is accepted; those byt
 
 Data types are the graph (``ge::DataType``) codes, not the ``dump_data.proto`` codes:
 :class:`NanoDataType` lists them and :func:`proto_data_type` maps each to the
-:class:`convert.dtypes.DataType` member of the same name (RESOURCE -> DT_RESOURCE, read as int64;
+:class:`convert.codecs.dtypes.DataType` member of the same name (RESOURCE -> DT_RESOURCE, read as int64;
 UNDEFINED 28 -> DT_UNDEFINED 0; INT4, the fp8/fp6/fp4 types ... are mapped, not "unknown" as in
 the reference tool). A code no graph version defines (5, 43 and above, negative) is a
 DumpFormatError at that field's byte. Format codes are kept as they are (the graph and proto
@@ -42,7 +42,7 @@ format codes agree).
 Bounds (a crafted head never makes the reader allocate what a field says): T must satisfy
 ``8 <= T <= size - 8`` and ``T <= MAX_HEADER_BYTES`` before the head is read; a tensor count must
 fit the bytes left in the head at 40 (input) / 52 (output) bytes per descriptor before the first
-one is parsed; a shape of more than :data:`~convert.dumpwire.MAX_RANK` dimensions, a shape length
+one is parsed; a shape of more than :data:`~convert.codecs.dumpwire.MAX_RANK` dimensions, a shape length
 that is not a multiple of 8 and any field running past the end of the head are refused at their
 byte. The sizes are summed with Python integers (no overflow) and checked against the file size
 before any tensor is read. Every failure is a :class:`~convert.errors.DumpFormatError` whose
@@ -54,8 +54,8 @@ string's terminator -- dropped).
 Why a hand-written parser: the format is a private packed C layout of the device runtime (no
 schema file, no library reads it); :mod:`struct` reads its fixed fields.
 
-:mod:`convert.dumpfile` turns a :class:`NanoDump` into the ``DumpHeader`` every reader returns;
-:mod:`convert.nano_write` writes these files (tests).
+:mod:`convert.codecs.dumpfile` turns a :class:`NanoDump` into the ``DumpHeader`` every reader returns;
+:mod:`convert.codecs.nano_write` writes these files (tests).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from typing import Union
 
 from .dtypes import DataType
 from .dumpwire import MAX_HEADER_BYTES, MAX_RANK
-from .errors import DumpFormatError
+from ..errors import DumpFormatError
 from .exactread import pread_exact
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -1,6 +1,6 @@
 """Narrow device data types: the 8-, 6-, 4- and 2-bit codes of the adump ``ProtoDataType`` table.
 
-:mod:`convert.dtypes` maps each data-type code to a :class:`NarrowType`; this module holds the
+:mod:`convert.codecs.dtypes` maps each data-type code to a :class:`NarrowType`; this module holds the
 codec -- bit packing, the two storage layouts, the value tables of the types ml_dtypes lacks -- and
 imports nothing from the rest of the package.
 

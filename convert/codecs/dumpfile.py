@@ -1,6 +1,6 @@
 """Reading Ascend operator dump files (``{op_type}.{op_name}.{task}...{timestamp}``).
 
-Two layouts exist; both carry one ``DumpData`` message (:mod:`convert.dump_proto`).
+Two layouts exist; both carry one ``DumpData`` message (:mod:`convert.codecs.dump_proto`).
 
 Version 2, "big dump" (the default of the dump tools)::
 
@@ -14,7 +14,7 @@ Version 2, "big dump" (the default of the dump tools)::
 
 Version 1, pure protobuf: the whole file is one serialized DumpData and the tensor bytes are the
 ``data`` fields of ``OpInput`` (field 4) / ``OpOutput`` (field 5). The reader walks the
-protobuf wire format of the top-level message (:mod:`convert.dumpwire`) to find where each
+protobuf wire format of the top-level message (:mod:`convert.codecs.dumpwire`) to find where each
 ``data`` value starts in the file, so that :func:`read_tensor` reads one tensor at its offset like
 for version 2; the rest of the message (with the ``data`` values cut out) is decoded by the
 protobuf runtime.
@@ -22,7 +22,7 @@ protobuf runtime.
 Auto-detection (``version=None``), per file:
 
 1. A file of more than 12 bytes whose uint32 at byte 8 is ``0x5A5A5A5A`` is a *nano* dump
-   (:mod:`convert.nano`), whatever the version asked for. Its header has ``version`` 3
+   (:mod:`convert.codecs.nano`), whatever the version asked for. Its header has ``version`` 3
    (:data:`NANO_VERSION`), ``header_length`` the TLV head length T, the graph data-type codes
    mapped to proto codes, the op name from the file name (field 1; nano heads carry none) and
    ``dump_time`` 0; the tensor policy below applies as to the other layouts.
@@ -44,18 +44,18 @@ Policy on odd tensors:
 * Tensors with an undecodable data type (``DT_STRING`` ...) are listed; :func:`read_tensor`
   raises for them.
 
-Size limits (bounded cost for crafted files, :mod:`convert.dumpwire`): more than
-:data:`~convert.dumpwire.MAX_TOP_LEVEL_FIELDS` top-level fields (v1 file or v2 header), more than
-:data:`~convert.dumpwire.MAX_TENSOR_FIELDS` fields in one v1 element, or a shape of more than
-:data:`~convert.dumpwire.MAX_RANK` dimensions is refused, at the offending field's byte.
+Size limits (bounded cost for crafted files, :mod:`convert.codecs.dumpwire`): more than
+:data:`~convert.codecs.dumpwire.MAX_TOP_LEVEL_FIELDS` top-level fields (v1 file or v2 header), more than
+:data:`~convert.codecs.dumpwire.MAX_TENSOR_FIELDS` fields in one v1 element, or a shape of more than
+:data:`~convert.codecs.dumpwire.MAX_RANK` dimensions is refused, at the offending field's byte.
 
 Lengths read from the file (policy: checked before anything is allocated or read, so that what a
 reader allocates is bounded by what the file holds *and* by a sane bound, whatever the length
 fields say -- a 64 GiB sparse file costs what a small one does):
 
 * the version-2 header length H must satisfy ``0 < H <= size - 8`` and
-  ``H <= MAX_HEADER_BYTES`` (:data:`~convert.dumpwire.MAX_HEADER_BYTES`, 64 MiB); a header of
-  more than :data:`WALK_IN_FILE_BYTES` is walked in the file (:class:`~convert.dumpwire.FileWindow`)
+  ``H <= MAX_HEADER_BYTES`` (:data:`~convert.codecs.dumpwire.MAX_HEADER_BYTES`, 64 MiB); a header of
+  more than :data:`WALK_IN_FILE_BYTES` is walked in the file (:class:`~convert.codecs.dumpwire.FileWindow`)
   before it is read, so a header of zeros or garbage is refused after a few bytes;
 * a version-1 file is walked in the file, never mapped or read whole; every field's length is
   checked against the end of its message, and the metadata copied (everything but the tensor
@@ -66,7 +66,7 @@ fields say -- a 64 GiB sparse file costs what a small one does):
 Every failure is a :class:`convert.errors.DumpFormatError` whose message is the diagnosis and
 whose ``offset`` is the byte where the problem is.
 
-Writing dump files is :mod:`convert.dumpwrite`.
+Writing dump files is :mod:`convert.codecs.dumpwrite`.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ from .dumpwire import (
     strip_data,
     walk_fields,
 )
-from .errors import DumpFormatError
+from ..errors import DumpFormatError
 from .exactread import pread_exact
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -443,7 +443,7 @@ def _read_v1(path: Path, f: BinaryIO, size: int) -> DumpHeader:
 
 
 def _nano_header(path: Path, f: BinaryIO, size: int) -> DumpHeader | None:
-    """The header of a nano dump (:mod:`convert.nano`), or None when the file is not one."""
+    """The header of a nano dump (:mod:`convert.codecs.nano`), or None when the file is not one."""
     if not nano.is_nano(os.pread(f.fileno(), NANO_MAGIC_OFFSET + 4, 0), size):
         return None
     dump = nano.read_nano_fd(path, f.fileno(), size)
@@ -490,7 +490,7 @@ def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
     """Read a dump file's metadata (not its tensor data); see the module doc for the layouts.
 
     ``version`` forces a layout (1 pure protobuf, 2 binary); ``None`` detects it per file. A nano
-    dump is read as such whatever ``version`` says (:mod:`convert.nano`).
+    dump is read as such whatever ``version`` says (:mod:`convert.codecs.nano`).
     Raises :class:`DumpFormatError` with the diagnosis for every malformed file.
     """
     if version not in (None, 1, 2):
@@ -567,7 +567,7 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
 
     Only the bytes the shape needs are read, at ``info.offset``. bf16 comes back as
     ``ml_dtypes.bfloat16``, UINT1 as uint8 0/1 values, the narrow and complex32 types as
-    :func:`convert.dtypes.decode` gives them (a narrow tensor whose dump size is exactly one byte
+    :func:`convert.codecs.dtypes.decode` gives them (a narrow tensor whose dump size is exactly one byte
     an element is read unpacked, else packed).
 
     Checks, all made from the metadata *before* anything is allocated or read, each raising

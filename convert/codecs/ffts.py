@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DumpFormatError
+from ..errors import DumpFormatError
 
 #: The ``DumpData.attr`` keys of the slice-attribute JSON.
 THREAD_MODE, SLICE_COUNT, CUT_LIST = "threadMode", "slice_instance_num", "outputCutList"

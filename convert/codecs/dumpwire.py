@@ -2,7 +2,7 @@
 ``data`` value, lies in the file -- without the protobuf runtime, so that a crafted file costs a
 bounded walk before anything is decoded.
 
-:mod:`convert.dumpfile` uses it in two ways:
+:mod:`convert.codecs.dumpfile` uses it in two ways:
 
 - a version-2 header: :func:`walk_fields` lists its top-level fields (file offsets, for the
   diagnosis of a header that does not decode, and the :data:`MAX_TOP_LEVEL_FIELDS` limit);
@@ -31,7 +31,7 @@ from typing import Union
 
 Buffer = Union[bytes, bytearray, memoryview, mmap.mmap, "FileWindow"]
 
-#: ``DumpData`` fields holding repeated elements with a ``data`` value (:mod:`convert.dump_proto`).
+#: ``DumpData`` fields holding repeated elements with a ``data`` value (:mod:`convert.codecs.dump_proto`).
 DUMP_OUTPUT, DUMP_INPUT, DUMP_BUFFER, DUMP_SPACE = 3, 4, 5, 8
 #: The ``data`` field number of each such element (OpOutput 5, OpInput 4, OpBuffer / Workspace 2).
 DATA_FIELD = {DUMP_OUTPUT: 5, DUMP_INPUT: 4, DUMP_BUFFER: 2, DUMP_SPACE: 2}

@@ -1,4 +1,4 @@
-"""Writing nano operator dumps (:mod:`convert.nano` describes the layout): :func:`write_nano`.
+"""Writing nano operator dumps (:mod:`convert.codecs.nano` describes the layout): :func:`write_nano`.
 
 Used by the tests (round trips, damaged files, end-to-end comparisons). The file is the uint64
 head length T, the TLV head (magic, version id, input section tag 4, output section tag 5, each
@@ -6,8 +6,8 @@ descriptor followed by its sub-TLVs: 0 shape, 1 original shape, 2 origin name fo
 the tensors' bytes in input then output order. Section and sub-TLV-list lengths are written as the
 byte counts of what follows them (readers do not use them).
 
-Encoding: the tensor bytes are what :func:`convert.dumpwrite.write_dump` stores for the same
-array (:func:`convert.dumpwrite.tensor_bytes`, with the proto code of the graph data type); the
+Encoding: the tensor bytes are what :func:`convert.codecs.dumpwrite.write_dump` stores for the same
+array (:func:`convert.codecs.dumpwrite.tensor_bytes`, with the proto code of the graph data type); the
 data type defaults to the graph code of the array's dtype. Every sub-TLV is written unless a spec
 leaves it out (:attr:`NanoTensorSpec.omit`), to write the files a reader must accept without them.
 """
@@ -45,7 +45,7 @@ SUB_TLVS = frozenset({"shape", "original_shape", "origin_name"})
 class NanoTensorSpec:
     """A tensor to write into a nano dump.
 
-    ``data_type`` is a *graph* code (:class:`convert.nano.NanoDataType`); None: the graph code of
+    ``data_type`` is a *graph* code (:class:`convert.codecs.nano.NanoDataType`); None: the graph code of
     ``array.dtype``. ``shape`` (default ``array.shape``) is recorded as given; ``original_shape``
     defaults to the shape; ``origin_name`` is written for outputs only. ``format`` is a name
     (``NC1HWC0``) or a code. ``original_data_type`` and ``original_format`` (outputs only) default
@@ -145,8 +145,8 @@ def write_nano(
     version_id: int = 0,
 ) -> Path:
     """Write a nano dump file; return its path. Reading it back with
-    :func:`convert.dumpfile.read_header` / :func:`~convert.dumpfile.read_tensor` (or
-    :func:`convert.nano.read_nano` for every field) gives the same arrays, shapes and names."""
+    :func:`convert.codecs.dumpfile.read_header` / :func:`~convert.codecs.dumpfile.read_tensor` (or
+    :func:`convert.codecs.nano.read_nano` for every field) gives the same arrays, shapes and names."""
     head, data = nano_head(inputs, outputs, version_id=version_id)
     path = Path(path)
     with open(path, "wb") as f:

@@ -1,5 +1,5 @@
-"""Reading an exact byte range of an open file, for the dump readers (:mod:`convert.dumpfile`,
-:mod:`convert.nano`).
+"""Reading an exact byte range of an open file, for the dump readers (:mod:`convert.codecs.dumpfile`,
+:mod:`convert.codecs.nano`).
 
 ``os.pread`` may return fewer bytes than asked (a file truncated while it is read, a signal): the
 range is read until it is complete or the file ends, and a file that ends sooner is a
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import DumpFormatError
+from ..errors import DumpFormatError
 
 
 def pread_exact(path: Path, fd: int, offset: int, count: int, *, label: str = "") -> bytes:

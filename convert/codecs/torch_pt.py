@@ -73,7 +73,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from .errors import DumpFormatError
+from ..errors import DumpFormatError
 from .fastread import map_bytes
 
 #: The largest ``data.pkl`` read (a single-tensor pickle is a few hundred bytes).

@@ -2,7 +2,7 @@
 
 A :class:`Policy` comes from ``--gate`` options (:meth:`Policy.from_gates`), from a TOML policy
 file (:func:`load_policy`, read with the standard library's :mod:`tomllib`), or both
-(:meth:`Policy.with_gates`). :func:`compare.gates.evaluate` checks rows against it. The file format,
+(:meth:`Policy.with_gates`). :func:`compare.verdict.gates.evaluate` checks rows against it. The file format,
 the built-in dtype bounds and how bounds combine are documented in ``docs/policy.md``; in short:
 
 - **Layers, per metric** (a later layer replaces the earlier ones' bounds *on that metric*):
@@ -35,9 +35,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeAlias
 
-from .kernels import ALIASES, METRIC_NAMES, METRICS, metric_key
-from .records import Bound, MetricRow, RowKind
-from .stats import STAT_METRIC_NAMES, STAT_METRIC_OF, TEXT_STATS
+from ..kernels import ALIASES, METRIC_NAMES, METRICS, metric_key
+from ..records import Bound, MetricRow, RowKind
+from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF, TEXT_STATS
 
 #: The waiver ``metrics`` entry that covers rows (or gated metrics) that were not computed.
 NOT_COMPARED = "not-compared"
@@ -149,7 +149,7 @@ _STATS_BOUNDS: dict[str | None, tuple[Bound, ...]] = {
 
 def metric_name(text: str) -> str | None:
     """The canonical metric a gate or policy key names: a tensor metric (name, alias or, in
-    :func:`compare.gates.parse_gate`, index; :data:`compare.kernels.ALIASES`) or a statistics
+    :func:`compare.verdict.gates.parse_gate`, index; :data:`compare.kernels.ALIASES`) or a statistics
     metric (``MaxRelDiff``, ``l2norm_rel_diff`` ...; case, ``_``, ``-`` and spaces ignored)."""
     key = metric_key(text)
     return ALIASES.get(key) or _STAT_KEYS.get(key)
@@ -274,7 +274,7 @@ class _Glob:
 
 class Globs:
     """Any of several globs (case-sensitive, ``*`` ``?`` ``[...]`` as :mod:`fnmatch`), matched by
-    :class:`_Glob` in time linear in the text (module docstring of :mod:`compare.policy`).
+    :class:`_Glob` in time linear in the text (module docstring of :mod:`compare.verdict.policy`).
 
     :meth:`match`: a whole string (OpType, a data type); :meth:`search`: the lines of
     :func:`names_text`, true when a glob matches one line in full."""

@@ -1,4 +1,4 @@
-"""The accuracy policy file (TOML, docs/policy.md): read into a :class:`compare.policy.Policy`, every
+"""The accuracy policy file (TOML, docs/policy.md): read into a :class:`compare.verdict.policy.Policy`, every
 error naming the file and the key; and the commented starter file ``vcompare policy --init`` writes."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from convert.entries import special_file_problem
 
-from .errors import OptionError
+from ..errors import OptionError
 from .policy import (
     BOUND_OPS,
     BOUND_RE,
@@ -34,7 +34,7 @@ from .policy import (
     NameRegexes,
     regex_problem,
 )
-from .records import Bound
+from ..records import Bound
 
 
 class _Reader:
@@ -170,7 +170,7 @@ def _toml_text(value: Any) -> str:
 
 def _metric_key(key: str) -> str | None:
     """The canonical metric a TOML key names (tensor metric name or alias, or statistics metric:
-    :func:`compare.policy.metric_name`)."""
+    :func:`compare.verdict.policy.metric_name`)."""
     return metric_name(key)
 
 

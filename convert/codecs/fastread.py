@@ -1,19 +1,19 @@
 """Zero-copy reads of large tensors: memory-map the bytes instead of reading them into a buffer.
 
-:func:`convert.dumpfile.read_tensor` reads a tensor's bytes into a fresh ``bytearray`` (a copy
+:func:`convert.codecs.dumpfile.read_tensor` reads a tensor's bytes into a fresh ``bytearray`` (a copy
 from the page cache, plus page faults on the new memory) and decodes them as a view. For a
 comparison that reads every byte once or twice, mapping the file is cheaper: the pages already in
 the page cache are mapped, not copied, and they are released (``munmap``) when the array is
 garbage collected.
 
 - :func:`map_bytes` maps ``count`` bytes of a file at ``offset`` as a read-only uint8 array.
-- :func:`read_tensor_mapped` is :func:`convert.dumpfile.read_tensor` through :func:`map_bytes`
+- :func:`read_tensor_mapped` is :func:`convert.codecs.dumpfile.read_tensor` through :func:`map_bytes`
   for the plain case -- a tensor of a plain dtype (float, integer, bool, complex) with a non-empty shape whose
   bytes are all in the file. It returns the same values (a read-only view: mapped, or below
   :data:`MIN_MAP_BYTES` read with one ``pread``). Anything else goes to ``read_tensor`` itself,
   which makes the checks and reports the errors. So this is never *less* strict than ``read_tensor``: its
   conditions are a subset of ``read_tensor``'s success conditions. Every dump layout -- version 1,
-  version 2 and nano (:mod:`convert.nano`) -- gives the same ``TensorInfo`` (proto data-type code,
+  version 2 and nano (:mod:`convert.codecs.nano`) -- gives the same ``TensorInfo`` (proto data-type code,
   absolute offset and size of the bytes), so they are all mapped alike.
 
 A file truncated by another process while it is mapped makes the next access to a vanished page
@@ -86,7 +86,7 @@ def read_bytes(path: str | os.PathLike[str], offset: int, count: int) -> np.ndar
 
 
 def read_tensor_mapped(header, info) -> np.ndarray:
-    """:func:`convert.dumpfile.read_tensor` with the data memory-mapped (see the module docstring)."""
+    """:func:`convert.codecs.dumpfile.read_tensor` with the data memory-mapped (see the module docstring)."""
     from . import dumpfile  # here: protobuf costs ~22 ms at start-up; the .npy codec needs only map_bytes
 
     code = int(info.data_type)

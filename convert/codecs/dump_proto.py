@@ -19,7 +19,7 @@ Schema (proto3, package ``toolkit.dumpdata``, file ``dump_data.proto``); field n
                 attr[7] repeated OpAttr, space[8] repeated Workspace
 
 Enums: ``OutputDataType`` (``DT_*``), ``OutputFormat`` (``FORMAT_*``), ``BufferType`` (``L1`` = 0)
-and ``Workspace.SpaceType`` (``LOG`` = 0). Their values come from :mod:`convert.dtypes`, the one
+and ``Workspace.SpaceType`` (``LOG`` = 0). Their values come from :mod:`convert.codecs.dtypes`, the one
 table of codes.
 
 Descriptor-pool policy: the file is added to a private :class:`DescriptorPool` owned by this

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .records import Label
+from ..records import Label
 
 
 class NodeRole(Label):

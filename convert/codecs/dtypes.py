@@ -31,7 +31,7 @@ DT_FLOAT4_E1M2        40     float32 (a 16-entry table)    ``float4_e1m2`` (4 bi
 DT_HIFLOAT4           41     float32 (a 16-entry table)    ``hifloat4`` (4 bits)
 ====================  =====  ============================  ========================================
 
-The 8/6/4/2-bit types are :mod:`convert.narrow` (bit packing, packed or one-a-byte storage told by
+The 8/6/4/2-bit types are :mod:`convert.codecs.narrow` (bit packing, packed or one-a-byte storage told by
 the byte count, the HiFloat8 / e1m2 tables); COMPLEX32 is a little-endian float16 pair (real,
 imaginary), widened exactly to complex64. Every other code (``DT_STRING``, ``DT_QINT8``,
 ``DT_DUAL``, ``DT_VARIANT``, codes not in the table ...) cannot be decoded: :func:`numpy_dtype`
@@ -62,7 +62,7 @@ class DataType(IntEnum):
     CANN 8.1's proto stops at 29 (UINT1) and has no 28; newer dump writers (the adump
     ``ProtoDataType`` table) add 26 VARIANT, 28 INT4, 30-32 INT2/UINT2/COMPLEX32 and 33-41 for the
     8/6/4-bit float types. These codes differ from the graph (``ge::DataType``) codes that nano
-    dumps carry; :mod:`convert.nano` maps those.
+    dumps carry; :mod:`convert.codecs.nano` maps those.
     """
 
     DT_UNDEFINED = 0
@@ -218,7 +218,7 @@ _STORAGE: dict[int, np.dtype] = {
     DataType.DT_RESOURCE: np.dtype("<i8"),
     DataType.DT_UINT1: np.dtype(np.uint8),
 }
-#: The types of 8 bits or fewer an element (:mod:`convert.narrow`), by code.
+#: The types of 8 bits or fewer an element (:mod:`convert.codecs.narrow`), by code.
 _NARROW: dict[int, NarrowType] = {
     DataType.DT_INT4: NarrowType("int4", 4, Values.ML_DTYPES, "int4"),
     DataType.DT_INT2: NarrowType("int2", 2, Values.ML_DTYPES, "int2"),
@@ -348,7 +348,7 @@ def _narrow_codes_by_dtype() -> dict[np.dtype, int]:
 
 
 def narrow_type(code: int) -> NarrowType | None:
-    """The :class:`~convert.narrow.NarrowType` of an 8/6/4/2-bit data-type code, else None."""
+    """The :class:`~convert.codecs.narrow.NarrowType` of an 8/6/4/2-bit data-type code, else None."""
     return _NARROW.get(int(code))
 
 
@@ -394,7 +394,7 @@ def stored_nbytes(code: int, count: int, available: int) -> int:
     """The bytes a tensor of ``count`` elements uses when the dump holds ``available`` bytes for it.
 
     :func:`nbytes_for` for every type but the narrow ones of fewer than 8 bits, whose storage the
-    byte count tells (:func:`convert.narrow.layout`): exactly ``count`` bytes, when that is not
+    byte count tells (:func:`convert.codecs.narrow.layout`): exactly ``count`` bytes, when that is not
     also the packed size, is one element a byte; anything else is packed (extra bytes are padding).
     """
     narrow = _NARROW.get(int(code))
@@ -442,7 +442,7 @@ def decode(buf: Buffer, code: int, shape: tuple[int, ...]) -> np.ndarray:
     * A 0 anywhere in ``shape`` gives an empty array of that shape.
     * UINT1: bits are packed most-significant first; the first ``count`` bits become a uint8
       array of 0/1 values.
-    * The narrow types (:mod:`convert.narrow`): packed little end first, or one element a byte when
+    * The narrow types (:mod:`convert.codecs.narrow`): packed little end first, or one element a byte when
       the buffer holds exactly ``count`` bytes (and that is not the packed size); decoded to their
       ml_dtypes type (a view for the 1-byte fp8 types) or, for HiFloat8 / float4_e1m2 / HiFloat4,
       to float32 through the format's value table.

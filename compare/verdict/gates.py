@@ -1,10 +1,10 @@
-"""Accuracy gates: check a run's rows against a :class:`~compare.policy.Policy` -> :class:`Verdict`.
+"""Accuracy gates: check a run's rows against a :class:`~compare.verdict.policy.Policy` -> :class:`Verdict`.
 
 A ``--gate`` is ``METRIC OP NUMBER`` (:func:`parse_gate`), ``OP`` one of ``>= <= > < ==``, the
 metric any name, alias or index of :data:`compare.kernels.METRICS` except StandardDeviation (not a
 single number), or a statistics metric (:data:`compare.stats.STAT_METRIC_NAMES`: ``MaxRelDiff``,
 ``L2NormDiff`` ..., ``ChecksumDiff==same``) for statistics rows. A policy file adds defaults,
-rules and waivers (:mod:`compare.policy`).
+rules and waivers (:mod:`compare.verdict.policy`).
 
 :func:`evaluate`, row by row (docs/policy.md):
 
@@ -50,11 +50,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .errors import OptionError
-from .kernels import BOOL_CAPABLE, resolve_algorithms
+from ..errors import OptionError
+from ..kernels import BOOL_CAPABLE, resolve_algorithms
 from .policy import CHECKSUM_METRICS, BoundResolver, Policy, Waiver, metric_name
-from .records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind, Verdict
-from .stats import STAT_METRIC_NAMES, STAT_METRIC_OF
+from ..records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind, Verdict
+from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,

@@ -1,6 +1,6 @@
 """Writing Ascend operator dump files: :func:`write_dump` and the :class:`TensorSpec` it takes.
 
-Both layouts of :mod:`convert.dumpfile` are written -- version 2 (the binary "big dump": an 8-byte
+Both layouts of :mod:`convert.codecs.dumpfile` are written -- version 2 (the binary "big dump": an 8-byte
 header length, the serialized ``DumpData`` without ``data`` values, then the tensors' bytes in
 input, output, buffer order) and version 1 (one serialized ``DumpData`` holding the bytes in its
 ``data`` fields). Used by ``vconvert data`` (``.npy`` -> dump) and by the synthetic test dumps;
@@ -8,7 +8,7 @@ reading a written file back gives the same bytes, dtypes and shapes.
 
 Encoding: each tensor's array is stored in the dtype of its data-type code (the array's own code
 unless one is given); UINT1 is packed MSB first; the narrow 8/6/4/2-bit types are packed little end
-first (or one element a byte, on request) as :mod:`convert.narrow` describes; COMPLEX32 is written as
+first (or one element a byte, on request) as :mod:`convert.codecs.narrow` describes; COMPLEX32 is written as
 float16 (real, imaginary) pairs; an undecodable code (``DT_STRING`` ...) gets the
 array's raw bytes. The recorded shape is the given one, even when it disagrees with the array.
 """
@@ -142,8 +142,8 @@ def write_dump(
 
     ``inputs`` / ``outputs`` are :class:`TensorSpec` or plain arrays; ``buffers`` raw L1
     buffer contents; ``attrs`` the ``(name, value)`` pairs of ``DumpData.attr`` (an FFTS+ slice
-    file's first attr holds its slice-attribute JSON, :mod:`convert.ffts`). The DumpData ``version`` string is ``"2.0"`` / ``"1.0"``. Reading the file
-    back with :func:`convert.dumpfile.read_header` / :func:`~convert.dumpfile.read_tensor` gives
+    file's first attr holds its slice-attribute JSON, :mod:`convert.codecs.ffts`). The DumpData ``version`` string is ``"2.0"`` / ``"1.0"``. Reading the file
+    back with :func:`convert.codecs.dumpfile.read_header` / :func:`~convert.codecs.dumpfile.read_tensor` gives
     the same bytes, dtypes and shapes.
     """
     if version not in (1, 2):
@@ -179,7 +179,7 @@ def write_dump(
 
 def tensor_bytes(array: np.ndarray, code: int, shape: tuple[int, ...]) -> bytes:
     """The bytes :func:`write_dump` stores for ``array`` as proto data type ``code`` recorded with
-    ``shape`` (the encoding policy of the module docstring; :mod:`convert.nano_write` uses it)."""
+    ``shape`` (the encoding policy of the module docstring; :mod:`convert.codecs.nano_write` uses it)."""
     return _payload(np.asarray(array), int(code), tuple(int(d) for d in shape))
 
 

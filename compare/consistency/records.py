@@ -22,7 +22,7 @@ from pathlib import Path
 
 from convert.exits import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_OK
 
-from .records import Label
+from ..records import Label
 
 
 class ReplicaStatus(Label):

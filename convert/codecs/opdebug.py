@@ -3,7 +3,7 @@ a writer of such files (for tests and synthetic dumps).
 
 What an Opdebug file is. When overflow detection fires, the device dumps one extra file named
 ``Opdebug.Node_OpDebug.{task_id}[.{stream_id}].{timestamp}[.{task_type}.{context_id}.{thread_id}.{x}]``
-in the dump folder. It is an ordinary operator dump (:mod:`convert.dumpfile`, version 2 or 1);
+in the dump folder. It is an ordinary operator dump (:mod:`convert.codecs.dumpfile`, version 2 or 1);
 each of its *output* tensors holds one debug struct as raw bytes, in one of two layouts. The
 ``task_id`` / ``stream_id`` in the file name are those of the debug task itself; the ids of the
 operator that overflowed are *inside* the struct, and that is what links it to an op dump.
@@ -79,9 +79,9 @@ import numpy as np
 
 from .dumpfile import DumpHeader, read_header
 from .dumpwrite import TensorSpec, write_dump
-from .errors import DumpFormatError
-from .jsonsafe import load_json
-from .names.ascend import OfflineName, parse_offline_name
+from ..errors import DumpFormatError
+from ..jsonsafe import load_json
+from ..names.ascend import OfflineName, parse_offline_name
 
 #: The new layout's first uint32.
 MAGIC = 0x5A5A5A5A

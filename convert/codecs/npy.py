@@ -4,7 +4,7 @@
   read directly and remembered by its bytes; anything else goes to numpy's own parser) and
   :func:`check_npy_header` refuses what cannot be compared (Python objects, structured and
   non-numeric data types, a negative dimension).
-- :func:`load_npy` maps the data read-only (:func:`convert.fastread.map_bytes`) after checking,
+- :func:`load_npy` maps the data read-only (:func:`convert.codecs.fastread.map_bytes`) after checking,
   with Python integers, that the file holds everything the header promises.
 - :func:`logical_dtype_name`: the data type a user would name (bfloat16 for the bare 2-byte void
   ``np.save`` records for an ``ml_dtypes.bfloat16`` array).
@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .errors import DumpFormatError
+from ..errors import DumpFormatError
 from .fastread import map_bytes
 
 
