@@ -1,5 +1,5 @@
-"""The static HTML report (compare/reports/html.py): self-contained, escaped, deterministic, bounded
-in size; rows and a localisation built by hand."""
+"""The static HTML report (compare/reports/html.py and its html_* modules): self-contained,
+escaped, deterministic, bounded in size; rows and a localisation built by hand."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from compare.errors import OptionError
 from compare.diverge.records import (GraphSource, InputEdge, Localisation, OpGraph, OpNode, OpVerdict, SourceLine,
                              TensorCheck, Verdict)
 from compare.records import MetricRow, PairStatus
-from compare.reports import html as html_report
+from compare.reports import html_tables
 from compare.reports.html import ElementErrors, HtmlReport, render_html, write_html
 
 HOSTILE = ("<script>alert(1)</script>", 'a&b"c', "x\r=1+1")
@@ -247,8 +247,8 @@ def test_ten_thousand_operators_stay_small(tmp_path: Path) -> None:
 
 
 def test_long_tables_keep_a_window_from_the_first_divergence(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(html_report, "OP_TABLE_LIMIT", 20)
-    monkeypatch.setattr(html_report, "TENSOR_TABLE_LIMIT", 20)
+    monkeypatch.setattr(html_tables, "OP_TABLE_LIMIT", 20)
+    monkeypatch.setattr(html_tables, "TENSOR_TABLE_LIMIT", 20)
     names = [f"op{i}" for i in range(60)]
     rows, localisation = _network(names)
     localisation = dataclasses.replace(localisation, first_divergence=localisation.verdicts[25])
