@@ -7,31 +7,31 @@ lines of JavaScript (table sorting, nothing else) are inline. It shows, top to b
 - a summary (:mod:`.html_summary`): rows per status, operators per verdict, the first divergence
   (its worst output, the bounds it broke, its inputs' metrics, the source line that wrote it) and
   the first NaN/Inf tensor;
-- a trend plot (:mod:`.html_trend`, drawn by :mod:`.html_figures`): worst CosineSimilarity and RelativeEuclideanDistance (log) of each operator along
-  graph order, the first divergence marked, ``origin`` and ``input-differs`` operators highlighted;
-  for a statistics comparison (statistics rows, ``MetricRow.kind``)
-  the statistics error of each call's worst output instead (the localisation's error: the largest
-  of MaxRelDiff, MinRelDiff, L2NormRelDiff), and the first divergence's tensors with their
-  relative statistics differences;
+- a trend plot (:mod:`.html_trend`, drawn by :mod:`.html_figures`): worst CosineSimilarity and
+  RelativeEuclideanDistance (log) of each operator along graph order, the first divergence
+  marked, ``origin`` and ``input-differs`` operators highlighted; for a statistics comparison
+  (statistics rows, ``MetricRow.kind``) the statistics error of each call's worst output instead
+  (the localisation's error: the largest of MaxRelDiff, MinRelDiff, L2NormRelDiff), and the first
+  divergence's tensors with their relative statistics differences;
 - a sortable table with one row per operator (:mod:`.html_operators` groups the rows) and a
   collapsible table with one row per tensor (:mod:`.html_tables`);
 - for each tensor whose element errors the caller sampled: a histogram of the absolute errors and
   a density of the error against the golden magnitude.
 
 Every number printed here is one the engine or the localisation computed (nothing is computed);
-every string from the data is HTML-escaped, control characters shown as escapes (``\\r``;
-:mod:`.html_text`).
+every string from the data is HTML-escaped, control characters shown as escapes (``\\r``).
 The same :class:`HtmlReport` always gives the same bytes but for its ``created`` text.
 
 Size: a 10,000-operator run (one row each, 88-character op names) makes a 4.6 MB page; the trend
 plot thins long runs to each bucket's lowest and highest value (~130 KB of SVG for 10,000
 operators). Longer tables keep a window starting just before the first divergence
-(:data:`.html_tables.OP_TABLE_LIMIT` operators; the tensor table what :data:`PAGE_BUDGET` leaves, at least
-:data:`TENSOR_TABLE_MIN` characters), and say so; the CSV / JSON results hold every row. Each
-tensor of ``element_errors`` adds ~130 KB (100,000 elements).
+(:data:`.html_tables.OP_TABLE_LIMIT` operators; the tensor table what :data:`PAGE_BUDGET` leaves,
+at least :data:`TENSOR_TABLE_MIN` characters), and say so; the CSV / JSON results hold every row.
+Each tensor of ``element_errors`` adds ~130 KB (100,000 elements).
 
 Numbers print as: CosineSimilarity with 9 significant digits (``0.999998231``), other metrics with
-4 (``1.235e-05``); ``nan`` / ``inf`` for computed non-finite values; ``—`` for not computed.
+4 (``1.235e-05``); ``nan`` / ``inf`` for computed non-finite values; ``—`` for not computed
+(:mod:`.html_text`, which escapes the strings too).
 """
 
 from __future__ import annotations
@@ -234,8 +234,8 @@ def render_html(data: HtmlReport) -> str:
     require_matplotlib()
     localisation = data.localisation
     lines = op_lines(data.rows, localisation)
-    before = "".join((header(data), summary(data.rows, localisation), trend_section(lines, localisation, is_statistics(data.rows)),
-                      op_table(lines, localisation)))
+    before = "".join((header(data), summary(data.rows, localisation),
+                      trend_section(lines, localisation, is_statistics(data.rows)), op_table(lines, localisation)))
     after = element_section(data.element_errors)
     budget = max(TENSOR_TABLE_MIN, PAGE_BUDGET - len(before) - len(after))
     body = before + tensor_table(data.rows, localisation, budget) + after

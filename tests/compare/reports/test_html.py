@@ -18,7 +18,7 @@ pytest.importorskip("matplotlib", reason="matplotlib is part of the test extra: 
 from compare.errors import OptionError
 from compare.diverge.records import (GraphSource, InputEdge, Localisation, OpGraph, OpNode, OpVerdict, SourceLine,
                              TensorCheck, Verdict)
-from compare.records import MetricRow, PairStatus
+from compare.records import MetricRow
 from compare.reports import html_tables
 from compare.reports.html import ElementErrors, HtmlReport, render_html, write_html
 

@@ -27,7 +27,9 @@ from compare.reports.junit import render_junit, write_junit, xml_text
 from compare.reports.network import Layout, TableFormat, render_csv, render_txt, resolve_output, write_report
 from compare.reports.result_json import (SCHEMA_VERSION, decode_float, dumps, encode_float, result_document,
                                          write_json)
-from compare.reports.saved import SavedKind, load_result, split_reasons
+from compare.reports.saved import load_result
+from compare.reports.saved_csv import split_reasons
+from compare.reports.saved_result import SavedKind
 from conftest import ROOT, TESTS
 
 DEMO = ROOT / "fixtures" / "demo"
