@@ -62,6 +62,18 @@ class _CsvPlan:
     statistics: bool = False
 
 
+def _side_columns(header: list[str], start: int, stop: int) -> tuple[int, int | None]:
+    """The DataType and Address columns of one side of an msaccucmp header (the columns from
+    ``start`` up to ``stop``: after the side's op column); -1 and None where there is none."""
+    dtype, address = -1, None
+    for i in range(start, stop):
+        if header[i] == "DataType":
+            dtype = i
+        elif header[i] == "Address":
+            address = i
+    return dtype, address
+
+
 def _csv_plan(path: Path, header: list[str]) -> _CsvPlan:
     """Where each field is; :class:`DumpFormatError` (line 1) when the header is not ours."""
     msaccucmp = "NPUDump" in header
@@ -76,19 +88,10 @@ def _csv_plan(path: Path, header: list[str]) -> _CsvPlan:
     if "LeftSource" in header and "RightSource" in header:  # the statistics table (compare.reports.stats)
         return _stats_plan(path, header, end)
     pos = {name: header.index(name) for name in needed}
-    left_dtype = right_dtype = -1
     left_address = right_address = None
     if msaccucmp:
-        for i in range(pos[left_name] + 1, pos[right_name]):
-            if header[i] == "DataType":
-                left_dtype = i
-            elif header[i] == "Address":
-                left_address = i
-        for i in range(pos[right_name] + 1, pos["TensorIndex"]):
-            if header[i] == "DataType":
-                right_dtype = i
-            elif header[i] == "Address":
-                right_address = i
+        left_dtype, left_address = _side_columns(header, pos[left_name] + 1, pos[right_name])
+        right_dtype, right_address = _side_columns(header, pos[right_name] + 1, pos["TensorIndex"])
     else:
         left_dtype = header.index("LeftDataType") if "LeftDataType" in header else -1
         right_dtype = header.index("RightDataType") if "RightDataType" in header else -1
