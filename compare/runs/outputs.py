@@ -19,7 +19,7 @@ Adding an output format (e.g. ``.xlsx``):
 2. here: an :class:`OutputKind` member and one :data:`WRITERS` line, a function of the
    :data:`Writer` signature calling it (and, for a table ``-o`` writes, its suffix in
    :data:`compare.reports.network.OUTPUT_SUFFIXES`);
-3. its tests (``tests/compare/reports/``; ``tests/compare/runs/test_outputs.py`` checks that
+3. its tests (``tests/compare/reports/``; ``tests/compare/reports/test_writer_table.py`` checks that
    every kind has a writer).
 """
 
