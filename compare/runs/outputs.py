@@ -12,15 +12,19 @@ Every writer has one signature, :data:`Writer`: ``(result, target, options) -> P
 written). ``-o`` (csv, txt, parquet), ``--json``, ``--junit`` and ``--html`` of a network run
 and the ``--json`` / ``--junit`` of ``vcompare gate`` all go through the table.
 
-Adding an output format (e.g. ``.xlsx``):
+Adding an output format (e.g. ``.xlsx``) touches two files, three when ``-o`` writes it:
 
 1. its writer module, ``compare/reports/<format>.py``: records in, file out (atomically, through
    :mod:`compare.reports.files`), :class:`~compare.errors.OutputError` when it cannot be written;
-2. here: an :class:`OutputKind` member and one :data:`WRITERS` line, a function of the
-   :data:`Writer` signature calling it (and, for a table ``-o`` writes, its suffix in
-   :data:`compare.reports.network.OUTPUT_SUFFIXES`);
-3. its tests (``tests/compare/reports/``; ``tests/compare/reports/test_writer_table.py`` checks that
-   every kind has a writer).
+2. here: an :class:`OutputKind` member and its one :data:`WRITERS` line, a function of the
+   :data:`Writer` signature calling the writer module;
+3. for a form of the ``-o`` table: its :class:`~compare.reports.network.TableFormat` member (one
+   line, same value as its :class:`OutputKind`): ``-o`` then accepts its extension and names it
+   when refusing another (:data:`~compare.reports.network.OUTPUT_SUFFIXES`); a new flag
+   (``--json``-like) is instead a :meth:`OutputPlan.plan` argument and a command-line option.
+
+Its tests go to ``tests/compare/reports/``; ``test_writer_table.py`` there checks that every
+kind has a writer of the one signature.
 """
 
 from __future__ import annotations
@@ -61,8 +65,8 @@ class OutputKind(Enum):
 
     @property
     def is_table(self) -> bool:
-        """Whether ``-o`` writes it (the result table)."""
-        return self in (OutputKind.CSV, OutputKind.TXT, OutputKind.PARQUET)
+        """Whether ``-o`` writes it (a form of the result table: a :class:`TableFormat` value)."""
+        return any(self.value == table_format.value for table_format in TableFormat)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from compare.cli import app, gate_app
 from compare.errors import OptionError, OutputError
 from compare.reports.cells import FloatFormat, parse_float_format
 from compare.reports.divergence import verdict_map
-from compare.reports.network import Layout, render_csv, render_txt
+from compare.reports.network import Layout, TableFormat, render_csv, render_txt
 from compare.runs import outputs
 from compare.runs.outputs import WRITERS, OutputKind, OutputPlan, Target, WriteOptions, Written
 from conftest import ROOT
@@ -40,6 +40,7 @@ def test_every_kind_has_one_writer_of_one_signature() -> None:
         hints = get_type_hints(writer, {**vars(outputs), "ComparisonResult": ComparisonResult})
         assert hints["result"] is ComparisonResult and hints["target"] is Target and hints["options"] is WriteOptions and hints["return"] is Path, kind
     assert {k for k in OutputKind if k.is_table} == {OutputKind.CSV, OutputKind.TXT, OutputKind.PARQUET}
+    assert {k.value for k in OutputKind if k.is_table} == {f.value for f in TableFormat}  # every -o form has a writer
 
 
 def test_the_plan_lists_its_targets_in_option_order(tmp_path: Path) -> None:
