@@ -21,6 +21,10 @@ Policy:
   its creation until it is renamed or removed, so that the cleaning of a later run
   (:mod:`compare.reports.staging`) can tell the temporary of a live run, which it keeps, from the
   leftover of a killed one, which it removes.
+
+Before a run, :func:`preflight` refuses an output that could not be written (the output plan of
+:mod:`compare.runs.outputs` calls it for every target); :func:`tool_version` is the version every
+written result records.
 """
 
 from __future__ import annotations
