@@ -135,3 +135,13 @@ def test_network_and_gate_outputs_go_through_the_table(demo: ComparisonResult, t
     assert gate.exit_code == 0, gate.output
     assert seen == [(OutputKind.JSON, "g.json"), (OutputKind.JUNIT, "g.xml")]
     assert f"json: {tmp_path / 'g.json'}" in gate.stdout
+
+
+def test_a_statistics_run_names_its_table_from_o_as_given(tmp_path: Path) -> None:
+    stats = ROOT / "fixtures" / "mindspore" / "stats"
+    result = compare_network(stats, stats)
+    assert result.network is not None and result.network.stats is not None
+    outcome = OutputPlan.plan(str(tmp_path / "r.txt")).write(result, WriteOptions(verdicts=True))
+    assert outcome.written == (Written("result", tmp_path / "r_stats.csv"),) and outcome.failed == ()
+    assert (tmp_path / "r_stats.csv").read_text().splitlines()[0].endswith(",Verdict")
+    assert not (tmp_path / "r.txt").exists()
