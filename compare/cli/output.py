@@ -1,5 +1,6 @@
-"""What the command line prints and writes: messages, the terminal summary, the progress bar,
-the output files of a network comparison (planned before it runs, written after)."""
+"""What the command line prints: messages, the terminal summary, the progress bar, what was
+written (:func:`finish`). The output files are planned, checked and written by the library
+(:mod:`compare.runs.outputs`); :class:`Outputs` is the runners' handle on that plan."""
 
 from __future__ import annotations
 
@@ -13,28 +14,26 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from convert.atomic import TargetKind, output_target
 from convert.entries import special_file_problem
 from convert.exits import EXIT_CANNOT_RUN
 from convert.signals import check_interrupted
 
 from ..errors import CompareError, OutputError
-from ..heap import paused_gc
 from ..kernels import METRICS
 from ..verdict.policy import gated_metrics
 from ..records import PairStatus
-from ..reports.divergence import verdict_map
-from ..reports.junit import write_junit
-from ..reports.network import TableFormat, resolve_output, write_report
-from ..reports.overflow import OverflowColumn, add_overflow_to_document
-from ..reports.result_json import write_json
-from ..reports.stats import write_stats_report
-from ..runs.html import check_html, sample_errors
+from ..reports.cells import DEFAULT_FLOAT_FORMAT
+from ..reports.files import preflight
+from ..reports.network import Layout, TableFormat
+from ..runs.outputs import OutputKind, OutputPlan, Target, WriteOptions, Written
 from .echo import err
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import ComparisonResult
     from ..records import CheckFailure, MetricRow, Verdict
+    from ..reports.cells import FloatFormat
+    from ..reports.overflow import OverflowColumn
+
 
 #: Failures and worst operators listed in the terminal summary.
 SUMMARY_FAILURES = 5
@@ -177,18 +176,16 @@ def stderr_is_terminal() -> bool:
         return False
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outputs:
-    """Where a network comparison writes: the ``-o`` table, ``--json``, ``--junit``.
-
-    :meth:`plan` checks them all before the comparison runs (an ``-o`` extension vcompare does not
-    write, a folder in the way, a parent that is a file or not writable: exit 2 at once, nothing
-    computed in vain); :meth:`write` writes each one and collects the failures instead of
-    stopping at the first, so one unwritable file never loses the others.
-    """
+    """The command line's outputs of a network run or a saved result: the ``-o`` table,
+    ``--json``, ``--junit``, ``--html``, planned, checked and written by the library's
+    :class:`compare.runs.outputs.OutputPlan` (each through its writer of
+    :data:`compare.runs.outputs.WRITERS`). The runners of :mod:`compare.cli.modes` call these
+    names; the plan does the work."""
 
     table: Path | None
-    table_format: object
+    table_format: TableFormat | None
     output: Optional[str]
     json: Path | None
     junit: Path | None
@@ -199,100 +196,33 @@ class Outputs:
     @classmethod
     def plan(cls, output: Optional[str], csv_flag: bool, json_out: Optional[Path], junit_out: Optional[Path],
              html_out: Optional[Path] = None, *, verdicts: bool = False) -> "Outputs":
-        table, table_format = resolve_output(output, csv_flag=csv_flag)
-        for path in (table, json_out, junit_out, html_out):
-            if path is not None:
-                preflight(Path(path))
-        if html_out is not None:
-            check_html()
-        return cls(table, table_format, output, json_out, junit_out, html_out, verdicts)
+        """The outputs checked before the run (:meth:`compare.runs.outputs.OutputPlan.plan`: exit 2 at once)."""
+        table = OutputPlan.plan(output, csv_flag=csv_flag, json=json_out, junit=junit_out, html=html_out).table
+        assert table is not None  # a network run always writes its table
+        return cls(table.path, TableFormat(table.kind.value), output, json_out, junit_out, html_out, verdicts)
+
+    def library_plan(self) -> OutputPlan:
+        """The same outputs as the library's plan (already checked by :meth:`plan`)."""
+        table = ([Target(OutputKind(self.table_format.value), self.table, self.output)]
+                 if self.table is not None and self.table_format is not None else [])
+        others = [Target(kind, Path(path)) for kind, path in
+                  ((OutputKind.JSON, self.json), (OutputKind.JUNIT, self.junit), (OutputKind.HTML, self.html))
+                  if path is not None]
+        return OutputPlan(tuple(table + others))
 
     def folders(self) -> list[Path]:
         """The folders the outputs go to (each once, in option order)."""
-        paths = [p for p in (self.table, self.json, self.junit, self.html) if p is not None]
-        return list(dict.fromkeys(Path(p).parent for p in paths))
+        return self.library_plan().folders()
 
-    def write(self, result: "ComparisonResult", *, layout: object, float_format: object,
-              overflow: "OverflowColumn | None" = None) -> tuple[list[tuple[str, Path]], list[OutputError]]:
-        """Write every output: ``([(label, path) written], [failures])``; ``overflow``: the
-        OverFlow column of the table and the rows of the JSON result (``--overflow``)."""
-        written: list[tuple[str, Path]] = []
-        failed: list[OutputError] = []
-        network = result.network
-        jobs: list[tuple[str, object]] = []
-        if network is not None and network.stats is not None and self.table_format is not TableFormat.PARQUET:
-            stats_verdicts = verdict_map(result.localisation) if self.verdicts else None
-            jobs.append(("result", lambda: write_stats_report(network.stats, self.output, stats_verdicts)))
-        elif network is not None:
-            left_npy, right_npy = network.has_npy
-            verdicts = verdict_map(result.localisation) if self.verdicts else None
-            jobs.append(("result", lambda: write_report(
-                result.rows, self.table, result.metrics, table_format=self.table_format, layout=layout,
-                left_address=not left_npy, right_address=not right_npy, float_format=float_format,
-                verdicts=verdicts, overflow=overflow, op_sequence=result.options.get("ops") is not None)))
-        if self.json is not None:
-            if overflow is None:
-                jobs.append(("json", lambda: result.write_json(self.json)))
-            else:
-                jobs.append(("json", lambda: write_json(add_overflow_to_document(result.to_json(), overflow, result.rows),
-                                                        self.json)))
-        if self.junit is not None:
-            jobs.append(("junit", lambda: write_junit(result.to_junit(), self.junit)))
-        if self.html is not None and network is not None:
-            jobs.append(("html", lambda: write_html_report(result, self.html)))
-        with paused_gc():  # writing makes only short-lived, acyclic garbage: collections would walk every row
-            for label, job in jobs:
-                try:
-                    written.append((label, job()))  # type: ignore[operator]
-                except OutputError as exc:
-                    failed.append(exc)
-        return written, failed
-
-
-def write_html_report(result: "ComparisonResult", path: Path) -> Path:
-    """``--html``: the self-contained report of a live run (the worst tensors' element errors
-    read again and sampled, :func:`compare.runs.html.sample_errors`)."""
-    from ..api import tool_version  # here: the API module loads the readers; output.py is imported before them
-    from ..reports.html import ElementErrors, HtmlReport, write_html  # here: matplotlib loads only for --html
-
-    network = result.network
-    assert network is not None
-    sampled, notes = sample_errors(network, result.localisation)
-    errors = [ElementErrors(tensor_id=s.tensor_id, op=s.op, abs_error=s.abs_error, golden=s.golden,
-                            left_dtype=s.left_dtype, right_dtype=s.right_dtype, elements=s.count) for s in sampled]
-    options = {k: str(v) for k, v in result.options.items() if v not in (None, [], (), False)}
-    if notes:
-        options["element errors"] = "; ".join(notes)
-    report = HtmlReport(rows=result.rows, localisation=result.localisation, element_errors=errors,
-                        inputs={k: str(v) for k, v in result.inputs.items() if v is not None}, options=options,
-                        title=f"vcompare: {result.inputs.get('left')} vs {result.inputs.get('right')}",
-                        tool_version=tool_version(), created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    write_html(path, report)
-    return path
-
-
-def preflight(path: Path) -> None:
-    """Refuse, before any work, an output that cannot be written: a folder in its place, a block
-    device, a socket or a link loop (:func:`convert.atomic.output_target`), or a nearest existing
-    ancestor that is not a folder or not writable (:class:`OutputError`). A character device or a
-    FIFO (``--json /dev/stdout``) is written through, so its folder need not be writable; a
-    symbolic link is checked at the file it points to. Creates nothing; the write itself still
-    reports any later failure (disk full, a FIFO without a reader ...)."""
-    if path.is_dir():
-        raise OutputError(path, "is a directory (give a file name)")
-    target = output_target(path)
-    if target.kind is TargetKind.STREAM:
-        return
-    path = target.path
-    parent = path.parent
-    while not parent.exists():
-        if parent == parent.parent:
-            break
-        parent = parent.parent
-    if parent.exists() and not parent.is_dir():
-        raise OutputError(path, f"{parent} is a file, not a folder")
-    if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(path, f"permission denied: folder {parent} is not writable")
+    def write(self, result: "ComparisonResult", *, layout: "Layout | None", float_format: "FloatFormat | None",
+              overflow: "OverflowColumn | None" = None) -> tuple[list[Written], list[OutputError]]:
+        """Write every output: ``([(label, path) written], [failures])``; ``layout`` and
+        ``float_format`` None (a saved result, no table): the defaults."""
+        options = WriteOptions(layout=layout if layout is not None else Layout.VCOMPARE,
+                               float_format=float_format if float_format is not None else DEFAULT_FLOAT_FORMAT,
+                               verdicts=self.verdicts, overflow=overflow)
+        outcome = self.library_plan().write(result, options)
+        return list(outcome.written), list(outcome.failed)
 
 
 def finish(result: "ComparisonResult", written: Sequence[tuple[str, Path]], failed: Sequence[OutputError],
@@ -325,3 +255,7 @@ def check_readable(path: Path, flag: str) -> None:
         raise CompareError(f"{flag} {path}: {special}")
     if not os.access(path, os.R_OK):
         raise CompareError(f"{flag} {path}: permission denied")
+
+
+__all__ = ["Outputs", "ProgressBar", "check_readable", "count_line", "failure_text", "finish", "outcome_line",
+           "preflight", "summary_lines", "worst_lines"]

@@ -21,6 +21,10 @@ Policy:
   its creation until it is renamed or removed, so that the cleaning of a later run
   (:mod:`compare.reports.staging`) can tell the temporary of a live run, which it keeps, from the
   leftover of a killed one, which it removes.
+
+Before a run, :func:`preflight` refuses an output that could not be written (the output plan of
+:mod:`compare.runs.outputs` calls it for every target); :func:`tool_version` is the version every
+written result records.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import BinaryIO
 from convert.atomic import TargetKind, output_target, write_through
 from convert.signals import check_interrupted, note_written
 
+from .. import __version__
 from ..errors import OutputError
 
 _UMASK_LOCK = threading.Lock()
@@ -188,3 +193,39 @@ def stamped_in_folder(output: "str | os.PathLike[str] | None", prefix: str, *,
     if path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == "":
         return path / f"{prefix}_{file_stamp(now)}.csv"
     return None
+
+
+def preflight(path: Path) -> None:
+    """Refuse, before any work, an output that cannot be written: a folder in its place, a block
+    device, a socket or a link loop (:func:`convert.atomic.output_target`), or a nearest existing
+    ancestor that is not a folder or not writable (:class:`OutputError`). A character device or a
+    FIFO (``--json /dev/stdout``) is written through, so its folder need not be writable; a
+    symbolic link is checked at the file it points to. Creates nothing; the write itself still
+    reports any later failure (disk full, a FIFO without a reader ...)."""
+    if path.is_dir():
+        raise OutputError(path, "is a directory (give a file name)")
+    target = output_target(path)
+    if target.kind is TargetKind.STREAM:
+        return
+    path = target.path
+    parent = path.parent
+    while not parent.exists():
+        if parent == parent.parent:
+            break
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputError(path, f"{parent} is a file, not a folder")
+    if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(path, f"permission denied: folder {parent} is not writable")
+
+
+def tool_version() -> str:
+    """The installed vcompare version (package metadata), as ``vcompare --version`` prints it and
+    every written result records it."""
+    from importlib.metadata import PackageNotFoundError, version  # here: only --version and results read it
+
+    try:
+        return version("vcompare")
+    except PackageNotFoundError:  # a source tree that was never installed
+
+        return __version__

@@ -47,13 +47,16 @@ class Layout(str, Enum):
 
 
 class TableFormat(str, Enum):
+    """The forms of the ``-o`` table, each named by its file-name extension (:data:`OUTPUT_SUFFIXES`);
+    each is written by its writer of :data:`compare.runs.outputs.WRITERS`."""
+
     CSV = "csv"
     TXT = "txt"
     PARQUET = "parquet"
 
 
 #: What ``-o`` writes, by file-name extension (a folder gets a timestamped ``.csv``).
-OUTPUT_SUFFIXES = {".csv": TableFormat.CSV, ".txt": TableFormat.TXT, ".parquet": TableFormat.PARQUET}
+OUTPUT_SUFFIXES = {f".{table_format.value}": table_format for table_format in TableFormat}
 
 
 def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_address: bool = True,
@@ -234,7 +237,7 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
         kind = TableFormat.CSV  # -o /dev/stdout, a FIFO: a CSV table, written through
     if kind is None:
         raise OptionError(
-            f"-o {text}: vcompare does not write {path.suffix!r} files; -o writes .csv, .txt, .parquet "
+            f"-o {text}: vcompare does not write {path.suffix!r} files; -o writes {', '.join(OUTPUT_SUFFIXES)} "
             "or a folder (for a timestamped .csv); for a JSON result use --json FILE, for JUnit --junit FILE")
     if kind is TableFormat.PARQUET:
         require_pyarrow()

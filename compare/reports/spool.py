@@ -58,7 +58,6 @@ ARRIVALS = "arrivals.csv"
 ARRIVALS_HEADER = ("arrival", "part", "rank", "graph", "iteration", "status", "rows", "file", "reason")
 #: The names the spool writes (and only these are removed with it).
 _OURS = re.compile(r"\.?part-\d{6}(\.stats)?\.(csv|txt)(\.tmp)?|arrivals\.csv")
-_EXTENSIONS = {TableFormat.CSV: "csv", TableFormat.TXT: "txt", TableFormat.PARQUET: "csv"}
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ class PartSpool:
     def _write_part(self, part: SpooledPart) -> str:
         """The part's file (its name; empty when the part has no rows)."""
         if part.rows:
-            name = f"part-{part.index:06d}.{_EXTENSIONS[self.table_format]}"
+            name = f"part-{part.index:06d}.{'txt' if self.table_format is TableFormat.TXT else 'csv'}"
             self._replace(name, lambda path: self._write_rows(part, path))
             return name
         if part.stats is not None and part.stats.rows:

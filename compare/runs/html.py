@@ -1,6 +1,6 @@
-"""What the HTML report needs that only a live run can give: the element errors of the worst
-operators, read again and prepared exactly as the engine compared them
-(:func:`compare.engine.prepare.prepare`), sampled to a bounded size.
+"""The HTML report of a live run (:func:`write_html_report`) and what it needs that only a live
+run can give: the element errors of the worst operators, read again and prepared exactly as the
+engine compared them (:func:`compare.engine.prepare.prepare`), sampled to a bounded size.
 
 Which tensors: the failing outputs of the first divergence, then the failing outputs of the
 ``origin`` / ``input-differs`` operators, then of the others, worst error first, at most
@@ -12,15 +12,22 @@ most ``limit`` elements, so a histogram of a 100-million-element tensor costs wh
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..engine.prepare import prepare
-from ..errors import CompareError, OptionError
+from ..errors import CompareError, OptionError, OutputError
 from ..diverge.records import Localisation, OpVerdict, Verdict
 from ..records import Pair
+from ..reports.files import tool_version
 from .network import NetworkResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..api import ComparisonResult
 
 #: Tensors whose element errors the report plots, and the elements sampled from each.
 WORST_TENSORS = 6
@@ -115,4 +122,27 @@ def sample_errors(network: NetworkResult, localisation: Localisation | None, *, 
     return out, notes
 
 
-__all__ = ["SAMPLE_LIMIT", "WORST_TENSORS", "SampledErrors", "check_html", "sample_errors"]
+def write_html_report(result: "ComparisonResult", path: Path) -> Path:
+    """``--html``: the self-contained report of a live run (the worst tensors' element errors
+    read again and sampled, :func:`sample_errors`). A saved result has no tensors to read again:
+    :class:`OutputError`."""
+    from ..reports.html import ElementErrors, HtmlReport, write_html  # here: matplotlib loads only for --html
+
+    network = result.network
+    if network is None:
+        raise OutputError(path, "an HTML report needs a live comparison (a saved result has no tensors to plot)")
+    sampled, notes = sample_errors(network, result.localisation)
+    errors = [ElementErrors(tensor_id=s.tensor_id, op=s.op, abs_error=s.abs_error, golden=s.golden,
+                            left_dtype=s.left_dtype, right_dtype=s.right_dtype, elements=s.count) for s in sampled]
+    options = {k: str(v) for k, v in result.options.items() if v not in (None, [], (), False)}
+    if notes:
+        options["element errors"] = "; ".join(notes)
+    report = HtmlReport(rows=result.rows, localisation=result.localisation, element_errors=errors,
+                        inputs={k: str(v) for k, v in result.inputs.items() if v is not None}, options=options,
+                        title=f"vcompare: {result.inputs.get('left')} vs {result.inputs.get('right')}",
+                        tool_version=tool_version(), created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    write_html(path, report)
+    return path
+
+
+__all__ = ["SAMPLE_LIMIT", "WORST_TENSORS", "SampledErrors", "check_html", "sample_errors", "write_html_report"]

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from conftest import FIXTURES, ROOT, TESTS
 
-from compare.cli import output as cli_output
 from compare.cli import app, run
+from compare.runs import outputs as run_outputs
 
 DEMO = FIXTURES / "demo"
 BAD = FIXTURES / "bad"
@@ -176,7 +176,7 @@ def test_a_write_failure_after_comparing_is_exit_2_and_keeps_the_rest(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure the pre-flight check cannot see (disk full, a race): the other outputs are still
     written, the summary still printed, the failing path named on one line, exit 2."""
-    monkeypatch.setattr(cli_output, "preflight", lambda path: None)
+    monkeypatch.setattr(run_outputs, "preflight", lambda path: None)
     blocker = tmp_path / "file"
     blocker.write_text("x")
     previous = tmp_path / "r.json"
