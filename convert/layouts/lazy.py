@@ -296,8 +296,9 @@ def lazy_convert_layout(
     return out
 
 
-# duplicates: the signature is prepare_pair's on purpose (layouts/prepare.py): the lazy plan takes exactly the
-# arguments of the eager conversion it replaces
+# duplicates: the signature and the body are prepare_pair's on purpose (layouts/prepare.py): the lazy plan takes
+# exactly the arguments of the eager conversion it replaces, decides the same way (decide_layout), and only the
+# applying differs (plan_decided here, prepare_decided there)
 def plan_pair(
     left: np.ndarray,
     left_format: object,
