@@ -13,9 +13,10 @@ Policy, in order:
    the framework's plain layout (:func:`convert.layouts.assumed_golden_format`: the left format
    when it is a plain axis format, else NCHW / NCDHW / ND by the golden rank) and says so
    (:attr:`LayoutRequest.assumed`). Otherwise no golden format (the left one is kept).
-3. **Conversion** by :func:`convert.layouts.prepare_pair`: the network engine converts to the
-   golden layout; single-op (``detail=True``) to the layout its coordinates are printed in
-   (NCDHW / the golden format for FRACTAL_Z / NCHW).
+3. **Conversion** by the pair's :class:`~convert.layouts.LayoutDecision`: the network engine
+   converts to the golden layout (its ``network`` route); single-op (``detail=True``, its
+   ``detail`` route) to the layout its coordinates are printed in (NCDHW / the golden format for
+   FRACTAL_Z / NCHW).
 
 A :class:`LayoutRequest` is a closed record of :func:`prepare_pair`'s arguments for one pair. Its
 :attr:`LayoutRequest.decision` (:func:`convert.layouts.decide_layout`: the golden-format fix and
