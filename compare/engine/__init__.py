@@ -10,10 +10,11 @@ Performance (docs/performance.md):
 
 - **Zero copies.** Large float dump tensors are memory-mapped (:mod:`convert.codecs.fastread`), golden
   ``.npy`` files are mapped by their loader, and a layout conversion is not materialised: the
-  pair becomes an iteration plan (:func:`convert.layouts.lazy.plan_pair`) that the kernels walk
+  pair becomes an iteration plan (:func:`convert.layouts.lazy.plan_decided`) that the kernels walk
   with the device layout's strides (:func:`compare.kernels.compare_planned`). Pairs the plan
-  cannot express go through :func:`convert.layouts.prepare_pair` and :func:`compare_arrays`, with
-  the same numbers up to float64 summation order.
+  cannot express go through :func:`convert.layouts.prepare_decided` and :func:`compare_arrays`,
+  with the same numbers up to float64 summation order. Both apply the pair's one
+  :class:`~convert.layouts.LayoutDecision` (:attr:`LayoutRequest.decision`), made once.
 - **Two threads.** The kernels release the GIL; :func:`iter_compare` runs pairs on a small thread
   pool (``EngineOptions.workers``), a bounded window ahead of the consumer, and yields rows in
   pair order. Memory stays bounded by the window, whatever the number of operators.
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from convert.layouts import LayoutError
+from convert.layouts import LayoutDecision, LayoutError
 from convert.layouts.lazy import Unsupported, kernel_plan
 
 from ..errors import CompareError, ShapeError
@@ -40,7 +41,7 @@ from ..kernels import (KernelResult, Note, bind_plan, compare_arrays, compare_pl
                        resolve_algorithms, storage)
 from ..kernels import ValueCounts as KernelCounts
 from ..records import MetricRow, Pair, PairStatus, ValueCounts
-from .goldens import GoldenCache
+from .goldens import GoldenCache, PlanEntry
 from .prepare import NO_LAYOUT, LayoutRequest, layout_request, prepare_flat
 
 #: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
@@ -163,10 +164,9 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: GoldenCache | None
                 row, algorithms, f"cannot bring {pair.tensor_id} to the golden layout of {pair.right.path.name}: {exc}", PairStatus.NOT_COMPARABLE
             )
         if fast is not None:
-            shape, result = fast
-            row.shape = _shape_column(pair, request, shape)
-            return _finish(row, result, pair)
-        row.shape = _shape_column(pair, request, shape)
+            row.shape = _shape_column(pair, fast.decision, fast.shape)
+            return _finish(row, fast.result, pair)
+        row.shape = _shape_column(pair, request.decision, shape)
         scalar = is_scalar_like(shape)
     else:
         try:
@@ -184,8 +184,9 @@ def compare_pair(pair: Pair, options: EngineOptions, goldens: GoldenCache | None
     return _finish(row, result, pair)
 
 
-def _shape_column(pair: Pair, request: LayoutRequest, prepared: Sequence[int]) -> tuple[int, ...]:
-    """The Shape cell of a compared, converted-mode pair (``prepared``: the shape prepare_pair gave).
+def _shape_column(pair: Pair, decision: LayoutDecision, prepared: Sequence[int]) -> tuple[int, ...]:
+    """The Shape cell of a compared, converted-mode pair (``prepared``: the shape its ``decision``
+    gave).
 
     - The layout was converted: the converted (and padding-cropped) shape, ``prepared``.
     - Nothing was converted, a device dump against a reference golden file (``RESERVED``: Caffe /
@@ -202,7 +203,7 @@ def _shape_column(pair: Pair, request: LayoutRequest, prepared: Sequence[int]) -
     assert pair.left is not None and pair.right is not None
     if pair.right.format == NO_LAYOUT != pair.left.format:
         return shape
-    return shape if request.converts() else tuple(int(d) for d in pair.left.shape)
+    return shape if decision.network.converted else tuple(int(d) for d in pair.left.shape)
 
 
 def _fast_dtype(dtype: np.dtype) -> bool:
@@ -213,22 +214,32 @@ def _fast_dtype(dtype: np.dtype) -> bool:
             or (dtype.kind == "V" and dtype.name == "bfloat16"))
 
 
+@dataclass(frozen=True)
+class _Planned:
+    """A pair compared on the zero-copy path: its prepared ``shape``, the kernels' ``result`` and
+    the layout ``decision`` it was compared by (for the Shape column)."""
+
+    shape: tuple[int, ...]
+    result: KernelResult
+    decision: LayoutDecision
+
+
 def _compare_planned(pair: Pair, request: LayoutRequest, algorithms: list[str],
-                     goldens: GoldenCache | None = None, right_key: tuple | None = None):
-    """The zero-copy comparison of a converted pair: ``(shape, KernelResult)``, or None when the
-    lazy plan does not apply (then the caller takes the ordinary path). Raises what
+                     goldens: GoldenCache | None = None, right_key: tuple | None = None) -> _Planned | None:
+    """The zero-copy comparison of a converted pair, or None when the lazy plan does not apply
+    (then the caller takes the ordinary path, with the decision already made). Raises what
     :meth:`LayoutRequest.prepare` would raise for the pair (LayoutError, ValueError).
 
     Operators of one network share a few shapes: the plan (~0.3 ms of Python a pair, holding the
-    GIL the other worker thread needs) is computed once per :meth:`LayoutRequest.plan_key`."""
+    GIL the other worker thread needs) and the layout decision it applies are made once per
+    :meth:`LayoutRequest.plan_key` (a :class:`PlanEntry`)."""
 
     left, right = request.left, request.right
     if not (_fast_dtype(np.asarray(left).dtype) and _fast_dtype(np.asarray(right).dtype)):
         return None
     key = request.plan_key() if goldens is not None else None
-    cached = goldens.plans.get(key) if key is not None else None
-    if cached is not None:
-        plan, shape, count, scalar = cached
+    entry = goldens.plans.get(key) if key is not None else None
+    if entry is not None:
         xbuf, _ = storage(left.reshape(-1), "left")
         ybuf, _ = storage(right.reshape(-1), "right")
     else:
@@ -237,16 +248,17 @@ def _compare_planned(pair: Pair, request: LayoutRequest, algorithms: list[str],
             plan = bind_plan(kernel_plan(lx, ly))
         except Unsupported:
             return None
-        count = lx.size
-        scalar = is_scalar_like(tuple(int(d) for d in shape))
+        entry = PlanEntry(plan=plan, shape=shape, count=lx.size, scalar=is_scalar_like(tuple(int(d) for d in shape)),
+                          decision=request.decision)
         xbuf, _ = storage(lx.base, "left")
         ybuf, _ = storage(ly.base, "right")
         if key is not None and _is_whole(lx.base, left) and _is_whole(ly.base, right):
-            goldens.plans[key] = (plan, shape, count, scalar)
+            goldens.plans[key] = entry
     cache = goldens.stats if goldens is not None else None
-    return shape, compare_planned(xbuf, ybuf, plan, count, metrics=algorithms, scalar=scalar,
-                                  right_cache=cache,
-                                  right_key=(right_key or GoldenCache.key(pair.right)) if goldens is not None else None)
+    result = compare_planned(xbuf, ybuf, entry.plan, entry.count, metrics=algorithms, scalar=entry.scalar,
+                             right_cache=cache,
+                             right_key=(right_key or GoldenCache.key(pair.right)) if goldens is not None else None)
+    return _Planned(shape=entry.shape, result=result, decision=entry.decision)
 
 
 def _is_whole(base: np.ndarray, array: np.ndarray) -> bool:

@@ -12,10 +12,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from convert.layouts import LayoutDecision
+
+from ..kernels import BoundPlan
 from ..records import TensorRef
 
 V = TypeVar("V")
@@ -79,6 +83,21 @@ __all__ = ["SideStats"]
 GOLDEN_CACHE_ENTRIES = 4
 
 
+@dataclass(frozen=True)
+class PlanEntry:
+    """A zero-copy kernel plan kept for the pairs of one layout signature
+    (:meth:`compare.engine.prepare.LayoutRequest.plan_key`): the bound ``plan``, the prepared
+    ``shape``, the element ``count``, whether that shape is ``scalar``-like, and the
+    :class:`LayoutDecision` the plan was made with (a pair that reuses the plan reuses its
+    decision: nothing about its layout is decided again)."""
+
+    plan: BoundPlan
+    shape: tuple[int, ...]
+    count: int
+    scalar: bool
+    decision: LayoutDecision
+
+
 class GoldenCache:
     """A small, thread-safe LRU of loaded golden arrays keyed by (file, tensor)."""
 
@@ -90,8 +109,8 @@ class GoldenCache:
         #: run: a golden evicted from the LRU keeps them), shared by the worker threads.
 
         self.stats = SideStats()
-        #: Lazy kernel plans by layout signature (see _plan_key).
-        self.plans: dict = {}
+        #: Zero-copy kernel plans by layout signature (see LayoutRequest.plan_key).
+        self.plans: dict[tuple, PlanEntry] = {}
 
     def load(self, ref: TensorRef, key: tuple[str, str, int] | None = None) -> np.ndarray:
         """``ref``'s array, from the cache or loaded (``key``: :meth:`key` of ``ref`` if known)."""

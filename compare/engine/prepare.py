@@ -13,26 +13,31 @@ Policy, in order:
    the framework's plain layout (:func:`convert.layouts.assumed_golden_format`: the left format
    when it is a plain axis format, else NCHW / NCDHW / ND by the golden rank) and says so
    (:attr:`LayoutRequest.assumed`). Otherwise no golden format (the left one is kept).
-3. **Conversion** by :func:`convert.layouts.prepare_pair`: the network engine converts to the
-   golden layout; single-op (``detail=True``) to the layout its coordinates are printed in
-   (NCDHW / the golden format for FRACTAL_Z / NCHW).
+3. **Conversion** by the pair's :class:`~convert.layouts.LayoutDecision`: the network engine
+   converts to the golden layout (its ``network`` route); single-op (``detail=True``, its
+   ``detail`` route) to the layout its coordinates are printed in (NCDHW / the golden format for
+   FRACTAL_Z / NCHW).
 
-A :class:`LayoutRequest` is a closed record of :func:`prepare_pair`'s arguments for one pair; the
-engine's zero-copy plans (:func:`convert.layouts.lazy.plan_pair`) take the same record, and
-:meth:`LayoutRequest.plan_key` says what a cached plan depends on.
+A :class:`LayoutRequest` is a closed record of :func:`prepare_pair`'s arguments for one pair. Its
+:attr:`LayoutRequest.decision` (:func:`convert.layouts.decide_layout`: the golden-format fix and
+the destinations) is made once, on first use, and the eager preparation
+(:meth:`LayoutRequest.prepare`), the engine's zero-copy plan (:meth:`LayoutRequest.plan`), the
+Shape column and single-op's coordinates all read that one decision;
+:meth:`LayoutRequest.plan_key` says what a cached plan (and the decision it was made with)
+depends on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from convert.layouts import assumed_golden_format, prepare_pair
-from convert.layouts.lazy import plan_pair
-from convert.layouts.prepare import converts_layout, resolve_golden_format
+from convert.layouts import LayoutDecision, assumed_golden_format, decide_layout, prepare_decided
+from convert.layouts.lazy import LazyView, plan_decided
 
 from ..errors import ShapeError
 from ..records import Pair
@@ -76,28 +81,27 @@ class LayoutRequest:
     plugins: Mapping[tuple[str, str], Any] | None
     assumed: bool
 
+    @cached_property
+    def decision(self) -> LayoutDecision:
+        """The pair's layout decision, made on first use and then reused (raises its LayoutError /
+        ValueError each time it is asked for while it cannot be made)."""
+        return decide_layout(self.left_format, self.left_shape, self.golden_format, golden_shape=self.golden_shape,
+                             target_shape=self.target_shape, sub_format=self.sub_format)
+
     def prepare(self, *, detail: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-        """:func:`prepare_pair` on this request; raises its LayoutError / ValueError."""
-        return prepare_pair(self.left, self.left_format, self.left_shape, self.right, self.golden_format,
-                            target_shape=self.target_shape, golden_shape=self.golden_shape,
-                            sub_format=self.sub_format, plugins=self.plugins, detail=detail)
+        """:func:`convert.layouts.prepare_decided` on this request's decision: ``(left flat,
+        golden flat, shape)``; raises LayoutError / ValueError."""
+        return prepare_decided(self.decision, self.left, self.right, plugins=self.plugins, detail=detail)
 
-    def plan(self):
-        """:func:`convert.layouts.lazy.plan_pair` on this request: ``(left view, right view,
-        shape)``; raises ``Unsupported`` when no zero-copy plan applies."""
-        return plan_pair(self.left, self.left_format, self.left_shape, self.right, self.golden_format,
-                         target_shape=self.target_shape, golden_shape=self.golden_shape,
-                         sub_format=self.sub_format, plugins=self.plugins)
-
-    def converts(self, *, detail: bool = False) -> bool:
-        """Whether :meth:`prepare` converts the left layout (False: both sides used flat)."""
-        return converts_layout(self.left_format, self.left_shape, self.golden_format,
-                               target_shape=self.target_shape, golden_shape=self.golden_shape, detail=detail)
+    def plan(self) -> tuple[LazyView, LazyView, tuple[int, ...]]:
+        """:func:`convert.layouts.lazy.plan_decided` on this request's decision: ``(left view,
+        right view, shape)``; raises LayoutError / ValueError, or ``Unsupported`` when no zero-copy
+        plan applies."""
+        return plan_decided(self.decision, self.left, self.right, plugins=self.plugins)
 
     def resolved_golden_format(self) -> str:
         """The golden format after the empty/RESERVED default and the NCHW/NHWC label fix."""
-        target = self.target_shape or self.golden_shape
-        return resolve_golden_format(self.golden_format, self.left_format, target, self.golden_shape)
+        return self.decision.golden_format
 
     def plan_key(self) -> tuple | None:
         """What a zero-copy plan depends on -- shapes, formats and layout options, never the
@@ -152,7 +156,7 @@ def prepare(pair: Pair, left: np.ndarray, right: np.ndarray, *,
     request = layout_request(pair, left, right, plugins=plugins)
     x, y, shape = request.prepare(detail=detail)
     return PreparedPair(x=x, y=y, shape=tuple(int(d) for d in shape),
-                        golden_format=request.resolved_golden_format(), converted=True)
+                        golden_format=request.decision.golden_format, converted=True)
 
 
 __all__ = ["LayoutRequest", "NO_LAYOUT", "PreparedPair", "layout_request", "prepare", "prepare_flat"]

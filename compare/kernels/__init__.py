@@ -382,6 +382,7 @@ __all__ = [
     "EPS64",
     "METRICS",
     "METRIC_NAMES",
+    "BoundPlan",
     "KernelPlan",
     "KernelResult",
     "Metric",

@@ -11,9 +11,9 @@ keeps the data where it is and describes the pairing:
   the operations the built-in reading converters and :func:`prepare.slice_to_golden` use --
   ``reshape``, ``transpose``, leading-block slicing and integer indexing of a leading axis -- and
   raises :class:`Unsupported` for anything else.
-- :func:`plan_pair` runs the very code of :func:`prepare_pair` (``prepare._prepare``) on lazy
-  views: the same decisions, the same checks, the same exceptions (every call to
-  :func:`convert_layout` is also replayed on a zero-stride dummy array, so errors come from the
+- :func:`plan_pair` / :func:`plan_decided` apply the very :class:`~.prepare.LayoutDecision` of
+  :func:`prepare_pair` (``prepare.apply_decision``) to lazy views: the same decision, the same
+  checks, the same exceptions (every call to :func:`convert_layout` is also replayed on a zero-stride dummy array, so errors come from the
   real dispatcher; the one case where the dispatcher warns is left to the ordinary path), and
   returns the two views. :func:`plan_boxes` turns them into the kernel plan
   of :mod:`compare.kernels.fused` (boxes of strided dims, the two innermost forming a tile).
@@ -34,7 +34,7 @@ import numpy as np
 
 from .dispatch import convert_layout
 from .formats import PLAIN_4D
-from .prepare import _prepare
+from .prepare import LayoutDecision, apply_decision, decide_layout
 from .registry import LAYOUTS, Converter
 from .shapes import format_key
 from .transpose import PERMUTATIONS
@@ -296,8 +296,9 @@ def lazy_convert_layout(
     return out
 
 
-# duplicates: the signature is prepare_pair's on purpose (layouts/prepare.py): the lazy plan takes exactly the
-# arguments of the eager conversion it replaces
+# duplicates: the signature and the body are prepare_pair's on purpose (layouts/prepare.py): the lazy plan takes
+# exactly the arguments of the eager conversion it replaces, decides the same way (decide_layout), and only the
+# applying differs (plan_decided here, prepare_decided there)
 def plan_pair(
     left: np.ndarray,
     left_format: object,
@@ -317,21 +318,38 @@ def plan_pair(
     anything but the padding of a converted device layout), same final shape; the two views
     have the same shape and pair the elements exactly as the flattened arrays of
     :func:`prepare_pair` would. Raises :class:`Unsupported` when the lazy views cannot express
-    the pair -- call :func:`prepare_pair` then.
+    the pair -- call :func:`prepare_pair` then. :func:`decide_layout` then :func:`plan_decided`.
     """
-    x = left if isinstance(left, LazyView) else LazyView.of(left)
-    y = golden if isinstance(golden, LazyView) else LazyView.of(golden)
-    a, g, shape = _prepare(
-        x, left_format, left_shape, y, golden_format, target_shape=target_shape,
-        golden_shape=golden_shape, sub_format=sub_format, plugins=plugins, detail=detail,
-        convert=lazy_convert_layout,
-    )
+    x = _view(left)
+    y = _view(golden)
+    decision = decide_layout(left_format, left_shape, golden_format,
+                             golden_shape=y.shape if golden_shape is None else golden_shape,
+                             target_shape=target_shape, sub_format=sub_format)
+    return plan_decided(decision, x, y, plugins=plugins, detail=detail)
+
+
+def plan_decided(
+    decision: LayoutDecision,
+    left: np.ndarray | LazyView,
+    golden: np.ndarray | LazyView,
+    *,
+    plugins: Mapping[tuple[str, str], Converter] | None = None,
+    detail: bool = False,
+) -> tuple[LazyView, LazyView, tuple[int, ...]]:
+    """:func:`plan_pair` for a pair whose :class:`LayoutDecision` is already made (the decision
+    :func:`convert.layouts.prepare.prepare_decided` applies eagerly)."""
+    a, g, shape = apply_decision(decision, _view(left), _view(golden), plugins=plugins, detail=detail,
+                                 convert=lazy_convert_layout)
     if a.shape != g.shape:
         if a.ndim == 1 or g.ndim == 1:
             a, g = a.reshape(-1) if a.ndim != 1 else a, g.reshape(-1) if g.ndim != 1 else g
         else:
             g = g.reshape(a.shape)
     return a, g, shape
+
+
+def _view(array: np.ndarray | LazyView) -> LazyView:
+    return array if isinstance(array, LazyView) else LazyView.of(array)
 
 
 # --------------------------------------------------------------------------- kernel plan
@@ -487,4 +505,4 @@ def _order(dims: list[int], sx: list[int], sy: list[int]) -> tuple[list[int], li
     return dims, sx, sy
 
 
-__all__ = ["LazyView", "Unsupported", "kernel_plan", "lazy_convert_layout", "plan_boxes", "plan_pair"]
+__all__ = ["LazyView", "Unsupported", "kernel_plan", "lazy_convert_layout", "plan_boxes", "plan_decided", "plan_pair"]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -161,6 +162,64 @@ def slice_to_golden(array: np.ndarray, golden_shape: Sequence[int], *, context: 
     return array.reshape(padded_a)[tuple(slice(0, d) for d in padded_g)]
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where one mode sends a pair (steps 3-4): ``destination``, the format both sides go to, and
+    ``converted``, whether the left data is converted to it (step 5) rather than used flat (step 4)."""
+
+    destination: str
+    converted: bool
+
+
+@dataclass(frozen=True)
+class LayoutDecision:
+    """The layout decision for one pair, made once on metadata (:func:`decide_layout`) and applied
+    by both the eager path (:func:`prepare_decided`) and the zero-copy one
+    (:func:`convert.layouts.lazy.plan_decided`), so the two can never decide differently.
+
+    ``left_format`` / ``golden_format``: format keys, the golden one after step 1 (default and
+    NCHW/NHWC label fix); ``target``: T (the golden shape when none is given); ``group``: the
+    FRACTAL_Z group of the left data (1 when ungrouped); ``network`` / ``detail``: the routes of
+    network mode and of detail (single-op) mode.
+    """
+
+    left_format: str
+    left_shape: Shape
+    golden_format: str
+    golden_shape: Shape
+    target: Shape
+    group: int
+    network: Route
+    detail: Route
+
+
+def decide_layout(
+    left_format: object,
+    left_shape: Sequence[int],
+    golden_format: object,
+    *,
+    golden_shape: Sequence[int],
+    target_shape: Sequence[int] | None = None,
+    sub_format: int = 0,
+) -> LayoutDecision:
+    """The :class:`LayoutDecision` of a pair (steps 1, 3 and 4), from metadata only.
+
+    Arguments as :func:`prepare_pair`'s (``golden_shape`` required here). Raises what
+    :func:`resolve_golden_format` raises (LayoutError for an unknown golden format).
+    """
+    left_fmt = format_key(left_format)
+    s_left = as_shape(left_shape)
+    s_gold = as_shape(golden_shape)
+    target = as_shape(target_shape) or s_gold
+    gold_fmt = resolve_golden_format(golden_format, left_fmt, target, s_gold)
+    group = int(sub_format) if sub_format and int(sub_format) >= 2 else 1
+    return LayoutDecision(
+        left_format=left_fmt, left_shape=s_left, golden_format=gold_fmt, golden_shape=s_gold, target=target,
+        group=group, network=_route(left_fmt, gold_fmt, s_left, detail=False),
+        detail=_route(left_fmt, gold_fmt, s_left, detail=True),
+    )
+
+
 def prepare_pair(
     left: np.ndarray,
     left_format: object,
@@ -182,34 +241,42 @@ def prepare_pair(
     ``original_shape``); ``golden_shape`` defaults to ``golden.shape``. ``detail=True`` is
     single-op mode (both sides converted). The third item is the final left shape (the reference's
     Shape column): the converted-and-sliced shape, or ``(n,)`` when nothing was converted
-    (:func:`converts_layout` says which; vcompare's Shape column: ``compare.engine._shape_column``).
+    (:attr:`Route.converted` says which; vcompare's Shape column: ``compare.engine._shape_column``).
 
-    :func:`convert.layouts.lazy.plan_pair` is the zero-copy twin (same code, lazy views).
+    :func:`decide_layout` then :func:`prepare_decided`; :func:`convert.layouts.lazy.plan_pair` is
+    the zero-copy twin (the same decision, lazy views).
     """
-    a, g, shape = _prepare(
-        np.asarray(left), left_format, left_shape, np.asarray(golden), golden_format,
-        target_shape=target_shape, golden_shape=golden_shape, sub_format=sub_format,
-        plugins=plugins, detail=detail, convert=convert_layout,
-    )
+    golden = np.asarray(golden)
+    decision = decide_layout(left_format, left_shape, golden_format,
+                             golden_shape=golden.shape if golden_shape is None else golden_shape,
+                             target_shape=target_shape, sub_format=sub_format)
+    return prepare_decided(decision, left, golden, plugins=plugins, detail=detail)
+
+
+def prepare_decided(
+    decision: LayoutDecision,
+    left: np.ndarray,
+    golden: np.ndarray,
+    *,
+    plugins: Mapping[tuple[str, str], Converter] | None = None,
+    detail: bool = False,
+) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """:func:`prepare_pair` for a pair whose :class:`LayoutDecision` is already made."""
+    a, g, shape = apply_decision(decision, np.asarray(left), np.asarray(golden), plugins=plugins, detail=detail,
+                                 convert=convert_layout)
     return a.reshape(-1), g.reshape(-1), shape
 
 
-def _prepare(x, left_format, left_shape, y, golden_format, *, target_shape, golden_shape, sub_format,
-             plugins, detail, convert):
-    """The body of :func:`prepare_pair` on arrays or lazy views: ``(left, golden, shape)`` unflattened.
+def apply_decision(decision: LayoutDecision, x, y, *, plugins, detail: bool, convert):
+    """Steps 4-7 of ``decision`` on arrays or lazy views: ``(left, golden, shape)`` unflattened.
 
     ``x``/``y`` support ``shape``, ``size``, ``ndim``, ``reshape``, ``transpose`` and
     leading-block slicing; ``convert`` is :func:`convert_layout` or its lazy twin.
     """
-    left_fmt = format_key(left_format)
-    s_left = as_shape(left_shape)
-    s_gold = as_shape(golden_shape) if golden_shape is not None else tuple(y.shape)
-    target = as_shape(target_shape) or s_gold
-    gold_fmt = resolve_golden_format(golden_format, left_fmt, target, s_gold)
-    left_dst, gold_dst = _destinations(left_fmt, gold_fmt, detail)
-
+    left_fmt, s_left, s_gold = decision.left_format, decision.left_shape, decision.golden_shape
+    route = decision.detail if detail else decision.network
     scalar = is_scalar_like(s_left)
-    if not _converted(left_fmt, left_dst, s_left):
+    if not route.converted:
         why = "scalar-like shape" if scalar else f"{left_fmt or 'unformatted'} data, ND destination"
         how = f"unconverted ({why})"
         a = x.reshape(-1)
@@ -223,10 +290,10 @@ def _prepare(x, left_format, left_shape, y, golden_format, *, target_shape, gold
         slice_shape = s_gold
         paddable: frozenset[int] = frozenset()
     else:
+        left_dst = route.destination
         how = f"after {left_fmt}->{left_dst}"
-        group = int(sub_format) if sub_format and int(sub_format) >= 2 else 1
-        a = convert(x, left_fmt, left_dst, s_left, target, group=group, plugins=plugins)
-        g = convert(y, gold_fmt, gold_dst, s_gold, s_gold, plugins=plugins)
+        a = convert(x, left_fmt, left_dst, s_left, decision.target, group=decision.group, plugins=plugins)
+        g = convert(y, decision.golden_format, route.destination, s_gold, s_gold, plugins=plugins)
         slice_shape = tuple(g.shape)
         known = paddable_axes(left_fmt, left_dst, a.ndim)
         if known is None:
@@ -246,29 +313,13 @@ def _prepare(x, left_format, left_shape, y, golden_format, *, target_shape, gold
     return a, g, tuple(int(d) for d in a.shape)
 
 
-def _destinations(left_fmt: str, gold_fmt: str, detail: bool) -> tuple[str, str]:
-    """``(left destination, golden destination)`` formats (step 3)."""
-    if not detail:
-        return gold_fmt, gold_fmt
-    if left_fmt in _DEPTH_FORMATS:
-        return "NCDHW", "NCDHW"
-    if left_fmt == "FRACTAL_Z":
-        return gold_fmt, gold_fmt
-    return "NCHW", "NCHW"
-
-
-def _converted(left_fmt: str, left_dst: str, left_shape: Shape) -> bool:
-    """Whether the left data is converted (step 5) rather than used flat (step 4)."""
-    return not ((left_dst == "ND" and left_fmt not in _ND_CONVERTED) or is_scalar_like(left_shape))
-
-
-def converts_layout(left_format: object, left_shape: Sequence[int], golden_format: object, *,
-                    target_shape: Sequence[int] | None = None, golden_shape: Sequence[int],
-                    detail: bool = False) -> bool:
-    """Whether :func:`prepare_pair` with these arguments converts the left data (step 5) -- False
-    when both sides are used flat (step 4). Decided on metadata only; raises what
-    :func:`resolve_golden_format` raises."""
-    left_fmt = format_key(left_format)
-    s_left, s_gold = as_shape(left_shape), as_shape(golden_shape)
-    gold_fmt = resolve_golden_format(golden_format, left_fmt, as_shape(target_shape) or s_gold, s_gold)
-    return _converted(left_fmt, _destinations(left_fmt, gold_fmt, detail)[0], s_left)
+def _route(left_fmt: str, gold_fmt: str, left_shape: Shape, *, detail: bool) -> Route:
+    """The destination (step 3) and whether the left data is converted (step 5) or used flat (step 4)."""
+    if not detail or left_fmt == "FRACTAL_Z":
+        destination = gold_fmt
+    elif left_fmt in _DEPTH_FORMATS:
+        destination = "NCDHW"
+    else:
+        destination = "NCHW"
+    flat = (destination == "ND" and left_fmt not in _ND_CONVERTED) or is_scalar_like(left_shape)
+    return Route(destination=destination, converted=not flat)

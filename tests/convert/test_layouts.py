@@ -19,10 +19,14 @@ from convert.layouts import (
     LAYOUTS,
     LayoutError,
     LayoutWarning,
+    LayoutDecision,
+    Route,
     check_nz_target,
     convert_layout,
+    decide_layout,
     group_geometry,
     load_plugins,
+    prepare_decided,
     prepare_pair,
     slice_to_golden,
 )
@@ -520,6 +524,38 @@ def test_prepare_fractal_nz_detail_mode_returns_reference_rank() -> None:
     left, gold, shape = prepare_pair(dev, "FRACTAL_NZ", dev.shape, x, "ND", target_shape=x.shape)
     assert shape == (3, 20)
     np.testing.assert_array_equal(left, gold)
+
+
+# --------------------------------------------------------------------------- the layout decision
+
+
+def test_decision_is_made_on_metadata_with_both_routes() -> None:
+    decision = decide_layout("nc1hwc0", (1, 1, 2, 3, 16), "NHWC", golden_shape=(1, 5, 2, 3), target_shape=(1, 2, 3, 5))
+    assert decision == LayoutDecision(
+        left_format="NC1HWC0", left_shape=(1, 1, 2, 3, 16), golden_format="NCHW", golden_shape=(1, 5, 2, 3),
+        target=(1, 2, 3, 5), group=1, network=Route("NCHW", True), detail=Route("NCHW", True))
+    nz = decide_layout("FRACTAL_NZ", (2, 1, 16, 16), "", golden_shape=(3, 20), sub_format=1)
+    assert nz.golden_format == "FRACTAL_NZ" and nz.target == (3, 20) and nz.network == Route("FRACTAL_NZ", True)
+    assert decide_layout("ND", (4, 4), "ND", golden_shape=(16,)).network == Route("ND", False)
+    assert decide_layout("NDHWC", (1, 2, 2, 2, 3), "NDHWC", golden_shape=(1, 2, 2, 2, 3)).detail == Route("NCDHW", True)
+    assert decide_layout("FRACTAL_Z", (1, 1, 16, 16), "HWCN", golden_shape=(1, 1, 3, 8), sub_format=2).group == 2
+    with pytest.raises(LayoutError, match="unknown golden format"):
+        decide_layout("NCHW", (1, 3, 2, 2), "NOT_A_FORMAT", golden_shape=(1, 3, 2, 2))
+
+
+def test_prepare_pair_is_its_decision_applied() -> None:
+    """prepare_pair = decide_layout + prepare_decided, in network and in detail mode (one decision
+    serves both modes)."""
+    nchw = _arange((1, 5, 2, 3))
+    dev = LAYOUTS[("NCHW", "NC1HWC0")](nchw.shape, None, nchw)
+    nhwc = nchw.transpose(0, 2, 3, 1).copy()
+    decision = decide_layout("NC1HWC0", dev.shape, "NHWC", golden_shape=nhwc.shape, target_shape=nhwc.shape)
+    for detail in (False, True):
+        want = prepare_pair(dev, "NC1HWC0", dev.shape, nhwc, "NHWC", target_shape=nhwc.shape, detail=detail)
+        got = prepare_decided(decision, dev, nhwc, detail=detail)
+        assert got[2] == want[2]
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
 
 
 # --------------------------------------------------------------------------- the shared reference case

@@ -620,24 +620,44 @@ def test_engine_two_threads_equal_one(demo_pairs: list, monkeypatch: pytest.Monk
 
 
 def test_engine_reuses_lazy_plans(demo_pairs: list, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pairs with the same shapes and formats reuse one lazy plan (plan_pair runs fewer times than
-    pairs are compared), and the rows still equal the ordinary path's (fast=False) to 1e-9."""
-    import convert.layouts.lazy as lazy
+    """Pairs with the same shapes and formats reuse one lazy plan and its layout decision
+    (plan_decided and decide_layout run fewer times than pairs are compared), and the rows still
+    equal the ordinary path's (fast=False) to 1e-9."""
     from compare.engine import EngineOptions, compare_pairs
-
-    calls: list[int] = []
-    original = lazy.plan_pair
-    monkeypatch.setattr(lazy, "plan_pair", lambda *a, **k: calls.append(1) or original(*a, **k))
     from compare.engine import prepare
 
-    monkeypatch.setattr(prepare, "plan_pair", lazy.plan_pair)  # the engine's own reference
+    plans: list[int] = []
+    decisions: list[int] = []
+    plan, decide = prepare.plan_decided, prepare.decide_layout
+    monkeypatch.setattr(prepare, "plan_decided", lambda *a, **k: plans.append(1) or plan(*a, **k))
+    monkeypatch.setattr(prepare, "decide_layout", lambda *a, **k: decisions.append(1) or decide(*a, **k))
     fast = compare_pairs(demo_pairs, EngineOptions(workers=1))
     compared = sum(r.metrics.get("CosineSimilarity") is not None for r in fast)
-    assert 1 <= len(calls) < compared, (len(calls), compared)
-    slow_calls = len(calls)
+    assert 1 <= len(plans) < compared, (len(plans), compared)
+    assert len(decisions) == len(plans)  # one decision a plan, none for a pair that reuses one
+    slow_plans = len(plans)
+    decisions.clear()
     slow = compare_pairs(demo_pairs, EngineOptions(fast=False, workers=1))
-    assert len(calls) == slow_calls  # the ordinary path plans nothing
+    assert len(plans) == slow_plans  # the ordinary path plans nothing
+    assert len(decisions) == sum(p.convert and p.left is not None and p.right is not None for p in demo_pairs)
     _rows_equal(fast, slow, 1e-9)
+
+
+def test_one_layout_decision_per_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair the zero-copy plan cannot express (empty tensors: Unsupported) falls back to the
+    eager path with the decision already made: one decision for the plan, the preparation and the
+    Shape column."""
+    from compare.engine import _compare_planned, prepare
+
+    decisions: list[int] = []
+    decide = prepare.decide_layout
+    monkeypatch.setattr(prepare, "decide_layout", lambda *a, **k: decisions.append(1) or decide(*a, **k))
+    request = prepare.LayoutRequest(
+        left=np.zeros(0, np.float32), left_format="NCHW", left_shape=(0,), right=np.zeros(0, np.float32),
+        golden_format="NCHW", target_shape=None, golden_shape=(0,), sub_format=0, plugins=None, assumed=False)
+    assert _compare_planned(None, request, ["CosineSimilarity"]) is None  # empty: no zero-copy plan
+    x, y, _ = request.prepare()
+    assert x.size == y.size == 0 and request.decision.network.converted and len(decisions) == 1
 
 
 def test_golden_cache_shares_statistics_and_plans(demo_pairs: list) -> None:
