@@ -1,10 +1,12 @@
 """The gated public API: a whole-network comparison as one call (load both runs, pair them,
-compare, check the gates) and a saved result checked again. The work is done by
+compare, check the gates) -- :func:`compare_request` of a :class:`~compare.request.CompareRequest`,
+or :func:`compare_network` from keywords -- a saved result checked again (:func:`regate`), and two
+loaded runs paired as the command line pairs them (:func:`pair_runs`). The work is done by
 :mod:`compare.runs`; this module adds the policy, the verdict and the result's outputs.
 
 >>> from compare import compare_network
->>> df = compare_network("dumps/npu", "dumps/caffe", fusion_rule="model.json")  # doctest: +SKIP
->>> df.sort_values("CosineSimilarity").head()                                   # doctest: +SKIP
+>>> result = compare_network("dumps/npu", "dumps/caffe", fusion_rule="model.json")  # doctest: +SKIP
+>>> result.frame.sort_values("CosineSimilarity").head()                             # doctest: +SKIP
 """
 
 from __future__ import annotations
