@@ -248,7 +248,8 @@ class CompareRequest:
             ("-custom", self.custom_dir)) if value is not None]
         if given:
             raise OptionError(f"{', '.join(given)}: -l and -r are two files, compared tensor by tensor as they are; "
-                              "these options apply to dump folders (-t input|output and -i N choose a dump file's tensor)")
+                              "these options apply to dump folders (-t input|output and -i N choose a dump file's "
+                              "tensor)")
         if self.tensor_type is not None:
             self._check_tensor_type()
 

@@ -1,7 +1,8 @@
 """The runners of the command line: the main command (:func:`run_compare`: the request validated,
 then one ``match`` over its mode: network, single-operator (``-d``), batch (``-f DIR``), two files,
-mapping table) and the ``gate`` / ``policy`` / ``consistency`` subcommands. Each runner returns the exit code; none raises ``typer.Exit``. This module loads
-numpy, numba and the readers: the typer command modules import it only when a command runs."""
+mapping table) and the ``gate`` / ``policy`` / ``consistency`` subcommands. Each runner returns the
+exit code; none raises ``typer.Exit``. This module loads numpy, numba and the readers: the typer
+command modules import it only when a command runs."""
 
 from __future__ import annotations
 

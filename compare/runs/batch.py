@@ -140,16 +140,17 @@ def run_batch_request(request: CompareRequest, *, extra_metrics: Sequence[str] =
     ``quant_rule``, ``algorithms``, ``custom_dir``, ``dump_version``, ``max_elements`` and ``ffts``
     (plus ``extra_metrics``, the metrics a policy needs); the other fields do not apply to it.
 
-    A model folder takes the rule whose ``graph[].name`` equals its name (with ``.``, ``/``, ``\\``, space as ``_``), else -- when
-    both names hold exactly two digit runs (a timestamp and an id) -- the one with the same second
-    run (a note says so). Models without a rule are listed in ``notes``; a model whose comparison
-    cannot run is listed in ``errors`` and the others go on. Each item is a :class:`BatchItem`
-    (``for model_name, result in run_batch(...)`` works; ``item.output_name(ts)`` is the
-    reference's result file name).
+    A model folder takes the rule whose ``graph[].name`` equals its name (with ``.``, ``/``,
+    ``\\``, space as ``_``), else -- when both names hold exactly two digit runs (a timestamp and
+    an id) -- the one with the same second run (a note says so). Models without a rule are listed
+    in ``notes``; a model whose comparison cannot run is listed in ``errors`` and the others go
+    on. Each item is a :class:`BatchItem` (``for model_name, result in run_batch(...)`` works;
+    ``item.output_name(ts)`` is the reference's result file name).
 
     ``custom_dir``: plugins are loaded once for all models; what was loaded and ignored is in
     ``notes``. ``ffts`` (``-ffts``): see :func:`~compare.runs.folders.run_request`. Raises
-    :class:`~compare.errors.OptionError` for a bad layout or an empty rule folder, :class:`~compare.errors.PairingError` when no model could be compared at all and
+    :class:`~compare.errors.OptionError` for a bad layout or an empty rule folder,
+    :class:`~compare.errors.PairingError` when no model could be compared at all and
     :class:`convert.layouts.LayoutError` for a refused plugin folder.
     """
     rules_dir = request.fusion_rule

@@ -478,7 +478,7 @@ def prepare_operator(pair: Pair, *, plugins: Any = None) -> PreparedOperator:
 def _kind(kind: str) -> TensorKind:
     """``-t`` as a :class:`TensorKind` (trimmed, any case)."""
     try:
-        return TensorKind(kind.strip().lower())
+        return TensorKind(str(kind).strip().lower())
     except ValueError:
         raise OptionError(f"tensor type must be 'input' or 'output', not {kind!r}") from None
 

@@ -102,7 +102,8 @@ REFUSED = [
           no_details=True, mapping="m.csv", close_fusion_rule=RULE),
      "-map lists the pairs of a whole network through -f / -q: not with -t, -i, -n, --max-lines, --no-details, "
      "--mapping, -cf"),
-    (dict(fusion_rule=DEMO, mapping_table=True), "-map lists the pairs of one model: -f must be a rule file, not a folder"),
+    (dict(fusion_rule=DEMO, mapping_table=True),
+     "-map lists the pairs of one model: -f must be a rule file, not a folder"),
 ]
 
 
