@@ -103,7 +103,7 @@ class CompareRequest:
     quant_rule: RuleArg | None = None
     close_fusion_rule: RuleArg | None = None
     mapping: PathLike | list | None = None
-    custom_dir: "PathLike | PluginSet | None" = None
+    custom_dir: PathLike | PluginSet | None = None
     # engine
     algorithms: Sequence[str | int] | str | None = None
     max_elements: int = 0
@@ -112,7 +112,7 @@ class CompareRequest:
     scheduler: str | None = None
     # gate
     gates: Sequence[str | Bound] = ()
-    policy: "PathLike | Policy | None" = None
+    policy: PathLike | Policy | None = None
     # outputs, as given
     output: str | None = None
     csv: bool = False

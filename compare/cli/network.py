@@ -245,8 +245,8 @@ def compare(
     if layout not in ("vcompare", "msaccucmp"):
         raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}")
     # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)
-    from ..request import CompareRequest
     from .modes import run_compare
+    from ..request import CompareRequest  # here: as the runner (it loads the pairing records; --help does not)
 
     raise typer.Exit(run_compare(CompareRequest(
         left=_dump_root(left), right=_dump_root(right), rank=rank, iteration=iteration, graph=graph,
