@@ -1,10 +1,12 @@
 """The gated public API: a whole-network comparison as one call (load both runs, pair them,
-compare, check the gates) and a saved result checked again. The work is done by
+compare, check the gates) -- :func:`compare_request` of a :class:`~compare.request.CompareRequest`,
+or :func:`compare_network` from keywords -- a saved result checked again (:func:`regate`), and two
+loaded runs paired as the command line pairs them (:func:`pair_runs`). The work is done by
 :mod:`compare.runs`; this module adds the policy, the verdict and the result's outputs.
 
 >>> from compare import compare_network
->>> df = compare_network("dumps/npu", "dumps/caffe", fusion_rule="model.json")  # doctest: +SKIP
->>> df.sort_values("CosineSimilarity").head()                                   # doctest: +SKIP
+>>> result = compare_network("dumps/npu", "dumps/caffe", fusion_rule="model.json")  # doctest: +SKIP
+>>> result.frame.sort_values("CosineSimilarity").head()                             # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -26,18 +28,18 @@ from .diverge.records import Localisation, OpGraph, OpVerdict
 from .pairing.rule_records import FusionRule
 from .verdict.policy import Policy, gated_metrics
 from .verdict.policy_file import load_policy
-from .records import Bound, MetricRow, PartReport, SkippedFile, Verdict, count_by_status
+from .pairing.entry import pair
+from .records import Bound, MetricRow, Pairing, PartReport, Run, SkippedFile, Verdict, count_by_status
 from .reports.divergence import localisation_document
 from .reports.frame import frame_of
 from .reports.junit import render_junit
 from .reports.result_json import (decode_float, parts_from_document, result_document, skipped_from_document,
                                   write_json)
 from .reports.saved import load_result
-from .runs.folders import run_network
-from .runs.loading import PathLike, RuleArg
+from .request import CompareRequest, Mode, PathLike, RuleArg
+from .runs.folders import op_choice, run_request
 from .runs.localise import localise_network
 from .runs.network import NetworkResult, Progress
-from .runs.op_range import OpChoice
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -206,37 +208,30 @@ def _created_seconds(text: object) -> float | None:
         return None
 
 
-# duplicates: the keyword list repeats run_network's on purpose: the public signature is spelled out (help(),
-# IDEs), not **kwargs
-def compare_network(
-    left: PathLike,
-    right: PathLike,
-    fusion_rule: RuleArg | None = None,
-    *,
-    quant_rule: RuleArg | None = None,
-    close_fusion_rule: RuleArg | None = None,
-    algorithms: Sequence[str | int] | str | None = None,
-    custom_dir: PathLike | None = None,
-    dump_version: int | None = None,
-    max_elements: int = 0,
-    rank: object = None,
-    iteration: object = None,
-    graph: object = None,
-    model_name: str | None = None,
-    ge_graph: PathLike | None = None,
-    mapping: PathLike | list | None = None,
-    gates: Sequence[str | Bound] = (),
-    policy: "PathLike | Policy | None" = None,
-    allow_same: bool = False,
-    progress: Progress | None = None,
-    cluster: str | None = None,
-    scheduler: str | None = None,
-    on_dashboard: Callable[[str], None] | None = None,
-    ffts: bool = False,
-    ops: OpChoice | None = None,
-    spool: "PartSpool | None" = None,
-) -> ComparisonResult:
+def compare_network(left: PathLike, right: PathLike, fusion_rule: RuleArg | None = None, *,
+                    progress: Progress | None = None, on_dashboard: Callable[[str], None] | None = None,
+                    spool: "PartSpool | None" = None, **fields: object) -> ComparisonResult:
+    """Compare two dump folders operator by operator, check the gates: :func:`compare_request` of
+    ``CompareRequest(left=left, right=right, fusion_rule=fusion_rule, **fields)`` (the keywords go
+    straight to :class:`~compare.request.CompareRequest`; ``rank="all"``, ``gates=[...]``,
+    ``mapping=...``, ``op_range="1,-1,10"`` ...).
+
+    >>> compare_network("npu", "golden", "model.json", gates=["CosineSimilarity>=0.99"])  # doctest: +SKIP
+    """
+    request = CompareRequest(left=left, right=right, fusion_rule=fusion_rule, **fields)  # type: ignore[arg-type]
+    return compare_request(request, progress=progress, on_dashboard=on_dashboard, spool=spool)
+
+
+def compare_request(request: CompareRequest, *, progress: Progress | None = None,
+                    on_dashboard: Callable[[str], None] | None = None,
+                    spool: "PartSpool | None" = None) -> ComparisonResult:
     """Compare two dump folders operator by operator, check the gates: a :class:`ComparisonResult`.
+
+    The request is validated first (:meth:`CompareRequest.validate`: the option rules of the
+    command line, :class:`OptionError`); a request for another mode (``op``: single-operator,
+    ``fusion_rule`` a folder: batch, ``mapping_table``) is refused: see
+    :func:`compare.runs.single_op.operator_request`, :func:`compare.runs.batch.run_batch_request`.
+    Its output fields (``output``, ``json_out`` ...) are the command line's: nothing is written here.
 
     ``left`` is "my output" (e.g. an Ascend dump folder or any parent of its
     ``time/device/model/model_id/data_index`` tree, or a quantized Caffe dump), ``right`` the
@@ -246,8 +241,8 @@ def compare_network(
     (``-cf``); docs/quant.md says which scenario needs which. ``algorithms``: metric names/indices
     (default all ten). ``custom_dir``: plugin root holding ``format_convert/convert_X_to_Y.py``.
     ``dump_version``: force 1 (protobuf) or 2 (binary). ``rank`` ... ``mapping``: see
-    :func:`run_network` (``--rank`` ... ``--mapping``). ``left`` / ``right`` may be fsspec URLs
-    (``s3://...``; ``vcompare[remote]``), read through a local copy (:mod:`convert.remote`).
+    :func:`~compare.runs.folders.run_request` (``--rank`` ... ``--mapping``). ``left`` / ``right``
+    may be fsspec URLs (``s3://...``; ``vcompare[remote]``), read through a local copy (:mod:`convert.remote`).
 
     ``gates`` (``"CosineSimilarity>=0.99"`` texts or :class:`Bound`) and ``policy`` (a TOML policy
     file or a :class:`~compare.verdict.policy.Policy`, docs/policy.md) make the run gated: the metrics they
@@ -265,40 +260,57 @@ def compare_network(
 
     ``ffts=True`` (``-ffts``): the slice files of an FFTS+ op are compared one by one under their
     raw op names instead of being merged along the cut axis (docs/ffts.md).
-    ``ops``: ``--range`` / ``--select`` (:class:`~compare.runs.op_range.OpRange` /
-    :class:`~compare.runs.op_range.OpSelect`): only the fusion groups of those rule ids (docs/modes.md).
+    ``op_range`` / ``op_select``: ``--range start,end,step`` / ``--select i1,i2,...`` as text: only
+    the fusion groups of those rule ids (docs/modes.md).
 
     Raises :class:`compare.errors.CompareError` only when the comparison cannot run at all
     (unreadable rule or policy, bad gate, no valid dump, a folder/option combination the
     comparison table does not support); per-operator problems are rows with a FailReason.
     """
+    mode = request.validate()
+    if mode in (Mode.SINGLE_OP, Mode.BATCH, Mode.MAPPING_TABLE):
+        raise OptionError(f"compare_request compares a whole network; this request is {mode.value} mode "
+                          "(operator_request / run_batch_request / the command line's -map)")
     started = time.perf_counter()
-    checked = build_policy(policy, gates)
-    result = run_network(left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
-                         algorithms=algorithms, custom_dir=custom_dir, dump_version=dump_version,
-                         max_elements=max_elements, extra_metrics=gate_metrics(checked), rank=rank,
-                         iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph,
-                         mapping=mapping, progress=progress, refuse_same=checked is not None and not allow_same,
-                         cluster=cluster, scheduler=scheduler, on_dashboard=on_dashboard, ffts=ffts, ops=ops,
+    checked = build_policy(request.policy, request.gates)
+    result = run_request(request, extra_metrics=gate_metrics(checked), progress=progress,
+                         refuse_same=checked is not None and not request.allow_same, on_dashboard=on_dashboard,
                          spool=spool)
     compared = time.perf_counter()
     verdict = check_rows(result.rows, checked, parts=result.part_reports)
     notes = list(result.notes)
     if result.same_data is not None:
         notes.append(f"warning: {result.same_data}: every row compares a tensor with itself")
-    inputs = {"left": left, "right": right, "fusion_rule": fusion_rule, "quant_rule": quant_rule,
-              "close_fusion_rule": close_fusion_rule, "mapping": mapping if not isinstance(mapping, list) else None,
+    mapping = request.mapping
+    inputs = {"left": request.left, "right": request.right, "fusion_rule": request.fusion_rule,
+              "quant_rule": request.quant_rule, "close_fusion_rule": request.close_fusion_rule,
+              "mapping": mapping if not isinstance(mapping, list) else None,
               "policy": checked.source if checked is not None else None,
               "left_folder": result.left.path, "right_folder": result.right.path}
-    options = {"algorithms": algorithms, "dump_version": dump_version, "max_elements": max_elements,
-               "rank": rank, "iteration": iteration, "graph": graph, "model_name": model_name,
-               "ge_graph": ge_graph, "gates": [b.text for b in checked.gates] if checked is not None else [],
-               "strict": checked.strict if checked is not None else None, "allow_same": allow_same,
-               "custom_dir": custom_dir, "ops": ops.option if ops is not None else None}
+    ops = op_choice(request)
+    options = {"algorithms": request.algorithms, "dump_version": request.dump_version,
+               "max_elements": request.max_elements, "rank": request.rank, "iteration": request.iteration,
+               "graph": request.graph, "model_name": request.model_name, "ge_graph": request.ge_graph,
+               "gates": [b.text for b in checked.gates] if checked is not None else [],
+               "strict": checked.strict if checked is not None else None, "allow_same": request.allow_same,
+               "custom_dir": request.custom_dir, "ops": ops.option if ops is not None else None}
     timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
     return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
                             options, timing, network=result, skipped=list(result.skipped),
                             parts=list(result.part_reports))
+
+
+def pair_runs(left: Run, right: Run, *, fusion_rule: RuleArg | None = None, quant_rule: RuleArg | None = None,
+              close_fusion_rule: RuleArg | None = None, mapping: PathLike | list | None = None) -> Pairing:
+    """Two loaded runs (:func:`compare.loaders.load_run`) paired as the command line pairs them
+    (:func:`compare.pairing.entry.pair`): through a mapping file (``--mapping``: its entries first,
+    the rest by scope name), MindSpore / msprobe / statistics runs by scope name, the others through
+    the comparison table and the rule files (``-f`` / ``-q`` / ``-cf``), with the overflow records
+    (``Opdebug``) as rows that are not compared. Raises :class:`OptionError` for a mapping given
+    with a rule, :class:`~compare.errors.PairingError` for a combination the table does not
+    support or nothing to pair, :class:`~compare.errors.RuleError` for an unreadable rule."""
+    return pair(left, right, fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
+                mapping=mapping).pairing
 
 
 def _inputs_text(inputs: dict[str, object]) -> dict[str, object]:

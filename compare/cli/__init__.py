@@ -1,8 +1,9 @@
 """``vcompare``: the command line. Options -> public API; errors -> exit codes, in one place.
 
 Modules: :mod:`~compare.cli.main` (entry point, subcommand dispatch), :mod:`~compare.cli.network`
-(the main command's options and its one ``match`` over the modes), :mod:`~compare.cli.modes`
-(single-operator, batch and consistency runners), :mod:`~compare.cli.gate` (``gate``, ``policy``),
+(the main command's options, made into one :class:`~compare.request.CompareRequest`),
+:mod:`~compare.cli.modes` (the runner of each mode the request chooses: one ``match``; and the
+``gate`` / ``policy`` / ``consistency`` runners), :mod:`~compare.cli.gate` (``gate``, ``policy``),
 :mod:`~compare.cli.consistency` (``consistency``), :mod:`~compare.cli.file_compare` (``file_compare``),
 :mod:`~compare.cli.two_files` (the runners of two files: ``-l FILE -r FILE`` and ``file_compare``),
 :mod:`~compare.cli.output` (messages, summary, progress bar, output files) and

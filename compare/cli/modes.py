@@ -1,13 +1,13 @@
-"""The runners of the command line: the main command (:func:`run_compare`: one ``match`` over
-network, single-operator (``-d``) and batch (``-f DIR``) modes) and the ``gate`` / ``policy`` /
-``consistency`` subcommands. Each runner returns the exit code; none raises ``typer.Exit``. This module loads
-numpy, numba and the readers: the typer command modules import it only when a command runs."""
+"""The runners of the command line: the main command (:func:`run_compare`: the request validated,
+then one ``match`` over its mode: network, single-operator (``-d``), batch (``-f DIR``), two files,
+mapping table) and the ``gate`` / ``policy`` / ``consistency`` subcommands. Each runner returns the
+exit code; none raises ``typer.Exit``. This module loads numpy, numba and the readers: the typer
+command modules import it only when a command runs."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from enum import Enum
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -17,11 +17,11 @@ from convert.exits import EXIT_CANNOT_RUN, EXIT_OK
 from convert.layouts import LayoutError
 from convert.remote import is_url, local_path
 
-from ..api import build_policy, check_rows, compare_network, gate_metrics, regate
+from ..api import build_policy, check_rows, compare_request, gate_metrics, regate
 from ..consistency.run import check_consistency
 from ..diverge.verdicts import chain
 from ..errors import CompareError, OptionError, OutputError
-from ..kernels import native, preload, resolve_algorithms
+from ..kernels import native, preload
 from ..verdict.policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format
 from ..reports.consistency import summary_lines, write_consistency_csv, write_consistency_json
@@ -32,11 +32,11 @@ from ..reports.network import Layout, TableFormat, write_report
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
 from ..reports.spool import PartSpool
 from ..reports.staging import sweep_leftovers
-from ..runs.batch import run_batch
-from ..runs.each import selected_folder
+from ..request import CompareRequest, Mode
+from ..runs.batch import run_batch_request
+from ..runs.folders import op_choice
 from ..runs.mapping_table import mapping_table
-from ..runs.op_range import OpChoice, parse_range, parse_select
-from ..runs.single_op import compare_operator
+from ..runs.single_op import operator_request
 from .echo import err
 from .output import Outputs, ProgressBar, check_readable, failure_text, finish, outcome_line, preflight
 from .startup import start_up_done
@@ -44,61 +44,9 @@ from .two_files import run_two_files
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import ComparisonResult
+    from ..runs.op_range import OpChoice
     from ..verdict.policy import Policy
     from ..reports.overflow import OverflowColumn
-
-
-class Mode(Enum):
-    """The main command's three modes, chosen by :func:`choose_mode`."""
-
-    NETWORK = "network"  # the whole network, one row per tensor pair
-    SINGLE_OP = "single-op"  # -d OP: one tensor element by element
-    BATCH = "batch"  # -f DIR: every model of the dump tree with its rule file
-    TWO_FILES = "two-files"  # -l FILE -r FILE: the two files' tensors compared as they are
-    MAPPING_TABLE = "mapping-table"  # -map: the pairs listed, nothing compared
-
-
-def choose_mode(single: "SingleOpArgs", fusion_rule: Optional[Path], left: "Path | str | None" = None,
-                right: "Path | str | None" = None) -> Mode:
-    """Two files (``-l`` and ``-r`` both local regular files) select two-file mode; else ``-d``
-    selects single-operator mode; otherwise ``-f`` naming a folder selects batch mode. An fsspec URL
-    (a ``str``) is never a local file."""
-    if isinstance(left, Path) and isinstance(right, Path) and left.is_file() and right.is_file():
-        return Mode.TWO_FILES
-    if single.op is not None:
-        return Mode.SINGLE_OP
-    if fusion_rule is not None and fusion_rule.is_dir():
-        return Mode.BATCH
-    return Mode.NETWORK
-
-
-@dataclass
-class SingleOpArgs:
-    """The single-operator options as given (``None`` = not given)."""
-
-    op: Optional[str]
-    tensor_type: Optional[str]
-    index: Optional[int]
-    topn: Optional[int]
-    max_lines: Optional[int]
-    no_details: bool
-
-    def check(self) -> None:
-        if self.op is None:
-            given = [flag for flag, value in (("-t", self.tensor_type), ("-i", self.index), ("-n", self.topn),
-                                              ("--max-lines", self.max_lines)) if value is not None]
-            if self.no_details:
-                given.append("--no-details")
-            if given:
-                verb = "applies" if len(given) == 1 else "apply"
-                raise OptionError(f"{', '.join(given)} only {verb} to single-operator mode: add -d OP_NAME")
-            return
-        if not self.op.strip():
-            raise OptionError("-d needs an operator name")
-        kind = (self.tensor_type or "output").strip().lower()
-        if kind not in ("input", "output"):
-            raise OptionError(f"-t must be input or output, not {self.tensor_type!r}")
-        self.tensor_type = kind
 
 
 def gate_exit(policy: "Policy | None", rows: list, quiet: bool) -> int:
@@ -116,14 +64,11 @@ def gate_exit(policy: "Policy | None", rows: list, quiet: bool) -> int:
     return verdict.exit_code
 
 
-def run_batch_mode(left: Path, right: Path, rules_dir: Path, output: Optional[str], *, algorithm: str,
-                   custom: Optional[Path], dump_version: Optional[int], layout, policy: "Policy | None",
-                   max_cmp_size: int, quiet: bool, csv_flag: bool, quant_rule: Optional[Path],
-                   float_format: object, ffts: bool = False) -> int:
+def run_batch_mode(request: CompareRequest, policy: "Policy | None", *, layout: Layout,
+                   float_format: FloatFormat) -> int:
     """``-f DIR``: compare every model of the dump tree with its rule file; one result file per model."""
-    batch = run_batch(left, right, rules_dir, quant_rule=quant_rule, algorithms=algorithm, custom_dir=custom,
-                      dump_version=dump_version, max_elements=max_cmp_size, extra_metrics=gate_metrics(policy),
-                      ffts=ffts)
+    batch = run_batch_request(request, extra_metrics=gate_metrics(policy))
+    output, quiet = request.output, request.quiet
     outdir = Path(output) if output else Path.cwd()
     if outdir.exists() and not outdir.is_dir():
         raise OptionError(f"-o {outdir}: with a folder of rules (-f DIR) -o must be an output folder")
@@ -134,7 +79,7 @@ def run_batch_mode(left: Path, right: Path, rules_dir: Path, output: Optional[st
         left_npy, right_npy = result.has_npy
         written = write_report(result.rows, outdir / item.output_name(stamp), result.metrics, layout=layout,
                                left_address=not left_npy, right_address=not right_npy,
-                               float_format=float_format)  # type: ignore[arg-type]
+                               float_format=float_format)
         typer.echo(f"result: {written}")
         if not quiet:
             err(f"{model}: " + ", ".join(f"{count} {status}" for status, count in result.summary().items()))
@@ -146,11 +91,9 @@ def run_batch_mode(left: Path, right: Path, rules_dir: Path, output: Optional[st
     return gate_exit(policy, rows, quiet)
 
 
-def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Optional[Path], output: Optional[str], *,
-                  algorithm: str, custom: Optional[Path], dump_version: Optional[int], layout,
-                  policy: "Policy | None", max_cmp_size: int, quiet: bool, quant_rule: Optional[Path] = None,
-                  close_fusion_rule: Optional[Path] = None, mapping: Optional[Path] = None, ffts: bool = False) -> int:
-    """``-d OP``: compare one tensor element by element, write the files, print the top-N tables.
+def run_single_op(request: CompareRequest, policy: "Policy | None", *, layout: Layout) -> int:
+    """``-d OP``: compare one tensor element by element (:func:`compare.runs.single_op.operator_request`),
+    write the files, print the top-N tables.
 
     With ``--mapping`` the left operator's counterpart is the one the mapping file names (else the
     one the name rules find).
@@ -158,23 +101,19 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
     Returns the exit code (0, or the verdict's code under a policy); CompareErrors propagate to
     the caller's handler (exit 2).
     """
-    topn = args.topn if args.topn is not None else TOPN_DEFAULT
-    max_lines = args.max_lines if args.max_lines is not None else MAX_LINES_DEFAULT
+    topn = request.topn if request.topn is not None else TOPN_DEFAULT
+    max_lines = request.max_lines if request.max_lines is not None else MAX_LINES_DEFAULT
     check_limits(topn, max_lines)
+    output, quiet = request.output, request.quiet
     outdir = Path(output) if output else Path.cwd()
     if outdir.exists() and not outdir.is_dir():
         raise OptionError(f"-o {outdir}: in single-operator mode -o is an output folder, and this is a file")
 
-    metrics = resolve_algorithms(algorithm)
-    metrics += [name for name in gate_metrics(policy) if name not in metrics]
-    result = compare_operator(left, right, args.op or "", fusion_rule=fusion_rule, quant_rule=quant_rule,
-                              close_fusion_rule=close_fusion_rule, kind=args.tensor_type or "output",
-                              index=args.index or 0, custom_dir=custom, dump_version=dump_version,
-                              algorithms=metrics, mapping=mapping, ffts=ffts)
+    result = operator_request(request, extra_metrics=gate_metrics(policy))
     files = write_operator_report(result, outdir, layout=layout, topn=topn, max_lines=max_lines,
-                                  details=not args.no_details)
+                                  details=not request.no_details)
     if not quiet:
-        if max_cmp_size:
+        if request.max_elements:
             err("note: -max is ignored in single-operator mode (every element is compared)")
         for note in result.plugin_notes:
             err(note)
@@ -196,68 +135,6 @@ def run_single_op(args: SingleOpArgs, left: Path, right: Path, fusion_rule: Opti
     return gate_exit(policy, [result.to_metric_row()], quiet)
 
 
-@dataclass(frozen=True)
-class CompareOptions:
-    """The main command's options as given (see ``vcompare --help``); paths not checked yet.
-    ``single``: the single-operator options (``-d`` and the options that go with it)."""
-
-    #: A dump folder, or an fsspec URL (text): :mod:`convert.remote`.
-    left: Path | str
-    right: Path | str
-    fusion_rule: Optional[Path]
-    quant_rule: Optional[Path]
-    close_fusion_rule: Optional[Path]
-    output: Optional[str]
-    csv_flag: bool
-    algorithm: str
-    custom: Optional[Path]
-    dump_version: Optional[int]
-    layout: str
-    gate: tuple[str, ...]
-    policy: Optional[Path]
-    json_out: Optional[Path]
-    junit_out: Optional[Path]
-    digits: Optional[int]
-    float_format: Optional[str]
-    allow_same: bool
-    progress: Optional[bool]
-    max_cmp_size: int
-    quiet: bool
-    single: SingleOpArgs
-    rank: Optional[str]
-    iteration: Optional[str]
-    graph: Optional[str]
-    model_name: Optional[str]
-    ge_graph: Optional[Path]
-    mapping: Optional[Path]
-    verdicts: bool = False
-    explain: Optional[str] = None
-    html_out: Optional[Path] = None
-    consistency: Optional[str] = None
-    dask_cluster: Optional[str] = None
-    scheduler: Optional[str] = None
-    #: ``-ffts``: FFTS+ slice files compared one by one (raw op names), not merged.
-    ffts: bool = False
-    mapping_table: bool = False
-    op_range: Optional[str] = None
-    op_select: Optional[str] = None
-
-    def op_choice(self) -> "OpChoice | None":
-        """``--range`` / ``--select`` parsed (syntax), checked against the other options; None
-        when neither is given. Raises :class:`OptionError` (exit 2)."""
-        if self.op_range is not None and self.op_select is not None:
-            raise OptionError("--range and --select choose operators in two ways: give one of them")
-        if self.op_range is None and self.op_select is None:
-            return None
-        flag = "--range" if self.op_range is not None else "--select"
-        if self.single.op is not None:
-            raise OptionError(f"{flag} chooses operators of a network comparison: not with -d (one operator)")
-        if self.fusion_rule is None or self.fusion_rule.is_dir():
-            raise OptionError(f"{flag} chooses operators by their id in the fusion rule: give one rule file with -f")
-        return parse_range(self.op_range) if self.op_range is not None else parse_select(self.op_select or "")
-    overflow: bool = False
-
-
 def kernels_ready(quiet: bool) -> None:
     """Load the comparison kernels before a command's work (building them once, said on stderr),
     then end the start-up phase (:func:`~compare.cli.startup.start_up_done`)."""
@@ -269,70 +146,39 @@ def kernels_ready(quiet: bool) -> None:
     start_up_done()
 
 
-def run_compare(o: CompareOptions) -> int:
-    """The main command: kernels loaded, options checked, one mode run; returns the exit code
-    (CompareErrors and refused ``-custom`` plugin folders: their message on stderr, exit 2)."""
-    kernels_ready(o.quiet)
-    left, right = o.left, o.right  # -d with --rank / --iteration may narrow them to one leaf
+def run_compare(request: CompareRequest) -> int:
+    """The main command: kernels loaded, the request validated (:meth:`CompareRequest.validate`),
+    its mode run; returns the exit code (CompareErrors and refused ``-custom`` plugin folders: their
+    message on stderr, exit 2)."""
+    kernels_ready(request.quiet)
     try:
-        report_layout = Layout(o.layout)  # checked by the command: vcompare or msaccucmp
-        number_format = parse_float_format(o.digits, o.float_format)
-        if o.policy is not None:
-            check_readable(o.policy, "--policy")
-        checked = build_policy(o.policy, o.gate)
-        single = o.single
-        mode = Mode.MAPPING_TABLE if o.mapping_table else choose_mode(single, o.fusion_rule, left, right)
-        ops = o.op_choice()
-        if mode not in (Mode.TWO_FILES, Mode.MAPPING_TABLE):  # two files: -t / -i choose a dump tensor (no -d)
-            single.check()
-        for path, flag in ((left, "-l"), (right, "-r"), (o.fusion_rule, "-f"), (o.quant_rule, "-q"),
-                           (o.close_fusion_rule, "-cf"), (o.ge_graph, "--ge-graph"), (o.mapping, "--mapping")):
+        report_layout = Layout(request.layout)  # checked by the command: vcompare or msaccucmp
+        number_format = parse_float_format(request.digits, request.float_format)
+        if request.policy is not None:
+            check_readable(Path(request.policy), "--policy")
+        checked = build_policy(request.policy, request.gates)
+        mode = request.validate()
+        ops = op_choice(request)
+        for path, flag in ((request.left, "-l"), (request.right, "-r"), (request.fusion_rule, "-f"),
+                           (request.quant_rule, "-q"), (request.close_fusion_rule, "-cf"),
+                           (request.ge_graph, "--ge-graph"), (request.mapping, "--mapping")):
             if path is not None and not is_url(path):
-                check_readable(path, flag)
-        rules = {"quant_rule": o.quant_rule, "close_fusion_rule": o.close_fusion_rule}
-        select = {"rank": o.rank, "iteration": o.iteration, "graph": o.graph, "model_name": o.model_name,
-                  "ge_graph": o.ge_graph}
+                check_readable(Path(path), flag)  # type: ignore[arg-type]
         if mode is not Mode.NETWORK:  # a network comparison localises URLs itself (a cluster's workers fetch parts)
-            left, right = local_path(left), local_path(right)
-        network_only = [flag for flag, given in (("--json", o.json_out is not None), ("--junit", o.junit_out is not None),
-                                                 ("--html", o.html_out is not None), ("--verdicts", o.verdicts),
-                                                 ("--explain", o.explain is not None),
-                                                 ("--dask-cluster", o.dask_cluster is not None),
-                                                 ("--scheduler", o.scheduler is not None),
-                                                 ("--consistency", o.consistency is not None),
-                                                 ("--overflow", o.overflow)) if given]
-        if mode in (Mode.SINGLE_OP, Mode.BATCH, Mode.MAPPING_TABLE) and network_only:
-            raise OptionError(f"{', '.join(network_only)} describe a network comparison; single-operator mode (-d), "
-                              "batch mode (-f DIR) and the mapping table (-map) do not write them")
-        if mode is Mode.TWO_FILES and o.overflow:
-            raise OptionError("--overflow describes the operators of a dump folder, not two files")
+            request = replace(request, left=local_path(request.left), right=local_path(request.right))
         match mode:
             case Mode.SINGLE_OP:
-                if any(v is not None for v in select.values()):
-                    left, right = selected_folder(left, **select), selected_folder(right, **select)
-                if o.fusion_rule is not None and o.fusion_rule.is_dir():
-                    raise OptionError("-d compares one operator of one model: -f must be a rule file, not a folder")
-                code = run_single_op(single, left, right, o.fusion_rule, o.output, algorithm=o.algorithm,
-                                     custom=o.custom, dump_version=o.dump_version, layout=report_layout,
-                                     policy=checked, max_cmp_size=o.max_cmp_size, quiet=o.quiet, mapping=o.mapping,
-                                     ffts=o.ffts, **rules)
+                code = run_single_op(request, checked, layout=report_layout)
             case Mode.BATCH:
-                assert o.fusion_rule is not None
-                code = run_batch_mode(left, right, o.fusion_rule, o.output, algorithm=o.algorithm, custom=o.custom,
-                                      dump_version=o.dump_version, layout=report_layout, policy=checked,
-                                      max_cmp_size=o.max_cmp_size, quiet=o.quiet, csv_flag=o.csv_flag,
-                                      quant_rule=o.quant_rule, float_format=number_format, ffts=o.ffts)
+                code = run_batch_mode(request, checked, layout=report_layout, float_format=number_format)
             case Mode.MAPPING_TABLE:
-                code = run_mapping_table(o, ops, select)
+                code = run_mapping_table(request, ops)
             case Mode.TWO_FILES:
-                if ops is not None:
-                    raise OptionError("--range / --select choose operators of dump folders, not of two files")
-                code = run_two_files(o, checked, layout=report_layout, number_format=number_format)
+                code = run_two_files(request, checked, layout=report_layout, number_format=number_format)
             case Mode.NETWORK:
-                code = _network(o, checked, layout=report_layout, number_format=number_format, rules=rules,
-                                select=select, ops=ops)
-                if o.consistency is not None:
-                    code = _worst_exit(code, _consistency_too(o))
+                code = _network(request, checked, layout=report_layout, number_format=number_format)
+                if request.consistency is not None:
+                    code = _worst_exit(code, _consistency_too(request))
     except CompareError as exc:
         err(f"error: {exc}")
         return EXIT_CANNOT_RUN
@@ -340,30 +186,21 @@ def run_compare(o: CompareOptions) -> int:
         # a refused -custom plugin folder (convert.layouts.LayoutError) cannot run either: exit 2
         if not isinstance(exc, LayoutError):
             raise
-        err(f"error: -custom {o.custom}: {exc}" if o.custom is not None else f"error: {exc}")
+        custom = request.custom_dir
+        err(f"error: -custom {custom}: {exc}" if custom is not None else f"error: {exc}")
         return EXIT_CANNOT_RUN
     return code
 
 
-def run_mapping_table(o: CompareOptions, ops: "OpChoice | None", select: dict) -> int:
+def run_mapping_table(request: CompareRequest, ops: "OpChoice | None") -> int:
     """``-map``: the mapping table written (its path on stdout, the notes on stderr), nothing
     compared; exit 0, or 2 (CompareErrors propagate to :func:`run_compare`)."""
-    single = o.single
-    refused = [flag for flag, given in (("-d", single.op is not None), ("-t", single.tensor_type is not None),
-                                        ("-i", single.index is not None), ("-n", single.topn is not None),
-                                        ("--max-lines", single.max_lines is not None),
-                                        ("--no-details", single.no_details), ("--mapping", o.mapping is not None),
-                                        ("-cf", o.close_fusion_rule is not None)) if given]
-    if refused:
-        raise OptionError(f"-map lists the pairs of a whole network through -f / -q: not with {', '.join(refused)}")
-    if o.fusion_rule is not None and o.fusion_rule.is_dir():
-        raise OptionError("-map lists the pairs of one model: -f must be a rule file, not a folder")
-    target = mapping_path(o.output)
+    target = mapping_path(request.output)
     preflight(target)
-    table = mapping_table(o.left, o.right, o.fusion_rule, quant_rule=o.quant_rule, dump_version=o.dump_version,
-                          ops=ops, select=select)
+    table = mapping_table(request.left, request.right, request.fusion_rule, quant_rule=request.quant_rule,
+                          dump_version=request.dump_version, ops=ops, select=request.select)
     written = write_mapping(table.rows, target, op_sequence=table.selected)
-    if not o.quiet:
+    if not request.quiet:
         for note in table.notes:
             err(note)
         err(f"mapping table: {len(table.rows)} row(s); nothing compared")
@@ -380,41 +217,41 @@ def _worst_exit(*codes: int) -> int:
     return max(codes, key=lambda c: _SEVERITY.index(c) if c in _SEVERITY else len(_SEVERITY))
 
 
-def _consistency_too(o: CompareOptions) -> int:
+def _consistency_too(request: CompareRequest) -> int:
     """``--consistency GROUPS`` on the main command: :func:`run_consistency` on the ``-l`` tree,
     its CSV beside the ``-o`` table (``{stem}_consistency.csv``; none without ``-o``)."""
-    table = Path(o.output) if o.output is not None and Path(o.output).suffix.lower() in (".csv", ".txt") else None
+    o = request.output
+    table = Path(o) if o is not None and Path(o).suffix.lower() in (".csv", ".txt") else None
     output = table.with_name(f"{table.stem}_consistency.csv") if table is not None else None
-    assert o.consistency is not None
+    assert request.consistency is not None
     return run_consistency(ConsistencyArgs(
-        tree=Path(local_path(o.left)), groups=o.consistency, output=output, json_out=None, tensors=None, tolerance=None,
-        iteration=o.iteration, graph=o.graph, model_name=o.model_name, dump_version=o.dump_version, quiet=o.quiet))
+        tree=Path(local_path(request.left)), groups=request.consistency, output=output, json_out=None, tensors=None,
+        tolerance=None, iteration=request.iteration, graph=request.graph, model_name=request.model_name,
+        dump_version=request.dump_version, quiet=request.quiet))
 
 
-def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, number_format: "FloatFormat",
-             rules: dict, select: dict, ops: "OpChoice | None" = None) -> int:
+def _network(request: CompareRequest, policy: "Policy | None", *, layout: Layout, number_format: "FloatFormat") -> int:
     """The network comparison: outputs checked, compared (with the progress bar), written; the
     notes, the summary and the first divergence printed (and the ``--explain`` chain). Returns the
     exit code; CompareErrors propagate (exit 2)."""
     started = time.time()
-    outputs = Outputs.plan(o.output, o.csv_flag, o.json_out, o.junit_out, o.html_out, verdicts=o.verdicts)
+    o = request
+    outputs = Outputs.plan(o.output, o.csv, o.json_out, o.junit_out, o.html_out, verdicts=o.verdicts)
     if o.overflow and outputs.table_format is TableFormat.PARQUET:
         raise OptionError(f"--overflow adds a column to -o .csv / .txt and to the rows of --json; -o {o.output}: a "
                           "parquet table has no OverFlow column")
-    bar = ProgressBar(o.progress)
+    bar = ProgressBar(o.progress_bar)
     spool = _cluster_spool(o, outputs, layout, number_format)
     try:
-        result = compare_network(o.left, o.right, o.fusion_rule, algorithms=o.algorithm, custom_dir=o.custom,
-                                 dump_version=o.dump_version, max_elements=o.max_cmp_size, mapping=o.mapping,
-                                 policy=policy, allow_same=o.allow_same, progress=bar, cluster=o.dask_cluster,
-                                 scheduler=o.scheduler, on_dashboard=None if o.quiet else _dashboard_line,
-                                 ffts=o.ffts, ops=ops, spool=spool, **rules, **select)
+        # the policy built (and its file checked) once, before the run: the request carries it as built
+        result = compare_request(replace(request, policy=policy, gates=()), progress=bar, spool=spool,
+                                 on_dashboard=None if o.quiet else _dashboard_line)
     except BaseException:
         _spool_kept(spool)
         raise
     finally:
         bar.close()
-    result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv_flag,
+    result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv,
                           verdicts=o.verdicts, explain=o.explain)
     swept = [sweep_leftovers(folder, before=started) for folder in outputs.folders()]
     network = result.network
@@ -447,7 +284,7 @@ def _network(o: CompareOptions, policy: "Policy | None", *, layout: Layout, numb
     return finish(result, written, failed, o.quiet, after=after)
 
 
-def _overflow_column(o: CompareOptions, result: "ComparisonResult") -> tuple["OverflowColumn | None", list[str]]:
+def _overflow_column(o: CompareRequest, result: "ComparisonResult") -> tuple["OverflowColumn | None", list[str]]:
     """``--overflow``: the OverFlow column (the left runs' Opdebug records looked for and linked)
     and its notes; ``(None, [])`` without the option or a network result."""
     network = result.network
@@ -457,12 +294,12 @@ def _overflow_column(o: CompareOptions, result: "ComparisonResult") -> tuple["Ov
 
     lefts = network.part_lefts or [network.left]
     return opdebug_column(lefts, by_part=len(network.parts) > 1)
-def _cluster_spool(o: CompareOptions, outputs: Outputs, layout: Layout, number_format: "FloatFormat"
+def _cluster_spool(o: CompareRequest, outputs: Outputs, layout: Layout, number_format: "FloatFormat"
                    ) -> PartSpool | None:
     """The spool of a cluster run (``<table>.parts/``, :mod:`compare.reports.spool`), said on stderr
     before the run (so that a client killed outright has said where its finished parts are). None
     for a table written through a device or pipe (``-o /dev/stdout``): no folder beside it is the user's."""
-    if (o.dask_cluster is None and o.scheduler is None) or outputs.table is None or is_stream(outputs.table):
+    if (o.cluster is None and o.scheduler is None) or outputs.table is None or is_stream(outputs.table):
         return None
     spool = PartSpool(outputs.table, table_format=outputs.table_format, layout=layout,  # type: ignore[arg-type]
                       float_format=number_format)

@@ -1,4 +1,5 @@
-"""The main command, ``vcompare -l LEFT -r RIGHT ...``: its options, and the choice of mode."""
+"""The main command, ``vcompare -l LEFT -r RIGHT ...``: its typer options, made into one
+:class:`~compare.request.CompareRequest` (the request chooses the mode and checks the options)."""
 
 from __future__ import annotations
 
@@ -240,23 +241,26 @@ def compare(
                                             help="Compare only the fusion groups of the -f rule's operators with "
                                                  "these ids: i1,i2,... (e.g. 3,7,12)."),
 ) -> None:
-    """The main command: the options into a :class:`~compare.cli.modes.CompareOptions`, then its runner."""
+    """The main command: the options into one :class:`~compare.request.CompareRequest`, then its runner."""
     if layout not in ("vcompare", "msaccucmp"):
         raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}")
     # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)
-    from .modes import CompareOptions, SingleOpArgs, run_compare
+    from .modes import run_compare
+    from ..request import CompareRequest  # here: as the runner (it loads the pairing records; --help does not)
 
-    raise typer.Exit(run_compare(CompareOptions(
-        left=_dump_root(left), right=_dump_root(right), fusion_rule=fusion_rule, quant_rule=quant_rule,
-        close_fusion_rule=close_fusion_rule,
-        output=output, csv_flag=csv_flag, algorithm=algorithm, custom=custom, dump_version=dump_version,
-        layout=layout, gate=tuple(gate), policy=policy, json_out=json_out, junit_out=junit_out, digits=digits,
-        float_format=float_format, allow_same=allow_same, progress=progress, max_cmp_size=max_cmp_size,
-        quiet=quiet, single=SingleOpArgs(op, tensor_type, index, topn, max_lines, no_details), rank=rank,
-        iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph, mapping=mapping,
-        verdicts=verdicts, explain=explain, html_out=html_out, dask_cluster=dask_cluster, scheduler=scheduler,
-        consistency=consistency, ffts=ffts, mapping_table=mapping_table, op_range=op_range, op_select=op_select,
-        overflow=overflow)))
+    raise typer.Exit(run_compare(CompareRequest(
+        left=_dump_root(left), right=_dump_root(right), rank=rank, iteration=iteration, graph=graph,
+        model_name=model_name, ge_graph=ge_graph, dump_version=dump_version, ffts=ffts, op_range=op_range,
+        op_select=op_select,
+        fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule, mapping=mapping,
+        custom_dir=custom,
+        algorithms=algorithm, max_elements=max_cmp_size, allow_same=allow_same, cluster=dask_cluster,
+        scheduler=scheduler,
+        gates=tuple(gate), policy=policy,
+        output=output, csv=csv_flag, json_out=json_out, junit_out=junit_out, html_out=html_out, verdicts=verdicts,
+        layout=layout, digits=digits, float_format=float_format, quiet=quiet, progress_bar=progress,
+        op=op, tensor_type=tensor_type, index=index, topn=topn, max_lines=max_lines, no_details=no_details,
+        mapping_table=mapping_table, explain=explain, consistency=consistency, overflow=overflow)))
 
 
 def _dump_root(text: str) -> "Path | str":

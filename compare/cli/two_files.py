@@ -19,69 +19,52 @@ from ..reports.file_compare import write_file_result
 from ..reports.network import Layout, TableFormat, render_txt, resolve_output, write_report
 from ..reports.result_json import write_json
 from ..reports.junit import write_junit
+from ..request import CompareRequest
 from ..runs.two_files import FileKind, FilesResult, TensorChoice, compare_files, compare_npy_files
 from .echo import err
 from .output import check_readable, count_line, finish, preflight
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..verdict.policy import Policy
-    from .modes import CompareOptions
 
 
-def _refuse_folder_options(o: "CompareOptions") -> None:
-    """The options that describe folders, rules or operators: refused with two files."""
-    given = [flag for flag, value in (
-        ("-f", o.fusion_rule), ("-q", o.quant_rule), ("-cf", o.close_fusion_rule), ("--mapping", o.mapping),
-        ("-d", o.single.op), ("-n", o.single.topn), ("--max-lines", o.single.max_lines),
-        ("--no-details", o.single.no_details or None), ("--rank", o.rank), ("--iteration", o.iteration),
-        ("--graph", o.graph), ("--model-name", o.model_name), ("--ge-graph", o.ge_graph),
-        ("--verdicts", o.verdicts or None), ("--explain", o.explain), ("--html", o.html_out),
-        ("--dask-cluster", o.dask_cluster), ("--scheduler", o.scheduler), ("--consistency", o.consistency),
-        ("-custom", o.custom)) if value is not None]
-    if given:
-        raise OptionError(f"{', '.join(given)}: -l and -r are two files, compared tensor by tensor as they are; "
-                          "these options apply to dump folders (-t input|output and -i N choose a dump file's tensor)")
-
-
-def tensor_choice(tensor_type: str | None, index: int | None) -> TensorChoice | None:
-    """``-t`` / ``-i`` as the dump tensor to compare (None when neither is given; ``-t`` alone: index 0)."""
-    if tensor_type is None and index is None:
+def tensor_choice(request: CompareRequest) -> TensorChoice | None:
+    """``-t`` / ``-i`` as the dump tensor to compare (None when neither is given; ``-t`` alone: index 0).
+    ``-t`` is input or output (:meth:`CompareRequest.validate` refused anything else)."""
+    if request.tensor_type is None and request.index is None:
         return None
-    kind = (tensor_type or "output").strip().lower()
-    if kind not in ("input", "output"):
-        raise OptionError(f"-t must be input or output, not {tensor_type!r}")
-    return TensorChoice(TensorKind(kind), index or 0)
+    return TensorChoice(TensorKind(request.tensor_kind), request.index or 0)
 
 
-def _result(files: FilesResult, policy: "Policy | None", o: "CompareOptions") -> ComparisonResult:
+def _result(files: FilesResult, policy: "Policy | None", o: CompareRequest) -> ComparisonResult:
     inputs: dict[str, object] = {"left": str(o.left), "right": str(o.right), "left_kind": files.left.kind.value,
                                  "right_kind": files.right.kind.value,
                                  "policy": policy.source if policy is not None else None}
-    options = {"algorithms": o.algorithm, "dump_version": o.dump_version, "max_elements": o.max_cmp_size,
-               "tensor_type": o.single.tensor_type, "index": o.single.index, "mode": "two-files"}
+    options = {"algorithms": o.algorithms, "dump_version": o.dump_version, "max_elements": o.max_elements,
+               "tensor_type": o.tensor_type, "index": o.index, "mode": "two-files"}
     return ComparisonResult(files.rows, files.metrics, check_rows(files.rows, policy), policy, list(files.notes),
                             inputs, options)
 
 
-def run_two_files(o: "CompareOptions", policy: "Policy | None", *, layout: Layout, number_format: FloatFormat) -> int:
+def run_two_files(o: CompareRequest, policy: "Policy | None", *, layout: Layout, number_format: FloatFormat) -> int:
     """``vcompare -l FILE -r FILE``: the files compared, the table printed (stdout) and written to
     ``-o`` (``.csv`` / ``.txt`` / ``.parquet``, or ``.json`` for the JSON result), ``--json`` and
     ``--junit`` when given; nothing is written without them. Exit 2 when no pair could be compared
-    (the reasons on stderr); CompareErrors propagate to the caller (exit 2)."""
-    _refuse_folder_options(o)
-    choice = tensor_choice(o.single.tensor_type, o.single.index)
-    json_paths = [o.json_out] if o.json_out is not None else []
+    (the reasons on stderr); CompareErrors propagate to the caller (exit 2). The request is
+    validated (:meth:`CompareRequest.validate`: no folder, rule or operator option)."""
+    choice = tensor_choice(o)
+    json_paths = [Path(o.json_out)] if o.json_out is not None else []
     table: Path | None = None
     table_format = TableFormat.CSV
     if o.output is not None and Path(o.output).suffix.lower() == ".json":
         json_paths.append(Path(o.output))
     elif o.output is not None:
-        table, table_format = resolve_output(o.output, csv_flag=o.csv_flag)
+        table, table_format = resolve_output(o.output, csv_flag=o.csv)
     for path in (table, *json_paths, o.junit_out):
         if path is not None:
             preflight(Path(path))
-    files = compare_files(o.left, o.right, algorithms=o.algorithm, choice=choice, dump_version=o.dump_version,
-                          max_elements=o.max_cmp_size)
+    files = compare_files(Path(o.left), Path(o.right), algorithms=o.algorithms, choice=choice,
+                          dump_version=o.dump_version, max_elements=o.max_elements)
     result = _result(files, policy, o)
     if not o.quiet:
         typer.echo(render_txt(files.rows, files.metrics, layout, float_format=number_format,
@@ -97,8 +80,9 @@ def run_two_files(o: "CompareOptions", policy: "Policy | None", *, layout: Layou
             float_format=number_format)))
     for path in json_paths:
         jobs.append(("json", lambda path=path: write_json(result.to_json(), path)))
-    if o.junit_out is not None:
-        jobs.append(("junit", lambda: write_junit(result.to_junit(), o.junit_out)))
+    junit = Path(o.junit_out) if o.junit_out is not None else None
+    if junit is not None:
+        jobs.append(("junit", lambda: write_junit(result.to_junit(), junit)))
     written: list[tuple[str, Path]] = []
     failed: list[OutputError] = []
     for label, job in jobs:

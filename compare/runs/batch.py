@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from convert.layouts import PluginSet, load_plugins
+from convert.layouts import load_plugins
 
 from ..errors import CompareError, OptionError, PairingError
 from ..pairing.fusion_rule import load_fusion_rule
-from .folders import run_network
-from .loading import PathLike, RuleArg
+from ..request import CompareRequest, PathLike
+from .folders import run_request
 from .network import NetworkResult
 
 
@@ -121,43 +122,47 @@ def _match_rule(model: str, rules: dict[str, Path]) -> tuple[str, Path, str | No
     return None
 
 
-# duplicates: keyword list alike in run_network's: the public signature is spelled out, not **kwargs
-def run_batch(
-    left_root: PathLike,
-    right: PathLike,
-    rules_dir: PathLike,
-    *,
-    quant_rule: RuleArg | None = None,
-    algorithms: Sequence[str | int] | str | None = None,
-    custom_dir: PathLike | PluginSet | None = None,
-    dump_version: int | None = None,
-    max_elements: int = 0,
-    extra_metrics: Sequence[str] = (),
-    ffts: bool = False,
-) -> BatchResult:
-    """Compare every model of a dump time folder with its rule from ``rules_dir`` (spec §3.9).
+def run_batch(left_root: PathLike, right: PathLike, rules_dir: PathLike, *, extra_metrics: Sequence[str] = (),
+              **fields: object) -> BatchResult:
+    """:func:`run_batch_request` of ``CompareRequest(left=left_root, right=right,
+    fusion_rule=rules_dir, **fields)`` (the keywords go straight to
+    :class:`~compare.request.CompareRequest`)."""
+    request = CompareRequest(left=left_root, right=right, fusion_rule=rules_dir, **fields)  # type: ignore[arg-type]
+    return run_batch_request(request, extra_metrics=extra_metrics)
 
-    ``left_root`` is ``<time>`` of ``<time>/<device>/<model_name>/<model_id>/<step>/files``
+
+def run_batch_request(request: CompareRequest, *, extra_metrics: Sequence[str] = ()) -> BatchResult:
+    """Compare every model of a dump time folder with its rule from the folder of rules (spec §3.9).
+
+    The request's ``left`` is ``<time>`` of ``<time>/<device>/<model_name>/<model_id>/<step>/files``
     (:func:`batch_models`); ``right`` the golden folder every model is compared with;
-    ``rules_dir`` the folder of ATC json files. A model folder takes the rule whose
-    ``graph[].name`` equals its name (with ``.``, ``/``, ``\\``, space as ``_``), else -- when
-    both names hold exactly two digit runs (a timestamp and an id) -- the one with the same second
-    run (a note says so). Models without a rule are listed in ``notes``; a model whose comparison
-    cannot run is listed in ``errors`` and the others go on. Each item is a :class:`BatchItem`
-    (``for model_name, result in run_batch(...)`` works; ``item.output_name(ts)`` is the
-    reference's result file name).
+    ``fusion_rule`` the folder of ATC json files. Each model is compared with the request's
+    ``quant_rule``, ``algorithms``, ``custom_dir``, ``dump_version``, ``max_elements`` and ``ffts``
+    (plus ``extra_metrics``, the metrics a policy needs); the other fields do not apply to it.
+
+    A model folder takes the rule whose ``graph[].name`` equals its name (with ``.``, ``/``,
+    ``\\``, space as ``_``), else -- when both names hold exactly two digit runs (a timestamp and
+    an id) -- the one with the same second run (a note says so). Models without a rule are listed
+    in ``notes``; a model whose comparison cannot run is listed in ``errors`` and the others go
+    on. Each item is a :class:`BatchItem` (``for model_name, result in run_batch(...)`` works;
+    ``item.output_name(ts)`` is the reference's result file name).
 
     ``custom_dir``: plugins are loaded once for all models; what was loaded and ignored is in
-    ``notes``. ``ffts`` (``-ffts``): see :func:`run_network`. Raises :class:`~compare.errors.OptionError` for a bad layout or an empty rule
-    folder, :class:`~compare.errors.PairingError` when no model could be compared at all and
+    ``notes``. ``ffts`` (``-ffts``): see :func:`~compare.runs.folders.run_request`. Raises
+    :class:`~compare.errors.OptionError` for a bad layout or an empty rule folder,
+    :class:`~compare.errors.PairingError` when no model could be compared at all and
     :class:`convert.layouts.LayoutError` for a refused plugin folder.
     """
+    rules_dir = request.fusion_rule
+    if not isinstance(rules_dir, (str, os.PathLike)):
+        raise OptionError("batch mode: -f names a folder of rule files, not a loaded rule")
     rules = _batch_rules(Path(rules_dir))
     batch = BatchResult()
+    custom_dir = request.custom_dir
     plugins = load_plugins(custom_dir) if custom_dir is not None and custom_dir != "" else None
     if plugins is not None:  # loaded (and its code run) once, said once
         batch.notes.extend(plugins.notes)
-    for device, model, model_id, step, leaf in batch_models(left_root):
+    for device, model, model_id, step, leaf in batch_models(request.left):
         match = _match_rule(model, rules)
         if match is None:
             batch.notes.append(f"model folder {model!r} ({leaf}) has no rule in {rules_dir} (graph names: "
@@ -167,9 +172,11 @@ def run_batch(
         if note:
             batch.notes.append(note)
         try:
-            result = run_network(leaf, right, rule_path, quant_rule=quant_rule, algorithms=algorithms,
-                                 custom_dir=plugins, dump_version=dump_version, max_elements=max_elements,
-                                 extra_metrics=extra_metrics, ffts=ffts)
+            model_request = CompareRequest(left=leaf, right=request.right, fusion_rule=rule_path,
+                                           quant_rule=request.quant_rule, algorithms=request.algorithms,
+                                           custom_dir=plugins, dump_version=request.dump_version,
+                                           max_elements=request.max_elements, ffts=request.ffts)
+            result = run_request(model_request, extra_metrics=extra_metrics)
         except CompareError as exc:
             batch.errors.append((str(leaf), str(exc)))
             continue

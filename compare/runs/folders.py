@@ -15,41 +15,42 @@ from ..kernels import resolve_algorithms
 from ..loaders.trees import is_data_file_name, model_folders
 from ..pairing.mapping_file import load_mapping
 from ..reports.spool import PartSpool
+from ..request import CompareRequest
 from .distributed import ClusterSpec, compare_each_on_cluster, require_dask
 from .each import EachJob, compare_each, plan_each
 from .loading import PathLike, RuleArg, load_and_pair, selection_of
 from .network import NetworkResult, Progress, compare_loaded
-from .op_range import OpChoice, select_pairs
+from .op_range import OpChoice, parse_range, parse_select, select_pairs
 
 
-def run_network(
-    left: PathLike,
-    right: PathLike,
-    fusion_rule: RuleArg | None = None,
-    *,
-    quant_rule: RuleArg | None = None,
-    close_fusion_rule: RuleArg | None = None,
-    algorithms: Sequence[str | int] | str | None = None,
-    custom_dir: PathLike | PluginSet | None = None,
-    dump_version: int | None = None,
-    max_elements: int = 0,
-    extra_metrics: Sequence[str] = (),
-    rank: object = None,
-    iteration: object = None,
-    graph: object = None,
-    model_name: str | None = None,
-    ge_graph: PathLike | None = None,
-    mapping: PathLike | list | None = None,
-    progress: Progress | None = None,
-    refuse_same: bool = False,
-    cluster: str | None = None,
-    scheduler: str | None = None,
-    on_dashboard: Callable[[str], None] | None = None,
-    ffts: bool = False,
-    ops: OpChoice | None = None,
-    spool: PartSpool | None = None,
-) -> NetworkResult:
-    """Load, pair and compare two dump folders; see :func:`compare_network` for the arguments.
+def run_network(left: PathLike, right: PathLike, fusion_rule: RuleArg | None = None, *,
+                extra_metrics: Sequence[str] = (), refuse_same: bool = False, progress: Progress | None = None,
+                on_dashboard: Callable[[str], None] | None = None, spool: PartSpool | None = None,
+                **fields: object) -> NetworkResult:
+    """:func:`run_request` of ``CompareRequest(left=left, right=right, fusion_rule=fusion_rule,
+    **fields)`` (the keywords go straight to :class:`~compare.request.CompareRequest`)."""
+    request = CompareRequest(left=left, right=right, fusion_rule=fusion_rule, **fields)  # type: ignore[arg-type]
+    return run_request(request, extra_metrics=extra_metrics, refuse_same=refuse_same, progress=progress,
+                       on_dashboard=on_dashboard, spool=spool)
+
+
+def op_choice(request: CompareRequest) -> OpChoice | None:
+    """``--range`` / ``--select`` of the request parsed (:func:`~compare.runs.op_range.parse_range` /
+    :func:`~compare.runs.op_range.parse_select`: syntax; their combination with the other options is
+    :meth:`CompareRequest.validate`'s); None when neither is given. Raises :class:`OptionError`."""
+    if request.op_range is not None:
+        return parse_range(request.op_range)
+    if request.op_select is not None:
+        return parse_select(request.op_select)
+    return None
+
+
+def run_request(request: CompareRequest, *, extra_metrics: Sequence[str] = (), refuse_same: bool = False,
+                progress: Progress | None = None, on_dashboard: Callable[[str], None] | None = None,
+                spool: PartSpool | None = None) -> NetworkResult:
+    """Load, pair and compare two dump folders (the request's ``left`` / ``right``); see
+    :func:`compare.api.compare_network` for the fields. The gate fields are :mod:`compare.api`'s: it
+    passes ``extra_metrics`` (the metrics the policy needs) and ``refuse_same``.
 
     ``progress(done, total)`` is called after each compared pair (from the calling thread); when
     parts are compared in turn both numbers count from the first part (``total`` grows as each
@@ -81,7 +82,7 @@ def run_network(
 
     ``ffts``: FFTS+ slice files kept apart under their raw op names (the loaders'
     ``keep_raw_names``), instead of one op merged from its slices.
-    ``ops``: ``--range`` / ``--select`` (:mod:`compare.runs.op_range`): only the rows of the fusion
+    ``op_range`` / ``op_select``: ``--range`` / ``--select`` (:func:`op_choice`): only the rows of the fusion
     groups of the operators with those rule ids are compared; a note says how many were selected.
     One model only (not with several ranks / iterations / graphs).
     ``left`` / ``right`` may be fsspec URLs (``s3://...``, ``file://...``; needs ``vcompare[remote]``):
@@ -94,22 +95,26 @@ def run_network(
     policy raises :class:`convert.layouts.LayoutError`; a plugin failing on a pair is that pair's
     row.
     """
-    spec = ClusterSpec.parse(cluster, scheduler)
+    ops = op_choice(request)
+    spec = ClusterSpec.parse(request.cluster, request.scheduler)
     if spec is not None:
         require_dask()  # before any work: without Dask the option cannot run
-    metrics = resolve_algorithms(algorithms)
+    metrics = resolve_algorithms(request.algorithms)
     for name in extra_metrics:
         if name not in metrics:
             metrics.append(name)
+    custom_dir, dump_version, ffts = request.custom_dir, request.dump_version, request.ffts
     plugins = load_plugins(custom_dir) if custom_dir is not None and custom_dir != "" else None
-    options = EngineOptions(algorithms=metrics, plugins=plugins, max_elements=max_elements, progress=progress)
-    rules = dict(quant_rule=quant_rule, close_fusion_rule=close_fusion_rule)
+    options = EngineOptions(algorithms=metrics, plugins=plugins, max_elements=request.max_elements, progress=progress)
+    fusion_rule = request.fusion_rule
+    rules = dict(quant_rule=request.quant_rule, close_fusion_rule=request.close_fusion_rule)
+    mapping = request.mapping
     if mapping is not None and not isinstance(mapping, list):
         mapping = load_mapping(mapping)  # read once (and refused early when malformed)
-    select = dict(rank=rank, iteration=iteration, graph=graph, model_name=model_name, ge_graph=ge_graph)
-    left_remote, right_remote = _listed(left), _listed(right)
-    left = left_remote.path if left_remote is not None else left
-    right = right_remote.path if right_remote is not None else right
+    select = request.select
+    left_remote, right_remote = _listed(request.left), _listed(request.right)
+    left = left_remote.path if left_remote is not None else request.left
+    right = right_remote.path if right_remote is not None else request.right
     with frozen_heap():  # the loaded records are not walked by collections while comparing (compare.heap)
         outlined = spec is not None and _outline(left_remote, right_remote, left, right, select)
         if not outlined:

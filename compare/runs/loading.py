@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -20,12 +19,7 @@ from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.rule_records import FusionRule
 from ..pairing.names import match_names
 from ..records import Run
-
-PathLike = str | os.PathLike[str]
-
-
-#: A rule option: a path to the JSON file, or a rule already loaded with ``load_fusion_rule``.
-RuleArg = PathLike | FusionRule
+from ..request import PathLike, RuleArg
 
 
 def pair_loaded(left_run: Run, right_run: Run, fusion_rule: RuleArg | BackgroundRule | None = None, *,

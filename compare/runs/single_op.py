@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -62,9 +62,9 @@ from ..engine.prepare import layout_request, prepare_flat
 from ..errors import CompareError, OptionError, ShapeError
 from ..kernels import compare_arrays, is_scalar_like, resolve_algorithms
 from ..records import MetricRow, Pair, Pairing, PairStatus, Run, TensorKind, ValueCounts
+from ..request import CompareRequest, PathLike
+from .each import selected_folder
 from .loading import load_and_pair
-
-PathLike = str | os.PathLike[str]
 
 #: Axis letters of layouts with a fixed rank.
 _AXES: dict[str, tuple[str, ...]] = {
@@ -475,55 +475,67 @@ def prepare_operator(pair: Pair, *, plugins: Any = None) -> PreparedOperator:
 # ------------------------------------------------------------------------------ entry point
 
 
-def _kind(kind: str | TensorKind) -> TensorKind:
+def _kind(kind: str) -> TensorKind:
+    """``-t`` as a :class:`TensorKind` (trimmed, any case)."""
     try:
-        return TensorKind((kind.value if isinstance(kind, TensorKind) else str(kind)).lower())
+        return TensorKind(str(kind).strip().lower())
     except ValueError:
         raise OptionError(f"tensor type must be 'input' or 'output', not {kind!r}") from None
 
 
-def compare_operator(
-    left: PathLike,
-    right: PathLike,
-    op: str,
-    *,
-    fusion_rule: PathLike | None = None,
-    quant_rule: PathLike | None = None,
-    close_fusion_rule: PathLike | None = None,
-    kind: str | TensorKind = "output",
-    index: int = 0,
-    custom_dir: PathLike | None = None,
-    dump_version: int | None = None,
-    algorithms: Any = None,
-    mapping: PathLike | list | None = None,
-    ffts: bool = False,
-) -> OperatorResult:
-    """Compare one tensor of one operator element by element (see the module doc).
+def compare_operator(left: PathLike, right: PathLike, op: str, *, kind: str | TensorKind = "output", index: int = 0,
+                     extra_metrics: Sequence[str] = (), **fields: object) -> OperatorResult:
+    """:func:`operator_request` of ``CompareRequest(left=left, right=right, op=op, tensor_type=kind,
+    index=index, **fields)`` (the keywords go straight to :class:`~compare.request.CompareRequest`).
 
-    ``left`` / ``right`` / ``fusion_rule`` / ``custom_dir`` / ``dump_version`` as for
-    :func:`compare.compare_network`; ``op`` is the left operator name (``-d``), ``kind`` ``input``
-    or ``output`` (``-t``), ``index`` the tensor index (``-i``); ``algorithms`` the network
-    metrics to add to the summary (default all ten); ``mapping`` a mapping file (or its entries,
-    :mod:`compare.pairing.user_mapping`): the left op is then compared with the right op the
-    mapping names for it (ops it does not mention pair by name as usual); ``ffts`` (``-ffts``): FFTS+
-    slice files are ops of their own (raw names), so ``op`` may name one slice.
+    ``op`` is the left operator name (``-d``), ``kind`` ``input`` or ``output`` (``-t``, or a
+    :class:`~compare.records.TensorKind`), ``index`` the tensor index (``-i``).
+    """
+    tensor_type = kind.value if isinstance(kind, TensorKind) else kind
+    request = CompareRequest(left=left, right=right, op=op, tensor_type=tensor_type, index=index,
+                             **fields)  # type: ignore[arg-type]
+    return operator_request(request, extra_metrics=extra_metrics)
+
+
+def operator_request(request: CompareRequest, *, extra_metrics: Sequence[str] = ()) -> OperatorResult:
+    """Compare one tensor of one operator element by element (see the module doc): the request's
+    ``op`` (``-d``), ``tensor_type`` (``-t``: input or output, default output) and ``index`` (``-i``,
+    default 0).
+
+    ``left`` / ``right`` / ``fusion_rule`` / ``quant_rule`` / ``close_fusion_rule`` /
+    ``custom_dir`` / ``dump_version`` as for :func:`compare.compare_network`; ``rank`` ...
+    ``ge_graph`` pick one leaf folder of a dump tree on each side
+    (:func:`~compare.runs.each.selected_folder`); ``algorithms`` the network metrics to add to the
+    summary (default all ten; ``extra_metrics``, the metrics a policy needs, added); ``mapping`` a
+    mapping file (or its entries, :mod:`compare.pairing.user_mapping`): the left op is then
+    compared with the right op the mapping names for it (ops it does not mention pair by name as
+    usual); ``ffts`` (``-ffts``): FFTS+ slice files are ops of their own (raw names), so ``op``
+    may name one slice.
 
     Raises :class:`OperatorNotFound` (a :class:`~compare.errors.CompareError`) when the tensor
     does not exist or has no golden counterpart, :class:`~compare.errors.ShapeError` when the two
     tensors cannot be brought to one layout, other CompareErrors for unreadable inputs.
     """
+    kind = request.tensor_type if request.tensor_type is not None else "output"
+    index = request.index if request.index is not None else 0
+    op = request.op
     tensor_kind = _kind(kind)
     if isinstance(index, bool) or int(index) != index or index < 0:
         raise OptionError(f"tensor index must be a non-negative integer, not {index!r}")
     index = int(index)
     if not op:
         raise OptionError("an operator name is required")
-    metrics = resolve_algorithms(algorithms)
+    metrics = resolve_algorithms(request.algorithms)
+    metrics += [name for name in extra_metrics if name not in metrics]
+    left, right = request.left, request.right
+    if any(value is not None for value in request.select.values()):
+        left, right = selected_folder(left, **request.select), selected_folder(right, **request.select)
 
+    custom_dir = request.custom_dir
     plugins = load_plugins(custom_dir) if custom_dir is not None and custom_dir != "" else None
     left_run, right_run, _, rule, pairing = load_and_pair(
-        left, right, fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
-        dump_version=dump_version, mapping=mapping, keep_raw_names=ffts)
+        left, right, request.fusion_rule, quant_rule=request.quant_rule, close_fusion_rule=request.close_fusion_rule,
+        dump_version=request.dump_version, mapping=request.mapping, keep_raw_names=request.ffts)
     pair = select_pair(pairing, left_run, op, tensor_kind, index, rule)
     prepared = prepare_operator(pair, plugins=plugins)
     x, y, shape = prepared.x, prepared.y, prepared.shape
@@ -566,4 +578,4 @@ def compare_operator(
     )
 
 
-__all__ = ["OperatorNotFound", "OperatorResult", "compare_operator", "select_pair", "top_indexes"]
+__all__ = ["OperatorNotFound", "OperatorResult", "compare_operator", "operator_request", "select_pair", "top_indexes"]
