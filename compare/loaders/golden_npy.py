@@ -37,7 +37,8 @@ from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
-from .ascend import is_quantized_name, list_folder, no_valid_files_error, read_dump_tensor
+from .ascend import is_quantized_name, no_valid_files_error, read_dump_tensor
+from .listing import list_folder
 
 #: Format name of golden tensors (no layout information), as the reference tool.
 GOLDEN_FORMAT = "RESERVED"

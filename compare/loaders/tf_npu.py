@@ -28,14 +28,9 @@ from convert.names.ascend import OfflineName, parse_offline_name
 
 from ..errors import OptionError
 from ..records import DumpLayout, Run, RunKind
-from .ascend import (
-    Classified,
-    FolderListing,
-    cached_listing,
-    clean_op_name,
-    no_valid_files_error,
-    scan_offline,
-)
+from .ascend import clean_op_name, no_valid_files_error
+from .ascend_offline import scan_offline
+from .listing import Classified, FolderListing, cached_listing
 from .mindspore import is_ignored_name, is_overflow_name, read_overflow
 from .ms_stats import merge_stats, stats_only_ops
 from .stats_csv import read_stats_csv, refused_rows_note
@@ -113,7 +108,7 @@ def scan_binary(folder: Path, *, version: int | None = None, root: Path | None =
                 keep_raw_names: bool = False, listing: FolderListing | None = None) -> Run:
     """Scan a leaf of Ascend-format files (async r1.x, O2 ``bin``, GE, TF NPU).
 
-    Dump files are read as Ascend offline dumps (:func:`compare.loaders.ascend.scan_offline`);
+    Dump files are read as Ascend offline dumps (:func:`compare.loaders.ascend_offline.scan_offline`);
     ``Opdebug.Node_OpDebug.*`` files become ``run.overflow`` records; per-operator stats CSVs
     and ``statistic.csv`` give statistics (a statistics-only run when no dump file is present);
     ``acl_dump_*.json`` and kernel-argument JSON files are ignored. ``listing``: the files to

@@ -41,13 +41,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convert.names.ascend import classify_name
+from convert.names.ascend import OfflineName, classify_name
 from convert.names.hashed import read_mapping
 from convert.tree import walk_leaves
 
 from ..errors import CompareError, OptionError
 from ..records import MINDSPORE_LAYOUTS, DumpLayout
-from .ascend import OfflineName, cached_listing, clean_op_name
+from .ascend import clean_op_name
+from .listing import cached_listing
 from .mindspore import (
     constants_folder,
     is_ignored_name,

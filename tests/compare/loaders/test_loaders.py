@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from compare.errors import CompareError, DumpFormatError
 from compare.loaders import READERS, detect, load_run
-from compare.loaders.ascend import clean_op_name, scan_offline
+from compare.loaders.ascend import clean_op_name
+from compare.loaders.ascend_offline import scan_offline
 from convert.names.ascend import OfflineName, parse_offline_name
 from convert.names.hashed import read_mapping
 from convert.tree import resolve_dump_folder
