@@ -13,12 +13,13 @@ import os
 from pathlib import Path
 
 from convert.codecs.ffts import FftsMode
-from convert.names.ascend import OfflineName
+from convert.names.ascend import OFFLINE_FORM, OfflineName
 
 from ..records import Run, RunKind
 from .ascend import build_offline_op, clean_op_name, is_quantized_name, no_valid_files_error
 from .ffts_ops import build_ffts_op, ffts_mode
-from .listing import Classified, FolderListing, list_folder
+from .listing import Classified, FolderListing, cached_listing, list_folder, majority_kind
+from .reader import OpenRequest, Reader
 
 
 def group_offline(
@@ -126,3 +127,24 @@ def scan_offline(
             run.ops[name] = build_offline_op(name, groups[name], version=version)
     run.quantized = any(is_quantized_name(name) for name in run.ops)
     return run
+
+
+class AscendOfflineReader(Reader):
+    """The ``ascend-offline`` reader: a folder most of whose files are Ascend offline dumps."""
+
+    name = "ascend-offline"
+    kinds = (RunKind.OFFLINE,)
+
+    def guess_can_open(self, folder: Path) -> bool:
+        return majority_kind(folder) == "offline"
+
+    def explain(self, folder: Path) -> str:
+        return f"no file named {OFFLINE_FORM}"
+
+    def open(self, folder: Path, request: OpenRequest) -> Run:
+        return scan_offline(folder, version=request.version, root=request.root, fusion_rule=request.fusion_rule,
+                            keep_raw_names=request.keep_raw_names, listing=cached_listing(folder))
+
+
+#: The Ascend offline reader (:data:`compare.loaders.READERS`).
+READER = AscendOfflineReader()

@@ -204,5 +204,15 @@ def cached_listing(folder: Path) -> FolderListing:
     return _cached_listing(_listing_key(Path(folder)))
 
 
+def majority_kind(folder: Path) -> str | None:
+    """The kind most files of ``folder`` have (:meth:`FolderListing.majority`, listed once through
+    :func:`cached_listing`); None when none matched or the folder cannot be listed (a reader's
+    sniff declines quietly)."""
+    try:
+        return cached_listing(folder).majority()
+    except CompareError:
+        return None
 
-__all__ = ["Classified", "DumpEntry", "FolderListing", "cached_listing", "list_folder"]
+
+
+__all__ = ["Classified", "DumpEntry", "FolderListing", "cached_listing", "list_folder", "majority_kind"]

@@ -83,7 +83,9 @@ from convert.names.msprobe import msprobe_dtype, parse_msprobe_name
 
 from ..errors import CompareError, DumpFormatError
 from ..records import DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef
+from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
+from .reader import OpenRequest, TreeReader
 from .selection import Candidate, Selection
 
 #: ``dump.json`` files larger than this are refused (a network of 10^5 calls is ~100 MB).
@@ -501,4 +503,63 @@ def load_msprobe(path: str | os.PathLike, candidates: list[Candidate], selection
     return run
 
 
-__all__ = ["DumpJson", "load_msprobe", "read_dump_json", "scan_msprobe"]
+class MsprobeReader(TreeReader):
+    """The ``msprobe`` reader: ``dump.json`` folders (:mod:`compare.loaders.msprobe_folders` finds and
+    chooses them, this module reads one). Asked before every other reader: the ``rank`` /
+    ``iteration`` (``step{N}``) options choose the folder."""
+
+    name = "msprobe"
+    kinds = (RunKind.NUMPY,)
+
+    def guess_can_open(self, folder: Path) -> bool:
+        return msprobe_folders.sniff(folder)
+
+    def explain(self, folder: Path) -> str:
+        return msprobe_folders.explain(folder)
+
+    def open(self, folder: Path, request: OpenRequest) -> Run:
+        candidates = msprobe_folders.claim(folder)
+        if candidates is None:
+            raise CompareError(f"{folder}: {msprobe_folders.explain(folder)}")
+        return load_msprobe(request.root, candidates, Selection())
+
+    def claim_tree(self, path: str | os.PathLike, request: OpenRequest,
+                   problems: list[tuple[Path, str]]) -> list[Candidate] | None:
+        """The ``dump.json`` folders of ``path``; what the search could not read goes to ``problems``
+        only when the tree is claimed (else the next reader walks it for itself)."""
+        searched: list[tuple[Path, str]] = []
+        found = msprobe_folders.claim(path, problems=searched)
+        if found is not None:
+            problems.extend(searched)
+        return found
+
+    def open_tree(self, path: str | os.PathLike, candidates: list[Candidate], request: OpenRequest) -> Run:
+        return load_msprobe(path, candidates, request.selection)
+
+    def owns(self, candidate: Candidate) -> bool:
+        return candidate.layout is DumpLayout.MSPROBE
+
+    def select_parts(self, candidates: list[Candidate], selection: Selection, *, where: str,
+                     notes: list[str]) -> list[Candidate]:
+        return msprobe_folders.select_parts(where, candidates, selection, notes)
+
+    def scan_part(self, candidate: Candidate, *, root: Path, version: int | None = None,
+                  keep_raw_names: bool = False) -> Run:
+        run = scan_msprobe(candidate.path, root=root, coords=dict(candidate.coords))
+        run.notes.insert(0, f"using msprobe dump folder {candidate.path} ({candidate.describe()})")
+        return run
+
+    def load_part(self, path: str | os.PathLike, candidates: list[Candidate], selection: Selection, *,
+                  version: int | None = None, keep_raw_names: bool = False) -> Run:
+        return load_msprobe(path, candidates, selection)
+
+    def part_op_names(self, candidate: Candidate) -> list[str]:
+        """A folder's call names: its ``dump.json`` is read (metadata only)."""
+        return list(self.scan_part(candidate, root=candidate.path).ops)
+
+
+#: The msprobe reader (:data:`compare.loaders.READERS`).
+READER = MsprobeReader()
+
+
+__all__ = ["READER", "DumpJson", "MsprobeReader", "load_msprobe", "read_dump_json", "scan_msprobe"]
