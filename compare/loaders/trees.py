@@ -402,7 +402,7 @@ def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = No
         run = scan_binary(c.path, version=version, root=root, coords=coords, family=family,
                           fusion_rule=fusion_rule, keep_raw_names=keep_raw_names)
         if run.stats_only and c.layout == DumpLayout.PLAIN:
-            run.family = "stats"
+            run.family = DumpLayout.STATS
     described = c.describe()
     run.notes.insert(0, f"using {c.layout} dump folder {c.path}" + (f" ({described})" if described != str(c.path) else ""))
     depth = {DumpLayout.MINDSPORE_NPY: 3, DumpLayout.MINDSPORE_SYNC: 1, DumpLayout.MINDSPORE_ASYNC: 3}.get(c.layout)
