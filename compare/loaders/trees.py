@@ -58,8 +58,8 @@ from .mindspore import (
     scan_npy,
     scan_sync,
 )
-from .reader import OpenRequest, TreeReader
 from .ms_order import apply_order, order_files, read_execution_order, read_global_order
+from .reader import OpenRequest, TreeReader
 from .selection import (
     Candidate,
     Selection,
