@@ -25,13 +25,14 @@ from pathlib import Path
 
 from convert.entries import special_file_problem
 from convert.names.ascend import OfflineName, parse_offline_name
+from convert.names.mindspore import is_ignored_name, is_overflow_name
 
 from ..errors import OptionError
 from ..records import DumpLayout, Run, RunKind
 from .ascend import clean_op_name, no_valid_files_error
 from .ascend_offline import scan_offline
 from .listing import Classified, FolderListing, cached_listing
-from .mindspore import is_ignored_name, is_overflow_name, read_overflow
+from .mindspore import read_overflow
 from .ms_stats import merge_stats, stats_only_ops
 from .stats_csv import read_stats_csv, refused_rows_note
 

@@ -43,21 +43,14 @@ from pathlib import Path
 
 from convert.names.ascend import OfflineName, classify_name
 from convert.names.hashed import read_mapping
+from convert.names.mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
 from convert.tree import walk_leaves
 
 from ..errors import CompareError, OptionError
 from ..records import MINDSPORE_LAYOUTS, DumpLayout, Run, RunKind
 from .ascend import clean_op_name
 from .listing import cached_listing
-from .mindspore import (
-    constants_folder,
-    is_ignored_name,
-    is_overflow_name,
-    parse_npy_name,
-    parse_sync_name,
-    scan_npy,
-    scan_sync,
-)
+from .mindspore import constants_folder, scan_npy, scan_sync
 from .ms_order import apply_order, order_files, read_execution_order, read_global_order
 from .reader import OpenRequest, TreeReader
 from .selection import (
