@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from convert.names.ascend import OfflineName, classify_name
-from convert.names.hashed import read_mapping
+from convert.names.hashed import is_hashed_name, read_mapping
 from convert.names.mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
 from convert.tree import walk_leaves
 
@@ -136,7 +136,7 @@ def is_data_file_name(name: str) -> bool:
     """Whether a file of this name holds dump data (a tensor, statistics, overflow records, or a
     hashed name that ``mapping.csv`` resolves): what the tree walk counts, by the name alone. The
     other files of a tree (``mapping.csv``, ``acl.json``, graphs, kernel arguments) are metadata."""
-    return re.fullmatch(r"[0-9]+(?:\.npy)?", name) is not None or _classify_name(name) is not None
+    return is_hashed_name(name) or _classify_name(name) is not None
 
 
 def classify_leaf(folder: Path) -> LeafInfo:
@@ -153,7 +153,7 @@ def classify_leaf(folder: Path) -> LeafInfo:
                         continue
                 except OSError:
                     continue
-                if re.fullmatch(r"[0-9]+(?:\.npy)?", entry.name):
+                if is_hashed_name(entry.name):
                     hashed.append(entry.name)
                     continue
                 kind = _classify_name(entry.name)
