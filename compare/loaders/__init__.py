@@ -43,7 +43,7 @@ from .selection import Selection
 from .trees import MAX_DEPTH
 
 __all__ = ["ENTRY_POINT_GROUP", "READERS", "OpenRequest", "Reader", "TreeReader", "detect", "load_run", "readers",
-           "register_reader", "resolve_dump_folder"]
+           "register_reader", "resolve_dump_folder", "tree_readers"]
 
 #: The entry-point group third-party readers are found by.
 ENTRY_POINT_GROUP = "vcompare.readers"
@@ -53,7 +53,7 @@ READERS: list[Reader] = [msprobe.READER, trees.READER, ascend_offline.READER, go
 
 
 def register_reader(reader: Reader, *, first: bool = False) -> None:
-    """Add a reader (e.g. MindSpore layouts); ``first=True`` tries it before the built-in ones."""
+    """Add a reader (a third party's dump format); ``first=True`` tries it before the built-in ones."""
     if first:
         READERS.insert(0, reader)
     else:
@@ -63,11 +63,20 @@ def register_reader(reader: Reader, *, first: bool = False) -> None:
 @functools.cache
 def _plugin_readers() -> tuple[Reader, ...]:
     """The readers of the ``vcompare.readers`` entry points (an entry point may name a class: it is
-    instantiated). Looked up once per process."""
+    instantiated). Looked up once per process. Raises :class:`CompareError` naming the entry point
+    when it cannot be loaded or is not a :class:`Reader`."""
     found = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        reader = point.load()
-        found.append(reader() if isinstance(reader, type) else reader)
+        try:
+            loaded = point.load()
+            reader = loaded() if isinstance(loaded, type) else loaded
+        except Exception as exc:  # a third party's import error, whatever it is: named, with the entry point
+            raise CompareError(f"reader entry point {point.name} = {point.value} ({ENTRY_POINT_GROUP}) cannot be "
+                               f"loaded: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(reader, Reader):
+            raise CompareError(f"reader entry point {point.name} = {point.value} ({ENTRY_POINT_GROUP}) is not a "
+                               f"compare.loaders.Reader: {reader!r}")
+        found.append(reader)
     return tuple(found)
 
 
@@ -76,8 +85,9 @@ def readers() -> list[Reader]:
     return [*READERS, *_plugin_readers()]
 
 
-def _tree_readers(kind: RunKind | None) -> list[TreeReader]:
-    """The tree readers asked before folder resolution (those producing ``kind`` when it is forced)."""
+def tree_readers(kind: RunKind | None = None) -> list[TreeReader]:
+    """The tree readers, in order: asked before folder resolution (those producing ``kind`` when it
+    is forced), and for the parts of a tree compared each in turn (:mod:`compare.loaders.parts`)."""
     return [r for r in readers() if isinstance(r, TreeReader) and (kind is None or kind in r.kinds)]
 
 
@@ -190,7 +200,7 @@ def detect(path: str | os.PathLike) -> RunKind:
     """
     request = OpenRequest(root=Path(path), selection=Selection())
     declined: list[Reader] = []
-    for reader in _tree_readers(None):
+    for reader in tree_readers(None):
         candidates = reader.claim_tree(path, request, [])
         if candidates is not None:
             return reader.tree_kind(path, candidates)
@@ -248,7 +258,7 @@ def load_run(
                           keep_raw_names=keep_raw_names)
     walked: list[tuple[Path, str]] = []  # what the walks of the tree could not read
     declined: list[Reader] = []
-    for tree_reader in _tree_readers(kind):
+    for tree_reader in tree_readers(kind):
         candidates = tree_reader.claim_tree(path, request, walked)
         if candidates is None:
             declined.append(tree_reader)

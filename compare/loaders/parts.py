@@ -16,15 +16,15 @@ import os
 from pathlib import Path
 
 from ..records import Run
-from . import readers
+from . import tree_readers
 from .reader import OpenRequest, TreeReader
 from .selection import Candidate, Selection
 
 
 def _owner(candidate: Candidate) -> TreeReader:
     """The tree reader whose candidate this is."""
-    for reader in readers():
-        if isinstance(reader, TreeReader) and reader.owns(candidate):
+    for reader in tree_readers():
+        if reader.owns(candidate):
             return reader
     raise LookupError(f"no tree reader owns {candidate.path} (layout {candidate.layout.value!r})")
 
@@ -36,11 +36,10 @@ def claim_parts(path: str | os.PathLike, selection: Selection, *,
     walks could not read goes to ``problems``."""
     request = OpenRequest(root=Path(path), selection=selection)
     walked: list[tuple[Path, str]] = problems if problems is not None else []
-    for reader in readers():
-        if isinstance(reader, TreeReader):
-            found = reader.claim_tree(path, request, walked)
-            if found is not None:
-                return found
+    for reader in tree_readers():
+        found = reader.claim_tree(path, request, walked)
+        if found is not None:
+            return found
     return None
 
 

@@ -537,6 +537,33 @@ def test_third_party_readers_come_from_the_entry_point_group(tmp_path: Path, mon
         loaders._plugin_readers.cache_clear()
 
 
+def test_a_broken_reader_entry_point_is_named(tmp_path: Path, monkeypatch) -> None:
+    import compare.loaders as loaders
+
+    class Point:
+        name, value = "broken", "broken_pkg:Reader"
+
+        def load(self) -> object:
+            raise ImportError("No module named 'broken_pkg'")
+
+    class NotAReader(Point):
+        name, value = "odd", "odd_pkg:thing"
+
+        def load(self) -> object:
+            return object()
+
+    for point, message in ((Point(), "reader entry point broken = broken_pkg:Reader .* cannot be loaded: "
+                                     "ImportError: No module named 'broken_pkg'"),
+                           (NotAReader(), "reader entry point odd = odd_pkg:thing .* is not a compare.loaders.Reader")):
+        monkeypatch.setattr(loaders, "entry_points", lambda group, point=point: [point])
+        loaders._plugin_readers.cache_clear()
+        try:
+            with pytest.raises(CompareError, match=message):
+                load_run(tmp_path)
+        finally:
+            loaders._plugin_readers.cache_clear()
+
+
 # ---------------------------------------------------------------------------- shared cases
 
 
