@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from convert.entries import special_file_problem
-from convert.names.ascend import OfflineName, parse_offline_name
+from convert.names.ascend import OfflineName, stats_csv_name
 from convert.names.mindspore import is_ignored_name, is_overflow_name
 
 from ..errors import OptionError
@@ -79,16 +79,6 @@ def dump_model_name(graph_name: str) -> str:
     for char in "./\\ ":
         graph_name = graph_name.replace(char, "_")
     return graph_name
-
-
-def stats_csv_name(name: str) -> OfflineName | None:
-    """The dump name of a per-operator stats CSV (``{dump file name}.csv``), or None."""
-    if not name.endswith(".csv") or name == "statistic.csv":
-        return None
-    parsed = parse_offline_name(name[: -len(".csv")])
-    if parsed is None or parsed.trailing:
-        return None
-    return parsed
 
 
 def merged_listing(folder: Path, parts: tuple[Path, ...]) -> FolderListing:
@@ -196,5 +186,4 @@ def check_model_folder(model_names: list[str], wanted: str, source: str) -> str:
                       f"{', '.join(sorted(model_names)) or 'none'})")
 
 
-__all__ = ["check_model_folder", "dump_model_name", "first_graph_name", "merged_listing", "scan_binary",
-           "stats_csv_name"]
+__all__ = ["check_model_folder", "dump_model_name", "first_graph_name", "merged_listing", "scan_binary"]

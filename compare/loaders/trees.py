@@ -41,7 +41,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convert.names.ascend import OfflineName, classify_name
+from convert.names.ascend import OfflineName, classify_name, stats_csv_name
 from convert.names.hashed import is_hashed_name, read_mapping
 from convert.names.mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
 from convert.tree import walk_leaves
@@ -63,7 +63,7 @@ from .selection import (
     pick_iteration,
     values_of,
 )
-from .tf_npu import check_model_folder, first_graph_name, merged_listing, scan_binary, stats_csv_name
+from .tf_npu import check_model_folder, first_graph_name, merged_listing, scan_binary
 
 #: How deep the walk goes below the given path.
 MAX_DEPTH = 8

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from .ascend import IGNORED_FILES
+
 #: MindSpore type names (lower case, ``knumbertype`` prefix dropped) -> numpy-style names.
 _MS_TYPES = {
     "bool": "bool",
@@ -196,8 +198,6 @@ def parse_npy_name(name: str) -> NpyName | None:
 _OVERFLOW_RE = re.compile(r"Opdebug\.Node_OpDebug\.(\d+)\.(\d+)\.(\d+)(?:\..*)?")
 _ACL_JSON_RE = re.compile(r"acl_dump_\d+\.json")
 
-#: Files of a leaf folder that are never tensors.
-IGNORED_NAMES = frozenset({"mapping.csv", "convert_failed_file_list.txt"})
 
 
 class OverflowName(NamedTuple):
@@ -221,12 +221,12 @@ def is_overflow_name(name: str) -> bool:
 
 def is_ignored_name(name: str) -> bool:
     """Files that are part of a dump folder but hold no tensor (configuration, kernel args)."""
-    if name in IGNORED_NAMES or _ACL_JSON_RE.fullmatch(name):
+    if name in IGNORED_FILES or _ACL_JSON_RE.fullmatch(name):
         return True
     # {op_type}.{op_name}.json kernel-argument files (save_kernel_args)
     return name.endswith(".json") and not is_overflow_name(name)
 
 
-__all__ = ["IGNORED_NAMES", "NPY_CARRIERS", "NPY_FORM", "SYNC_FORM", "NpyName", "OverflowName", "SyncName", "is_ignored_name",
+__all__ = ["NPY_CARRIERS", "NPY_FORM", "SYNC_FORM", "NpyName", "OverflowName", "SyncName", "is_ignored_name",
            "is_overflow_name", "kernel_type", "ms_dtype", "ms_format", "parse_npy_name", "parse_overflow_name",
            "parse_sync_name", "scope_name"]
