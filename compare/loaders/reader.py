@@ -21,10 +21,12 @@ Two kinds of reader:
   (:mod:`compare.loaders.parts`). In folder resolution it is used for a forced ``kind`` only
   when it also claims the folder.
 
-Adding a family: its reader module (a subclass here and its line in ``READERS``), its name
-grammar (:mod:`convert.names`), its tests (the contract suite
-``tests/compare/loaders/test_reader_contract.py`` runs every registered reader over every
-fixture tree).
+Adding a family: its reader module (a subclass of :class:`Reader` or :class:`TreeReader`, and its
+line in ``READERS``; a third party registers instead), its name grammar (:mod:`convert.names`),
+its :class:`~compare.records.DumpLayout` member when its runs have a layout of their own (with
+:data:`~compare.records.SCOPE_NAMED_LAYOUTS` when they are paired by scope name), its tests (the
+contract suite ``tests/compare/loaders/test_reader_contract.py`` runs every registered reader
+over every fixture tree, a fixture tree of the family included).
 """
 
 from __future__ import annotations
