@@ -58,11 +58,21 @@ class DumpLayout(Label):
     PLAIN = "plain"  # a tree leaf in no known layout
     SINGLE_OP = "single-op"  # {dump_path}/{device_id}/{op_name}/ folders read as one run
     MSPROBE = "msprobe"  # msprobe {dump_path}/step{N}/rank{R}/dump.json (+ dump_tensor_data/*.pt|*.npy)
+    STATS = "stats"  # a plain tree leaf of statistics CSVs only
+
+    @property
+    def scope_named(self) -> bool:
+        """Whether runs of this layout name their operators by framework scope (MindSpore scope
+        names, msprobe data names): they are paired by scope name (:mod:`compare.pairing.user_mapping`),
+        not through the Ascend comparison table. A new family says it here, with its member."""
+        return self in SCOPE_NAMED_LAYOUTS
 
 
 #: The layouts MindSpore writes (pairing by scope names applies to their runs).
 MINDSPORE_LAYOUTS = frozenset({DumpLayout.MINDSPORE_SYNC, DumpLayout.MINDSPORE_NPY, DumpLayout.MINDSPORE_ASYNC,
                                DumpLayout.MINDSPORE_O2})
+#: The layouts whose runs are named by framework scope (:attr:`DumpLayout.scope_named`).
+SCOPE_NAMED_LAYOUTS = MINDSPORE_LAYOUTS | {DumpLayout.MSPROBE}
 
 
 class PairingMode(Label):

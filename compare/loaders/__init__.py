@@ -1,154 +1,94 @@
 """Loaders: a dump folder or file -> Run of OpDump records (metadata now, tensors on demand).
 
-:func:`load_run` resolves the folder (a parent of ``time/device/model_name/model_id/data_index``
-is fine, see :func:`convert.tree.resolve_dump_folder`), asks each reader of
-:data:`READERS` whether the folder is its kind and lets the first that says yes scan it.
+One reader per dump family (:mod:`compare.loaders.reader`, xarray's backend shape), tried in
+the order of :data:`READERS`:
 
-A reader is any object with ``name``, ``kinds`` (the :class:`RunKind` values it produces),
-``sniff(folder) -> bool`` (declines quietly: never raises for "not mine"), ``explain(folder) ->
-str`` (why it declined, for the "no reader found" message) and
-``scan(folder, *, version=None, root=None) -> Run``.
+1. ``msprobe`` (:mod:`compare.loaders.msprobe`): ``dump.json`` folders, with the ``rank`` /
+   ``iteration`` (``step{N}``) options choosing the folder;
+2. ``mindspore`` (:mod:`compare.loaders.trees`): MindSpore and TensorFlow-NPU dump trees, whose
+   selection options (``rank``, ``iteration``, ``graph``, ``model_name``, ``ge_graph``) choose
+   among the leaves of the whole tree;
+3. ``ascend-offline`` (:mod:`compare.loaders.ascend_offline`) and ``golden-npy``
+   (:mod:`compare.loaders.golden_npy`): one dump folder.
 
-MindSpore and TensorFlow-NPU dump trees (:mod:`compare.loaders.trees`) are claimed before the
-Ascend folder resolution, because their selection options (``rank``, ``iteration``, ``graph``,
-``model_name``, ``ge_graph``) choose among the leaves of the whole tree; the ``mindspore``
-reader in :data:`READERS` makes :func:`detect` and ``kind=`` know them too. msprobe dumps
-(``dump.json`` folders, :mod:`compare.loaders.msprobe`) are claimed before both, with the
-``rank`` / ``iteration`` (``step{N}``) options choosing the folder.
+:func:`load_run` and :func:`detect` are loops over the registry and know no family by name:
+first the *tree* readers (:class:`~compare.loaders.reader.TreeReader`) are asked, in order,
+whether the path as given is their tree; then the path is resolved to its dump folder (a parent
+of ``time/device/model_name/model_id/data_index`` is fine, see
+:func:`convert.tree.resolve_dump_folder`) and the first reader whose ``guess_can_open`` says yes
+reads it. When none does, the "no reader found" error names the folder, what each reader
+looked for and the files that were not usable.
+
+Third-party readers: :func:`register_reader`, or the ``vcompare.readers`` entry-point group
+(each entry point names a :class:`~compare.loaders.reader.Reader` instance or class; they are
+tried after the built-in readers, loaded on the first :func:`load_run` / :func:`detect`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Callable, Protocol
 
-from convert.names.ascend import OFFLINE_FORM
 from convert.tree import resolve_dump_folder, walk_leaves
 
 from ..errors import CompareError, DumpFormatError
 from ..records import Run, RunKind
-from . import msprobe
-from .ascend import cached_listing, is_quantized_name, misnamed_summary, scan_offline
-from .golden_npy import scan_golden
+from . import ascend_offline, golden_npy, msprobe, trees
+from .ascend import misnamed_summary
+from .listing import cached_listing
+from .reader import OpenRequest, Reader, TreeReader
 from .selection import Selection
-from .trees import MAX_DEPTH, claim, load_selected, select
+from .trees import MAX_DEPTH
 
-__all__ = ["READERS", "Reader", "detect", "load_run", "register_reader", "resolve_dump_folder"]
+__all__ = ["ENTRY_POINT_GROUP", "READERS", "OpenRequest", "Reader", "TreeReader", "detect", "load_run", "readers",
+           "register_reader", "resolve_dump_folder", "tree_readers"]
 
+#: The entry-point group third-party readers are found by.
+ENTRY_POINT_GROUP = "vcompare.readers"
 
-class Reader(Protocol):
-    name: str
-    kinds: tuple[RunKind, ...]
-
-    def sniff(self, folder: Path) -> bool: ...
-
-    def explain(self, folder: Path) -> str: ...
-
-    def scan(self, folder: Path, *, version: int | None = None, root: Path | None = None) -> Run: ...
-
-
-@dataclass(frozen=True)
-class FunctionReader:
-    """A reader made of plain functions (the built-in readers)."""
-
-    name: str
-    kinds: tuple[RunKind, ...]
-    sniff: Callable[[Path], bool]
-    explain: Callable[[Path], str]
-    scan: Callable[..., Run]
-    #: Used for a forced ``kind`` only when it also sniffs the folder (readers of specific trees).
-    claims_only: bool = False
-
-
-def _majority(folder: Path) -> str | None:
-    try:
-        return cached_listing(folder).majority()
-    except CompareError:
-        return None
-
-
-def _sniff_family(folder: Path) -> bool:
-    return claim(folder) is not None
-
-
-def _explain_family(folder: Path) -> str:
-    return ("no MindSpore dump (.bin / {op_type}.{op_name}...{input|output}.{slot}.{format}.npy / "
-            "statistic.csv) and no rank_N, device_N, iteration_N or stats-CSV tree")
-
-
-def _scan_family(folder: Path, *, version: int | None = None, root: Path | None = None) -> Run:
-    candidates = claim(folder)
-    if candidates is None:
-        raise CompareError(f"{folder}: {_explain_family(folder)}")
-    return load_selected(root or folder, candidates, Selection(), version=version)
-
-
-def _sniff_offline(folder: Path) -> bool:
-    return _majority(folder) == "offline"
-
-
-def _sniff_golden(folder: Path) -> bool:
-    return _majority(folder) in ("npy", "pb", "quant")
-
-
-def _explain_offline(folder: Path) -> str:
-    return f"no file named {OFFLINE_FORM}"
-
-
-def _explain_golden(folder: Path) -> str:
-    return "no file named {op_name}.{output_index}.{timestamp}.npy / .pb / .quant"
-
-
-#: The reader of MindSpore / TF-NPU dump trees (:mod:`compare.loaders.trees`).
-TREES_READER = FunctionReader(
-    name="mindspore",
-    kinds=(RunKind.NUMPY, RunKind.OFFLINE),
-    sniff=_sniff_family,
-    explain=_explain_family,
-    scan=_scan_family,
-    claims_only=True,
-)
-
-def _scan_msprobe(folder: Path, *, version: int | None = None, root: Path | None = None) -> Run:
-    candidates = msprobe.claim(folder)
-    if candidates is None:
-        raise CompareError(f"{folder}: {msprobe.explain(folder)}")
-    return msprobe.load_msprobe(root or folder, candidates, Selection())
-
-
-#: The reader of msprobe dumps (``dump.json`` folders, :mod:`compare.loaders.msprobe`).
-MSPROBE_READER = FunctionReader(name="msprobe", kinds=(RunKind.NUMPY,), sniff=msprobe.sniff, explain=msprobe.explain,
-                                scan=_scan_msprobe, claims_only=True)
-
-#: The readers tried, in order, by :func:`detect` and :func:`load_run`.
-READERS: list[Reader] = [
-    MSPROBE_READER,
-    TREES_READER,
-    FunctionReader(
-        name="ascend-offline",
-        kinds=(RunKind.OFFLINE,),
-        sniff=_sniff_offline,
-        explain=_explain_offline,
-        scan=scan_offline,
-    ),
-    FunctionReader(
-        name="golden-npy",
-        kinds=(RunKind.NUMPY, RunKind.STANDARD, RunKind.QUANT),
-        sniff=_sniff_golden,
-        explain=_explain_golden,
-        scan=scan_golden,
-    ),
-]
+#: The built-in readers, in the order :func:`detect` and :func:`load_run` try them (module doc).
+READERS: list[Reader] = [msprobe.READER, trees.READER, ascend_offline.READER, golden_npy.READER]
 
 
 def register_reader(reader: Reader, *, first: bool = False) -> None:
-    """Add a reader (e.g. MindSpore layouts); ``first=True`` tries it before the built-in ones."""
+    """Add a reader (a third party's dump format); ``first=True`` tries it before the built-in ones."""
     if first:
         READERS.insert(0, reader)
     else:
         READERS.append(reader)
+
+
+@functools.cache
+def _plugin_readers() -> tuple[Reader, ...]:
+    """The readers of the ``vcompare.readers`` entry points (an entry point may name a class: it is
+    instantiated). Looked up once per process. Raises :class:`CompareError` naming the entry point
+    when it cannot be loaded or is not a :class:`Reader`."""
+    found = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = point.load()
+            reader = loaded() if isinstance(loaded, type) else loaded
+        except Exception as exc:  # a third party's import error, whatever it is: named, with the entry point
+            raise CompareError(f"reader entry point {point.name} = {point.value} ({ENTRY_POINT_GROUP}) cannot be "
+                               f"loaded: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(reader, Reader):
+            raise CompareError(f"reader entry point {point.name} = {point.value} ({ENTRY_POINT_GROUP}) is not a "
+                               f"compare.loaders.Reader: {reader!r}")
+        found.append(reader)
+    return tuple(found)
+
+
+def readers() -> list[Reader]:
+    """Every reader, in the order they are tried: :data:`READERS`, then the entry points'."""
+    return [*READERS, *_plugin_readers()]
+
+
+def tree_readers(kind: RunKind | None = None) -> list[TreeReader]:
+    """The tree readers, in order: asked before folder resolution (those producing ``kind`` when it
+    is forced), and for the parts of a tree compared each in turn (:mod:`compare.loaders.parts`)."""
+    return [r for r in readers() if isinstance(r, TreeReader) and (kind is None or kind in r.kinds)]
 
 
 def _misnamed_below(root: Path, walked: list[tuple[Path, str]]) -> list[tuple[Path, list[tuple[Path, str]]]]:
@@ -208,31 +148,28 @@ def _no_reader_error(folder: Path, tried: list[str], walked: list[tuple[Path, st
     )
 
 
-def _choose_reader(folder: Path, kind: RunKind | None, *, trees_declined: bool = False,
+def _choose_reader(folder: Path, kind: RunKind | None, *, declined: tuple[Reader, ...] = (),
                    walked: list[tuple[Path, str]] | None = None) -> Reader:
-    """The reader for ``folder``; ``trees_declined``: :func:`compare.loaders.trees.claim` already
-    returned None for this very folder, so the MindSpore reader (whose sniff is that call) declines
-    without walking it again. ``walked``: what the walk to ``folder`` could not read (named by the
-    error when no reader claims it)."""
-
-    def declined(reader: Reader) -> bool:
-        return trees_declined and reader is TREES_READER
-
+    """The reader for ``folder``. ``declined``: tree readers that already declined this very folder
+    (:meth:`~compare.loaders.reader.TreeReader.claim_tree`), so they decline without walking it
+    again. ``walked``: what the walk to ``folder`` could not read (named by the error when no
+    reader claims it). A forced ``kind`` takes the first reader producing it; a tree reader only
+    when it also claims the folder."""
     if kind is not None:
-        for reader in READERS:
+        for reader in readers():
             if kind in reader.kinds:
-                if isinstance(reader, FunctionReader) and reader.claims_only:
+                if isinstance(reader, TreeReader):
                     try:
-                        if declined(reader) or not reader.sniff(folder):
+                        if reader in declined or not reader.guess_can_open(folder):
                             continue
                     except Exception:  # a sniff must not raise; treat it as a decline
                         continue
                 return reader
         raise CompareError(f"no reader produces runs of kind {kind.value!r}")
     tried = []
-    for reader in READERS:
+    for reader in readers():
         try:
-            if not declined(reader) and reader.sniff(folder):
+            if reader not in declined and reader.guess_can_open(folder):
                 return reader
         except Exception as exc:  # a sniff must not raise; treat it as a decline with the reason
             tried.append(f"{reader.name}: sniff failed ({exc})")
@@ -248,28 +185,29 @@ def _add_walked(run: Run, walked: list[tuple[Path, str]]) -> None:
     run.skipped.extend((path, why) for path, why in walked if path not in known)
 
 
+def _force_kind(run: Run, kind: RunKind | None) -> None:
+    """A forced ``kind`` the files contradict: the run keeps the requested kind, with a note."""
+    if kind is not None and run.kind is not kind:
+        run.notes.append(f"run kind forced to {kind.value!r} (the files say {run.kind.value!r})")
+        run.kind = kind
+
+
 def detect(path: str | os.PathLike) -> RunKind:
     """The kind of dump folder ``path`` is (after resolving a parent tree to its leaf).
 
     Only file names are looked at (npy folders whose op names are quantized give QUANT).
     Raises :class:`CompareError` / :class:`DumpFormatError` when no reader claims the folder.
     """
-    if msprobe.claim(path) is not None:
-        return RunKind.NUMPY
-    candidates = claim(path)
-    if candidates is not None:
-        chosen = select(candidates, Selection(), where=str(path))
-        return RunKind.OFFLINE if chosen and chosen[0].kind == "offline" else RunKind.NUMPY
+    request = OpenRequest(root=Path(path), selection=Selection())
+    declined: list[Reader] = []
+    for reader in tree_readers(None):
+        candidates = reader.claim_tree(path, request, [])
+        if candidates is not None:
+            return reader.tree_kind(path, candidates)
+        declined.append(reader)
     folder, _ = resolve_dump_folder(path)
-    reader = _choose_reader(folder, None)
-    if reader.name == "golden-npy":
-        listing = cached_listing(folder)
-        majority = listing.majority()
-        if majority == "npy":
-            quantized = any(is_quantized_name(item.parsed.op_name) for item in listing.of_kind("npy"))
-            return RunKind.QUANT if quantized else RunKind.NUMPY
-        return RunKind.STANDARD if majority == "pb" else RunKind.QUANT
-    return reader.kinds[0]
+    reader = _choose_reader(folder, None, declined=tuple(declined) if folder == Path(path) else ())
+    return reader.kind_of(folder)
 
 
 def load_run(
@@ -316,51 +254,29 @@ def load_run(
     selection = Selection(rank=rank, iteration=iteration, graph=graph, model_name=model_name,
                           ge_graph=Path(ge_graph) if ge_graph is not None else None)
     selection.specs()  # validate the option syntax before touching the disk
-    trees_declined = False
+    request = OpenRequest(root=Path(path), selection=selection, version=version, fusion_rule=fusion_rule,
+                          keep_raw_names=keep_raw_names)
     walked: list[tuple[Path, str]] = []  # what the walks of the tree could not read
-    if kind is None or kind is RunKind.NUMPY:
-        probe_walked: list[tuple[Path, str]] = []  # kept only when msprobe claims the path (else walked below)
-        probed = msprobe.claim(path, problems=probe_walked)
-        if probed is not None:
-            run = msprobe.load_msprobe(path, probed, selection)
-            _add_walked(run, probe_walked)
-            return run
-    if kind is None or kind in (RunKind.NUMPY, RunKind.OFFLINE):
-        candidates = claim(path, selection, problems=walked)
-        trees_declined = candidates is None
-        if candidates is not None:
-            run = load_selected(path, candidates, selection, version=version, fusion_rule=fusion_rule,
-                                keep_raw_names=keep_raw_names)
-            _add_walked(run, walked)
-            if kind is not None and run.kind is not kind:
-                run.notes.append(f"run kind forced to {kind.value!r} (the files say {run.kind.value!r})")
-                run.kind = kind
-            return run
+    declined: list[Reader] = []
+    for tree_reader in tree_readers(kind):
+        candidates = tree_reader.claim_tree(path, request, walked)
+        if candidates is None:
+            declined.append(tree_reader)
+            continue
+        run = tree_reader.open_tree(path, candidates, request)
+        _add_walked(run, walked)
+        _force_kind(run, kind)
+        return run
     folder, notes = resolve_dump_folder(path, problems=walked)
     if selection.given:
         given = ", ".join(f"--{k.replace('_', '-')}" for k, v in vars(selection).items() if v is not None)
         notes.append(f"{given} ignored: {path} has no rank/iteration/graph/model levels")
-    # claim(path, selection) is None: then claim(path) is too (a selection only adds candidates)
-    reader = _choose_reader(folder, kind, trees_declined=trees_declined and folder == Path(path), walked=walked)
-    if reader.name == "ascend-offline":
-        run = scan_offline(
-            folder,
-            version=version,
-            root=path,
-            fusion_rule=fusion_rule,
-            keep_raw_names=keep_raw_names,
-            listing=cached_listing(folder),
-        )
-    elif reader.name == "mindspore":
-        run = _scan_family(folder, version=version, root=Path(path))
-    elif reader.name == "golden-npy":
-        run = scan_golden(folder, version=version, root=path, listing=cached_listing(folder))
-    else:
-        run = reader.scan(folder, version=version, root=Path(path))
+    # a tree reader that declined the path with the selection declines it without one too
+    # (a selection only adds candidates)
+    reader = _choose_reader(folder, kind, declined=tuple(declined) if folder == Path(path) else (), walked=walked)
+    run = reader.open(folder, request)
     run.root = Path(path)
     run.notes[:0] = notes
     _add_walked(run, walked)
-    if kind is not None and run.kind is not kind:
-        run.notes.append(f"run kind forced to {kind.value!r} (the files say {run.kind.value!r})")
-        run.kind = kind
+    _force_kind(run, kind)
     return run

@@ -1,48 +1,37 @@
-"""Ascend dump folders: file naming, folder resolution, ``mapping.csv`` and offline-dump scanning.
+"""Ascend dump files: op names, unused-file notes, one op's dump file read as an :class:`OpDump`.
 
-Naming rules (§2.8 of the reference-tool spec; the folder's top level only, no recursion):
+* **Op-name clean-up** (§2.8 of the reference-tool spec): :func:`clean_op_name` turns the op name
+  of a dump file name into the operator's name (``_lxslice`` and ``sgt_graph`` parts), as the
+  reference tool does; :func:`is_quantized_name` tells a quantized model by its op names.
+* **Files a run did not use**: :func:`unused_files_note` and :func:`no_valid_files_error` say
+  which files were refused and why, counting the misnamed ones (a refused *name*, by the naming
+  rules of :mod:`compare.loaders.listing`) apart from the other unusable files; every reader's
+  runs and the "no reader found" diagnosis use them.
+* **One op**: :func:`build_offline_op` reads the header of an op's latest dump file into
+  :class:`TensorRef` records whose readers decode the tensor on demand (:func:`read_dump_tensor`).
 
-* **Offline (NPU) dump**: ``{op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}`` and the
-  longer ``{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}.{task_type}.{context_id}.
-  {thread_id}.{x}`` variants. ``op_type`` and ``op_name`` are ``[A-Za-z0-9_-]+``, every other
-  field is digits. Only a *prefix* has to match (as in the reference tool): text after the last
-  digit field is tolerated and reported in ``Run.notes``.
-* **Golden** ``{op_name}.{output_index}.{timestamp}.npy`` / ``.pb`` / ``.quant``: see
-  :mod:`convert.names`. A name is classified by its suffix first (``.npy``, ``.pb``,
-  ``.quant``), every other name by the offline rule -- exactly as the reference tool does.
-* ``mapping.csv`` and ``convert_failed_file_list.txt`` are not dump files; neither are folders.
-* **Hashed names**: a file whose name is all digits (or digits + ``.npy``) is renamed through
-  ``mapping.csv`` (rows ``hashed_name,real_file_name``) before it is classified; its physical path
-  is kept for reading.
-
-The dump tree of an Ascend run is ``{time}/{device_id}/{model_name}/{model_id}/{data_index}/``
-with ``time`` formatted ``YYYYMMDDhhmmss``; :func:`resolve_dump_folder` finds the leaf.
+Folder listing: :mod:`compare.loaders.listing`; FFTS+ slice files merged into one op:
+:mod:`compare.loaders.ffts_ops`; the Ascend offline reader (grouping a folder's files by op and
+scanning it): :mod:`compare.loaders.ascend_offline`.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import re
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
-
-import numpy as np
 
 from convert.codecs import dumpfile
 from convert.codecs.dtypes import Format, dtype_name, format_name
 from convert.codecs.fastread import read_tensor_mapped
-from convert.codecs.ffts import FftsMode, SliceAttr, merge_pieces, merged_path, merged_shape, slice_attr_of
-from convert.names.ascend import IGNORED_FILES, OfflineName, classify_name
-from convert.names.hashed import is_hashed_name, lookup_hashed, read_mapping_rows
-from convert.tree import list_entries, os_problem
+from convert.names.ascend import OfflineName
 
 from ..errors import CompareError, DumpFormatError
-from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
+from ..records import OpDump, TensorKind, TensorRef
 
 if TYPE_CHECKING:
-    from convert.codecs.dumpfile import DumpHeader, TensorInfo
+    from convert.codecs.dumpfile import DumpHeader
 
 #: Substrings of an op name that mark a quantized model (§2.8 "Quant detection").
 QUANT_MARKERS = (
@@ -106,97 +95,8 @@ def is_quantized_name(name: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Folder listing: mapping.csv, hashed names, classification
+# Files a run did not use
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DumpEntry:
-    """One file of a dump folder: where it is and the name it is classified by.
-
-    ``name`` is the physical file name, or the real name from ``mapping.csv`` for hashed files.
-    """
-
-    path: Path
-    name: str
-
-    @property
-    def mapped(self) -> bool:
-        return self.path.name != self.name
-
-
-@dataclass(frozen=True)
-class Classified:
-    """A :class:`DumpEntry` with its kind (``offline``, ``npy``, ``pb``, ``quant``) and parse.
-
-    ``parsed`` is an :class:`OfflineName` or a :class:`convert.names.golden.GoldenName`; ``None`` with ``reason``
-    set when the name matched no rule.
-    """
-
-    entry: DumpEntry
-    kind: str
-    parsed: object | None = None
-    reason: str | None = None
-
-
-_KIND_ORDER = ("offline", "npy", "pb", "quant")
-_KIND_LABEL = {
-    "offline": "Ascend offline dump",
-    "npy": "golden .npy",
-    "pb": "golden .pb",
-    "quant": "golden .quant",
-}
-
-
-@dataclass
-class FolderListing:
-    """All files of one dump folder, classified; bad names and bad ``mapping.csv`` rows listed."""
-
-    folder: Path
-    files: list[Classified] = field(default_factory=list)
-    skipped: list[tuple[Path, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def of_kind(self, kind: str) -> list[Classified]:
-        return [c for c in self.files if c.kind == kind and c.parsed is not None]
-
-    def counts(self) -> dict[str, int]:
-        out = {kind: 0 for kind in _KIND_ORDER}
-        for item in self.files:
-            if item.parsed is not None:
-                out[item.kind] += 1
-        return out
-
-    def majority(self) -> str | None:
-        """The kind most files have (ties: offline, npy, pb, quant); ``None`` if none matched."""
-        counts = self.counts()
-        best = max(_KIND_ORDER, key=lambda k: (counts[k], -_KIND_ORDER.index(k)))
-        return best if counts[best] else None
-
-    def unmatched(self) -> list[Classified]:
-        return [c for c in self.files if c.parsed is None]
-
-    def other_kinds_skipped(self, used: str) -> list[tuple[Path, str]]:
-        """``Run.skipped`` rows for valid files of another kind than ``used`` (mixed folder)."""
-        count = self.counts()[used]
-        out = []
-        for item in self.files:
-            if item.parsed is None or item.kind == used:
-                continue
-            if count:
-                reason = (
-                    f"{_KIND_LABEL[item.kind]} file in a folder of {count} {_KIND_LABEL[used]} "
-                    "file(s): a folder holds one kind, the one most files have is used (the "
-                    "reference tool refuses mixed folders)"
-                )
-            else:
-                reason = f"{_KIND_LABEL[item.kind]} file; this folder is read for {_KIND_LABEL[used]} files"
-            out.append((item.entry.path, reason))
-        return out
-
-    def no_dump_files_error(self) -> CompareError:
-        """The error for a folder in which no file is usable, naming the folder and the files."""
-        return no_valid_files_error(self.folder, self.skipped)
 
 
 def is_misnamed(reason: str) -> bool:
@@ -278,93 +178,8 @@ def no_valid_files_error(folder: Path, skipped: list[tuple[Path, str]]) -> Compa
     )
 
 
-def list_folder(folder: Path) -> FolderListing:
-    """List and classify the top level of a dump folder (sorted by file name).
-
-    Folders, ``mapping.csv`` and ``convert_failed_file_list.txt`` are ignored. Hashed names are
-    renamed through ``mapping.csv``; a hashed file without a map entry is skipped with a reason.
-    Files matching no naming rule are kept in ``files`` with ``parsed=None`` and ``reason`` set
-    (and also listed in ``skipped``). Trailing text after an offline name gives a note.
-
-    Entries that are not regular files are never opened and never hidden: FIFOs, devices,
-    sockets, broken links and link loops go to ``skipped`` with what they are (whatever their
-    name), and so does a folder named like a dump file. Raises :class:`CompareError`
-    (``cannot list dump folder: permission denied: PATH``) when the folder cannot be listed.
-    """
-    listing = FolderListing(folder=folder)
-    try:
-        found = list_entries(folder)
-    except OSError as exc:
-        raise CompareError(f"cannot list dump folder: {os_problem(exc, folder)}") from exc
-    entries = found.files
-    listing.skipped.extend((path, why) for path, why in found.problems if path.name not in IGNORED_FILES)
-    for entry in found.folders:
-        if classify_name(entry.name)[1] is not None:
-            listing.skipped.append((Path(entry.path), "a folder under a dump file's name, not a dump file"))
-    mapping: dict[str, str] | None = None
-    refused: dict[str, str] = {}
-    trailing: list[str] = []
-    for entry in entries:
-        if entry.name in IGNORED_FILES:
-            continue
-        path = Path(entry.path)
-        name = entry.name
-        if is_hashed_name(name):
-            if mapping is None:
-                mapping, bad_rows, refused = read_mapping_rows(folder)
-                listing.skipped.extend(bad_rows)
-            real = lookup_hashed(name, mapping)
-            if real is None:
-                table = folder / "mapping.csv"
-                why = ("not listed in mapping.csv" if table.is_file() else "mapping.csv is not a regular file"
-                       if os.path.lexists(table) else "no mapping.csv in the folder")
-                stem = name[:-4] if name.endswith(".npy") else name
-                why = refused.get(name) or refused.get(stem) or refused.get(stem + ".npy") or why
-                listing.skipped.append((path, f"hashed file name ({why}), cannot tell which op it is"))
-                continue
-            name = real
-        kind, parsed, reason = classify_name(name)
-        item = Classified(DumpEntry(path, name), kind, parsed, reason)
-        listing.files.append(item)
-        if parsed is None:
-            shown = reason if name == path.name else f"mapped to {name!r}: {reason}"
-            listing.skipped.append((path, shown))
-        elif isinstance(parsed, OfflineName) and parsed.trailing:
-            trailing.append(f"{path.name} (ignored {parsed.trailing!r})")
-    if trailing:
-        shown = ", ".join(trailing[:10]) + (f" and {len(trailing) - 10} more" if len(trailing) > 10 else "")
-        listing.notes.append(
-            f"{len(trailing)} file name(s) in {folder} have text after the dump name, which was "
-            f"ignored (prefix match, as the reference tool): {shown}"
-        )
-    return listing
-
-
-def _listing_key(folder: Path) -> tuple[str, int, int]:
-    def mtime(path: Path) -> int:
-        try:
-            return path.stat().st_mtime_ns
-        except OSError:
-            return -1
-
-    return (str(folder), mtime(folder), mtime(folder / "mapping.csv"))
-
-
-@functools.lru_cache(maxsize=8)
-def _cached_listing(key: tuple[str, int, int]) -> FolderListing:
-    return list_folder(Path(key[0]))
-
-
-def cached_listing(folder: Path) -> FolderListing:
-    """:func:`list_folder`, cached while the folder and its ``mapping.csv`` keep their mtimes.
-
-    Sniffing and scanning the same folder then lists it once. Treat the result as read-only.
-    """
-    return _cached_listing(_listing_key(Path(folder)))
-
-
 # --------------------------------------------------------------------------------------------
-# Offline scanning
+# One op's dump file -> OpDump: tensor refs with lazy readers
 # --------------------------------------------------------------------------------------------
 
 
@@ -395,7 +210,7 @@ def _format_codes() -> frozenset[int]:
     return frozenset(int(f) for f in Format)
 
 
-def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
+def tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
     """TensorRefs (metadata + lazy reader) for the inputs and outputs of a parsed dump header."""
     read_tensor = read_dump_tensor
 
@@ -423,7 +238,7 @@ def _tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...
     return refs(header.inputs, TensorKind.INPUT), refs(header.outputs, TensorKind.OUTPUT)
 
 
-def _read_header(path: Path, version: int | None) -> tuple["DumpHeader | None", str | None]:
+def read_header(path: Path, version: int | None) -> tuple["DumpHeader | None", str | None]:
     """``(header, None)``, or ``(None, diagnosis)`` when the file's header cannot be read."""
     try:
         return _dumpfile().read_header(path, version=version), None
@@ -443,9 +258,9 @@ def build_offline_op(
     path, parsed = files[-1]
     inputs: tuple[TensorRef, ...] = ()
     outputs: tuple[TensorRef, ...] = ()
-    header, error = _read_header(path, version)
+    header, error = read_header(path, version)
     if header is not None:
-        inputs, outputs = _tensor_refs(name, header, path)
+        inputs, outputs = tensor_refs(name, header, path)
     return OpDump(
         name=name,
         op_type=parsed.op_type,
@@ -458,267 +273,6 @@ def build_offline_op(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# FFTS+ sliced ops: one op, several slice files, merged when a tensor is loaded
-# --------------------------------------------------------------------------------------------
-
-_SLICE_NUMBER_RE = re.compile(r"lxslice([0-9]+)")
-
-
-def ffts_mode(files: Sequence[tuple[Path, OfflineName]]) -> FftsMode | None:
-    """The FFTS+ mode of an op's files (§2.8): None unless there are several and every one has
-    task type 4 (FFTSPLUS); then manual when a raw op name holds ``_lxslice``, else automatic."""
-    if len(files) < 2 or not all(parsed.ffts for _, parsed in files):
-        return None
-    return FftsMode.MANUAL if any("_lxslice" in parsed.op_name for _, parsed in files) else FftsMode.AUTOMATIC
-
-
-def slice_number(parsed: OfflineName) -> int:
-    """A manual-mode file's slice number: the digits of the last ``lxslice<digits>`` of its raw op
-    name (0 when there is none). The reference reads only the last character of the name, so slice
-    10 would sort before slice 2 there."""
-    found = _SLICE_NUMBER_RE.findall(parsed.op_name)
-    return int(found[-1]) if found else 0
-
-
-def slice_order(files: Sequence[tuple[Path, OfflineName]], mode: FftsMode) -> list[tuple[Path, OfflineName]]:
-    """The slice files in merge order: by thread id (automatic) or slice number (manual), then by
-    16-digit timestamp, then by file name. A piece's thread index is its position in this list."""
-
-    def key(item: tuple[Path, OfflineName]) -> tuple[int, int, str]:
-        path, parsed = item
-        first = slice_number(parsed) if mode is FftsMode.MANUAL else (parsed.thread_id or 0)
-        return (first, parsed.sort_key, path.name)
-
-    return sorted(files, key=key)
-
-
-def _refuse(path: str, problem: str) -> np.ndarray:
-    """The reader of a tensor that cannot be loaded: raises the diagnosis found at scan time."""
-    raise DumpFormatError(path, problem)
-
-
-def _refused(ref: TensorRef, exc: DumpFormatError, remark: str = "") -> TensorRef:
-    return replace(ref, reader=functools.partial(_refuse, exc.path, exc.problem), remark=remark)
-
-
-def _read_merged(headers: "tuple[DumpHeader, ...]", infos: "tuple[TensorInfo, ...]",
-                 shapes: tuple[tuple[int, ...], ...], axis: int | None) -> np.ndarray:
-    """Read the slices of one output and merge them (:func:`convert.codecs.ffts.merge_pieces`)."""
-    count = 1 if axis is None else len(infos)
-    arrays = [read_dump_tensor(header, info) for header, info in zip(headers[:count], infos[:count])]
-    return merge_pieces(arrays, shapes[:count], axis, [h.path for h in headers[:count]])
-
-
-def _piece_shapes(attr: SliceAttr, mode: FftsMode, index: int,
-                  headers: "Sequence[DumpHeader]") -> tuple[tuple[int, ...], ...]:
-    """The shape of each slice file's piece of output ``index`` (§2.9): the thread shape of
-    ``output_tensor_slice`` (automatic) or the file's own dump shape (manual)."""
-    if mode is FftsMode.AUTOMATIC:
-        return tuple(attr.thread_shape(t, index, h.path) for t, h in enumerate(headers))
-    return tuple(tuple(int(d) for d in h.outputs[index].shape) for h in headers)
-
-
-def _merged_output(base: TensorRef, headers: "Sequence[DumpHeader]", attr: SliceAttr, mode: FftsMode,
-                   count_remark: str) -> TensorRef:
-    """The TensorRef of an FFTS+ op's output (``base``: the first slice file's ref of it): the
-    merged tensor's metadata and a reader that merges the slices when it is loaded. A slice that
-    does not fit (no such output, another dtype, a shape that does not concatenate) gives a ref
-    whose reader raises the diagnosis."""
-    first, index = headers[0], base.index
-    axis = attr.merge_axis(index)
-    remarks = [count_remark] if count_remark else []
-    if axis is None:
-        remarks.append(f"FFTS+ output {index} has no cut axis in outputCutList: the first slice file's "
-                       f"({first.path.name}) data is compared")
-    remark = "; ".join(remarks)
-    paths = [h.path for h in headers]
-    try:
-        for header in headers[1:]:
-            if index >= len(header.outputs):
-                raise DumpFormatError(header.path, f"FFTS+ slice file has {len(header.outputs)} output(s), the first "
-                                                   f"slice file {first.path.name} has output {index}")
-            if int(header.outputs[index].data_type) != int(first.outputs[index].data_type):
-                raise DumpFormatError(header.path, f"FFTS+ slice output {index} is {header.outputs[index].dtype_name}, "
-                                                   f"the first slice file's is {first.outputs[index].dtype_name}")
-        shapes = _piece_shapes(attr, mode, index, headers)
-        shape = merged_shape(shapes, axis, paths)
-    except DumpFormatError as exc:
-        return _refused(base, exc, remark)
-    infos = tuple(h.outputs[index] for h in headers)
-    try:
-        original = merged_shape([tuple(int(d) for d in i.original_shape) for i in infos], axis, paths)
-    except DumpFormatError:
-        original = ()  # slices without (or with disagreeing) framework shapes: none for the merged tensor
-    used = infos if axis is not None else infos[:1]
-    return replace(base, shape=shape, original_shape=original if all(i.original_shape for i in infos) else (),
-                   nbytes=sum(int(i.size) for i in used), remark=remark,
-                   reader=functools.partial(_read_merged, tuple(headers), infos, shapes, axis))
-
-
-def build_ffts_op(name: str, files: list[tuple[Path, OfflineName]], mode: FftsMode, *,
-                  version: int | None = None) -> OpDump:
-    """One OpDump for an FFTS+ op cut into several slice files (§2.9 of the reference-tool spec).
-
-    Every slice file's header is read now (metadata); the data are read and merged when an
-    output is loaded. Policy (nothing silent, the op is never dropped):
-
-    * the slice-attribute JSON is the first slice file's ``DumpData.attr[0]``; when it is missing
-      or malformed, every tensor of the op is listed (first slice file's metadata) with a reader
-      that raises that diagnosis, so each row says why;
-    * a slice count other than ``slice_instance_num``: the tensors are still merged and each row
-      carries that remark (the reference warns and flags the row too);
-    * no output with a cut axis: the latest file (16-digit timestamp, then name) is compared, as
-      the reference does, and each row says so;
-    * outputs: concatenated along their first cut axis (:mod:`convert.codecs.ffts`); inputs: the first
-      slice file's (they are not merged), each input row says so;
-    * a header that cannot be read: ``OpDump.error`` names the file.
-
-    ``OpDump.path`` is the first slice file (in merge order), ``files`` all of them.
-    """
-    ordered = slice_order(files, mode)
-    headers = []
-    for path, _ in ordered:
-        header, error = _read_header(path, version)
-        if header is None:
-            return OpDump(name=name, op_type=ordered[0][1].op_type, path=path, files=tuple(p for p, _ in files),
-                          error=f"FFTS+ slice file of {name} cannot be read: {error}", timestamp=ordered[0][1].timestamp)
-        headers.append(header)
-    first_path, first = ordered[0]
-    shown = merged_path(first_path)
-
-    def op(inputs: tuple[TensorRef, ...], outputs: tuple[TensorRef, ...], path: Path, parsed: OfflineName) -> OpDump:
-        return OpDump(name=name, op_type=parsed.op_type, path=path, files=tuple(p for p, _ in files),
-                      inputs=inputs, outputs=outputs, timestamp=parsed.timestamp)
-
-    inputs, outputs = _tensor_refs(name, headers[0], first_path)
-    try:
-        attr = slice_attr_of(headers[0].attrs, first_path)
-    except DumpFormatError as exc:
-        why = f"FFTS+ op {name} ({len(files)} {mode.value}-mode slice files {shown}) cannot be merged"
-        return op(tuple(_refused(r, exc, why) for r in inputs), tuple(_refused(r, exc, why) for r in outputs),
-                  first_path, first)
-    count_remark = ""
-    if len(files) != attr.slice_instance_num:
-        count_remark = (f"FFTS+ op {name}: {len(files)} slice file(s) ({shown}) but slice_instance_num is "
-                        f"{attr.slice_instance_num}")
-    if not attr.has_cut:
-        path, parsed = files[-1]
-        header = headers[[p for p, _ in ordered].index(path)]
-        remark = "; ".join(filter(None, [count_remark, (
-            f"FFTS+ op {name} has {len(files)} slice files and no cut axis in outputCutList: the latest, "
-            f"{path.name}, is compared")]))
-        ins, outs = _tensor_refs(name, header, path)
-        return op(tuple(replace(r, remark=remark) for r in ins), tuple(replace(r, remark=remark) for r in outs),
-                  path, parsed)
-    input_remark = "; ".join(filter(None, [count_remark, (
-        f"FFTS+ op input: the first of {len(files)} slice files ({first_path.name}); inputs are not merged")]))
-    merged = tuple(_merged_output(ref, headers, attr, mode, count_remark) for ref in outputs)
-    return op(tuple(replace(r, remark=input_remark) for r in inputs), merged, first_path, first)
-
-
-def group_offline(
-    items: list[Classified], *, fusion_rule: bool = False, keep_raw_names: bool = False
-) -> tuple[dict[str, list[tuple[Path, OfflineName]]], list[tuple[Path, str]]]:
-    """Group offline files by cleaned op name (each group sorted oldest first) + skipped files.
-
-    Sorting: by 16-digit timestamp (others count as 0), ties by file name -- deterministic.
-    Files with an invalid task-type field, or whose name keeps ``_lxslice`` after clean-up, are
-    skipped with a reason.
-
-    ``keep_raw_names`` (``-ffts``): automatic-mode FFTS+ thread files share their raw op name;
-    when one name has files of several thread ids, each thread becomes its own op
-    ``{op_name}_thread{id}`` (compared by itself; the reference would keep only the latest).
-    """
-    groups: dict[str, list[tuple[Path, OfflineName]]] = {}
-    skipped: list[tuple[Path, str]] = []
-    for item in items:
-        parsed = item.parsed
-        assert isinstance(parsed, OfflineName)
-        problem = parsed.task_type_problem
-        if problem:
-            skipped.append((item.entry.path, problem))
-            continue
-        name = clean_op_name(parsed.op_name, fusion_rule=fusion_rule, keep_raw_names=keep_raw_names)
-        if name is None:
-            skipped.append(
-                (item.entry.path, f"op name {parsed.op_name!r} still contains '_lxslice' after clean-up; ignored as the reference tool does")
-            )
-            continue
-        groups.setdefault(name, []).append((item.entry.path, parsed))
-    if keep_raw_names:
-        groups = _split_threads(groups)
-    for files in groups.values():
-        files.sort(key=lambda f: (f[1].sort_key, f[0].name))
-    return groups, skipped
-
-
-def _split_threads(groups: dict[str, list[tuple[Path, OfflineName]]]) -> dict[str, list[tuple[Path, OfflineName]]]:
-    """``-ffts``: the groups with an automatic-mode FFTS+ op's thread files split by thread id."""
-    out: dict[str, list[tuple[Path, OfflineName]]] = {}
-    for name, files in groups.items():
-        threads = {parsed.thread_id for _, parsed in files}
-        if ffts_mode(files) is not FftsMode.AUTOMATIC or len(threads) < 2 or None in threads:
-            out[name] = files
-            continue
-        for path, parsed in files:
-            out.setdefault(f"{name}_thread{parsed.thread_id}", []).append((path, parsed))
-    return out
-
-
-def scan_offline(
-    folder: str | os.PathLike,
-    *,
-    version: int | None = None,
-    root: str | os.PathLike | None = None,
-    fusion_rule: bool = False,
-    keep_raw_names: bool = False,
-    listing: FolderListing | None = None,
-) -> Run:
-    """Scan an Ascend offline dump folder (the leaf) into a :class:`Run` of kind OFFLINE.
-
-    One :class:`OpDump` per cleaned op name; its file is the latest by 16-digit timestamp (ties:
-    file-name order) and ``files`` lists all of them. Only the chosen file's header is read, via
-    ``convert.codecs.dumpfile.read_header`` with ``version`` (``None``: auto); a header that cannot be
-    parsed makes ``OpDump.error`` the diagnosis and leaves its tensors empty -- the op is never
-    dropped.
-
-    Edge-case policy (differences from the reference tool are deliberate):
-
-    * files matching no naming rule, hashed files missing from ``mapping.csv`` and bad
-      ``mapping.csv`` rows go to ``run.skipped`` with the reason;
-    * a task-type field outside 0-4: the reference aborts the whole run (exit 37); vcompare skips
-      that one file with the reason in ``run.skipped`` and goes on;
-    * golden (``.npy``/``.pb``/``.quant``) files in the folder are skipped with a reason (the
-      reference refuses mixed folders);
-    * ``fusion_rule`` / ``keep_raw_names`` steer the op-name clean-up (:func:`clean_op_name`);
-    * an FFTS+ op of several slice files (task type 4, :func:`ffts_mode`) is one op whose outputs
-      are merged from the slices when loaded (:func:`build_ffts_op`); with ``keep_raw_names``
-      (``-ffts``) every slice stays its own op, as the reference does.
-
-    Raises :class:`CompareError` when the folder holds no usable dump file (naming the folder and
-    listing the files and why).
-    """
-    folder = Path(folder)
-    listing = listing if listing is not None else list_folder(folder)
-    groups, skipped = group_offline(
-        listing.of_kind("offline"), fusion_rule=fusion_rule, keep_raw_names=keep_raw_names
-    )
-    all_skipped = list(listing.skipped) + listing.other_kinds_skipped("offline") + skipped
-    if not groups:
-        raise no_valid_files_error(folder, all_skipped)
-    run = Run(
-        root=Path(root) if root is not None else folder,
-        path=folder,
-        kind=RunKind.OFFLINE,
-        skipped=all_skipped,
-        notes=list(listing.notes),
-    )
-    for name in sorted(groups):
-        mode = None if keep_raw_names else ffts_mode(groups[name])
-        if mode is not None:
-            run.ops[name] = build_ffts_op(name, groups[name], mode, version=version)
-        else:
-            run.ops[name] = build_offline_op(name, groups[name], version=version)
-    run.quantized = any(is_quantized_name(name) for name in run.ops)
-    return run
+__all__ = ["QUANT_MARKERS", "build_offline_op", "clean_op_name", "is_misnamed", "is_quantized_name",
+           "is_statistics_problem", "misnamed_summary", "no_valid_files_error", "read_dump_tensor", "read_header",
+           "tensor_refs", "unused_files_note"]

@@ -37,7 +37,9 @@ from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef
-from .ascend import is_quantized_name, list_folder, no_valid_files_error, read_dump_tensor
+from .ascend import is_quantized_name, no_valid_files_error, read_dump_tensor
+from .listing import cached_listing, list_folder, majority_kind
+from .reader import OpenRequest, Reader
 
 #: Format name of golden tensors (no layout information), as the reference tool.
 GOLDEN_FORMAT = "RESERVED"
@@ -186,7 +188,7 @@ def scan_golden(
         parsed = item.parsed
         assert isinstance(parsed, GoldenName)
         groups.setdefault(parsed.op_name, {}).setdefault(parsed.output_index, []).append((item.entry.path, parsed))
-# duplicates: built like scan_offline's Run (ascend.py): the fields differ per folder kind; a helper would
+# duplicates: built like scan_offline's Run (ascend_offline.py): the fields differ per folder kind; a helper would
 # take as many arguments
     run = Run(
         root=Path(root) if root is not None else folder,
@@ -207,3 +209,33 @@ def scan_golden(
         run.kind = RunKind.QUANT
         run.quantized = True
     return run
+
+
+class GoldenReader(Reader):
+    """The ``golden-npy`` reader: a folder most of whose files are golden ``.npy`` / ``.pb`` / ``.quant``."""
+
+    name = "golden-npy"
+    kinds = (RunKind.NUMPY, RunKind.STANDARD, RunKind.QUANT)
+
+    def guess_can_open(self, folder: Path) -> bool:
+        return majority_kind(folder) in ("npy", "pb", "quant")
+
+    def explain(self, folder: Path) -> str:
+        return "no file named {op_name}.{output_index}.{timestamp}.npy / .pb / .quant"
+
+    def open(self, folder: Path, request: OpenRequest) -> Run:
+        return scan_golden(folder, version=request.version, root=request.root, listing=cached_listing(folder))
+
+    def kind_of(self, folder: Path) -> RunKind:
+        """NUMPY (QUANT when an op name carries a quantization marker), STANDARD or QUANT, by the
+        kind most files have."""
+        listing = cached_listing(folder)
+        majority = listing.majority()
+        if majority == "npy":
+            quantized = any(is_quantized_name(item.parsed.op_name) for item in listing.of_kind("npy"))
+            return RunKind.QUANT if quantized else RunKind.NUMPY
+        return RunKind.STANDARD if majority == "pb" else RunKind.QUANT
+
+
+#: The golden-folder reader (:data:`compare.loaders.READERS`).
+READER = GoldenReader()

@@ -1,6 +1,7 @@
-"""MindSpore dump folders: file naming, leaf-folder scanning, run records.
+"""MindSpore dump folders: leaf-folder scanning, run records.
 
-Layouts (the tree walk and the selection of a leaf are in :mod:`compare.loaders.trees`):
+Layouts (the tree walk and the selection of a leaf are in :mod:`compare.loaders.trees`; the
+file-name grammars in :mod:`convert.names.mindspore`):
 
 * **Synchronous dump, r1.x** -- ``{path}/{net}/device_{id}/iteration_{n}/`` (CPU: no
   ``device_{id}``) holding raw little-endian ``.bin`` files named
@@ -56,7 +57,6 @@ import functools
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,8 +64,21 @@ import ml_dtypes
 import numpy as np
 
 from convert.codecs.dumpfile import read_header
-from convert.names.hashed import lookup_hashed, read_mapping
-from convert.names.mindspore import NPY_CARRIERS, kernel_type, ms_dtype, ms_format, scope_name
+from convert.names.hashed import is_hashed_name, lookup_hashed, read_mapping
+from convert.names.mindspore import (
+    NPY_CARRIERS,
+    NPY_FORM,
+    SYNC_FORM,
+    NpyName,
+    SyncName,
+    is_ignored_name,
+    is_overflow_name,
+    kernel_type,
+    parse_overflow_name,
+    ms_dtype,
+    parse_npy_name,
+    parse_sync_name,
+)
 from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
 from convert.entries import list_entries, os_problem
 from convert.jsonsafe import load_json
@@ -85,55 +98,8 @@ def _numpy_storage(name: str) -> np.dtype:
 
 
 # --------------------------------------------------------------------------------------------
-# Synchronous .bin names
+# Synchronous .bin files
 # --------------------------------------------------------------------------------------------
-
-SYNC_FORM = "{op_name}_{input|output}_{index}_shape_{d0}_..._{data_type}_{format}.bin"
-
-_SYNC_RE = re.compile(
-    r"(?P<op>.+)_(?P<kind>input|output)_(?P<index>\d+)_(?:shape_?)?(?P<dims>(?:\d+_)*)"
-    r"(?P<dtype>[A-Za-z][A-Za-z0-9]*)_(?P<fmt>[A-Za-z][A-Za-z0-9_]*)\.bin"
-)
-
-
-@dataclass(frozen=True)
-class SyncName:
-    """Fields of a synchronous ``.bin`` name; ``op_file_name`` keeps the ``--`` form."""
-
-    op_file_name: str
-    kind: TensorKind
-    index: int
-    shape: tuple[int, ...]
-    dtype_text: str
-    format_text: str
-
-    @property
-    def op_name(self) -> str:
-        return scope_name(self.op_file_name)
-
-    @property
-    def dtype(self) -> str | None:
-        return ms_dtype(self.dtype_text)
-
-    @property
-    def format(self) -> str:
-        return ms_format(self.format_text)
-
-
-def parse_sync_name(name: str) -> SyncName | None:
-    """Parse a synchronous-dump ``.bin`` name, or ``None`` when it is not one."""
-    match = _SYNC_RE.fullmatch(name)
-    if match is None:
-        return None
-    dims = tuple(int(d) for d in match.group("dims").split("_") if d)
-    return SyncName(
-        op_file_name=match.group("op"),
-        kind=TensorKind(match.group("kind")),
-        index=int(match.group("index")),
-        shape=dims,
-        dtype_text=match.group("dtype"),
-        format_text=match.group("fmt"),
-    )
 
 
 def check_sync_file(path: Path, parsed: SyncName) -> np.dtype:
@@ -162,81 +128,6 @@ def read_sync_bin(path: Path, parsed: SyncName) -> np.ndarray:
         return np.empty(parsed.shape, dtype=storage)
     array = np.memmap(path, dtype=storage, mode="r", shape=parsed.shape or (1,))
     return array.reshape(parsed.shape)
-
-
-# --------------------------------------------------------------------------------------------
-# O0/O1, CPU/GPU and O2 .npy names
-# --------------------------------------------------------------------------------------------
-
-NPY_FORM = "{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}.{input|output}.{slot}.{format}[.{dtype}].npy"
-
-_NPY_RE = re.compile(
-    r"(?P<type>[^.]+)\.(?P<op>.+)\.(?P<task>\d+)\.(?P<stream>\d+)\.(?P<ts>\d+)\."
-    r"(?P<kind>input|output)\.(?P<slot>\d+)\.(?P<fmt>[A-Za-z][A-Za-z0-9_]*)(?:\.(?P<dtype>[A-Za-z][A-Za-z0-9_]*))?\.npy"
-)
-
-
-@dataclass(frozen=True)
-# duplicates: NpyName and SyncName share the dtype / format properties: two file grammars, two records
-class NpyName:
-    """Fields of a MindSpore ``.npy`` dump name; ``op_file_name`` keeps the ``--`` form."""
-
-    op_type: str
-    op_file_name: str
-    task_id: int
-    stream_id: int
-    timestamp: int
-    kind: TensorKind
-    slot: int
-    format_text: str
-    dtype_text: str | None
-
-    @property
-    def op_name(self) -> str:
-        return scope_name(self.op_file_name)
-
-    @property
-    def format(self) -> str:
-        return ms_format(self.format_text)
-
-
-def parse_npy_name(name: str) -> NpyName | None:
-    """Parse a MindSpore ``.npy`` dump name, or ``None`` when it is not one."""
-    match = _NPY_RE.fullmatch(name)
-    if match is None:
-        return None
-    return NpyName(
-        op_type=match.group("type"),
-        op_file_name=match.group("op"),
-        task_id=int(match.group("task")),
-        stream_id=int(match.group("stream")),
-        timestamp=int(match.group("ts")),
-        kind=TensorKind(match.group("kind")),
-        slot=int(match.group("slot")),
-        format_text=match.group("fmt"),
-        dtype_text=match.group("dtype"),
-    )
-
-
-_OVERFLOW_RE = re.compile(r"Opdebug\.Node_OpDebug\.(\d+)\.(\d+)\.(\d+)(?:\..*)?")
-_HASHED_RE = re.compile(r"[0-9]+(?:\.npy)?")
-_ACL_JSON_RE = re.compile(r"acl_dump_\d+\.json")
-
-#: Files of a leaf folder that are never tensors.
-IGNORED_NAMES = frozenset({"mapping.csv", "convert_failed_file_list.txt"})
-
-
-def is_overflow_name(name: str) -> bool:
-    """Whether a file name is an overflow record (``Opdebug.Node_OpDebug.*``)."""
-    return _OVERFLOW_RE.fullmatch(name) is not None
-
-
-def is_ignored_name(name: str) -> bool:
-    """Files that are part of a dump folder but hold no tensor (configuration, kernel args)."""
-    if name in IGNORED_NAMES or _ACL_JSON_RE.fullmatch(name):
-        return True
-    # {op_type}.{op_name}.json kernel-argument files (save_kernel_args)
-    return name.endswith(".json") and not is_overflow_name(name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,10 +186,11 @@ def scan_sync(folder: Path, *, root: Path | None = None, coords: dict | None = N
         except DumpFormatError as exc:
             bad_sizes.append(str(exc))
             nbytes = 0
-        ref = TensorRef(op_name=parsed.op_name, kind=parsed.kind, index=parsed.index, dtype=dtype,
+        kind = TensorKind(parsed.kind)
+        ref = TensorRef(op_name=parsed.op_name, kind=kind, index=parsed.index, dtype=dtype,
                         format=parsed.format, shape=parsed.shape, path=path, nbytes=nbytes,
                         reader=functools.partial(read_sync_bin, path, parsed))
-        tensors.setdefault(parsed.op_name, {})[(parsed.kind, parsed.index)] = ref
+        tensors.setdefault(parsed.op_name, {})[(kind, parsed.index)] = ref
         files.setdefault(parsed.op_name, []).append(path)
     if not tensors:
         raise no_valid_files_error(folder, run.skipped)
@@ -334,7 +226,7 @@ def _npy_ref(op_name: str, parsed: NpyName, path: Path, notes: list[str]) -> tup
         else:
             notes.append(f"{path.name}: the name says {parsed.dtype_text} but the array holds {saved}; "
                          f"{saved} is reported")
-    ref = TensorRef(op_name=op_name, kind=parsed.kind, index=parsed.slot, dtype=dtype, format=parsed.format,
+    ref = TensorRef(op_name=op_name, kind=TensorKind(parsed.kind), index=parsed.slot, dtype=dtype, format=parsed.format,
                     shape=header.shape, path=path, nbytes=math.prod(header.shape) * header.dtype.itemsize,
                     reader=functools.partial(load_npy, path, header))
     return ref, None
@@ -356,7 +248,7 @@ def _group_npy(entries: list[tuple[str, Path]], run: Run) -> dict[str, _NpyGroup
             run.skipped.append((path, f"name matches no MindSpore .npy dump rule, expected {NPY_FORM}"))
             continue
         group = groups.setdefault(parsed.op_name, _NpyGroup(parsed.op_type))
-        group.by_tensor.setdefault((parsed.kind, parsed.slot), []).append((parsed, path))
+        group.by_tensor.setdefault((TensorKind(parsed.kind), parsed.slot), []).append((parsed, path))
     return groups
 
 
@@ -374,7 +266,7 @@ def _build_npy_op(name: str, group: _NpyGroup, run: Run) -> OpDump:
         first = earliest if not first else min(first, earliest)
         ref, error = _npy_ref(name, parsed, path, run.notes)
         if ref is not None:
-            (inputs if parsed.kind is TensorKind.INPUT else outputs).append(ref)
+            (inputs if ref.kind is TensorKind.INPUT else outputs).append(ref)
         if error:
             errors.append(error)
     return OpDump(name=name, op_type=group.op_type, path=all_files[-1] if all_files else run.path,
@@ -410,7 +302,7 @@ def scan_npy(folder: Path, *, root: Path | None = None, coords: dict | None = No
             continue
         if is_ignored_name(name):
             continue
-        if _HASHED_RE.fullmatch(name):
+        if is_hashed_name(name):
             if mapping is None:
                 mapping, bad = read_mapping(folder)
                 run.skipped.extend(bad)
@@ -457,8 +349,8 @@ def read_overflow(path: Path) -> OverflowRecord:
     ``.json`` (O2 npy format): its top-level keys and values, shortened. Binary (Ascend dump
     format): the number and sizes of its tensors and buffers, read with the dump reader.
     """
-    match = _OVERFLOW_RE.fullmatch(path.name)
-    task, stream, ts = (int(match.group(i)) for i in (1, 2, 3)) if match else (None, None, 0)
+    parsed = parse_overflow_name(path.name)
+    task, stream, ts = (parsed.task_id, parsed.stream_id, parsed.timestamp) if parsed else (None, None, 0)
     if path.name.endswith(".json"):
         try:
             content = load_json(path.read_text(encoding="utf-8", errors="replace"), path, finite=False)
@@ -485,14 +377,8 @@ def read_overflow(path: Path) -> OverflowRecord:
 
 
 __all__ = [
-    "NPY_FORM",
-    "NpyName",
-    "SYNC_FORM",
-    "constants_folder",
-    "SyncName",
     "check_sync_file",
-    "parse_npy_name",
-    "parse_sync_name",
+    "constants_folder",
     "read_overflow",
     "read_sync_bin",
     "scan_npy",

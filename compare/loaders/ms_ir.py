@@ -6,19 +6,8 @@ dump whose leaves are ``{root}/rank_{r}/{net}/{graph_id}/{iteration}/`` (:func:`
 text is read by hand (:func:`read_ir`): there is no library for this text format (it is written
 for people to read).
 
-**Grammar handled** (one line at a time; anything else is skipped)::
-
-    # IR entry: @kernel_graph0                           (tolerated, not required)
-    %para{N}_{name}: <{abstract}> ... [IsWeight: true|false]                  the params section
-    subgraph @{graph}({header params}) {                 opens a body (several: all, file order)
-      %{N}({label}) = {callee}({arguments}) {attributes...}                   a node
-          : ({input abstracts}) -> ({output abstracts})   (ignored)
-          # Fullname with scope: ({scope}/{Type}-op{K})
-          # Corresponding forward node candidate:        (ignored; the lines below it count,
-          # Corresponding code candidate:                 likewise)
-          # In file {file}:{line}[~{line}][, {col}~{col}]/{code}/
-      Return(%{N})                                       (not a node)
-    }                                                    closes the body
+**Grammar handled**: :mod:`compare.loaders.ms_ir_text` reads the lines (params, subgraph bodies, node
+lines and their comment lines); this module makes the graph of what it read.
 
 * **Params**: ``is_parameter`` in the abstract or ``IsWeight: true`` -> :attr:`NodeRole.PARAMETER`
   (weights, optimizer state, ``global_step``, ``learning_rate``); any other param (the network
@@ -68,27 +57,26 @@ for people to read).
   its forward node (MindSpore's "Corresponding forward node candidate"). Also accepted:
   ``# In file {file}({line})/{code}/`` (a line number in parentheses; not seen in 2.10 files).
 
-**Edge-case policy**: unknown line shapes are skipped; a node line whose argument list does not
-close on its line takes up to 64 continuation lines (a multi-line ``Tensor`` value); lines are
-read at most 4 MiB each (the rest of a longer line is dropped); one node's arguments unfold to
-at most 4096 slots (looking at 65536 tuple elements at most); a subgraph left open (at the end
-of the file, or by the next ``subgraph`` line) is kept and a note says the file may be
-truncated. A file that cannot be read, or has no ``subgraph @name(...) {`` line at all
-(not an ``.ir``: a ``.pb``, a csv, garbage), raises :class:`DumpFormatError` naming the file.
-Scans are linear: no regular expression here can backtrack over a long line.
+**Edge-case policy**: the text as :mod:`compare.loaders.ms_ir_text` reads it (unknown lines
+skipped, continuation lines, lines of at most 4 MiB); one node's arguments unfold to at most 4096
+slots (looking at 65536 tuple elements at most); a subgraph left open (at the end of the file, or
+by the next ``subgraph`` line) is kept and a note says the file may be truncated. A file that
+cannot be read, or has no ``subgraph @name(...) {`` line at all (not an ``.ir``: a ``.pb``, a
+csv, garbage), raises :class:`DumpFormatError` naming the file.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from convert.names.keys import name_key
 
 from ..errors import DumpFormatError
-from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, SourceLine
+from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
+from .ms_ir_text import PARAM_REF_RE, NodeText, Param, Subgraph, scan_ir, user_line
 
 #: ``graphs/`` file name of graph ``{graph}``.
 IR_NAME = "ms_output_trace_code_graph_{graph}.ir"
@@ -103,25 +91,13 @@ _FORWARDING_OPS = frozenset({"Load", "Depend", "StopGradient"})
 _TUPLE_OPS = frozenset({"MakeTuple", "MakeList"})
 _GETITEM_OPS = frozenset({"TupleGetItem", "ListGetItem"})
 _MONAD_TOKENS = frozenset({"U", "IO", "UMonad", "IOMonad"})
-_LIBRARY_FOLDERS = frozenset({"site-packages", "dist-packages"})
 
-_MAX_LINE = 4 << 20
-_MAX_CONTINUATION = 64
 _MAX_SLOTS = 4096
 _MAX_LITERAL = 120
 
-_NODE_RE = re.compile(r"%(\d{1,9})(?:\(([^()\n]{0,4096})\))? ?= ?([@%]?[A-Za-z_][\w.:]{0,255})\(")
-_PARAM_RE = re.compile(r"%para(\d{1,9})_([^:\s,()]{1,4096}):")
-_PARAM_REF_RE = re.compile(r"%para\d{1,9}_(\S{1,4096})")
 _NODE_REF_RE = re.compile(r"%(\d{1,9})")
-_SUBGRAPH_RE = re.compile(r"subgraph @([^\s(]{1,4096})\(")
 _GETITEM_INDEX_RE = re.compile(r"(?:I64|I32|I16|I8|U64|U32)?\(?(\d{1,9})\)?")
-_TRACE_RE = re.compile(r":(\d{1,9})(?:~\d{1,9})?(?:, ?\d{1,9}~\d{1,9})?/")
-_OLD_TRACE_RE = re.compile(r"\((\d{1,9})\)/")
-_SCAN_RE = re.compile(r'[()\[\]{}",\\]')
 _KERNEL_ID_RE = re.compile(r"-op(\d{1,9})$")
-_FULLNAME = "# Fullname with scope:"
-_IN_FILE = "# In file "
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,291 +142,6 @@ def _ir_in(graphs: Path, graph: int | None) -> Path | None:
 
 
 # --------------------------------------------------------------------------------------------
-# the text: lines, params, subgraphs, nodes
-# --------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Param:
-    """A ``%para{N}_{name}`` of the params section or of a subgraph header."""
-
-    name: str
-    role: NodeRole
-
-
-@dataclass
-class _NodeText:
-    """A node line and the comment lines under it, as read."""
-
-    number: int
-    label: str
-    callee: str
-    args: list[str]
-    line: int
-    fullname: str | None = None
-    traces: list[SourceLine] = field(default_factory=list)
-
-
-@dataclass
-class _Subgraph:
-    """One ``subgraph @name(...) { ... }`` body."""
-
-    name: str
-    line: int
-    params: dict[str, _Param] = field(default_factory=dict)
-    nodes: list[_NodeText] = field(default_factory=list)
-    closed: bool = False
-
-
-@dataclass
-class _ArgScan:
-    """A scan over a call's argument list, fed one line at a time (a literal may span lines).
-
-    Top-level commas separate the arguments; ``( [ {`` nest; ``"..."`` strings (with ``\\``
-    escapes) are opaque; the ``)`` at depth 0 closes the list (``closed``). Each character is
-    looked at once, whatever the number of lines.
-    """
-
-    args: list[str] = field(default_factory=list)
-    part: list[str] = field(default_factory=list)
-    depth: int = 0
-    quoted: bool = False
-    closed: bool = False
-    size: int = 0
-
-    def feed(self, text: str, start: int = 0) -> None:
-        """Scan ``text[start:]`` (until the list closes)."""
-        self.size += len(text) - start
-        begin = start
-        skip_to = start
-        for match in _SCAN_RE.finditer(text, start):
-            at = match.start()
-            if at < skip_to:
-                continue
-            char = match.group()
-            if self.quoted:
-                if char == "\\":
-                    skip_to = at + 2
-                elif char == '"':
-                    self.quoted = False
-            elif char == '"':
-                self.quoted = True
-            elif char in "([{":
-                self.depth += 1
-            elif char in ")]}":
-                if self.depth > 0:
-                    self.depth -= 1
-                elif char == ")":
-                    self._end_argument(text[begin:at])
-                    self.closed = True
-                    return
-            elif char == "," and self.depth == 0:
-                self._end_argument(text[begin:at])
-                begin = at + 1
-        self.part.append(text[begin:] + "\n")
-
-    def arguments(self) -> list[str]:
-        """The arguments (an unclosed list: what was read, the last argument as far as it went)."""
-        args = list(self.args)
-        if not self.closed and self.part:
-            args.append("".join(self.part).strip())
-        return [a for a in args if a]
-
-    def _end_argument(self, tail: str) -> None:
-        self.part.append(tail)
-        self.args.append("".join(self.part).strip())
-        self.part = []
-
-
-@dataclass
-class _Pending:
-    """A node line whose argument list has not closed yet (continued on the next lines)."""
-
-    node: _NodeText
-    scan: _ArgScan
-    lines: int = 1
-
-    @property
-    def full(self) -> bool:
-        """:data:`_MAX_CONTINUATION` lines or :data:`_MAX_LINE` characters read: no more lines."""
-        return self.lines >= _MAX_CONTINUATION or self.scan.size > _MAX_LINE
-
-    def settle(self) -> None:
-        """Give the node the arguments read so far."""
-        self.node.args = self.scan.arguments()
-
-
-@dataclass
-class _IrText:
-    """Everything read from the file."""
-
-    params: dict[str, _Param] = field(default_factory=dict)
-    subgraphs: list[_Subgraph] = field(default_factory=list)
-    lines: int = 0
-
-
-def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of each line, at most :data:`_MAX_LINE` characters each (the rest of
-    a longer line is dropped); undecodable bytes are replaced. OSError propagates."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        number = 0
-        while True:
-            text = handle.readline(_MAX_LINE)
-            if not text:
-                return
-            number += 1
-            rest = text
-            while rest and not rest.endswith("\n"):
-                rest = handle.readline(_MAX_LINE)
-            yield number, text.rstrip("\r\n")
-
-
-def _scan(path: Path) -> _IrText:
-    """Read the file into params and subgraphs (see the module doc for the grammar)."""
-    ir = _IrText()
-    body: _Subgraph | None = None
-    current: _NodeText | None = None
-    pending: _Pending | None = None
-    for number, raw in _read_lines(path):
-        ir.lines = number
-        text = raw.strip()
-        if pending is not None:
-            if not (_is_structural(text) or pending.full):
-                pending = _continue(pending, raw)
-                continue
-            pending.settle()
-            pending = None
-        if body is None:
-            body = _outside_body(ir, text, number)
-            current = None
-            continue
-        if text == "}":
-            body.closed = True
-            body, current = None, None
-            continue
-        if text.startswith("subgraph @"):  # the body before was not closed: a new one opens
-            body, current = _outside_body(ir, text, number) or body, None
-            continue
-        if text.startswith("%"):
-            current, pending = _node_line(text, number)
-            if current is not None:
-                body.nodes.append(current)
-            continue
-        if current is not None and text.startswith("#"):
-            _comment_line(current, text)
-        elif not text.startswith(":"):
-            current = None  # Return(...) or an unknown line: what follows is not a node's
-    if pending is not None:
-        pending.settle()
-    return ir
-
-
-def _is_structural(text: str) -> bool:
-    """A line that cannot continue an unclosed argument list."""
-    return text.startswith(("%", ":", "#", "}", "subgraph ")) or text == ""
-
-
-def _outside_body(ir: _IrText, text: str, number: int) -> _Subgraph | None:
-    """A line outside any subgraph body: a param, a subgraph header (returned), or skipped."""
-    if text.startswith("%para"):
-        param = _param_line(text)
-        if param is not None:
-            ir.params.setdefault(param[0], param[1])
-        return None
-    if text.startswith("subgraph @") and text.endswith("{"):
-        match = _SUBGRAPH_RE.match(text)
-        if match is None:
-            return None
-        subgraph = _Subgraph(match.group(1), number)
-        for token in _split_args(text, match.end()):
-            ref = _PARAM_REF_RE.fullmatch(token.split(":", 1)[0].strip())
-            if ref is not None:
-                subgraph.params[ref.group(1)] = _Param(ref.group(1), NodeRole.DATA)
-        ir.subgraphs.append(subgraph)
-        return subgraph
-    return None
-
-
-def _param_line(text: str) -> tuple[str, _Param] | None:
-    """``%para{N}_{name}: <...>`` -> ``(name, param)``; its role is PARAMETER when the abstract says
-    ``is_parameter`` or the line ``IsWeight: true``."""
-    match = _PARAM_RE.match(text)
-    if match is None:
-        return None
-    name = match.group(2)
-    rest = text[match.end():]
-    weight = "is_parameter" in rest or "IsWeight: true" in rest
-    return name, _Param(name, NodeRole.PARAMETER if weight else NodeRole.DATA)
-
-
-def _node_line(text: str, number: int) -> tuple[_NodeText | None, _Pending | None]:
-    """A ``%N(label) = callee(args) ...`` line -> the node (None when the line is not one) and, when
-    its argument list does not close on the line, the pending continuation."""
-    match = _NODE_RE.match(text)
-    if match is None:
-        return None, None
-    scan = _ArgScan()
-    scan.feed(text, match.end())
-    node = _NodeText(int(match.group(1)), match.group(2) or "", match.group(3), scan.arguments(), number)
-    return node, (None if scan.closed else _Pending(node, scan))
-
-
-def _continue(pending: _Pending, raw: str) -> _Pending | None:
-    """Feed a continuation line to an unclosed argument list; None once it has closed."""
-    pending.scan.feed(raw)
-    pending.lines += 1
-    if pending.scan.closed:
-        pending.settle()
-        return None
-    return pending
-
-
-def _split_args(text: str, start: int) -> list[str]:
-    """The arguments of a call whose list starts at ``text[start]`` (see :class:`_ArgScan`)."""
-    scan = _ArgScan()
-    scan.feed(text, start)
-    return scan.arguments()
-
-
-def _comment_line(node: _NodeText, text: str) -> None:
-    """``# Fullname with scope: (...)`` and ``# In file ...`` lines of a node; others ignored."""
-    if text.startswith(_FULLNAME):
-        scope = text[len(_FULLNAME):].strip()
-        if scope.startswith("(") and scope.endswith(")"):
-            scope = scope[1:-1].strip()
-        if scope and node.fullname is None:
-            node.fullname = scope
-    elif text.startswith(_IN_FILE):
-        trace = parse_trace(text[len(_IN_FILE):])
-        if trace is not None:
-            node.traces.append(trace)
-
-
-def parse_trace(text: str) -> SourceLine | None:
-    """``{file}:{line}[~{line}][, {col}~{col}]/{code}/`` (or ``{file}({line})/{code}/``) -> a
-    :class:`SourceLine`; None when neither form is there."""
-    match = _TRACE_RE.search(text) or _OLD_TRACE_RE.search(text)
-    if match is None or match.start() == 0:
-        return None
-    code = text[match.end():]
-    if code.endswith("/"):
-        code = code[:-1]
-    return SourceLine(text[:match.start()].strip(), int(match.group(1)), code.strip())
-
-
-def user_line(traces: Iterable[SourceLine]) -> SourceLine | None:
-    """The last trace whose file is not inside a ``site-packages`` / ``dist-packages`` folder; the
-    last trace when all are; None when there is none."""
-    last: SourceLine | None = None
-    user: SourceLine | None = None
-    for trace in traces:
-        last = trace
-        folders = set(re.split(r"[\\/]", trace.file))
-        if not folders & _LIBRARY_FOLDERS:
-            user = trace
-    return user if user is not None else last
-
-
-# --------------------------------------------------------------------------------------------
 # values: what an argument stands for once pass-through nodes are resolved
 # --------------------------------------------------------------------------------------------
 
@@ -492,16 +183,16 @@ class _Resolver:
     """The values of one subgraph's nodes, filled in body order (a reference to a later node is
     unknown: MindSpore prints a body in topological order)."""
 
-    def __init__(self, params: dict[str, _Param]) -> None:
+    def __init__(self, params: dict[str, Param]) -> None:
         self.params = params
         self.values: dict[int, _Value] = {}
 
     def argument(self, token: str) -> _Value:
         """What one argument token stands for."""
         if token.startswith("%para"):
-            match = _PARAM_REF_RE.fullmatch(token)
+            match = PARAM_REF_RE.fullmatch(token)
             if match is not None:
-                param = self.params.get(match.group(1), _Param(match.group(1), NodeRole.DATA))
+                param = self.params.get(match.group(1), Param(match.group(1), NodeRole.DATA))
                 return _Ref(dump_spelling(param.name), param.role, param.name)
         if token.startswith("%"):
             match = _NODE_REF_RE.fullmatch(token)
@@ -511,14 +202,14 @@ class _Resolver:
             return _MONAD
         return _Ref(None, NodeRole.CONST, _literal(token))
 
-    def define(self, node: _NodeText, kernel_name: str | None) -> None:
+    def define(self, node: NodeText, kernel_name: str | None) -> None:
         """Record the value of ``%N`` (a kernel's whole output, or what a virtual node passes on)."""
         if kernel_name is not None:
             self.values[node.number] = _Ref(kernel_name, NodeRole.COMPUTE, kernel_name, whole=True)
             return
         self.values[node.number] = self._virtual(node)
 
-    def _virtual(self, node: _NodeText) -> _Value:
+    def _virtual(self, node: NodeText) -> _Value:
         """The value of a non-kernel node."""
         callee = node.callee
         if callee == "UpdateState":
@@ -531,7 +222,7 @@ class _Resolver:
             return self._item(node)
         return _Ref(None, NodeRole.COMPUTE, _literal(f"%{node.number}({node.label}) = {callee}"))
 
-    def _item(self, node: _NodeText) -> _Value:
+    def _item(self, node: NodeText) -> _Value:
         """``TupleGetItem(%x, k)``: element ``k`` of a tuple, output ``k`` of a kernel."""
         source = self.argument(node.args[0])
         match = _GETITEM_INDEX_RE.fullmatch(node.args[1])
@@ -589,7 +280,7 @@ def read_ir(path: Path) -> OpGraph:
     """
     path = Path(path)
     try:
-        ir = _scan(path)
+        ir = scan_ir(path)
     except OSError as exc:
         raise DumpFormatError(path, f"cannot read the MindSpore graph file: {exc.strerror or exc}") from None
     if not ir.subgraphs:
@@ -602,8 +293,8 @@ def read_ir(path: Path) -> OpGraph:
     return OpGraph(nodes=nodes, source=GraphSource.MINDSPORE_IR, edges=True, notes=tuple(notes))
 
 
-def _add_subgraph(nodes: dict[str, OpNode], notes: list[str], subgraph: _Subgraph,
-                  params: dict[str, _Param], path: Path) -> None:
+def _add_subgraph(nodes: dict[str, OpNode], notes: list[str], subgraph: Subgraph,
+                  params: dict[str, Param], path: Path) -> None:
     """Add the kernels of one body to ``nodes`` (body order); notes for what was odd."""
     resolver = _Resolver(params)
     taken = cut = 0
@@ -639,7 +330,7 @@ def op_type(callee: str) -> str:
     return callee[len("PrimFunc_"):] if callee.startswith("PrimFunc_") and len(callee) > 9 else callee
 
 
-def _node_name(graph: str, text: _NodeText) -> str:
+def _node_name(graph: str, text: NodeText) -> str:
     """The dump-file spelling of the node's scope name, or ``{graph}_{Type}-%{N}`` without one."""
     if text.fullname:
         return dump_spelling_scope(text.fullname)
@@ -727,4 +418,4 @@ def _kernel_id(name: str) -> int:
 
 
 __all__ = ["IR_NAME", "VIRTUAL_OPS", "dump_spelling", "dump_spelling_scope", "find_ir", "in_execution_order",
-           "match_dumped", "op_type", "parse_trace", "read_ir", "user_line"]
+           "match_dumped", "op_type", "read_ir"]

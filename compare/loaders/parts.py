@@ -1,11 +1,13 @@
 """The parts of a dump tree compared each in turn (``--rank`` / ``--iteration`` / ``--graph`` with
-several values): MindSpore / TF-NPU leaves (:mod:`compare.loaders.trees`) or msprobe ``dump.json``
-folders (:mod:`compare.loaders.msprobe`), behind one set of functions.
+several values), behind one set of functions over the tree readers of the registry
+(:class:`~compare.loaders.reader.TreeReader`: msprobe ``dump.json`` folders, MindSpore / TF-NPU
+leaves).
 
-Policy: a tree is tried as an msprobe dump first, then as a MindSpore / TF-NPU tree -- the order
-:func:`compare.loaders.load_run` uses, so an in-turn run reads each part as a single run would.
-Each function dispatches on the candidates' layout (:attr:`DumpLayout.MSPROBE` or not); the
-selection rules themselves stay in the two modules.
+Policy: the tree readers are asked in the order of :data:`compare.loaders.READERS` (msprobe
+first, then MindSpore / TF-NPU trees) -- the order :func:`compare.loaders.load_run` uses, so an
+in-turn run reads each part as a single run would. Every other function asks the reader that
+owns the candidates (:meth:`~compare.loaders.reader.TreeReader.owns`); the selection rules
+themselves stay in the readers' modules.
 """
 
 from __future__ import annotations
@@ -13,62 +15,57 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..records import DumpLayout, Run
-from . import msprobe, trees
+from ..records import Run
+from . import tree_readers
+from .reader import OpenRequest, TreeReader
 from .selection import Candidate, Selection
 
 
-def _is_msprobe(candidates: list[Candidate]) -> bool:
-    return bool(candidates) and candidates[0].layout is DumpLayout.MSPROBE
+def _owner(candidate: Candidate) -> TreeReader:
+    """The tree reader whose candidate this is."""
+    for reader in tree_readers():
+        if reader.owns(candidate):
+            return reader
+    raise LookupError(f"no tree reader owns {candidate.path} (layout {candidate.layout.value!r})")
 
 
 def claim_parts(path: str | os.PathLike, selection: Selection, *,
                 problems: list[tuple[Path, str]] | None = None) -> list[Candidate] | None:
-    """The part candidates of ``path``: its msprobe dump folders, else its MindSpore / TF-NPU leaves
-    (:func:`compare.loaders.trees.claim`); None when it is neither kind of tree. What the walks
-    could not read goes to ``problems``."""
-    probe_problems: list[tuple[Path, str]] = []
-    found = msprobe.claim(path, problems=probe_problems)
-    if found is not None:
-        if problems is not None:
-            problems.extend(probe_problems)
-        return found
-    return trees.claim(path, selection, problems=problems)
+    """The part candidates of ``path``: those of the first tree reader that claims it (its msprobe
+    dump folders, else its MindSpore / TF-NPU leaves); None when no tree reader does. What the
+    walks could not read goes to ``problems``."""
+    request = OpenRequest(root=Path(path), selection=selection)
+    walked: list[tuple[Path, str]] = problems if problems is not None else []
+    for reader in tree_readers():
+        found = reader.claim_tree(path, request, walked)
+        if found is not None:
+            return found
+    return None
 
 
 def select_parts(candidates: list[Candidate], selection: Selection, *, where: str,
                  notes: list[str]) -> list[Candidate]:
-    """Every part the selection keeps (one candidate per part), in (rank, [graph,] iteration) order."""
-    if _is_msprobe(candidates):
-        return msprobe.select_parts(where, candidates, selection, notes)
-    return trees.select(candidates, selection, where=where, keep_all=True, notes=notes)
+    """Every part the selection keeps (one candidate per part), in (rank, [graph,] iteration) order.
+    ``candidates``: as :func:`claim_parts` gave them (never empty)."""
+    return _owner(candidates[0]).select_parts(candidates, selection, where=where, notes=notes)
 
 
 def scan_part(candidate: Candidate, *, root: Path, version: int | None = None, keep_raw_names: bool = False) -> Run:
     """Read one part's folder as a run (its notes say which folder)."""
-    if candidate.layout is DumpLayout.MSPROBE:
-        run = msprobe.scan_msprobe(candidate.path, root=root, coords=dict(candidate.coords))
-        run.notes.insert(0, f"using msprobe dump folder {candidate.path} ({candidate.describe()})")
-        return run
-    return trees.scan_candidate(candidate, root=root, version=version, keep_raw_names=keep_raw_names)
+    return _owner(candidate).scan_part(candidate, root=root, version=version, keep_raw_names=keep_raw_names)
 
 
 def load_part(path: str | os.PathLike, candidates: list[Candidate], selection: Selection, *,
               version: int | None = None, keep_raw_names: bool = False) -> Run:
     """The other side's run of one part: the candidate ``selection`` (the part's rank and
     iteration) picks. Raises :class:`~compare.errors.OptionError` when the side has no such part
-    (the message lists what it has)."""
-    if _is_msprobe(candidates):
-        return msprobe.load_msprobe(path, candidates, selection)
-    return trees.load_selected(path, candidates, selection, version=version, keep_raw_names=keep_raw_names)
+    (the message lists what it has). ``candidates``: as :func:`claim_parts` gave them."""
+    return _owner(candidates[0]).load_part(path, candidates, selection, version=version, keep_raw_names=keep_raw_names)
 
 
 def part_op_names(candidate: Candidate) -> list[str]:
-    """The op names a part's run will have (:func:`compare.loaders.trees.leaf_op_names`; an msprobe
-    folder is read, metadata only)."""
-    if candidate.layout is DumpLayout.MSPROBE:
-        return list(scan_part(candidate, root=candidate.path).ops)
-    return trees.leaf_op_names(candidate)
+    """The op names a part's run will have (the owning reader's cheapest way to know them)."""
+    return _owner(candidate).part_op_names(candidate)
 
 
 __all__ = ["claim_parts", "load_part", "part_op_names", "scan_part", "select_parts"]

@@ -23,6 +23,7 @@ without ``all`` in :func:`pick_one`) uses the largest and says so in a note.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,4 +219,132 @@ def newest(candidates: list[Candidate], key: str, *, where: str, notes: list[str
     return [c for c in candidates if c.get(key) is None or c.get(key) == pick]
 
 
-__all__ = ["Candidate", "Selection", "Spec", "filter_by", "listing_text", "newest", "parse_spec", "values_of"]
+def order_number(value: object) -> int:
+    """A coordinate as a number to order by: the value as an int, -1 when it is none or not a number."""
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return -1
+
+
+# Selection steps of a MindSpore / TF-NPU tree (:func:`compare.loaders.trees.select` applies them in order)
+
+
+def pick_graph(candidates: list[Candidate], selection: Selection, where: str, notes: list[str], *,
+                keep_all: bool = False) -> list[Candidate]:
+    """Keep the graph(s) the ``--graph`` spec selects; by default the graph with the most dump files.
+
+    ``keep_all`` keeps every graph a list or ``all`` selects (compare-each-in-turn mode).
+    """
+    spec = parse_spec(selection.graph, "--graph")
+    if spec is not None:
+        return filter_by(candidates, "graph", spec, option="--graph", where=where, default="min", notes=notes,
+                         keep_all=keep_all)
+    graphs = values_of(candidates, "graph")
+    if len(graphs) <= 1:
+        return candidates
+    sizes = Counter()
+    for c in candidates:
+        sizes[c.get("graph")] += c.files
+    chosen = max(graphs, key=lambda g: (sizes[g], -int(g)))  # type: ignore[arg-type]
+    notes.append(f"{where}: {len(graphs)} graphs ({', '.join(str(g) for g in graphs)}); using graph {chosen}, the "
+                 "one with the most dump files (choose with --graph, or --graph all to compare each in turn)")
+    return [c for c in candidates if c.get("graph") is None or c.get("graph") == chosen]
+
+
+def newest_per_rank(candidates: list[Candidate], key: str, *, where: str, notes: list[str]) -> list[Candidate]:
+    """:func:`~compare.loaders.selection.newest` for each rank on its own.
+
+    In a multi-device run each device may write its own ``{time}`` folder (seed 003: the
+    processes do not start at the same time), so rank 0 can sit in one time folder and rank 1 in
+    another: every rank is kept, each from the newest ``key`` folder that holds it; a rank found
+    in several such folders takes the newest, with a note.
+    """
+    ranks = values_of(candidates, "rank")
+    if len(ranks) <= 1:
+        return newest(candidates, key, where=where, notes=notes)
+    kept: list[Candidate] = []
+    for rank in ranks:
+        group = [c for c in candidates if c.get("rank") == rank]
+        values = values_of([c for c in group if c.get(key) is not None], key)
+        if len(values) > 1:
+            notes.append(f"{where}: rank {rank} is in {len(values)} {key} folders ({', '.join(map(str, values))}); "
+                         f"using the newest, {values[-1]}")
+        kept.extend(c for c in group if c.get(key) is None or c.get(key) == values[-1])
+    kept.extend(c for c in candidates if c.get("rank") is None)
+    folders = values_of([c for c in kept if c.get(key) is not None], key)
+    if len(folders) > 1:
+        notes.append(f"{where}: the ranks are in {len(folders)} {key} folders ({', '.join(map(str, folders))}; "
+                     "one per device process): each rank is read from its own")
+    return kept
+
+
+def _iteration_missing(before_graph: list[Candidate], chosen: list[Candidate], spec: Spec, where: str,
+                       graph_given: bool) -> OptionError:
+    """The error for an ``--iteration`` spec that selects nothing in the chosen graph.
+
+    Names the graph that was looked at (and how it was chosen), what iterations it has, and which
+    other graphs do have the iteration (so the user can add ``--graph``).
+    """
+    graph = values_of(chosen, "graph")
+    have = listing_text(values_of(chosen, "iteration"))
+    how = "given with --graph" if graph_given else "chosen by default: the one with the most dump files"
+    text = (f"--iteration {spec.text} selects nothing in graph {', '.join(map(str, graph))} of {where} ({how}): "
+            f"it has iteration {have}")
+    others = []
+    for g in values_of(before_graph, "graph"):
+        if g in graph:
+            continue
+        its = [v for v in values_of([c for c in before_graph if c.get("graph") == g], "iteration")
+               if order_number(v) >= 0 and spec.matches(order_number(v))]
+        if its:
+            others.append((g, its))
+    if others:
+        where_it_is = "; ".join(f"graph {g} has iteration {listing_text(its)}" for g, its in others)
+        text += f"; {where_it_is} -- add --graph {others[0][0]} (or --graph all to compare each graph in turn)"
+    else:
+        per_graph = "; ".join(
+            f"graph {g}: {listing_text(values_of([c for c in before_graph if c.get('graph') == g], 'iteration'))}"
+            for g in values_of(before_graph, "graph"))
+        text += f"; no graph has it ({per_graph})"
+    return OptionError(text)
+
+
+def pick_iteration(candidates: list[Candidate], before_graph: list[Candidate], selection: Selection, where: str,
+                    notes: list[str], *, keep_all: bool) -> list[Candidate]:
+    """The ``--iteration`` filter, applied to each kept graph on its own (graphs number their
+    iterations independently: training graph 0 has 0, 1 and an inference graph 1 has 2).
+
+    One graph: a spec matching nothing raises the error of :func:`_iteration_missing`. Several
+    graphs (``--graph all`` / a list): a graph without the iteration is left out with a note; an
+    error only when no graph has it.
+    """
+    _, iter_spec, graph_spec = selection.specs()
+    graphs = values_of(candidates, "graph")
+    if len(graphs) <= 1:
+        try:
+            return filter_by(candidates, "iteration", iter_spec, option="--iteration", where=where, default="max",
+                             notes=notes, keep_all=keep_all)
+        except OptionError:
+            if not graphs or len(values_of(before_graph, "graph")) <= 1 or iter_spec is None:
+                raise
+            raise _iteration_missing(before_graph, candidates, iter_spec, where, graph_spec is not None) from None
+    kept: list[Candidate] = [c for c in candidates if c.get("graph") is None]
+    missing = []
+    for graph in graphs:
+        group = [c for c in candidates if c.get("graph") == graph]
+        try:
+            kept.extend(filter_by(group, "iteration", iter_spec, option="--iteration", where=f"{where} graph {graph}",
+                                  default="max", notes=notes, keep_all=keep_all))
+        except OptionError:
+            missing.append(f"graph {graph} has iteration {listing_text(values_of(group, 'iteration'))}")
+    if missing and iter_spec is not None:
+        if not any(c.get("graph") is not None for c in kept):
+            raise OptionError(f"--iteration {iter_spec.text} selects nothing in {where}: " + "; ".join(missing))
+        notes.append(f"--iteration {iter_spec.text}: not in every selected graph ({'; '.join(missing)}); "
+                     "those graphs are not compared")
+    return kept
+
+
+__all__ = ["Candidate", "Selection", "Spec", "filter_by", "listing_text", "newest", "newest_per_rank", "order_number",
+           "parse_spec", "pick_graph", "pick_iteration", "values_of"]

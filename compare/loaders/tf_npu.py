@@ -24,19 +24,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from convert.entries import special_file_problem
-from convert.names.ascend import OfflineName, parse_offline_name
+from convert.names.ascend import OfflineName, stats_csv_name
+from convert.names.mindspore import is_ignored_name, is_overflow_name
 
 from ..errors import OptionError
 from ..records import DumpLayout, Run, RunKind
-from .ascend import (
-    Classified,
-    FolderListing,
-    cached_listing,
-    clean_op_name,
-    no_valid_files_error,
-    scan_offline,
-)
-from .mindspore import is_ignored_name, is_overflow_name, read_overflow
+from .ascend import clean_op_name, no_valid_files_error
+from .ascend_offline import scan_offline
+from .listing import Classified, FolderListing, cached_listing
+from .mindspore import read_overflow
 from .ms_stats import merge_stats, stats_only_ops
 from .stats_csv import read_stats_csv, refused_rows_note
 
@@ -85,16 +81,6 @@ def dump_model_name(graph_name: str) -> str:
     return graph_name
 
 
-def stats_csv_name(name: str) -> OfflineName | None:
-    """The dump name of a per-operator stats CSV (``{dump file name}.csv``), or None."""
-    if not name.endswith(".csv") or name == "statistic.csv":
-        return None
-    parsed = parse_offline_name(name[: -len(".csv")])
-    if parsed is None or parsed.trailing:
-        return None
-    return parsed
-
-
 def merged_listing(folder: Path, parts: tuple[Path, ...]) -> FolderListing:
     """One listing of the files of several folders (the op folders of a single-operator-model
     dump, ``{device_id}/{op_name}/``), named ``folder``; each file keeps its own path, and each
@@ -113,7 +99,7 @@ def scan_binary(folder: Path, *, version: int | None = None, root: Path | None =
                 keep_raw_names: bool = False, listing: FolderListing | None = None) -> Run:
     """Scan a leaf of Ascend-format files (async r1.x, O2 ``bin``, GE, TF NPU).
 
-    Dump files are read as Ascend offline dumps (:func:`compare.loaders.ascend.scan_offline`);
+    Dump files are read as Ascend offline dumps (:func:`compare.loaders.ascend_offline.scan_offline`);
     ``Opdebug.Node_OpDebug.*`` files become ``run.overflow`` records; per-operator stats CSVs
     and ``statistic.csv`` give statistics (a statistics-only run when no dump file is present);
     ``acl_dump_*.json`` and kernel-argument JSON files are ignored. ``listing``: the files to
@@ -200,5 +186,4 @@ def check_model_folder(model_names: list[str], wanted: str, source: str) -> str:
                       f"{', '.join(sorted(model_names)) or 'none'})")
 
 
-__all__ = ["check_model_folder", "dump_model_name", "first_graph_name", "merged_listing", "scan_binary",
-           "stats_csv_name"]
+__all__ = ["check_model_folder", "dump_model_name", "first_graph_name", "merged_listing", "scan_binary"]

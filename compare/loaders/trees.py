@@ -41,25 +41,29 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from convert.names.ascend import classify_name
-from convert.names.hashed import read_mapping
+from convert.names.ascend import OfflineName, classify_name, stats_csv_name
+from convert.names.hashed import is_hashed_name, read_mapping
+from convert.names.mindspore import is_ignored_name, is_overflow_name, parse_npy_name, parse_sync_name
 from convert.tree import walk_leaves
 
 from ..errors import CompareError, OptionError
-from ..records import MINDSPORE_LAYOUTS, DumpLayout
-from .ascend import OfflineName, cached_listing, clean_op_name
-from .mindspore import (
-    constants_folder,
-    is_ignored_name,
-    is_overflow_name,
-    parse_npy_name,
-    parse_sync_name,
-    scan_npy,
-    scan_sync,
-)
+from ..records import MINDSPORE_LAYOUTS, DumpLayout, Run, RunKind
+from .ascend import clean_op_name
+from .listing import cached_listing
+from .mindspore import constants_folder, scan_npy, scan_sync
 from .ms_order import apply_order, order_files, read_execution_order, read_global_order
-from .selection import Candidate, Selection, Spec, filter_by, listing_text, newest, parse_spec, values_of
-from .tf_npu import check_model_folder, first_graph_name, merged_listing, scan_binary, stats_csv_name
+from .reader import OpenRequest, TreeReader
+from .selection import (
+    Candidate,
+    Selection,
+    filter_by,
+    newest_per_rank,
+    order_number,
+    pick_graph,
+    pick_iteration,
+    values_of,
+)
+from .tf_npu import check_model_folder, first_graph_name, merged_listing, scan_binary
 
 #: How deep the walk goes below the given path.
 MAX_DEPTH = 8
@@ -132,7 +136,7 @@ def is_data_file_name(name: str) -> bool:
     """Whether a file of this name holds dump data (a tensor, statistics, overflow records, or a
     hashed name that ``mapping.csv`` resolves): what the tree walk counts, by the name alone. The
     other files of a tree (``mapping.csv``, ``acl.json``, graphs, kernel arguments) are metadata."""
-    return re.fullmatch(r"[0-9]+(?:\.npy)?", name) is not None or _classify_name(name) is not None
+    return is_hashed_name(name) or _classify_name(name) is not None
 
 
 def classify_leaf(folder: Path) -> LeafInfo:
@@ -149,7 +153,7 @@ def classify_leaf(folder: Path) -> LeafInfo:
                         continue
                 except OSError:
                     continue
-                if re.fullmatch(r"[0-9]+(?:\.npy)?", entry.name):
+                if is_hashed_name(entry.name):
                     hashed.append(entry.name)
                     continue
                 kind = _classify_name(entry.name)
@@ -320,129 +324,13 @@ def _pick_model(candidates: list[Candidate], selection: Selection, where: str, n
     return [c for c in candidates if c.get("model_name") is None or str(c.get("model_name")) == chosen]
 
 
-def _pick_graph(candidates: list[Candidate], selection: Selection, where: str, notes: list[str], *,
-                keep_all: bool = False) -> list[Candidate]:
-    """Keep the graph(s) the ``--graph`` spec selects; by default the graph with the most dump files.
-
-    ``keep_all`` keeps every graph a list or ``all`` selects (compare-each-in-turn mode).
-    """
-    spec = parse_spec(selection.graph, "--graph")
-    if spec is not None:
-        return filter_by(candidates, "graph", spec, option="--graph", where=where, default="min", notes=notes,
-                         keep_all=keep_all)
-    graphs = values_of(candidates, "graph")
-    if len(graphs) <= 1:
-        return candidates
-    sizes = Counter()
-    for c in candidates:
-        sizes[c.get("graph")] += c.files
-    chosen = max(graphs, key=lambda g: (sizes[g], -int(g)))  # type: ignore[arg-type]
-    notes.append(f"{where}: {len(graphs)} graphs ({', '.join(str(g) for g in graphs)}); using graph {chosen}, the "
-                 "one with the most dump files (choose with --graph, or --graph all to compare each in turn)")
-    return [c for c in candidates if c.get("graph") is None or c.get("graph") == chosen]
-
-
-def _newest_per_rank(candidates: list[Candidate], key: str, *, where: str, notes: list[str]) -> list[Candidate]:
-    """:func:`~compare.loaders.selection.newest` for each rank on its own.
-
-    In a multi-device run each device may write its own ``{time}`` folder (seed 003: the
-    processes do not start at the same time), so rank 0 can sit in one time folder and rank 1 in
-    another: every rank is kept, each from the newest ``key`` folder that holds it; a rank found
-    in several such folders takes the newest, with a note.
-    """
-    ranks = values_of(candidates, "rank")
-    if len(ranks) <= 1:
-        return newest(candidates, key, where=where, notes=notes)
-    kept: list[Candidate] = []
-    for rank in ranks:
-        group = [c for c in candidates if c.get("rank") == rank]
-        values = values_of([c for c in group if c.get(key) is not None], key)
-        if len(values) > 1:
-            notes.append(f"{where}: rank {rank} is in {len(values)} {key} folders ({', '.join(map(str, values))}); "
-                         f"using the newest, {values[-1]}")
-        kept.extend(c for c in group if c.get(key) is None or c.get(key) == values[-1])
-    kept.extend(c for c in candidates if c.get("rank") is None)
-    folders = values_of([c for c in kept if c.get(key) is not None], key)
-    if len(folders) > 1:
-        notes.append(f"{where}: the ranks are in {len(folders)} {key} folders ({', '.join(map(str, folders))}; "
-                     "one per device process): each rank is read from its own")
-    return kept
-
-
-def _iteration_missing(before_graph: list[Candidate], chosen: list[Candidate], spec: Spec, where: str,
-                       graph_given: bool) -> OptionError:
-    """The error for an ``--iteration`` spec that selects nothing in the chosen graph.
-
-    Names the graph that was looked at (and how it was chosen), what iterations it has, and which
-    other graphs do have the iteration (so the user can add ``--graph``).
-    """
-    graph = values_of(chosen, "graph")
-    have = listing_text(values_of(chosen, "iteration"))
-    how = "given with --graph" if graph_given else "chosen by default: the one with the most dump files"
-    text = (f"--iteration {spec.text} selects nothing in graph {', '.join(map(str, graph))} of {where} ({how}): "
-            f"it has iteration {have}")
-    others = []
-    for g in values_of(before_graph, "graph"):
-        if g in graph:
-            continue
-        its = [v for v in values_of([c for c in before_graph if c.get("graph") == g], "iteration")
-               if _num(v) >= 0 and spec.matches(_num(v))]
-        if its:
-            others.append((g, its))
-    if others:
-        where_it_is = "; ".join(f"graph {g} has iteration {listing_text(its)}" for g, its in others)
-        text += f"; {where_it_is} -- add --graph {others[0][0]} (or --graph all to compare each graph in turn)"
-    else:
-        per_graph = "; ".join(
-            f"graph {g}: {listing_text(values_of([c for c in before_graph if c.get('graph') == g], 'iteration'))}"
-            for g in values_of(before_graph, "graph"))
-        text += f"; no graph has it ({per_graph})"
-    return OptionError(text)
-
-
-def _pick_iteration(candidates: list[Candidate], before_graph: list[Candidate], selection: Selection, where: str,
-                    notes: list[str], *, keep_all: bool) -> list[Candidate]:
-    """The ``--iteration`` filter, applied to each kept graph on its own (graphs number their
-    iterations independently: training graph 0 has 0, 1 and an inference graph 1 has 2).
-
-    One graph: a spec matching nothing raises the error of :func:`_iteration_missing`. Several
-    graphs (``--graph all`` / a list): a graph without the iteration is left out with a note; an
-    error only when no graph has it.
-    """
-    _, iter_spec, graph_spec = selection.specs()
-    graphs = values_of(candidates, "graph")
-    if len(graphs) <= 1:
-        try:
-            return filter_by(candidates, "iteration", iter_spec, option="--iteration", where=where, default="max",
-                             notes=notes, keep_all=keep_all)
-        except OptionError:
-            if not graphs or len(values_of(before_graph, "graph")) <= 1 or iter_spec is None:
-                raise
-            raise _iteration_missing(before_graph, candidates, iter_spec, where, graph_spec is not None) from None
-    kept: list[Candidate] = [c for c in candidates if c.get("graph") is None]
-    missing = []
-    for graph in graphs:
-        group = [c for c in candidates if c.get("graph") == graph]
-        try:
-            kept.extend(filter_by(group, "iteration", iter_spec, option="--iteration", where=f"{where} graph {graph}",
-                                  default="max", notes=notes, keep_all=keep_all))
-        except OptionError:
-            missing.append(f"graph {graph} has iteration {listing_text(values_of(group, 'iteration'))}")
-    if missing and iter_spec is not None:
-        if not any(c.get("graph") is not None for c in kept):
-            raise OptionError(f"--iteration {iter_spec.text} selects nothing in {where}: " + "; ".join(missing))
-        notes.append(f"--iteration {iter_spec.text}: not in every selected graph ({'; '.join(missing)}); "
-                     "those graphs are not compared")
-    return kept
-
-
 def select(candidates: list[Candidate], selection: Selection, *, where: str, keep_all: bool = False,
            notes: list[str] | None = None) -> list[Candidate]:
     """Apply the selection to the leaves (order in the module doc); one leaf per (rank, graph, iteration).
 
     ``keep_all``: keep every rank / graph / iteration the specs select (compare-each-in-turn
     mode); otherwise one rank, one graph and one iteration remain. ``step`` and ``time`` folders
-    are chosen per rank (:func:`_newest_per_rank`). Raises :class:`OptionError` when a spec
+    are chosen per rank (:func:`~compare.loaders.selection.newest_per_rank`). Raises :class:`OptionError` when a spec
     selects nothing (the message lists what there is).
     """
     notes = notes if notes is not None else []
@@ -451,11 +339,11 @@ def select(candidates: list[Candidate], selection: Selection, *, where: str, kee
     chosen = filter_by(chosen, "rank", rank_spec, option="--rank", where=where, default="min", notes=notes,
                        keep_all=keep_all)
     chosen = _pick_model(chosen, selection, where, notes)
-    chosen = _newest_per_rank(chosen, "step", where=where, notes=notes)
-    chosen = _newest_per_rank(chosen, "time", where=where, notes=notes)
+    chosen = newest_per_rank(chosen, "step", where=where, notes=notes)
+    chosen = newest_per_rank(chosen, "time", where=where, notes=notes)
     before_graph = chosen
-    chosen = _pick_graph(chosen, selection, where, notes, keep_all=keep_all)
-    chosen = _pick_iteration(chosen, before_graph, selection, where, notes, keep_all=keep_all)
+    chosen = pick_graph(chosen, selection, where, notes, keep_all=keep_all)
+    chosen = pick_iteration(chosen, before_graph, selection, where, notes, keep_all=keep_all)
     groups: dict[tuple[object, object, object], list[Candidate]] = {}
     for c in chosen:
         groups.setdefault((c.get("rank"), c.get("graph"), c.get("iteration")), []).append(c)
@@ -468,15 +356,9 @@ def select(candidates: list[Candidate], selection: Selection, *, where: str, kee
                          f"(largest model_id, then newest)")
             group = [pick]
         out.extend(group)
-    out.sort(key=lambda c: (_num(c.get("rank")), _num(c.get("graph")), _num(c.get("iteration")), str(c.path)))
+    out.sort(key=lambda c: (order_number(c.get("rank")), order_number(c.get("graph")), order_number(c.get("iteration")), str(c.path)))
     return out
 
-
-def _num(value: object) -> int:
-    try:
-        return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return -1
 
 
 def _mtime(path: Path) -> int:
@@ -513,7 +395,7 @@ def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = No
         run = scan_binary(c.path, version=version, root=root, coords=coords, family=family,
                           fusion_rule=fusion_rule, keep_raw_names=keep_raw_names)
         if run.stats_only and c.layout == DumpLayout.PLAIN:
-            run.family = "stats"
+            run.family = DumpLayout.STATS
     described = c.describe()
     run.notes.insert(0, f"using {c.layout} dump folder {c.path}" + (f" ({described})" if described != str(c.path) else ""))
     depth = {DumpLayout.MINDSPORE_NPY: 3, DumpLayout.MINDSPORE_SYNC: 1, DumpLayout.MINDSPORE_ASYNC: 3}.get(c.layout)
@@ -593,5 +475,66 @@ def load_selected(path: str | os.PathLike, candidates: list[Candidate], selectio
     return run
 
 
-__all__ = ["LeafInfo", "claim", "classify_leaf", "find_leaves", "leaf_op_names", "load_selected",
-           "locate", "model_folders", "scan_candidate", "select"]
+#: The layouts of the leaves :func:`claim` finds (the candidates this module's reader owns).
+TREE_LAYOUTS = frozenset({*MINDSPORE_LAYOUTS, DumpLayout.GE, DumpLayout.PLAIN, DumpLayout.SINGLE_OP})
+
+
+class TreesReader(TreeReader):
+    """The ``mindspore`` reader: MindSpore and TensorFlow-NPU dump trees (the module doc). Asked
+    before the Ascend folder resolution: its selection options choose among the leaves of the
+    whole tree. What its walk could not read is the tree's own: kept whether it claims or not."""
+
+    name = "mindspore"
+    kinds = (RunKind.NUMPY, RunKind.OFFLINE)
+
+    def guess_can_open(self, folder: Path) -> bool:
+        return claim(folder) is not None
+
+    def explain(self, folder: Path) -> str:
+        return ("no MindSpore dump (.bin / {op_type}.{op_name}...{input|output}.{slot}.{format}.npy / "
+                "statistic.csv) and no rank_N, device_N, iteration_N or stats-CSV tree")
+
+    def open(self, folder: Path, request: OpenRequest) -> Run:
+        candidates = claim(folder)
+        if candidates is None:
+            raise CompareError(f"{folder}: {self.explain(folder)}")
+        return load_selected(request.root, candidates, Selection(), version=request.version)
+
+    def claim_tree(self, path: str | os.PathLike, request: OpenRequest,
+                   problems: list[tuple[Path, str]]) -> list[Candidate] | None:
+        return claim(path, request.selection, problems=problems)
+
+    def open_tree(self, path: str | os.PathLike, candidates: list[Candidate], request: OpenRequest) -> Run:
+        return load_selected(path, candidates, request.selection, version=request.version,
+                             fusion_rule=request.fusion_rule, keep_raw_names=request.keep_raw_names)
+
+    def tree_kind(self, path: str | os.PathLike, candidates: list[Candidate]) -> RunKind:
+        """OFFLINE when the leaf the default selection picks holds Ascend-format dump files, else NUMPY."""
+        chosen = select(candidates, Selection(), where=str(path))
+        return RunKind.OFFLINE if chosen and chosen[0].kind == "offline" else RunKind.NUMPY
+
+    def owns(self, candidate: Candidate) -> bool:
+        return candidate.layout in TREE_LAYOUTS
+
+    def select_parts(self, candidates: list[Candidate], selection: Selection, *, where: str,
+                     notes: list[str]) -> list[Candidate]:
+        return select(candidates, selection, where=where, keep_all=True, notes=notes)
+
+    def scan_part(self, candidate: Candidate, *, root: Path, version: int | None = None,
+                  keep_raw_names: bool = False) -> Run:
+        return scan_candidate(candidate, root=root, version=version, keep_raw_names=keep_raw_names)
+
+    def load_part(self, path: str | os.PathLike, candidates: list[Candidate], selection: Selection, *,
+                  version: int | None = None, keep_raw_names: bool = False) -> Run:
+        return load_selected(path, candidates, selection, version=version, keep_raw_names=keep_raw_names)
+
+    def part_op_names(self, candidate: Candidate) -> list[str]:
+        return leaf_op_names(candidate)
+
+
+#: The MindSpore / TF-NPU tree reader (:data:`compare.loaders.READERS`).
+READER = TreesReader()
+
+
+__all__ = ["READER", "TREE_LAYOUTS", "LeafInfo", "TreesReader", "claim", "classify_leaf", "find_leaves", "leaf_op_names",
+           "load_selected", "locate", "model_folders", "scan_candidate", "select"]

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..errors import OptionError
-from ..records import DumpLayout, Pairing, Run
+from ..records import Pairing, Run
 from .fusion_rule import load_fusion_rule
 from .mapping_file import MapEntry
 from .match import pair_runs
@@ -46,8 +46,9 @@ class Paired(NamedTuple):
 
 
 def is_family_run(run: Run) -> bool:
-    """A MindSpore or msprobe run, or a statistics-only run: paired by scope name, not by the Ascend table."""
-    return run.family.startswith("mindspore") or run.family == DumpLayout.MSPROBE or run.stats_only
+    """A run named by framework scope (its layout says so: MindSpore, msprobe), or a statistics-only
+    run: paired by scope name, not by the Ascend table."""
+    return run.family.scope_named or run.stats_only
 
 
 def pair(left: Run, right: Run, *, fusion_rule: RuleSource | None = None, quant_rule: RuleLike | None = None,

@@ -9,6 +9,8 @@
   suffix first (``.npy``, ``.pb``, ``.quant``), every other name by the offline rule -- exactly as
   the reference tool does.
 * ``mapping.csv`` and ``convert_failed_file_list.txt`` are not dump files (:data:`IGNORED_FILES`).
+* **Per-operator statistics CSV** (``dump_data=stats``): ``{dump file name}.csv``
+  (:func:`stats_csv_name`).
 """
 
 from __future__ import annotations
@@ -165,3 +167,11 @@ def classify_name(name: str) -> tuple[str, object | None, str | None]:
     return "offline", offline, None
 
 
+def stats_csv_name(name: str) -> OfflineName | None:
+    """The dump name of a per-operator stats CSV (``{dump file name}.csv``), or None."""
+    if not name.endswith(".csv") or name == "statistic.csv":
+        return None
+    parsed = parse_offline_name(name[: -len(".csv")])
+    if parsed is None or parsed.trailing:
+        return None
+    return parsed

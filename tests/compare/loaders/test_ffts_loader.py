@@ -12,7 +12,7 @@ from convert.errors import DumpFormatError
 from convert.codecs.ffts import FftsMode
 
 from compare.loaders import load_run
-from compare.loaders.ascend import scan_offline
+from compare.loaders.ascend_offline import scan_offline
 from compare.records import TensorKind
 from compare.testing.synthetic_ffts import BASE_TIMESTAMP, write_sliced_op
 

@@ -169,8 +169,6 @@ def test_unusual_dumps_take_the_full_reader(tmp_path, damage):
 
 
 def _rules():
-    from pathlib import Path
-
     root = ROOT
     found = sorted(root.glob("fixtures/**/*.json"))
     shared = root.parent / "shared"

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compare.errors import CompareError, DumpFormatError
-from compare.loaders import READERS, detect, load_run
-from compare.loaders.ascend import clean_op_name, scan_offline
+from compare.loaders import READERS, OpenRequest, Reader, detect, load_run
+from compare.loaders.ascend import clean_op_name
+from compare.loaders.ascend_offline import scan_offline
 from convert.names.ascend import OfflineName, parse_offline_name
 from convert.names.hashed import read_mapping
 from convert.tree import resolve_dump_folder
@@ -486,24 +487,81 @@ def test_wrong_kind_scanners_explain(tmp_path: Path) -> None:
 
 def test_registry_declines_quietly_and_accepts_new_readers(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "a.bin").write_bytes(b"")
-    assert [r.sniff(tmp_path) for r in READERS] == [False] * len(READERS)
+    assert [r.guess_can_open(tmp_path) for r in READERS] == [False] * len(READERS)
 
-    class BinReader:
+    class BinReader(Reader):
         name = "bin"
         kinds = (RunKind.NUMPY,)
 
-        def sniff(self, folder: Path) -> bool:
+        def guess_can_open(self, folder: Path) -> bool:
             return any(p.suffix == ".bin" for p in folder.iterdir())
 
         def explain(self, folder: Path) -> str:
             return "no .bin file"
 
-        def scan(self, folder: Path, *, version=None, root=None) -> Run:
-            return Run(root=folder, path=folder, kind=RunKind.NUMPY)
+        def open(self, folder: Path, request: OpenRequest) -> Run:
+            return Run(root=request.root, path=folder, kind=RunKind.NUMPY)
 
     monkeypatch.setattr("compare.loaders.READERS", [*READERS, BinReader()])
     run = load_run(tmp_path)
     assert run.kind is RunKind.NUMPY and run.root == tmp_path
+
+
+def test_third_party_readers_come_from_the_entry_point_group(tmp_path: Path, monkeypatch) -> None:
+    """A ``vcompare.readers`` entry point (a Reader class or instance) is tried after the built-in
+    readers; the "no reader found" message names it with the others."""
+    import compare.loaders as loaders
+
+    class TxtReader(Reader):
+        name = "txt"
+        kinds = (RunKind.NUMPY,)
+
+        def explain(self, folder: Path) -> str:
+            return "no .txt file"
+
+        def open(self, folder: Path, request: OpenRequest) -> Run:
+            return Run(root=request.root, path=folder, kind=RunKind.NUMPY)
+
+    class Point:
+        def load(self) -> type:
+            return TxtReader
+
+    monkeypatch.setattr(loaders, "entry_points", lambda group: [Point()] if group == loaders.ENTRY_POINT_GROUP else [])
+    loaders._plugin_readers.cache_clear()
+    try:
+        assert [r.name for r in loaders.readers()][-1] == "txt"
+        (tmp_path / "a.bin").write_bytes(b"x")
+        with pytest.raises(CompareError, match="txt: no .txt file"):
+            load_run(tmp_path)
+    finally:
+        loaders._plugin_readers.cache_clear()
+
+
+def test_a_broken_reader_entry_point_is_named(tmp_path: Path, monkeypatch) -> None:
+    import compare.loaders as loaders
+
+    class Point:
+        name, value = "broken", "broken_pkg:Reader"
+
+        def load(self) -> object:
+            raise ImportError("No module named 'broken_pkg'")
+
+    class NotAReader(Point):
+        name, value = "odd", "odd_pkg:thing"
+
+        def load(self) -> object:
+            return object()
+
+    for point, message in ((Point(), "reader entry point broken = broken_pkg:Reader .* cannot be loaded: "
+                                     "ImportError: No module named 'broken_pkg'"),
+                           (NotAReader(), "reader entry point odd = odd_pkg:thing .* is not a compare.loaders.Reader")):
+        monkeypatch.setattr(loaders, "entry_points", lambda group, point=point: [point])
+        loaders._plugin_readers.cache_clear()
+        try:
+            with pytest.raises(CompareError, match=message):
+                load_run(tmp_path)
+        finally:
+            loaders._plugin_readers.cache_clear()
 
 
 # ---------------------------------------------------------------------------- shared cases

@@ -19,13 +19,8 @@ from conftest import shared_path
 from compare.runs.folders import run_network
 from compare.errors import DumpFormatError, OptionError, PairingError
 from compare.loaders import detect, load_run
-from convert.names.mindspore import ms_dtype, ms_format
-from compare.loaders.mindspore import (
-    parse_npy_name,
-    parse_sync_name,
-    read_sync_bin,
-    scan_sync,
-)
+from convert.names.mindspore import ms_dtype, ms_format, parse_npy_name, parse_sync_name
+from compare.loaders.mindspore import read_sync_bin, scan_sync
 from compare.pairing.mapping_file import load_mapping
 from compare.pairing.names import match_names
 from compare.pairing.user_mapping import pair_families
@@ -56,7 +51,7 @@ def test_sync_name_fields() -> None:
     assert dotted is not None and dotted.op_name == "moments.fc3.bias" and dotted.dtype == "float32"
     nchw = parse_sync_name("a--b_input_0_shape_32_12_13_13_16_Float16_NC1HWC0.bin")
     assert nchw is not None and nchw.shape == (32, 12, 13, 13, 16) and nchw.format == "NC1HWC0"
-    assert nchw.kind is TensorKind.INPUT
+    assert nchw.kind == TensorKind.INPUT
     frac = parse_sync_name("w_output_0_shape_72_12_16_16_Float16_FRACTAL_Z.bin")
     assert frac is not None and frac.format == "FRACTAL_Z" and frac.dtype_text == "Float16"
     scalar = parse_sync_name("loss_output_0_shape_Float32_DefaultFormat.bin")
@@ -451,7 +446,7 @@ def test_shared_mindspore_npy_agrees_with_float64_truth() -> None:
     for pair in spec["pairs"]:
         parsed = parse_npy_name(Path(pair["left_file"]).name)
         assert parsed is not None
-        row = ours.get(f"{parsed.op_name}:{parsed.kind.value}:{parsed.slot}")
+        row = ours.get(f"{parsed.op_name}:{parsed.kind}:{parsed.slot}")
         if row is None:
             problems.append(f"{pair['tensor_id']}: not in our result")
             continue

@@ -22,7 +22,8 @@ from conftest import shared_path
 
 from compare.errors import DumpFormatError
 from compare.diverge.records import GraphSource, NodeRole, OpGraph
-from compare.loaders.ms_ir import find_ir, in_execution_order, match_dumped, parse_trace, read_ir, user_line
+from compare.loaders.ms_ir import find_ir, in_execution_order, match_dumped, read_ir
+from compare.loaders.ms_ir_text import parse_trace, user_line
 from compare.loaders.ms_order import read_execution_order
 from convert.names.keys import name_key
 

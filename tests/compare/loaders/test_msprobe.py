@@ -10,7 +10,7 @@ import pytest
 
 from compare.errors import CompareError, DumpFormatError, OptionError
 from compare.loaders import detect, load_run
-from compare.loaders.msprobe import claim
+from compare.loaders.msprobe_folders import claim
 from compare.records import DumpLayout, RunKind, TensorKind
 from compare.testing.synthetic_msprobe import write_msprobe_dump, write_pt
 
@@ -182,7 +182,7 @@ def test_inputs_numbered_across_args_kwargs_and_parameters(tmp_path: Path) -> No
 
 def test_an_empty_dump_json_is_explained(tmp_path: Path) -> None:
     """msprobe's own test trees hold a ``dump.json`` of ``{}``: not claimed, and the reason says so."""
-    from compare.loaders.msprobe import explain
+    from compare.loaders.msprobe_folders import explain
 
     (tmp_path / "dump.json").write_text("{}")
     assert claim(tmp_path) is None

@@ -1,0 +1,131 @@
+"""The reader contract: what one dump family's reader offers the loader (xarray's backend shape).
+
+A dump family (Ascend offline dumps, golden folders, MindSpore / TF-NPU trees, msprobe dumps, a
+third party's format) is read by one :class:`Reader`, defined in the family's own module and
+listed in :data:`compare.loaders.READERS` (or added with :func:`compare.loaders.register_reader`,
+or through the ``vcompare.readers`` entry-point group). :func:`compare.loaders.load_run` and
+:func:`compare.loaders.detect` are loops over that list; they know no family by name.
+
+Two kinds of reader:
+
+* :class:`Reader` reads one dump *folder* (the leaf :func:`convert.tree.resolve_dump_folder`
+  found below the path the user gave): :meth:`Reader.guess_can_open` says whether the folder is
+  its kind -- quietly: "not mine" is ``False``, never an exception; :meth:`Reader.explain` says
+  why not (for the "no reader found" diagnosis); :meth:`Reader.open` reads it (a claimed folder
+  that turns out corrupt raises :class:`~compare.errors.DumpFormatError` with path and offset);
+  :meth:`Reader.kind_of` gives its :class:`RunKind` from the file names alone.
+* :class:`TreeReader` also reads whole dump *trees* whose selection options (``--rank``,
+  ``--iteration``, ``--graph``, ``--model-name``, ``--ge-graph``) choose among the leaves: it is
+  asked first, with the path as the user gave it (:meth:`TreeReader.claim_tree`), before any
+  folder resolution, and it reads the parts of a tree compared each in turn
+  (:mod:`compare.loaders.parts`). In folder resolution it is used for a forced ``kind`` only
+  when it also claims the folder.
+
+Adding a family: its reader module (a subclass of :class:`Reader` or :class:`TreeReader`, and its
+line in ``READERS``; a third party registers instead), its name grammar (:mod:`convert.names`),
+its :class:`~compare.records.DumpLayout` member when its runs have a layout of their own (with
+:data:`~compare.records.SCOPE_NAMED_LAYOUTS` when they are paired by scope name), its tests (the
+contract suite ``tests/compare/loaders/test_reader_contract.py`` runs every registered reader
+over every fixture tree, a fixture tree of the family included).
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from ..records import Run, RunKind
+from .selection import Candidate, Selection
+
+
+@dataclass(frozen=True)
+class OpenRequest:
+    """What a reader is asked to read with: the path the user gave (``root``), the selection
+    options, the dump file version (``None``: auto) and the op-name clean-up options
+    (``fusion_rule``, ``keep_raw_names``: ``-ffts``)."""
+
+    root: Path
+    selection: Selection
+    version: int | None = None
+    fusion_rule: bool = False
+    keep_raw_names: bool = False
+
+
+class Reader(ABC):
+    """The reader of one kind of dump folder (subclass it; see the module doc).
+
+    ``name`` is how the "no reader found" diagnosis names it; ``kinds`` are the run kinds it
+    produces (a forced ``kind=`` picks the first reader that produces it).
+    """
+
+    name: ClassVar[str] = ""
+    kinds: ClassVar[tuple[RunKind, ...]] = ()
+
+    def guess_can_open(self, folder: Path) -> bool:
+        """Whether ``folder`` is this reader's kind; never raises for "not mine"."""
+        return False
+
+    @abstractmethod
+    def explain(self, folder: Path) -> str:
+        """Why ``folder`` is not this reader's kind (one clause of the "no reader found" message)."""
+
+    @abstractmethod
+    def open(self, folder: Path, request: OpenRequest) -> Run:
+        """Read ``folder`` as a :class:`Run` (metadata; tensors on demand)."""
+
+    def kind_of(self, folder: Path) -> RunKind:
+        """The kind of run ``folder`` gives, from its file names alone (:func:`compare.loaders.detect`)."""
+        return self.kinds[0]
+
+
+class TreeReader(Reader):
+    """The reader of a dump tree whose selection options choose the leaf (see the module doc).
+
+    ``claim_tree`` returns the candidates (leaves or dump folders) of the tree, or None when the
+    tree is not this reader's kind; ``problems`` receives what its walk could not read, as the
+    reader sees fit to report it (also when it declines, if the walk is the tree's own).
+    """
+
+    @abstractmethod
+    def claim_tree(self, path: str | os.PathLike, request: OpenRequest,
+                   problems: list[tuple[Path, str]]) -> list[Candidate] | None:
+        """The candidates of the tree at ``path`` (as the user gave it), or None: not this reader's tree."""
+
+    @abstractmethod
+    def open_tree(self, path: str | os.PathLike, candidates: list[Candidate], request: OpenRequest) -> Run:
+        """The run of the candidate the request's selection picks (its notes say which and why)."""
+
+    def tree_kind(self, path: str | os.PathLike, candidates: list[Candidate]) -> RunKind:
+        """The kind of run the tree gives with the default selection."""
+        return self.kinds[0]
+
+    # The parts of a tree compared each in turn (:mod:`compare.loaders.parts`).
+
+    @abstractmethod
+    def owns(self, candidate: Candidate) -> bool:
+        """Whether ``candidate`` is one of this reader's (by its layout)."""
+
+    @abstractmethod
+    def select_parts(self, candidates: list[Candidate], selection: Selection, *, where: str,
+                     notes: list[str]) -> list[Candidate]:
+        """Every part the selection keeps (one candidate per part), in (rank, [graph,] iteration) order."""
+
+    @abstractmethod
+    def scan_part(self, candidate: Candidate, *, root: Path, version: int | None = None,
+                  keep_raw_names: bool = False) -> Run:
+        """Read one part's folder as a run (its notes say which folder)."""
+
+    @abstractmethod
+    def load_part(self, path: str | os.PathLike, candidates: list[Candidate], selection: Selection, *,
+                  version: int | None = None, keep_raw_names: bool = False) -> Run:
+        """The run of the part ``selection`` picks among ``candidates``."""
+
+    @abstractmethod
+    def part_op_names(self, candidate: Candidate) -> list[str]:
+        """The op names a part's run will have (cheaply, where the file names tell)."""
+
+
+__all__ = ["OpenRequest", "Reader", "TreeReader"]
