@@ -24,7 +24,7 @@ import importlib
 from typing import Any
 
 #: Used only when the package metadata is absent (a source tree never installed); the installed
-#: version comes from ``importlib.metadata`` (:func:`compare.api.tool_version`).
+#: version comes from ``importlib.metadata`` (:func:`compare.reports.files.tool_version`).
 __version__ = "0.1.0"
 
 _API = {

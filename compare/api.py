@@ -14,48 +14,37 @@ from __future__ import annotations
 import calendar
 import datetime
 import os
-from pathlib import Path
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__
-from .errors import OptionError
-from .verdict.gates import evaluate, parse_gate
 from .diverge.records import Localisation, OpGraph, OpVerdict
-from .pairing.rule_records import FusionRule
-from .verdict.policy import Policy, gated_metrics
-from .verdict.policy_file import load_policy
+from .errors import OptionError
 from .pairing.entry import pair
+from .pairing.rule_records import FusionRule
 from .records import Bound, MetricRow, Pairing, PartReport, Run, SkippedFile, Verdict, count_by_status
 from .reports.divergence import localisation_document
+from .reports.files import tool_version
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.result_json import (decode_float, parts_from_document, result_document, skipped_from_document,
-                                  write_json)
+from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
 from .reports.saved import load_result
 from .request import CompareRequest, Mode, PathLike, RuleArg
 from .runs.folders import op_choice, run_request
 from .runs.localise import localise_network
 from .runs.network import NetworkResult, Progress
+from .runs.outputs import OutputKind, Target, WriteOptions, write_json_result
+from .verdict.gates import evaluate, parse_gate
+from .verdict.policy import Policy, gated_metrics
+from .verdict.policy_file import load_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from .reports.spool import PartSpool
-
-
-def tool_version() -> str:
-    """The installed vcompare version (package metadata), as ``vcompare --version`` prints it."""
-    from importlib.metadata import PackageNotFoundError, version  # here: only --version and results read it
-
-    try:
-        return version("vcompare")
-    except PackageNotFoundError:  # a source tree that was never installed
-
-        return __version__
 
 
 #: The JUnit root suite name of every vcompare report.
@@ -188,9 +177,9 @@ class ComparisonResult:
                                skipped=self.skipped, parts=self.parts, with_rows=with_rows)
 
     def write_json(self, path: "str | os.PathLike[str]") -> Path:
-        """Write the JSON result (:meth:`to_json`) to ``path``, its rows encoded and written in turn
-        (:func:`compare.reports.result_json.write_json`); :class:`OutputError` when it cannot be."""
-        return write_json(self.to_json(with_rows=False), path, self.rows, self.metrics)
+        """Write the JSON result (:meth:`to_json`) to ``path`` through its writer of the output table
+        (:func:`compare.runs.outputs.write_json_result`); :class:`OutputError` when it cannot be."""
+        return write_json_result(self, Target(OutputKind.JSON, Path(path)), WriteOptions())
 
     def to_junit(self) -> str:
         """The JUnit XML report (one testcase per row, grouped by operator; ``timing["compare"]`` seconds)."""

@@ -26,9 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from convert.codecs.dumpwrite import TensorSpec, write_dump  # noqa: E402
 from convert.tool import batch  # noqa: E402
 from convert.tool.convert_dump import DumpConvertOptions, convert_dumps  # noqa: E402
-from convert.codecs.dumpwrite import TensorSpec, write_dump  # noqa: E402
 from convert.tool.to_text import to_text  # noqa: E402
 
 

@@ -9,8 +9,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from compare.runs.folders import run_network
 from compare.records import PairStatus
+from compare.runs.folders import run_network
 from convert.codecs.dtypes import DataType
 from convert.codecs.dumpwrite import TensorSpec, write_dump
 

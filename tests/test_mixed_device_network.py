@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ml_dtypes
+import narrow_reference as ref
 import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import narrow_reference as ref
 from compare.cli import app
 from compare.testing.naive import reference_metrics
 from compare.testing.synthetic_ffts import write_sliced_op

@@ -11,12 +11,12 @@ import re
 from pathlib import Path
 
 import ml_dtypes
+import narrow_reference as ref
 import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import narrow_reference as ref
 from compare.cli import app
 from compare.testing.naive import reference_metrics
 from convert.codecs.dtypes import DataType

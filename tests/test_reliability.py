@@ -16,22 +16,22 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from compare.runs.folders import run_network
 from compare.errors import CompareError, DumpFormatError, RuleError
 from compare.loaders import load_run
 from compare.loaders.ascend import read_dump_tensor
-from convert.names.hashed import read_mapping
-from convert.codecs.npy import load_npy, read_npy_header
 from compare.loaders.golden_npy import scan_golden
 from compare.pairing.fusion_rule import load_fusion_rule
 from compare.records import PairStatus
 from compare.reports.cells import neutralise_text, text_cell
 from compare.reports.network import write_report
 from compare.reports.single_op import _record_mapping
+from compare.runs.folders import run_network
 from compare.testing.synthetic import make_network
 from convert.codecs.dumpfile import read_header, read_tensor
 from convert.codecs.dumpwrite import TensorSpec, write_dump
+from convert.codecs.npy import load_npy, read_npy_header
 from convert.layouts import LayoutError, load_plugins
+from convert.names.hashed import read_mapping
 
 runner = CliRunner()
 

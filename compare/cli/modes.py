@@ -22,11 +22,10 @@ from ..consistency.run import check_consistency
 from ..diverge.verdicts import chain
 from ..errors import CompareError, OptionError, OutputError
 from ..kernels import native, preload
-from ..verdict.policy_file import starter_policy
 from ..reports.cells import FloatFormat, parse_float_format
 from ..reports.consistency import summary_lines, write_consistency_csv, write_consistency_json
 from ..reports.divergence import divergence_lines, explain_lines
-from ..reports.files import atomic_write_text, file_stamp, is_stream
+from ..reports.files import atomic_write_text, file_stamp, is_stream, preflight
 from ..reports.mapping_table import mapping_path, write_mapping
 from ..reports.network import Layout, TableFormat, write_report
 from ..reports.single_op import MAX_LINES_DEFAULT, TOPN_DEFAULT, check_limits, render_top_table, write_operator_report
@@ -36,17 +35,19 @@ from ..request import CompareRequest, Mode
 from ..runs.batch import run_batch_request
 from ..runs.folders import op_choice
 from ..runs.mapping_table import mapping_table
+from ..runs.outputs import OutputKind, OutputPlan, WriteOptions
 from ..runs.single_op import operator_request
+from ..verdict.policy_file import starter_policy
 from .echo import err
-from .output import Outputs, ProgressBar, check_readable, failure_text, finish, outcome_line, preflight
+from .output import ProgressBar, check_readable, failure_text, finish, outcome_line
 from .startup import start_up_done
 from .two_files import run_two_files
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import ComparisonResult
+    from ..reports.overflow import OverflowColumn
     from ..runs.op_range import OpChoice
     from ..verdict.policy import Policy
-    from ..reports.overflow import OverflowColumn
 
 
 def gate_exit(policy: "Policy | None", rows: list, quiet: bool) -> int:
@@ -236,8 +237,8 @@ def _network(request: CompareRequest, policy: "Policy | None", *, layout: Layout
     exit code; CompareErrors propagate (exit 2)."""
     started = time.time()
     o = request
-    outputs = Outputs.plan(o.output, o.csv, o.json_out, o.junit_out, o.html_out, verdicts=o.verdicts)
-    if o.overflow and outputs.table_format is TableFormat.PARQUET:
+    outputs = OutputPlan.of(request)
+    if o.overflow and outputs.table is not None and outputs.table.kind is OutputKind.PARQUET:
         raise OptionError(f"--overflow adds a column to -o .csv / .txt and to the rows of --json; -o {o.output}: a "
                           "parquet table has no OverFlow column")
     bar = ProgressBar(o.progress_bar)
@@ -257,12 +258,13 @@ def _network(request: CompareRequest, policy: "Policy | None", *, layout: Layout
     network = result.network
     column, overflow_notes = _overflow_column(o, result)
     try:
-        written, failed = outputs.write(result, layout=layout, float_format=number_format, overflow=column)
+        outcome = outputs.write(result, WriteOptions(layout=layout, float_format=number_format, verdicts=o.verdicts,
+                                                     overflow=column))
     except BaseException:
         _spool_kept(spool)
         raise
     if spool is not None:
-        if any(label == "result" for label, _path in written):
+        if any(written.label == "result" for written in outcome.written):
             spool.remove()
         else:
             _spool_kept(spool)
@@ -281,7 +283,7 @@ def _network(request: CompareRequest, policy: "Policy | None", *, layout: Layout
     after = list(lines)
     if o.explain is not None and result.localisation is not None:
         after += explain_lines(o.explain, chain(result.localisation, o.explain), result.localisation)
-    return finish(result, written, failed, o.quiet, after=after)
+    return finish(result, outcome.written, outcome.failed, o.quiet, after=after)
 
 
 def _overflow_column(o: CompareRequest, result: "ComparisonResult") -> tuple["OverflowColumn | None", list[str]]:
@@ -294,14 +296,17 @@ def _overflow_column(o: CompareRequest, result: "ComparisonResult") -> tuple["Ov
 
     lefts = network.part_lefts or [network.left]
     return opdebug_column(lefts, by_part=len(network.parts) > 1)
-def _cluster_spool(o: CompareRequest, outputs: Outputs, layout: Layout, number_format: "FloatFormat"
+
+
+def _cluster_spool(o: CompareRequest, outputs: OutputPlan, layout: Layout, number_format: "FloatFormat"
                    ) -> PartSpool | None:
     """The spool of a cluster run (``<table>.parts/``, :mod:`compare.reports.spool`), said on stderr
     before the run (so that a client killed outright has said where its finished parts are). None
     for a table written through a device or pipe (``-o /dev/stdout``): no folder beside it is the user's."""
-    if (o.cluster is None and o.scheduler is None) or outputs.table is None or is_stream(outputs.table):
+    table = outputs.table
+    if (o.cluster is None and o.scheduler is None) or table is None or is_stream(table.path):
         return None
-    spool = PartSpool(outputs.table, table_format=outputs.table_format, layout=layout,  # type: ignore[arg-type]
+    spool = PartSpool(table.path, table_format=TableFormat(table.kind.value), layout=layout,
                       float_format=number_format)
     if not o.quiet:
         err(f"dask: each finished part is written to {spool.folder} as it arrives (removed once the report is "
@@ -331,16 +336,13 @@ def run_gate(saved: Path, *, policy: Optional[Path], gates: tuple[str, ...], jso
     try:
         if policy is not None:
             check_readable(policy, "--policy")
-        outputs = Outputs(None, None, None, json_out, junit_out)
-        for path in (json_out, junit_out):
-            if path is not None:
-                preflight(path)
+        outputs = OutputPlan.saved(json=json_out, junit=junit_out)
         result = regate(saved, policy=policy, gates=list(gates))
-        written, failed = outputs.write(result, layout=None, float_format=None)
+        outcome = outputs.write(result)
     except CompareError as exc:
         err(f"error: {exc}")
         return EXIT_CANNOT_RUN
-    return finish(result, written, failed, quiet)
+    return finish(result, outcome.written, outcome.failed, quiet)
 
 
 def run_policy_init(target: Path, *, init: bool, force: bool) -> int:

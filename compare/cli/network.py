@@ -114,7 +114,7 @@ Examples:
 def version_callback(value: bool) -> None:
     """``--version``: print the installed version and exit."""
     if value:
-        from ..api import tool_version  # here: the API module loads the readers; --version alone needs none
+        from ..reports.files import tool_version  # here: --version alone needs no report module
 
         typer.echo(f"vcompare {tool_version()}")
         raise typer.Exit(EXIT_OK)
@@ -245,8 +245,8 @@ def compare(
     if layout not in ("vcompare", "msaccucmp"):
         raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}")
     # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)
-    from .modes import run_compare
     from ..request import CompareRequest  # here: as the runner (it loads the pairing records; --help does not)
+    from .modes import run_compare
 
     raise typer.Exit(run_compare(CompareRequest(
         left=_dump_root(left), right=_dump_root(right), rank=rank, iteration=iteration, graph=graph,

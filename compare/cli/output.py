@@ -1,6 +1,6 @@
 """What the command line prints: messages, the terminal summary, the progress bar, what was
 written (:func:`finish`). The output files are planned, checked and written by the library
-(:mod:`compare.runs.outputs`); :class:`Outputs` is the runners' handle on that plan."""
+(:mod:`compare.runs.outputs`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -20,19 +19,13 @@ from convert.signals import check_interrupted
 
 from ..errors import CompareError, OutputError
 from ..kernels import METRICS
-from ..verdict.policy import gated_metrics
 from ..records import PairStatus
-from ..reports.cells import DEFAULT_FLOAT_FORMAT
-from ..reports.files import preflight
-from ..reports.network import Layout, TableFormat
-from ..runs.outputs import OutputKind, OutputPlan, Target, WriteOptions, Written
+from ..verdict.policy import gated_metrics
 from .echo import err
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import ComparisonResult
     from ..records import CheckFailure, MetricRow, Verdict
-    from ..reports.cells import FloatFormat
-    from ..reports.overflow import OverflowColumn
 
 
 #: Failures and worst operators listed in the terminal summary.
@@ -176,55 +169,6 @@ def stderr_is_terminal() -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class Outputs:
-    """The command line's outputs of a network run or a saved result: the ``-o`` table,
-    ``--json``, ``--junit``, ``--html``, planned, checked and written by the library's
-    :class:`compare.runs.outputs.OutputPlan` (each through its writer of
-    :data:`compare.runs.outputs.WRITERS`). The runners of :mod:`compare.cli.modes` call these
-    names; the plan does the work."""
-
-    table: Path | None
-    table_format: TableFormat | None
-    output: Optional[str]
-    json: Path | None
-    junit: Path | None
-    html: Path | None = None
-    #: Add the Verdict column to the table (``--verdicts``).
-    verdicts: bool = False
-
-    @classmethod
-    def plan(cls, output: Optional[str], csv_flag: bool, json_out: Optional[Path], junit_out: Optional[Path],
-             html_out: Optional[Path] = None, *, verdicts: bool = False) -> "Outputs":
-        """The outputs checked before the run (:meth:`compare.runs.outputs.OutputPlan.plan`: exit 2 at once)."""
-        table = OutputPlan.plan(output, csv_flag=csv_flag, json=json_out, junit=junit_out, html=html_out).table
-        assert table is not None  # a network run always writes its table
-        return cls(table.path, TableFormat(table.kind.value), output, json_out, junit_out, html_out, verdicts)
-
-    def library_plan(self) -> OutputPlan:
-        """The same outputs as the library's plan (already checked by :meth:`plan`)."""
-        table = ([Target(OutputKind(self.table_format.value), self.table, self.output)]
-                 if self.table is not None and self.table_format is not None else [])
-        others = [Target(kind, Path(path)) for kind, path in
-                  ((OutputKind.JSON, self.json), (OutputKind.JUNIT, self.junit), (OutputKind.HTML, self.html))
-                  if path is not None]
-        return OutputPlan(tuple(table + others))
-
-    def folders(self) -> list[Path]:
-        """The folders the outputs go to (each once, in option order)."""
-        return self.library_plan().folders()
-
-    def write(self, result: "ComparisonResult", *, layout: "Layout | None", float_format: "FloatFormat | None",
-              overflow: "OverflowColumn | None" = None) -> tuple[list[Written], list[OutputError]]:
-        """Write every output: ``([(label, path) written], [failures])``; ``layout`` and
-        ``float_format`` None (a saved result, no table): the defaults."""
-        options = WriteOptions(layout=layout if layout is not None else Layout.VCOMPARE,
-                               float_format=float_format if float_format is not None else DEFAULT_FLOAT_FORMAT,
-                               verdicts=self.verdicts, overflow=overflow)
-        outcome = self.library_plan().write(result, options)
-        return list(outcome.written), list(outcome.failed)
-
-
 def finish(result: "ComparisonResult", written: Sequence[tuple[str, Path]], failed: Sequence[OutputError],
             quiet: bool, *, after: Sequence[str] = ()) -> int:
     """Print what was written, the verdict summary, the ``after`` lines (the first divergence)
@@ -257,5 +201,5 @@ def check_readable(path: Path, flag: str) -> None:
         raise CompareError(f"{flag} {path}: permission denied")
 
 
-__all__ = ["Outputs", "ProgressBar", "check_readable", "count_line", "failure_text", "finish", "outcome_line",
-           "preflight", "summary_lines", "worst_lines"]
+__all__ = ["ProgressBar", "check_readable", "count_line", "failure_text", "finish", "outcome_line", "summary_lines",
+           "worst_lines"]

@@ -47,9 +47,10 @@ def overflow_command(
 def run_overflow(dump: Path, output: Path, *, count: int, quiet: bool) -> int:
     """The analysis run, its summary files written, one line per finding printed; the exit code
     (0 analysed, 1 some record not decoded, 2 cannot run)."""
+    from ..reports.files import preflight  # here: see below
     from ..reports.overflow import write_overflow_summary  # here: loads numpy (--help stays fast)
     from ..runs.overflow import analyse_overflow  # here: loads numpy and the dump readers
-    from .output import check_readable, preflight  # here: output.py loads the report writers
+    from .output import check_readable  # here: output.py loads the report writers
 
     try:
         check_readable(dump, "-d")

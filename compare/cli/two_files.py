@@ -16,13 +16,14 @@ from ..errors import CompareError, OptionError, OutputError
 from ..records import TensorKind
 from ..reports.cells import FloatFormat
 from ..reports.file_compare import write_file_result
+from ..reports.files import preflight
+from ..reports.junit import write_junit
 from ..reports.network import Layout, TableFormat, render_txt, resolve_output, write_report
 from ..reports.result_json import write_json
-from ..reports.junit import write_junit
 from ..request import CompareRequest
 from ..runs.two_files import FileKind, FilesResult, TensorChoice, compare_files, compare_npy_files
 from .echo import err
-from .output import check_readable, count_line, finish, preflight
+from .output import check_readable, count_line, finish
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..verdict.policy import Policy

@@ -16,9 +16,9 @@ from pathlib import Path
 from ..errors import OptionError
 from ..loaders.selection import Candidate, Selection, listing_text
 from ..loaders.trees import claim, select
-from .records import RankGroup
 from .check import ConsistencyPart
 from .groups import GroupSpec
+from .records import RankGroup
 
 #: Walk problems (unreadable folders, link loops) named one by one in the notes; the rest counted.
 MAX_WALK_NOTES = 10

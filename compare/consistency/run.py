@@ -7,9 +7,9 @@ import os
 from collections.abc import Sequence
 
 from ..errors import OptionError
-from .check import CHECK_METRICS, ConsistencyOptions, ConsistencyPart, check_part, digest
+from .check import ConsistencyOptions, check_part
 from .groups import GroupSpec, parse_groups
-from .plan import ConsistencyPlan, plan_consistency
+from .plan import plan_consistency
 from .records import ConsistencyResult
 from .tensors import TensorRule
 

@@ -28,17 +28,17 @@ without the kernel id where unique on both sides.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from convert.names.keys import name_key, without_kernel_id
 
 from ..errors import CompareError
-from .records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
 from ..loaders.ms_ir import find_ir, in_execution_order, match_dumped, read_ir
 from ..loaders.msprobe_graph import read_msprobe_graph
 from ..pairing.rule_records import FusionRule
 from ..records import DumpLayout, MetricRow, Run
+from .records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
 
 #: Rule / dump op types whose values come from outside the graph's computation.
 ROLE_OF_TYPE: Mapping[str, NodeRole] = {

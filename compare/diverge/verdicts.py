@@ -60,7 +60,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..records import Bound, MetricRow, PairStatus
 from ..verdict.gates import violations
+from ..verdict.policy import BoundResolver, Policy, coarsest_family
 from .records import (
     SOURCE_ROLES,
     InputEdge,
@@ -71,8 +73,6 @@ from .records import (
     TensorCheck,
     Verdict,
 )
-from ..verdict.policy import BoundResolver, Policy, coarsest_family
-from ..records import Bound, MetricRow, PairStatus
 from .statistics import is_statistics_row, statistics_error
 
 #: The policy used when the run has no gate: data-type bounds only (float32's for unknown types).

@@ -37,9 +37,9 @@ from convert.layouts import LayoutDecision, LayoutError
 from convert.layouts.lazy import Unsupported, kernel_plan
 
 from ..errors import CompareError, ShapeError
-from ..kernels import (KernelResult, Note, bind_plan, compare_arrays, compare_planned, is_scalar_like,
-                       resolve_algorithms, storage)
+from ..kernels import KernelResult, Note
 from ..kernels import ValueCounts as KernelCounts
+from ..kernels import bind_plan, compare_arrays, compare_planned, is_scalar_like, resolve_algorithms, storage
 from ..records import MetricRow, Pair, PairStatus, ValueCounts
 from .goldens import GoldenCache, PlanEntry
 from .prepare import NO_LAYOUT, LayoutRequest, layout_request, prepare_flat

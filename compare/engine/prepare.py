@@ -99,10 +99,6 @@ class LayoutRequest:
         plan applies."""
         return plan_decided(self.decision, self.left, self.right, plugins=self.plugins)
 
-    def resolved_golden_format(self) -> str:
-        """The golden format after the empty/RESERVED default and the NCHW/NHWC label fix."""
-        return self.decision.golden_format
-
     def plan_key(self) -> tuple | None:
         """What a zero-copy plan depends on -- shapes, formats and layout options, never the
         data -- or None when it must not be cached (custom converters, arrays that are not

@@ -40,9 +40,28 @@ import numpy as np
 from ..errors import CompareError, ShapeError
 from ._abi import EPS32, EPS64, SidePass
 from .buffers import STORAGE_DTYPES, code_of, storage
-from .metrics import (ACC_REL, ALIASES, BOOL_CAPABLE, COSINE, KL, MAX_ABS, MAX_REL, MEAN_ABS, MEAN_REL, METRIC_NAMES,
-                      METRICS, RED, RMSE, STD, AlgorithmSpec, Metric, ValueCounts, canonical, metric_key,
-                      resolve_algorithms)
+from .metrics import (
+    ACC_REL,
+    ALIASES,
+    BOOL_CAPABLE,
+    COSINE,
+    KL,
+    MAX_ABS,
+    MAX_REL,
+    MEAN_ABS,
+    MEAN_REL,
+    METRIC_NAMES,
+    METRICS,
+    RED,
+    RMSE,
+    STD,
+    AlgorithmSpec,
+    Metric,
+    ValueCounts,
+    canonical,
+    metric_key,
+    resolve_algorithms,
+)
 from .passes import SideCache, pair_passes
 from .plans import BoundPlan, KernelPlan, bind_plan, flat_kernel_plan
 

@@ -32,8 +32,8 @@ import os
 from pathlib import Path
 
 from convert.codecs.dtypes import dtype_name, format_name
-from convert.names.golden import GoldenName
 from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
+from convert.names.golden import GoldenName
 
 from ..errors import CompareError, DumpFormatError
 from ..records import OpDump, Run, RunKind, TensorKind, TensorRef

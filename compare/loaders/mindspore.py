@@ -64,6 +64,9 @@ import ml_dtypes
 import numpy as np
 
 from convert.codecs.dumpfile import read_header
+from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
+from convert.entries import list_entries, os_problem
+from convert.jsonsafe import load_json
 from convert.names.hashed import is_hashed_name, lookup_hashed, read_mapping
 from convert.names.mindspore import (
     NPY_CARRIERS,
@@ -74,14 +77,11 @@ from convert.names.mindspore import (
     is_ignored_name,
     is_overflow_name,
     kernel_type,
-    parse_overflow_name,
     ms_dtype,
     parse_npy_name,
+    parse_overflow_name,
     parse_sync_name,
 )
-from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
-from convert.entries import list_entries, os_problem
-from convert.jsonsafe import load_json
 
 from ..errors import CompareError, DumpFormatError
 from ..records import DumpLayout, OpDump, OverflowRecord, Run, RunKind, TensorKind, TensorRef

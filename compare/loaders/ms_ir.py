@@ -74,8 +74,8 @@ from pathlib import Path
 
 from convert.names.keys import name_key
 
-from ..errors import DumpFormatError
 from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
+from ..errors import DumpFormatError
 from .ms_ir_text import PARAM_REF_RE, NodeText, Param, Subgraph, scan_ir, user_line
 
 #: ``graphs/`` file name of graph ``{graph}``.

@@ -45,8 +45,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..errors import OptionError
 from ..diverge.records import Localisation
+from ..errors import OptionError
 from ..records import MetricRow
 from .files import atomic_write_text
 from .html_figures import Sample, histogram_svg, magnitude_svg

@@ -35,8 +35,8 @@ from ..records import MetricRow
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
 from .overflow import OverflowColumn
-from .stats import GRADE_COLUMNS, grade_cells
 from .parquet import require_pyarrow, write_parquet
+from .stats import GRADE_COLUMNS, grade_cells
 
 STD_NAME = "StandardDeviation"
 

@@ -19,7 +19,6 @@ from .parquet import METADATA_KEY, STD_COLUMNS, require_pyarrow
 from .result_json import STD_NAME
 from .saved_result import STATUS_OF, SavedKind, SavedResult
 
-
 #: The type each fixed column of a parquet result must have (module docstring of
 #: :mod:`compare.reports.parquet`); metric and StandardDeviation columns are float64 (or any
 #: floating type). A column of another type is refused naming it, before any row is read.

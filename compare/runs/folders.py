@@ -9,8 +9,8 @@ from convert.layouts import PluginSet, load_plugins
 from convert.remote import RemoteRoot, complete, is_url, open_root, outline
 
 from ..engine import EngineOptions
-from ..heap import frozen_heap
 from ..errors import OptionError
+from ..heap import frozen_heap
 from ..kernels import resolve_algorithms
 from ..loaders.trees import is_data_file_name, model_folders
 from ..pairing.mapping_file import load_mapping

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..diverge.records import Localisation, OpVerdict, Verdict
 from ..engine.prepare import prepare
 from ..errors import CompareError, OptionError, OutputError
-from ..diverge.records import Localisation, OpVerdict, Verdict
 from ..records import Pair
 from ..reports.files import tool_version
 from .network import NetworkResult

@@ -16,8 +16,8 @@ from ..loaders.selection import Selection, values_of
 from ..loaders.trees import claim, leaf_op_names, model_folders
 from ..pairing.entry import Paired, pair
 from ..pairing.fusion_rule import load_fusion_rule
-from ..pairing.rule_records import FusionRule
 from ..pairing.names import match_names
+from ..pairing.rule_records import FusionRule
 from ..records import Run
 from ..request import PathLike, RuleArg
 

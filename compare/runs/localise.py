@@ -5,11 +5,11 @@ what the run read (the fusion rule, the left dump leaf's MindSpore files, the ro
 from __future__ import annotations
 
 from ..diverge.graph import build_graph
+from ..diverge.records import Localisation, OpGraph
 from ..diverge.verdicts import localise
 from ..heap import paused_gc
-from ..diverge.records import Localisation, OpGraph
-from ..verdict.policy import Policy
 from ..records import MetricRow
+from ..verdict.policy import Policy
 from .network import NetworkResult
 
 

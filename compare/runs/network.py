@@ -14,8 +14,19 @@ from ..errors import CompareError, OptionError
 from ..heap import paused_gc
 from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
-from ..records import (MINDSPORE_LAYOUTS, DumpLayout, MetricRow, Pair, Pairing, PairingMode, PairStatus,
-                       PartReport, Run, RunKind, SkippedFile, count_by_status)
+from ..records import (
+    DumpLayout,
+    MetricRow,
+    Pair,
+    Pairing,
+    PairingMode,
+    PairStatus,
+    PartReport,
+    Run,
+    RunKind,
+    SkippedFile,
+    count_by_status,
+)
 from ..stats import compare_stats, mismatch_reason, recorded_statistics, shape_note, statistics_metrics
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -169,7 +180,7 @@ def framework_dumps(left: Run, right: Run) -> bool:
     across frameworks and may meet a tensor of another shape or kind under the same name. Ascend
     and golden folders are compared as the reference tool does (layouts converted, quantized int8
     against float by design) and are not checked here."""
-    return any(run.family == DumpLayout.MSPROBE or run.family in MINDSPORE_LAYOUTS for run in (left, right))
+    return any(run.family.scope_named for run in (left, right))
 
 
 def check_framework_pairs(rows: Sequence[MetricRow], pairs: Sequence[Pair]) -> None:

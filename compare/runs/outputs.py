@@ -50,6 +50,7 @@ from .html import check_html, write_html_report
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import ComparisonResult
+    from ..request import CompareRequest
 
 
 class OutputKind(Enum):
@@ -202,6 +203,13 @@ class OutputPlan:
         if html is not None:
             check_html()
         return cls(tuple(targets))
+
+    @classmethod
+    def of(cls, request: "CompareRequest") -> "OutputPlan":
+        """The outputs a :class:`~compare.request.CompareRequest` asks for (its ``output``, ``csv``,
+        ``json_out``, ``junit_out``, ``html_out``), checked as :meth:`plan` checks them."""
+        return cls.plan(request.output, csv_flag=request.csv, json=request.json_out, junit=request.junit_out,
+                        html=request.html_out)
 
     @classmethod
     def saved(cls, *, json: Path | None = None, junit: Path | None = None) -> "OutputPlan":

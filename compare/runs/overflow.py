@@ -42,13 +42,19 @@ import ml_dtypes
 import numpy as np
 
 from convert.codecs.dumpfile import read_header, read_tensor
+from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
+from convert.codecs.opdebug import (
+    OpDebugEntry,
+    is_opdebug_name,
+    parse_opdebug_json_name,
+    parse_opdebug_name,
+    read_opdebug_file,
+    slice_ids,
+)
 from convert.entries import list_entries, os_problem
 from convert.errors import CompareError, DumpFormatError, OptionError
 from convert.names.ascend import OfflineName, parse_offline_name
 from convert.names.hashed import is_hashed_name, read_mapping
-from convert.codecs.npy import load_npy, logical_dtype_name, read_npy_header
-from convert.codecs.opdebug import (OpDebugEntry, is_opdebug_name, parse_opdebug_json_name, parse_opdebug_name,
-                             read_opdebug_file, slice_ids)
 
 from ..records import Run
 from ..reports.files import NAME_MAX, atomic_write

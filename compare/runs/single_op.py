@@ -460,7 +460,7 @@ def prepare_operator(pair: Pair, *, plugins: Any = None) -> PreparedOperator:
     request = layout_request(pair, left, right, plugins=plugins)
     notes = (f"golden layout assumed {request.golden_format} (no fusion rule says it)",) if request.assumed else ()
     try:
-        gold_fmt = request.resolved_golden_format()
+        gold_fmt = request.decision.golden_format
         x, y, shape = request.prepare(detail=True)
     except (LayoutError, ValueError) as exc:
         raise ShapeError(f"cannot bring {pair.tensor_id} and {pair.right.path.name} to one layout: {exc}") from None

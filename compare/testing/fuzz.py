@@ -439,8 +439,8 @@ class Corpus:
 
 def build_corpus(root: Path) -> Corpus:
     """Write the clean network (and a copy whose two dumps carry hashed names) under ``root``."""
-    from convert.codecs import dump_proto
     from compare.testing.synthetic import make_network
+    from convert.codecs import dump_proto
 
     network = make_network(root / "clean")
     leaf = network["leaf"]
@@ -641,8 +641,8 @@ def damage_network(corpus: Corpus, rng: random.Random, work: Path, *,
 
 def check_network(paths: dict[str, Path], rule_mutated: bool) -> Outcome:
     """Run the damaged network; see the module doc for what counts as an escape."""
-    from compare.runs.folders import run_network
     from compare.reports.network import write_report
+    from compare.runs.folders import run_network
 
     try:
         result = run_network(paths["left"], paths["right"], paths["fusion_rule"])

@@ -22,6 +22,7 @@ import numpy as np
 
 from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.layouts import LAYOUTS, convert_layout
+
 from .synthetic import BASE_TS, TIME_DIR, _fractal_z_shape, _nc1hwc0_shape, _Op, _rule_op
 
 CHANNELS = 48  # not a multiple of 16: NC1HWC0 carries padding, as real networks often do

@@ -52,9 +52,9 @@ from dataclasses import replace
 
 from ..errors import OptionError
 from ..kernels import BOOL_CAPABLE, resolve_algorithms
-from .policy import CHECKSUM_METRICS, BoundResolver, Policy, Waiver, metric_name
 from ..records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind, Verdict
 from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF
+from .policy import CHECKSUM_METRICS, BoundResolver, Policy, Waiver, metric_name
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,

@@ -16,6 +16,7 @@ from typing import Any
 from convert.entries import special_file_problem
 
 from ..errors import OptionError
+from ..records import Bound
 from .policy import (
     BOUND_OPS,
     BOUND_RE,
@@ -23,6 +24,7 @@ from .policy import (
     DTYPE_ALIASES,
     NOT_COMPARED,
     SELECTOR_KEYS,
+    NameRegexes,
     Policy,
     Rule,
     Selector,
@@ -31,10 +33,8 @@ from .policy import (
     glob_regex,
     higher_is_better,
     metric_name,
-    NameRegexes,
     regex_problem,
 )
-from ..records import Bound
 
 
 class _Reader:

@@ -80,6 +80,7 @@ import struct
 from pathlib import Path
 from typing import BinaryIO, Union
 
+from ..errors import DumpFormatError
 from . import nano
 from .dumpheader import (
     DumpHeader,
@@ -94,7 +95,6 @@ from .dumpheader import (
 )
 from .dumptensor import read_tensor
 from .dumpwire import MAX_HEADER_BYTES, FileWindow, WireError, strip_data
-from ..errors import DumpFormatError
 from .exactread import pread_exact
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError, Message
 
+from ..errors import DumpFormatError
 from . import dump_proto
 from .dtypes import UnsupportedDataType, count_for_nbytes, dtype_name, format_name
 from .dumpwire import (
@@ -31,7 +32,6 @@ from .dumpwire import (
     WireField,
     walk_fields,
 )
-from ..errors import DumpFormatError
 
 
 @dataclass(frozen=True)

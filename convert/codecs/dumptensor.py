@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DumpFormatError
 from .dtypes import UnsupportedDataType, data_type_label, decode, dtype_name, element_count, numpy_dtype, stored_nbytes
 from .dumpheader import DumpHeader, TensorInfo
-from ..errors import DumpFormatError
 
 #: Dimensions at or above this are negative int64 values written into the uint64 ``Shape.dim``.
 _INT64_SIGN = 1 << 63

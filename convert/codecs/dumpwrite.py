@@ -26,8 +26,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from . import dump_proto
-from .dtypes import (DataType, UnsupportedDataType, code_for_numpy, element_count, format_code, narrow_type,
-                     numpy_dtype)
+from .dtypes import DataType, UnsupportedDataType, code_for_numpy, element_count, format_code, narrow_type, numpy_dtype
 from .narrow import encode_codes, pack_codes
 
 

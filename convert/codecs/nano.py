@@ -67,9 +67,9 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Union
 
+from ..errors import DumpFormatError
 from .dtypes import DataType
 from .dumpwire import MAX_HEADER_BYTES, MAX_RANK
-from ..errors import DumpFormatError
 from .exactread import pread_exact
 
 PathLike = Union[str, "os.PathLike[str]"]

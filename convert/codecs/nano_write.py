@@ -36,7 +36,6 @@ from .nano import (
     proto_data_type,
 )
 
-
 #: Sub-TLVs a spec may leave out (:attr:`NanoTensorSpec.omit`).
 SUB_TLVS = frozenset({"shape", "original_shape", "origin_name"})
 

@@ -77,11 +77,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dumpfile import DumpHeader, read_header
-from .dumpwrite import TensorSpec, write_dump
 from ..errors import DumpFormatError
 from ..jsonsafe import load_json
 from ..names.ascend import OfflineName, parse_offline_name
+from .dumpfile import DumpHeader, read_header
+from .dumpwrite import TensorSpec, write_dump
 
 #: The new layout's first uint32.
 MAGIC = 0x5A5A5A5A

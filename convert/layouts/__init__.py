@@ -20,8 +20,16 @@ from __future__ import annotations
 from .dispatch import convert_layout
 from .fractal import check_nz_target, group_geometry, nz_padded_shape
 from .plugins import MAX_PLUGIN_BYTES, PluginConverter, PluginSet, check_plugin_file, load_plugins
-from .prepare import (LayoutDecision, Route, assumed_golden_format, decide_layout, prepare_decided, prepare_pair,
-                      resolve_golden_format, slice_to_golden)
+from .prepare import (
+    LayoutDecision,
+    Route,
+    assumed_golden_format,
+    decide_layout,
+    prepare_decided,
+    prepare_pair,
+    resolve_golden_format,
+    slice_to_golden,
+)
 from .registry import LAYOUTS, Converter
 from .shapes import LayoutError, LayoutWarning, format_key, is_scalar_like
 

@@ -14,13 +14,12 @@ import numpy as np
 import pytest
 
 from compare.cli import run
-from compare.consistency.check import check_part, digest
+from compare.consistency.check import ConsistencyOptions, check_part, digest
 from compare.consistency.groups import parse_groups
 from compare.consistency.plan import plan_consistency
-from compare.consistency.run import check_consistency
-from compare.consistency.check import ConsistencyOptions
-from compare.errors import OptionError
 from compare.consistency.records import Consistency, ReplicaStatus, Replicated
+from compare.consistency.run import check_consistency
+from compare.errors import OptionError
 from compare.reports.consistency import CSV_HEADER, consistency_document, csv_text, ranks_text, summary_lines
 from compare.testing.synthetic_ranks import OpKind, Perturbation, make_rank_tree
 

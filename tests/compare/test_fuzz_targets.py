@@ -19,8 +19,17 @@ import pytest
 
 from compare.testing import fuzz_formats as ff
 from compare.testing.fuzz import Outcome
-from compare.testing.fuzz_runner import ALL_TARGETS, RUN_WEIGHTS, RunReport, build_corpora, case_rng, plan, \
-    run_input, run_parallel, signature
+from compare.testing.fuzz_runner import (
+    ALL_TARGETS,
+    RUN_WEIGHTS,
+    RunReport,
+    build_corpora,
+    case_rng,
+    plan,
+    run_input,
+    run_parallel,
+    signature,
+)
 
 #: Inputs per new target in the classification test.
 PER_TARGET = 6
@@ -54,8 +63,8 @@ def test_seeds_are_valid(corpora: tuple) -> None:
     """Every seed reads cleanly: the damage, not the seed, is what a run meets."""
     from compare.api import regate
     from compare.consistency.groups import parse_groups
-    from compare.verdict.policy_file import load_policy
     from compare.runs.folders import run_network
+    from compare.verdict.policy_file import load_policy
 
     _, seeds = corpora
     for left, right in ((seeds.nano["left"], seeds.nano["right"]), (seeds.ffts["left"], seeds.ffts["right"]),

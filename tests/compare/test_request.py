@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
 from conftest import FIXTURES
+from typer.testing import CliRunner
 
 import compare
 from compare import CompareRequest, compare_network, compare_request, load_run

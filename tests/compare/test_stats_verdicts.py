@@ -9,19 +9,18 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import shared_path
 from typer.testing import CliRunner
 
 from compare.api import compare_network, regate
 from compare.cli import app, run
 from compare.errors import OptionError
+from compare.records import MetricRow, Outcome, PairStatus, RowKind, StatDiff, TensorKind, TensorRef
+from compare.stats import STAT_METRIC_NAMES, StatsRow, diff_stat, dtype_class, metric_row, mismatch_reason, shape_note
+from compare.testing.synthetic_msprobe import CALLS, T, write_msprobe_dump
 from compare.verdict.gates import evaluate, parse_gate
 from compare.verdict.policy import Policy, dtype_bounds
 from compare.verdict.policy_file import load_policy
-from compare.records import (MetricRow, Outcome, PairStatus, RowKind, StatDiff, TensorKind, TensorRef)
-from compare.stats import (STAT_METRIC_NAMES, StatsRow, diff_stat, dtype_class, metric_row, mismatch_reason,
-                           shape_note)
-from compare.testing.synthetic_msprobe import CALLS, T, write_msprobe_dump
-from conftest import shared_path
 
 runner = CliRunner()
 

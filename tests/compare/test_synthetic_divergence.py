@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from compare import compare_network
-from compare.verdict.policy import dtype_bounds
 from compare.records import MetricRow, PairStatus
 from compare.testing.synthetic_divergence import DivergenceCase, make_divergence_network
+from compare.verdict.policy import dtype_bounds
 from convert.codecs.dumpfile import read_header, read_tensor
 
 RED = "RelativeEuclideanDistance"

@@ -8,6 +8,7 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,8 +26,6 @@ from convert.codecs.dtypes import (
     nbytes_for,
     numpy_dtype,
 )
-
-from conftest import ROOT
 
 EXPECTED_NAMES = {
     0: "int8",

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import ml_dtypes
+import narrow_reference as ref
 import numpy as np
 import pytest
 
-import narrow_reference as ref
 from convert.codecs.dtypes import (
     DataSizeError,
     DataType,
@@ -28,8 +28,8 @@ from convert.codecs.dtypes import (
 )
 from convert.codecs.dumpfile import read_header, read_tensor
 from convert.codecs.dumpwrite import TensorSpec, write_dump
-from convert.errors import DumpFormatError
 from convert.codecs.fastread import read_tensor_mapped
+from convert.errors import DumpFormatError
 
 SHAPE = (3, 5)  # 15 elements: a partial last byte for every width below 8 bits
 

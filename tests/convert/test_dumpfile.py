@@ -9,6 +9,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +18,6 @@ from convert.codecs import dump_proto
 from convert.codecs.dtypes import DataType, Format
 from convert.codecs.dumpfile import DumpHeader, read_header, read_tensor
 from convert.codecs.dumpwrite import TensorSpec, write_dump
-
-from conftest import shared_path
 
 LEAF = ("left", "20240315101530", "0", "resnet_small", "1", "0")
 

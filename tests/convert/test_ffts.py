@@ -12,9 +12,16 @@ from hypothesis import strategies as st
 
 from convert.codecs.dumpfile import read_header
 from convert.codecs.dumpwrite import write_dump
+from convert.codecs.ffts import (
+    DimRange,
+    SliceAttr,
+    merge_pieces,
+    merged_path,
+    merged_shape,
+    parse_slice_attr,
+    slice_attr_of,
+)
 from convert.errors import DumpFormatError
-from convert.codecs.ffts import (DimRange, SliceAttr, merge_pieces, merged_path, merged_shape, parse_slice_attr,
-                          slice_attr_of)
 from convert.names.ascend import parse_offline_name
 
 AUTO = {"threadMode": 1, "slice_instance_num": 2, "outputCutList": [[2, 1], [1, 1]],

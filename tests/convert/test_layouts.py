@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from convert.layouts import (
     LAYOUTS,
+    LayoutDecision,
     LayoutError,
     LayoutWarning,
-    LayoutDecision,
     Route,
     check_nz_target,
     convert_layout,

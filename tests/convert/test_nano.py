@@ -17,7 +17,6 @@ from convert.codecs.dtypes import DataType
 from convert.codecs.dumpfile import NANO_VERSION, read_header, read_tensor
 from convert.codecs.dumpwire import MAX_HEADER_BYTES
 from convert.codecs.dumpwrite import write_dump
-from convert.errors import DumpFormatError
 from convert.codecs.fastread import MIN_MAP_BYTES, is_mapped, read_tensor_mapped
 from convert.codecs.nano import (
     NANO_MAGIC,
@@ -30,6 +29,7 @@ from convert.codecs.nano import (
     read_nano,
 )
 from convert.codecs.nano_write import SUB_TLVS, NanoTensorSpec, nano_head, write_nano
+from convert.errors import DumpFormatError
 
 NAME = "Conv2D.conv1.3.1.1700000000000123"
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from convert.codecs.dumpfile import read_header, read_tensor
-from convert.errors import DumpFormatError
 from convert.codecs.nano import NANO_MAGIC, NanoHead, parse_head, read_nano
 from convert.codecs.nano_write import NanoTensorSpec, nano_head, write_nano
+from convert.errors import DumpFormatError
 
 NAME = "Add.add1.2.1.1700000000000042"
 _MAGIC = struct.pack("<II", NANO_MAGIC, 0)

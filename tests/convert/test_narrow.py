@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import ml_dtypes
+import narrow_reference as ref
 import numpy as np
 import pytest
 
-import narrow_reference as ref
 from convert.codecs.dtypes import narrow_type
 from convert.codecs.narrow import (
     Layout,

@@ -12,11 +12,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from convert.codecs.dumpwrite import write_dump
+from convert.codecs.opdebug import (
+    ACC_FIELDS,
+    MAGIC,
+    OLD_LAYOUT_SIZE,
+    AccType,
+    NewEntry,
+    OpDebugLayout,
+    decode_opdebug,
+    encode_new,
+    encode_old,
+    parse_opdebug_name,
+    read_opdebug_file,
+    slice_ids,
+    write_opdebug_file,
+)
 from convert.errors import DumpFormatError
 from convert.names.ascend import parse_offline_name
-from convert.codecs.opdebug import (ACC_FIELDS, MAGIC, OLD_LAYOUT_SIZE, AccType, NewEntry, OpDebugLayout, decode_opdebug,
-                             encode_new, encode_old, parse_opdebug_name, read_opdebug_file, slice_ids,
-                             write_opdebug_file)
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 

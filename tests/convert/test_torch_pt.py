@@ -13,9 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compare.testing.synthetic_msprobe import tensor_pickle, write_pt
+from convert.codecs.torch_pt import (
+    MAX_BYTEORDER_BYTES,
+    MAX_EXPANDED_BYTES,
+    TorchPtError,
+    load_pt,
+    pt_dtype_name,
+    read_pt_header,
+)
 from convert.errors import DumpFormatError
-from convert.codecs.torch_pt import (MAX_BYTEORDER_BYTES, MAX_EXPANDED_BYTES, TorchPtError, load_pt, pt_dtype_name,
-                              read_pt_header)
 
 DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int64, np.int32, np.int16, np.int8, np.uint8,
           np.bool_, np.complex64]

@@ -14,11 +14,10 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import ROOT, SHARED, shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-from conftest import ROOT, SHARED, shared_path
 
 from compare.errors import OptionError
 from convert.cli import run

@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compare.errors import OptionError
-from convert.names.golden import parse_golden_name
 from convert.cli import run
 from convert.codecs.dumpwrite import TensorSpec, write_dump
+from convert.names.golden import parse_golden_name
 from convert.tool import batch
 from convert.tool.batch import FileOutcome, SourceFile, run_files, worker_count
 from convert.tool.convert_dump import DumpConvertOptions, convert_dumps
-from convert.tool.naming import FAILED_LIST_FILE
 from convert.tool.inplace import LayerView, protobuf_view, remove_inplace, remove_inplace_file, views_of
+from convert.tool.naming import FAILED_LIST_FILE
 from convert.tool.prototxt import Field, Message, PrototxtError, Scalar, format_text, parse, quote, tokenize, unescape
 from convert.tool.rename_npy import golden_name_for, is_valid_name, rename_npy
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,8 +27,6 @@ from compare.engine.goldens import SideStats
 from compare.kernels import METRIC_NAMES, compare_arrays, compare_planned, is_scalar_like, storage
 from convert.layouts import LAYOUTS, LayoutError, prepare_pair
 from convert.layouts.lazy import LazyView, Unsupported, kernel_plan, plan_pair
-from conftest import ROOT
-
 
 
 def _close(a, b, rel: float = 1e-12, abs_: float = 1e-12) -> bool:

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from conftest import shared_path
 from builders import REAL, desc, op
+from conftest import shared_path
 
 from compare.errors import DumpFormatError
 from compare.pairing import fusion_groups as fg

@@ -32,8 +32,8 @@ import pytest
 from typer.testing import CliRunner
 
 from compare.testing.synthetic import make_network
-from convert.codecs import dump_proto
 from convert.cli import app as vconvert_app
+from convert.codecs import dump_proto
 from convert.codecs.dumpwrite import write_dump
 from convert.tool import convert_dump
 from convert.tool.naming import FAILED_LIST_FILE, MAPPING_FILE, msnpy_name, physical_name

@@ -20,9 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compare.cli import run
-from compare.verdict.policy import MAX_REGEX_NAME, Globs, NameRegexes
-from compare.runs.distributed import MAX_LOCAL_WORKERS, ClusterSpec, max_local_workers
 from compare.errors import OptionError
+from compare.runs.distributed import MAX_LOCAL_WORKERS, ClusterSpec, max_local_workers
+from compare.verdict.policy import MAX_REGEX_NAME, Globs, NameRegexes
 from convert.codecs.dumpwrite import write_dump
 from convert.errors import DumpFormatError
 from convert.jsonsafe import MAX_INT_DIGITS, load_json

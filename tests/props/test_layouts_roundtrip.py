@@ -17,11 +17,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convert.tool.convert_dump import convert_tensor
 from convert.codecs.dtypes import format_code
 from convert.codecs.dumpfile import TensorInfo
 from convert.layouts import LAYOUTS, group_geometry
 from convert.layouts.transpose import PERMUTATIONS
+from convert.tool.convert_dump import convert_tensor
 
 FAST = settings(max_examples=30, deadline=None)
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import narrow_reference as ref
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import narrow_reference as ref
 from convert.codecs.dtypes import DataSizeError, decode, nbytes_for, stored_nbytes
 from convert.codecs.narrow import pack_codes, packed_nbytes, unpack_codes
 

@@ -12,9 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from conftest import FIXTURES, ROOT, TESTS
+from typer.testing import CliRunner
 
 from compare.cli import app, run
 from compare.runs import outputs as run_outputs
@@ -144,8 +143,8 @@ def test_same_data_guard(tmp_path: Path) -> None:
 
 
 def test_same_data_guard_in_the_api() -> None:
-    from compare.runs.network import SameDataError
     from compare.api import compare_network
+    from compare.runs.network import SameDataError
 
     with pytest.raises(SameDataError):
         compare_network(DEMO / "npu", DEMO / "npu", gates=["cos>=0.99"])

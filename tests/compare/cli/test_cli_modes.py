@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
-
 from conftest import FIXTURES, ROOT, TESTS
+from typer.testing import CliRunner
 
 from compare.cli import app, run
 from compare.cli.file_compare import file_compare_app

@@ -27,8 +27,8 @@ from stats_rows import compare_statistics
 
 from compare import compare_network
 from compare.api import ComparisonResult
-from compare.diverge.verdicts import chain
 from compare.diverge.records import GraphSource, NodeRole, Verdict
+from compare.diverge.verdicts import chain
 from compare.records import Bound
 from compare.testing.synthetic_msprobe import write_msprobe_dump
 

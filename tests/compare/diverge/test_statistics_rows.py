@@ -7,12 +7,11 @@ import math
 
 import pytest
 
-from compare.diverge.verdicts import localise
-from compare.diverge.statistics import is_statistics_row, statistics_error
 from compare.diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, Verdict
-from compare.verdict.policy import Policy
-from compare.verdict.policy import dtype_bounds
+from compare.diverge.statistics import is_statistics_row, statistics_error
+from compare.diverge.verdicts import localise
 from compare.records import Bound, MetricRow, PairStatus, RowKind
+from compare.verdict.policy import Policy, dtype_bounds
 
 
 def srow(op: str, kind: str, index: int, *, max_rel: float | None = 0.0, min_rel: float | None = 0.0,

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from compare.diverge.verdicts import chain, localise
 from compare.diverge.graph import align, graph_from_order, graph_from_rule
 from compare.diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, Verdict
+from compare.diverge.verdicts import chain, localise
 from compare.records import Bound, MetricRow, PairStatus
 from compare.verdict.policy import Policy
 

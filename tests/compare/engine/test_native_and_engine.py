@@ -26,6 +26,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import ROOT
 
 from compare.engine.goldens import SideStats
 from compare.kernels import (
@@ -43,7 +44,6 @@ from compare.kernels import (
 from compare.kernels._abi import PairPass, SidePass
 from compare.kernels.buffers import raw, tile
 from compare.records import TensorKind
-from conftest import ROOT
 
 DEMO = ROOT / "fixtures" / "demo"
 
@@ -623,8 +623,7 @@ def test_engine_reuses_lazy_plans(demo_pairs: list, monkeypatch: pytest.MonkeyPa
     """Pairs with the same shapes and formats reuse one lazy plan and its layout decision
     (plan_decided and decide_layout run fewer times than pairs are compared), and the rows still
     equal the ordinary path's (fast=False) to 1e-9."""
-    from compare.engine import EngineOptions, compare_pairs
-    from compare.engine import prepare
+    from compare.engine import EngineOptions, compare_pairs, prepare
 
     plans: list[int] = []
     decisions: list[int] = []

@@ -18,16 +18,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import shared_path
 
-from compare.runs.loading import load_and_pair
-from compare.runs.folders import run_network
 from compare.engine import EngineOptions, compare_pairs
 from compare.kernels import Note, compare_arrays
 from compare.records import MetricRow, PairStatus
 from compare.reports.cells import shape_cell
 from compare.reports.network import render_csv
+from compare.runs.folders import run_network
+from compare.runs.loading import load_and_pair
 from compare.testing.naive import close, reference_metrics
 from compare.testing.synthetic import make_network
 from convert.codecs.dumpwrite import TensorSpec, write_dump

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
-
-from conftest import shared_path
 
 import compare
 from compare.cli import app

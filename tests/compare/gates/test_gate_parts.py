@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compare.records import MetricRow, Outcome, PairStatus, PartReport, PartStatus, part_name
 from compare.verdict.gates import evaluate, parse_gate
 from compare.verdict.policy import Policy
 from compare.verdict.policy_file import load_policy
-from compare.records import MetricRow, Outcome, PairStatus, PartReport, PartStatus, part_name
 
 METRICS = ["CosineSimilarity"]
 

@@ -14,16 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES
 
-from compare.runs.network import NetworkResult
-from compare.runs.folders import run_network
 from compare.errors import OptionError
+from compare.records import Bound, MetricRow, Outcome, PairStatus
+from compare.runs.folders import run_network
+from compare.runs.network import NetworkResult
 from compare.verdict.gates import evaluate, parse_gate
 from compare.verdict.policy import Policy
 from compare.verdict.policy_file import load_policy
-from compare.records import Bound, MetricRow, Outcome, PairStatus
 
 DEMO = FIXTURES / "demo"
 BAD = FIXTURES / "bad"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from compare.errors import OptionError
+from compare.records import MetricRow, Outcome, PairStatus
 from compare.verdict.gates import evaluate, parse_gate
 from compare.verdict.policy import (
     DTYPE_EPS,
@@ -20,7 +21,6 @@ from compare.verdict.policy import (
     names_text,
 )
 from compare.verdict.policy_file import load_policy, starter_policy
-from compare.records import MetricRow, Outcome, PairStatus
 
 TODAY = datetime.date(2026, 11, 23)
 

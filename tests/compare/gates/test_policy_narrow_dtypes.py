@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from compare.records import MetricRow, Outcome
 from compare.verdict.gates import evaluate
 from compare.verdict.policy import DTYPE_EPS, dtype_bounds
 from compare.verdict.policy_file import load_policy
-from compare.records import MetricRow, Outcome
 
 
 @pytest.mark.parametrize("name, mantissa_bits", [

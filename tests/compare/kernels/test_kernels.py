@@ -11,11 +11,11 @@ import subprocess
 import sys
 import zlib
 from functools import lru_cache
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -34,7 +34,6 @@ from compare.kernels import (
     resolve_algorithms,
 )
 from compare.testing.naive import close, reference_metrics
-from conftest import ROOT
 
 NAN, INF = math.nan, math.inf
 

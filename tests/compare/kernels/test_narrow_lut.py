@@ -3,10 +3,10 @@ table (CODE_LUT8), the table types as float32 (compare.kernels.buffers)."""
 
 from __future__ import annotations
 
+import narrow_reference as ref
 import numpy as np
 import pytest
 
-import narrow_reference as ref
 from compare.kernels import _abi
 from compare.kernels.buffers import code_of, storage, table
 from convert.codecs.dtypes import decode

@@ -9,11 +9,10 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
-from convert.codecs.dumpwrite import write_dump
-from convert.codecs.ffts import FftsMode
-
 from compare.cli import app
 from compare.testing.synthetic_ffts import BASE_TIMESTAMP, write_sliced_op
+from convert.codecs.dumpwrite import write_dump
+from convert.codecs.ffts import FftsMode
 
 runner = CliRunner()
 

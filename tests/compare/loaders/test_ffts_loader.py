@@ -7,14 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convert.codecs.dumpwrite import write_dump
-from convert.errors import DumpFormatError
-from convert.codecs.ffts import FftsMode
-
 from compare.loaders import load_run
 from compare.loaders.ascend_offline import scan_offline
 from compare.records import TensorKind
 from compare.testing.synthetic_ffts import BASE_TIMESTAMP, write_sliced_op
+from convert.codecs.dumpwrite import write_dump
+from convert.codecs.ffts import FftsMode
+from convert.errors import DumpFormatError
 
 
 def _full(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:

@@ -9,6 +9,7 @@ import struct
 
 import numpy as np
 import pytest
+from conftest import ROOT
 
 from compare.errors import DumpFormatError
 from compare.heap import frozen_heap, paused_gc
@@ -16,7 +17,6 @@ from convert.codecs import dumpfile, npy
 from convert.codecs.dumpfile import read_header
 from convert.codecs.dumpwrite import write_dump
 from convert.codecs.npy import read_npy_header
-from conftest import ROOT
 
 # ------------------------------------------------------------------------------- compare.heap
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,15 +17,14 @@ from compare.errors import CompareError, DumpFormatError
 from compare.loaders import READERS, OpenRequest, Reader, detect, load_run
 from compare.loaders.ascend import clean_op_name
 from compare.loaders.ascend_offline import scan_offline
+from compare.loaders.golden_npy import scan_golden
+from compare.records import Run, RunKind, TensorKind
+from convert.codecs.dumpwrite import TensorSpec, write_dump
+from convert.codecs.npy import NpyHeader, load_npy, read_npy_header
 from convert.names.ascend import OfflineName, parse_offline_name
+from convert.names.golden import parse_golden_name
 from convert.names.hashed import read_mapping
 from convert.tree import resolve_dump_folder
-from compare.loaders.golden_npy import scan_golden
-from convert.names.golden import parse_golden_name
-from convert.codecs.npy import NpyHeader, load_npy, read_npy_header
-from compare.records import Run, RunKind, TensorKind
-from conftest import shared_path
-from convert.codecs.dumpwrite import TensorSpec, write_dump
 
 TS = 1700000000004805  # a 16-digit timestamp
 

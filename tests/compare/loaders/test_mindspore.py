@@ -13,20 +13,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import shared_path
 
-from compare.runs.folders import run_network
 from compare.errors import DumpFormatError, OptionError, PairingError
 from compare.loaders import detect, load_run
-from convert.names.mindspore import ms_dtype, ms_format, parse_npy_name, parse_sync_name
 from compare.loaders.mindspore import read_sync_bin, scan_sync
 from compare.pairing.mapping_file import load_mapping
 from compare.pairing.names import match_names
 from compare.pairing.user_mapping import pair_families
-from convert.names.keys import name_key
 from compare.records import PairStatus, RunKind, TensorKind
+from compare.runs.folders import run_network
 from compare.testing.synthetic_mindspore import BF16_TENSOR, OPS, make_trees, tensor_value
+from convert.names.keys import name_key
+from convert.names.mindspore import ms_dtype, ms_format, parse_npy_name, parse_sync_name
 
 REAL = "real/mindspore/tests/ut/data/dump/gpu_dumps"
 

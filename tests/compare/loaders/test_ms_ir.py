@@ -15,13 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import shared_path
-
-from compare.errors import DumpFormatError
 from compare.diverge.records import GraphSource, NodeRole, OpGraph
+from compare.errors import DumpFormatError
 from compare.loaders.ms_ir import find_ir, in_execution_order, match_dumped, read_ir
 from compare.loaders.ms_ir_text import parse_trace, user_line
 from compare.loaders.ms_order import read_execution_order

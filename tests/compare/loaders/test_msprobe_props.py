@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from compare.errors import CompareError
 from compare.loaders.msprobe import scan_msprobe
 from compare.testing.synthetic_msprobe import tensor_pickle, write_pt
-from convert.errors import DumpFormatError
 from convert.codecs.torch_pt import load_pt
+from convert.errors import DumpFormatError
 
 _SCALARS = st.none() | st.booleans() | st.integers(-5, 10) | st.floats(allow_nan=True) | st.sampled_from(
     ["torch.Tensor", "mindspore.Tensor", "torch.float32", "Float16", "../x.pt", "a.pt", "b.npy", "-1", ""])

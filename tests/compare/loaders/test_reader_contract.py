@@ -26,12 +26,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, SHARED
 
 from compare.errors import CompareError, OptionError
 from compare.loaders import OpenRequest, Reader, TreeReader, load_run, readers
 from compare.loaders.selection import Candidate, Selection
 from compare.records import Run, TensorKind
-from conftest import ROOT, SHARED
 
 FIXTURES = ROOT / "fixtures"
 

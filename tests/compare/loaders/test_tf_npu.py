@@ -6,17 +6,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import shared_path
 
-from compare.runs.folders import run_network
 from compare.errors import OptionError
 from compare.loaders import load_run
 from compare.loaders.stats_csv import read_stats_csv
 from compare.loaders.tf_npu import dump_model_name, first_graph_name
-from convert.names.ascend import stats_csv_name
 from compare.records import PairStatus, Run, RunKind, TensorKind
+from compare.runs.folders import run_network
 from compare.testing.synthetic_mindspore import GRAPH_NAME, OPS, ascend_file_op, make_trees, tensor_value
+from convert.names.ascend import stats_csv_name
 
 GE_BUILD = "real/hicann-oam-tools/test/st/msaicerr/res/ori_data/complie_path/ge_proto_00000062_Build.txt"
 

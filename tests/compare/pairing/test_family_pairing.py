@@ -15,18 +15,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
-from compare.runs.folders import run_network
 from compare.cli import app
 from compare.errors import PairingError
 from compare.loaders import load_run
 from compare.pairing.names import amp_key, kernel_tail, match_names
 from compare.pairing.user_mapping import pair_families
-from convert.names.keys import name_key
 from compare.records import PairStatus
+from compare.runs.folders import run_network
 from compare.runs.single_op import OperatorNotFound, compare_operator
-from conftest import ROOT
+from convert.names.keys import name_key
 
 NET = "Default_network-WithLossCell__backbone-Net"
 AMP = "Default_network-WithLossCell__backbone-_OutputTo32__backbone-Net"

@@ -15,9 +15,18 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="matplotlib is part of the test extra: pip install -e '.[test]'")
 
+from compare.diverge.records import (
+    GraphSource,
+    InputEdge,
+    Localisation,
+    OpGraph,
+    OpNode,
+    OpVerdict,
+    SourceLine,
+    TensorCheck,
+    Verdict,
+)
 from compare.errors import OptionError
-from compare.diverge.records import (GraphSource, InputEdge, Localisation, OpGraph, OpNode, OpVerdict, SourceLine,
-                             TensorCheck, Verdict)
 from compare.records import MetricRow
 from compare.reports import html_tables
 from compare.reports.html import ElementErrors, HtmlReport, render_html, write_html

@@ -16,21 +16,26 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, TESTS
 
-from compare.runs.folders import run_network
 from compare.errors import CompareError, DumpFormatError, OptionError, OutputError
 from compare.records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, Verdict
-from compare.reports.cells import (DEFAULT_FLOAT_FORMAT, REPR_FLOAT_FORMAT, FloatFormat, metric_cell,
-                                   parse_float_format, std_cell)
+from compare.reports.cells import (
+    DEFAULT_FLOAT_FORMAT,
+    REPR_FLOAT_FORMAT,
+    FloatFormat,
+    metric_cell,
+    parse_float_format,
+    std_cell,
+)
 from compare.reports.files import atomic_write, atomic_write_text, current_umask
 from compare.reports.junit import render_junit, write_junit, xml_text
 from compare.reports.network import Layout, TableFormat, render_csv, render_txt, resolve_output, write_report
-from compare.reports.result_json import (SCHEMA_VERSION, decode_float, dumps, encode_float, result_document,
-                                         write_json)
+from compare.reports.result_json import SCHEMA_VERSION, decode_float, dumps, encode_float, result_document, write_json
 from compare.reports.saved import load_result
 from compare.reports.saved_csv import split_reasons
 from compare.reports.saved_result import SavedKind
-from conftest import ROOT, TESTS
+from compare.runs.folders import run_network
 
 DEMO = ROOT / "fixtures" / "demo"
 BAD = ROOT / "fixtures" / "bad"

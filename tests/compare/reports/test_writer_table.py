@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import get_type_hints
 
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from compare.api import ComparisonResult, compare_network, regate
@@ -22,7 +23,6 @@ from compare.reports.divergence import verdict_map
 from compare.reports.network import Layout, TableFormat, render_csv, render_txt
 from compare.runs import outputs
 from compare.runs.outputs import WRITERS, OutputKind, OutputPlan, Target, WriteOptions, Written
-from conftest import ROOT
 
 DEMO = ROOT / "fixtures" / "demo"
 runner = CliRunner()

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from compare.api import compare_network
 from compare.cli import app
-from compare.cli.output import Outputs
 from compare.errors import OutputError
 from compare.reports.spool import ARRIVALS, PartSpool
+from compare.runs.outputs import OutputPlan, WriteOutcome
 from compare.testing.synthetic_rank_trees import make_rank_trees
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
@@ -54,10 +54,10 @@ def test_a_run_stopped_before_its_report_keeps_every_finished_part(ranks: dict[s
     common = ("-l", ranks["left"], "-r", ranks["right"], "--rank", "all", "--iteration", "all")
     assert _run(*common, "-o", tmp_path / "here.csv").exit_code == 0
 
-    def broken_final_step(self: Outputs, result: object, **_: object) -> tuple[list, list]:
+    def broken_final_step(self: OutputPlan, result: object, options: object) -> WriteOutcome:
         raise KeyboardInterrupt  # the client stopped after the parts came in, before the report
 
-    monkeypatch.setattr(Outputs, "write", broken_final_step)
+    monkeypatch.setattr(OutputPlan, "write", broken_final_step)
     there = _run(*common, "-o", tmp_path / "there.csv", "--dask-cluster", "local:2")
     spool = tmp_path / "there.csv.parts"
     assert there.exit_code != 0 and not (tmp_path / "there.csv").exists()
@@ -76,10 +76,10 @@ def test_a_run_stopped_before_its_report_keeps_every_finished_part(ranks: dict[s
 
 def test_an_unwritable_report_keeps_the_spool(ranks: dict[str, Path], tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing(self: Outputs, result: object, **_: object) -> tuple[list, list]:
-        return [], [OutputError(self.table, "No space left on device")]
+    def failing(self: OutputPlan, result: object, options: object) -> WriteOutcome:
+        return WriteOutcome((), (OutputError(self.targets[0].path, "No space left on device"),))
 
-    monkeypatch.setattr(Outputs, "write", failing)
+    monkeypatch.setattr(OutputPlan, "write", failing)
     there = _run("-l", ranks["left"], "-r", ranks["right"], "--rank", "all", "--iteration", "all",
                  "-o", tmp_path / "r.csv", "--dask-cluster", "local:2")
     assert there.exit_code == 2 and "No space left on device" in there.output

@@ -11,12 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from convert.codecs.dumpwrite import write_dump
-
 from compare.errors import DumpFormatError, OptionError, ShapeError
 from compare.records import PairStatus, TensorKind
-from compare.runs.two_files import (FileKind, TensorChoice, compare_files, compare_npy_files, read_side,
-                                    read_text_tensor)
+from compare.runs.two_files import FileKind, TensorChoice, compare_files, compare_npy_files, read_side, read_text_tensor
+from convert.codecs.dumpwrite import write_dump
 
 MY = np.array([[1, 2, 3], [4, 5, 6.5]], np.float32)
 GOLDEN = np.array([[1, 2.1, 3], [4, 0, 6]], np.float32)
