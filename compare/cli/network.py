@@ -244,8 +244,8 @@ def compare(
     """The main command: the options into one :class:`~compare.request.CompareRequest`, then its runner."""
     if layout not in ("vcompare", "msaccucmp"):
         raise typer.BadParameter(f"--layout must be vcompare or msaccucmp, not {layout!r}")
-    # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)
     from ..request import CompareRequest  # here: as the runner (it loads the pairing records; --help does not)
+    # here, not at the top: the runner imports numpy, numba and the readers (--help stays ~0.1 s)
     from .modes import run_compare
 
     raise typer.Exit(run_compare(CompareRequest(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +23,7 @@ from ..engine.prepare import prepare
 from ..errors import CompareError, OptionError, OutputError
 from ..records import Pair
 from ..reports.files import tool_version
+from ..reports.html import ElementErrors, HtmlReport, write_html
 from .network import NetworkResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,21 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Tensors whose element errors the report plots, and the elements sampled from each.
 WORST_TENSORS = 6
 SAMPLE_LIMIT = 100_000
-
-
-@dataclass(frozen=True)
-class SampledErrors:
-    """The sampled element errors of one tensor: ``abs_error = |x - y|`` and ``golden = |y|`` in
-    float64, every ``step``-th element of the ``count`` compared."""
-
-    tensor_id: str
-    op: str
-    abs_error: np.ndarray
-    golden: np.ndarray
-    left_dtype: str
-    right_dtype: str
-    count: int
-    step: int
 
 
 def check_html() -> None:
@@ -83,7 +68,7 @@ def _candidates(localisation: Localisation) -> list[tuple[OpVerdict, str, float]
 
 
 def sample_errors(network: NetworkResult, localisation: Localisation | None, *, tensors: int = WORST_TENSORS,
-                  limit: int = SAMPLE_LIMIT) -> tuple[list[SampledErrors], list[str]]:
+                  limit: int = SAMPLE_LIMIT) -> tuple[list[ElementErrors], list[str]]:
     """The sampled element errors of the worst tensors (module doc) and notes on what was skipped.
 
     Only the pairs of the last compared part are at hand (a run of several ranks / iterations
@@ -94,7 +79,7 @@ def sample_errors(network: NetworkResult, localisation: Localisation | None, *, 
     if network.stats is not None:  # statistics only: no tensor data to sample
         return [], ["element errors not plotted: a statistics comparison has no tensor data"]
     pairs: dict[str, Pair] = {p.tensor_id: p for p in network.pairing.pairs if p.tensor_id}
-    out: list[SampledErrors] = []
+    out: list[ElementErrors] = []
     notes: list[str] = []
     seen: set[str] = set()
     for verdict, tensor_id, _ in _candidates(localisation):
@@ -117,8 +102,8 @@ def sample_errors(network: NetworkResult, localisation: Localisation | None, *, 
         step = max(1, math.ceil(count / limit))
         x = np.asarray(x_all[::step], dtype=np.float64)
         y = np.asarray(y_all[::step], dtype=np.float64)
-        out.append(SampledErrors(tensor_id=tensor_id, op=verdict.op, abs_error=np.abs(x - y), golden=np.abs(y),
-                                 left_dtype=pair.left.dtype, right_dtype=pair.right.dtype, count=count, step=step))
+        out.append(ElementErrors(tensor_id=tensor_id, op=verdict.op, abs_error=np.abs(x - y), golden=np.abs(y),
+                                 left_dtype=pair.left.dtype, right_dtype=pair.right.dtype, elements=count))
     return out, notes
 
 
@@ -126,14 +111,11 @@ def write_html_report(result: "ComparisonResult", path: Path) -> Path:
     """``--html``: the self-contained report of a live run (the worst tensors' element errors
     read again and sampled, :func:`sample_errors`). A saved result has no tensors to read again:
     :class:`OutputError`."""
-    from ..reports.html import ElementErrors, HtmlReport, write_html  # here: matplotlib loads only for --html
 
     network = result.network
     if network is None:
         raise OutputError(path, "an HTML report needs a live comparison (a saved result has no tensors to plot)")
-    sampled, notes = sample_errors(network, result.localisation)
-    errors = [ElementErrors(tensor_id=s.tensor_id, op=s.op, abs_error=s.abs_error, golden=s.golden,
-                            left_dtype=s.left_dtype, right_dtype=s.right_dtype, elements=s.count) for s in sampled]
+    errors, notes = sample_errors(network, result.localisation)
     options = {k: str(v) for k, v in result.options.items() if v not in (None, [], (), False)}
     if notes:
         options["element errors"] = "; ".join(notes)
@@ -145,4 +127,4 @@ def write_html_report(result: "ComparisonResult", path: Path) -> Path:
     return path
 
 
-__all__ = ["SAMPLE_LIMIT", "WORST_TENSORS", "SampledErrors", "check_html", "sample_errors", "write_html_report"]
+__all__ = ["SAMPLE_LIMIT", "WORST_TENSORS", "check_html", "sample_errors", "write_html_report"]
