@@ -70,7 +70,7 @@ import os
 import re
 import reprlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,7 +85,7 @@ from ..errors import CompareError, DumpFormatError
 from ..records import DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef
 from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
-from .reader import OpenRequest, TreeReader
+from .reader import OpenRequest, RecordedGraph, TreeReader
 from .selection import Candidate, Selection
 
 #: ``dump.json`` files larger than this are refused (a network of 10^5 calls is ~100 MB).
@@ -510,6 +510,7 @@ class MsprobeReader(TreeReader):
 
     name = "msprobe"
     kinds = (RunKind.NUMPY,)
+    part_trees = ("an msprobe step{N}/rank{R} tree",)
 
     def guess_can_open(self, folder: Path) -> bool:
         return msprobe_folders.sniff(folder)
@@ -536,8 +537,24 @@ class MsprobeReader(TreeReader):
     def open_tree(self, path: str | os.PathLike, candidates: list[Candidate], request: OpenRequest) -> Run:
         return load_msprobe(path, candidates, request.selection)
 
+    def graph(self, run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:
+        """The call graph of an msprobe run's dump folder (:func:`compare.loaders.msprobe_graph.read_msprobe_graph`);
+        None for a run of another family, and (with a note) when it cannot be read."""
+        if run.family is not DumpLayout.MSPROBE:
+            return None
+        # here, not at the top: msprobe_graph reads dump.json with this module's functions
+        from .msprobe_graph import read_msprobe_graph
+        try:
+            return RecordedGraph(read_msprobe_graph(run.path))
+        except CompareError as exc:
+            notes.append(f"msprobe call graph not used: {exc}")
+            return None
+
     def owns(self, candidate: Candidate) -> bool:
         return candidate.layout is DumpLayout.MSPROBE
+
+    def select_one(self, path: str | os.PathLike, candidates: list[Candidate], selection: Selection) -> Candidate | None:
+        return select_folder(path, candidates, selection)[0]
 
     def select_parts(self, candidates: list[Candidate], selection: Selection, *, where: str,
                      notes: list[str]) -> list[Candidate]:

@@ -33,12 +33,18 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from ..diverge.records import OpGraph
 from ..records import Run, RunKind
 from .selection import Candidate, Selection
+
+#: Entries of a folder a tree reader classifies to decide what it holds: a part's
+#: ``Candidate.files`` count stops there, so a part that reaches it is a big one.
+MAX_SNIFF = 512
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,16 @@ class OpenRequest:
     version: int | None = None
     fusion_rule: bool = False
     keep_raw_names: bool = False
+
+
+@dataclass(frozen=True)
+class RecordedGraph:
+    """The operator graph a dump family records beside a run (:meth:`Reader.graph`): ``graph``, and
+    ``known``: graph node name -> the report's op name, the pairs the family's own reader matched
+    (:func:`compare.diverge.graph.align` aligns the rest by name)."""
+
+    graph: OpGraph
+    known: Mapping[str, str] = field(default_factory=dict)
 
 
 class Reader(ABC):
@@ -79,6 +95,19 @@ class Reader(ABC):
     def kind_of(self, folder: Path) -> RunKind:
         """The kind of run ``folder`` gives, from its file names alone (:func:`compare.loaders.detect`)."""
         return self.kinds[0]
+
+    def is_data_file_name(self, name: str) -> bool:
+        """Whether a file of this name holds this family's dump data, by the name alone: what a
+        cluster worker copies for itself when a URL tree is outlined (:func:`convert.remote.outline`;
+        every other file is metadata, copied with the tree). False: none is (the whole tree is
+        copied)."""
+        return False
+
+    def graph(self, run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:
+        """The operator graph this family records beside ``run`` (:mod:`compare.diverge.graph`), or
+        None when there is none for it; a graph file that cannot be used is None with a note in
+        ``notes`` saying why. ``ops``: the report's op names (the left ones), in row order."""
+        return None
 
 
 class TreeReader(Reader):
@@ -109,6 +138,10 @@ class TreeReader(Reader):
         """Whether ``candidate`` is one of this reader's (by its layout)."""
 
     @abstractmethod
+    def select_one(self, path: str | os.PathLike, candidates: list[Candidate], selection: Selection) -> Candidate | None:
+        """The candidate a single comparison's ``selection`` picks (the one :meth:`open_tree` reads)."""
+
+    @abstractmethod
     def select_parts(self, candidates: list[Candidate], selection: Selection, *, where: str,
                      notes: list[str]) -> list[Candidate]:
         """Every part the selection keeps (one candidate per part), in (rank, [graph,] iteration) order."""
@@ -127,5 +160,11 @@ class TreeReader(Reader):
     def part_op_names(self, candidate: Candidate) -> list[str]:
         """The op names a part's run will have (cheaply, where the file names tell)."""
 
+    def model_folders(self, path: str | os.PathLike, selection: Selection) -> dict[str, Candidate]:
+        """The part each model folder of the tree at ``path`` gives under ``selection``, when it holds
+        two or more (the runs choose the one that pairs: :func:`compare.runs.loading.choose_models`);
+        empty otherwise. The default: this reader's trees have no model level."""
+        return {}
 
-__all__ = ["OpenRequest", "Reader", "TreeReader"]
+
+__all__ = ["MAX_SNIFF", "OpenRequest", "Reader", "RecordedGraph", "TreeReader"]
