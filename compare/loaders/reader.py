@@ -116,7 +116,18 @@ class TreeReader(Reader):
     ``claim_tree`` returns the candidates (leaves or dump folders) of the tree, or None when the
     tree is not this reader's kind; ``problems`` receives what its walk could not read, as the
     reader sees fit to report it (also when it declines, if the walk is the tree's own).
+
+    ``part_trees``: how the trees whose parts it compares each in turn are named in messages (noun
+    phrases). ``replica_trees``: how the trees whose ranks the consistency check compares are named
+    (:mod:`compare.consistency`); empty: the check does not read this reader's trees.
+    ``aligns``: a rank / graph / iteration the user left to the default follows the other side's
+    run in this reader's trees (:mod:`compare.runs.loading`); False: the reader's own default
+    applies.
     """
+
+    part_trees: ClassVar[tuple[str, ...]] = ()
+    replica_trees: ClassVar[str] = ""
+    aligns: ClassVar[bool] = False
 
     @abstractmethod
     def claim_tree(self, path: str | os.PathLike, request: OpenRequest,
