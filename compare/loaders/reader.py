@@ -24,9 +24,20 @@ Two kinds of reader:
 Adding a family: its reader module (a subclass of :class:`Reader` or :class:`TreeReader`, and its
 line in ``READERS``; a third party registers instead), its name grammar (:mod:`convert.names`),
 its :class:`~compare.records.DumpLayout` member when its runs have a layout of their own (with
-:data:`~compare.records.SCOPE_NAMED_LAYOUTS` when they are paired by scope name), its tests (the
+:data:`~compare.records.SCOPE_NAMED_LAYOUTS` when they are paired by scope name,
+:data:`~compare.records.GRADED_LAYOUTS` when their rows are graded msprobe's way), its tests (the
 contract suite ``tests/compare/loaders/test_reader_contract.py`` runs every registered reader
 over every fixture tree, a fixture tree of the family included).
+
+What the rest of vcompare asks of a family is asked of its reader, never by the family's name:
+the graph recorded beside a run (:meth:`Reader.graph`, for :mod:`compare.diverge.graph`), which
+file names are dump data (:meth:`Reader.is_data_file_name`, for outlining a URL tree), and of a
+tree reader: the part a single comparison picks (:meth:`TreeReader.select_one`), its model
+folders (:meth:`TreeReader.model_folders`), whether a default selection follows the other side
+(``aligns``), how messages name its trees (``part_trees``) and whether the consistency check
+reads them (``replica_trees``). The runs reach them through :mod:`compare.loaders.parts` and
+:func:`compare.loaders.recorded_graph`; nothing in ``runs/``, ``consistency/`` or ``diverge/``
+changes for a new family.
 """
 
 from __future__ import annotations
