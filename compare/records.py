@@ -67,12 +67,21 @@ class DumpLayout(Label):
         not through the Ascend comparison table. A new family says it here, with its member."""
         return self in SCOPE_NAMED_LAYOUTS
 
+    @property
+    def graded(self) -> bool:
+        """Whether the rows of runs of this layout are graded the way their own tool grades them
+        (msprobe's Result / Err_message: :func:`compare.engine.grades.grade_rows`) when a side of
+        the pair is one. A new family says it here, with its member."""
+        return self in GRADED_LAYOUTS
+
 
 #: The layouts MindSpore writes (pairing by scope names applies to their runs).
 MINDSPORE_LAYOUTS = frozenset({DumpLayout.MINDSPORE_SYNC, DumpLayout.MINDSPORE_NPY, DumpLayout.MINDSPORE_ASYNC,
                                DumpLayout.MINDSPORE_O2})
 #: The layouts whose runs are named by framework scope (:attr:`DumpLayout.scope_named`).
 SCOPE_NAMED_LAYOUTS = MINDSPORE_LAYOUTS | {DumpLayout.MSPROBE}
+#: The layouts whose runs' rows are graded msprobe's way (:attr:`DumpLayout.graded`).
+GRADED_LAYOUTS = frozenset({DumpLayout.MSPROBE})
 
 
 class PairingMode(Label):

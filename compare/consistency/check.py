@@ -42,8 +42,8 @@ import numpy as np
 
 from ..errors import CompareError
 from ..kernels import COSINE, MAX_ABS, RED, compare_arrays
+from ..loaders.parts import scan_part
 from ..loaders.selection import Candidate
-from ..loaders.trees import scan_candidate
 from ..records import OpDump, Run, TensorKind, TensorRef
 from .records import PartCheck, RankGroup, ReplicaRow, ReplicaStatus, Replicated
 from .tensors import TensorRule
@@ -116,7 +116,7 @@ def check_part(part: ConsistencyPart, options: ConsistencyOptions) -> PartCheck:
                                    reason=f"rank {rank} has no dump folder for {part.where} in {part.root}"))
             continue
         try:
-            runs[rank] = scan_candidate(leaf, root=part.root, version=options.version)
+            runs[rank] = scan_part(leaf, root=part.root, version=options.version)
         except CompareError as exc:
             result.rows.append(row(rank=rank, status=ReplicaStatus.UNREADABLE,
                                    reason=f"dump folder {leaf.path} cannot be read: {exc}"))

@@ -1,7 +1,8 @@
 """The parts of a consistency check: each rank group at each selected (graph, iteration) of a tree.
 
-The tree is walked as the comparison modes walk it (:func:`compare.loaders.trees.claim`, the
-MindSpore and TF-NPU / GE layouts); every rank is kept, and the ``iteration`` / ``graph`` /
+The tree is walked as the comparison modes walk it, by the tree readers whose trees the check
+reads (:attr:`~compare.loaders.reader.TreeReader.replica_trees`: the MindSpore and TF-NPU / GE
+layouts); every rank is kept, and the ``iteration`` / ``graph`` /
 ``model_name`` selection is applied as for ``vcompare --rank all`` (:mod:`compare.loaders.selection`):
 no ``iteration`` -> the newest iteration, ``all`` or a list -> each selected iteration in turn;
 no ``graph`` -> the graph with the most dump files. Every default choice is a note.
@@ -14,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import OptionError
+from ..loaders import tree_readers
+from ..loaders.reader import OpenRequest
 from ..loaders.selection import Candidate, Selection, listing_text
-from ..loaders.trees import claim, select
 from .check import ConsistencyPart
 from .groups import GroupSpec
 from .records import RankGroup
@@ -49,12 +51,17 @@ def plan_consistency(tree: str | os.PathLike, spec: GroupSpec, *, iteration: obj
     selection = Selection(rank="all", iteration=iteration, graph=graph, model_name=model_name)
     selection.specs()  # the option syntax, checked before the walk
     walked: list[tuple[Path, str]] = []
-    leaves = claim(root, selection, problems=walked)
-    if leaves is None:
-        raise OptionError(f"{root} is not a dump tree with ranks: the consistency check reads MindSpore "
-                          "(rank_N / device_N folders) and TF-NPU / GE ({time}/{device}/...) dump trees")
+    checked = [reader for reader in tree_readers() if reader.replica_trees]
+    request = OpenRequest(root=root, selection=selection)
+    for reader in checked:  # the first reader whose tree it is
+        leaves = reader.claim_tree(root, request, walked)
+        if leaves is not None:
+            break
+    else:
+        raise OptionError(f"{root} is not a dump tree with ranks: the consistency check reads "
+                          f"{', '.join(reader.replica_trees for reader in checked)} dump trees")
     notes: list[str] = []
-    chosen = select(leaves, selection, where=str(root), keep_all=True, notes=notes)
+    chosen = reader.select_parts(leaves, selection, where=str(root), notes=notes)
     ranked = [leaf for leaf in chosen if _as_int(leaf.get("rank")) is not None]
     if not ranked:
         raise OptionError(f"{root}: no rank or device folder level; the consistency check compares the ranks "

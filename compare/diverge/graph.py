@@ -16,6 +16,9 @@ is for analysis only):
    :mod:`compare.loaders.msprobe_graph`): order only, plus producer-less PARAMETER edges for the
    parameter inputs of each call (a module's ``parameters``, the weight / bias arguments of
    ``linear``, ``conv2d``, ``layer_norm`` ...) and the user's source line from ``stack.json``.
+   Sources 2 and 3 are the graphs dump families record beside their runs: the first reader with
+   one for the left run gives it (:func:`compare.loaders.recorded_graph`, in registry order), so
+   a new family's graph needs nothing here.
 4. **The MindSpore execution order** (``Run.order``): order only.
 5. **The dump order** (the rows' order, i.e. dump timestamps): order only.
 
@@ -33,11 +36,9 @@ from dataclasses import replace
 
 from convert.names.keys import name_key, without_kernel_id
 
-from ..errors import CompareError
-from ..loaders.ms_ir import find_ir, in_execution_order, match_dumped, read_ir
-from ..loaders.msprobe_graph import read_msprobe_graph
+from ..loaders import recorded_graph
 from ..pairing.rule_records import FusionRule
-from ..records import DumpLayout, MetricRow, Run
+from ..records import MetricRow, Run
 from .records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
 
 #: Rule / dump op types whose values come from outside the graph's computation.
@@ -218,24 +219,11 @@ def build_graph(rows: Sequence[MetricRow], left: Run | None = None, rule: Fusion
     notes: list[str] = []
     if rule is not None and rule.ops:
         return align(graph_from_rule(rule), ops)
-    if left is not None and left.family is DumpLayout.MSPROBE:
-        try:
-            return align(read_msprobe_graph(left.path), ops)
-        except CompareError as exc:
-            notes.append(f"msprobe call graph not used: {exc}")
     if left is not None:
+        recorded = recorded_graph(left, ops, notes)
+        if recorded is not None:
+            return align(recorded.graph, ops, recorded.known)
         order = sorted(left.order, key=left.order.__getitem__)  # the execution order, when the run has one
-        ir = find_ir(left.path, left.coords.get("graph") if isinstance(left.coords.get("graph"), int) else None)
-        if ir is not None:
-            try:
-                graph = read_ir(ir)
-            except CompareError as exc:
-                notes.append(f"graph file not used: {exc}")
-            else:
-                if order:  # the .ir body is a topological order, not the order the kernels ran in
-                    graph = in_execution_order(graph, order)
-                known = {node: dumped for dumped, node in match_dumped(graph, ops).items()}
-                return align(graph, ops, known)
         if order:
             aligned = align(graph_from_order(order, ops, GraphSource.EXECUTION_ORDER), ops)
             return replace(aligned, notes=tuple(notes) + aligned.notes)

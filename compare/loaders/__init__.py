@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Collection
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -38,12 +39,13 @@ from ..records import Run, RunKind
 from . import ascend_offline, golden_npy, msprobe, trees
 from .ascend import misnamed_summary
 from .listing import cached_listing
-from .reader import OpenRequest, Reader, TreeReader
+from .reader import OpenRequest, Reader, RecordedGraph, TreeReader
 from .selection import Selection
 from .trees import MAX_DEPTH
 
-__all__ = ["ENTRY_POINT_GROUP", "READERS", "OpenRequest", "Reader", "TreeReader", "detect", "load_run", "readers",
-           "register_reader", "resolve_dump_folder", "tree_readers"]
+__all__ = ["ENTRY_POINT_GROUP", "READERS", "OpenRequest", "Reader", "RecordedGraph", "TreeReader", "detect",
+           "is_data_file_name", "load_run", "readers", "recorded_graph", "register_reader", "resolve_dump_folder",
+           "tree_readers"]
 
 #: The entry-point group third-party readers are found by.
 ENTRY_POINT_GROUP = "vcompare.readers"
@@ -89,6 +91,24 @@ def tree_readers(kind: RunKind | None = None) -> list[TreeReader]:
     """The tree readers, in order: asked before folder resolution (those producing ``kind`` when it
     is forced), and for the parts of a tree compared each in turn (:mod:`compare.loaders.parts`)."""
     return [r for r in readers() if isinstance(r, TreeReader) and (kind is None or kind in r.kinds)]
+
+
+def is_data_file_name(name: str) -> bool:
+    """Whether a file of this name holds dump data of any reader's family, by the name alone
+    (:meth:`~compare.loaders.reader.Reader.is_data_file_name`): what an outlined URL tree leaves
+    to the worker that reads it (:func:`convert.remote.outline`)."""
+    return any(reader.is_data_file_name(name) for reader in readers())
+
+
+def recorded_graph(run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:
+    """The operator graph recorded beside ``run``: that of the first reader that has one for it
+    (:meth:`~compare.loaders.reader.Reader.graph`, in registry order); None when none has. A graph
+    file that cannot be used is passed over with a note in ``notes``."""
+    for reader in readers():
+        found = reader.graph(run, ops, notes)
+        if found is not None:
+            return found
+    return None
 
 
 def _misnamed_below(root: Path, walked: list[tuple[Path, str]]) -> list[tuple[Path, list[tuple[Path, str]]]]:

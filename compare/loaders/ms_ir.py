@@ -68,15 +68,17 @@ csv, garbage), raises :class:`DumpFormatError` naming the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from convert.names.keys import name_key
 
 from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
-from ..errors import DumpFormatError
+from ..errors import CompareError, DumpFormatError
+from ..records import Run
 from .ms_ir_text import PARAM_REF_RE, NodeText, Param, Subgraph, scan_ir, user_line
+from .reader import RecordedGraph
 
 #: ``graphs/`` file name of graph ``{graph}``.
 IR_NAME = "ms_output_trace_code_graph_{graph}.ir"
@@ -417,5 +419,29 @@ def _kernel_id(name: str) -> int:
     return int(match.group(1)) if match is not None else -1
 
 
+# --------------------------------------------------------------------------------------------
+# the graph of a run
+# --------------------------------------------------------------------------------------------
+
+def recorded_ir_graph(run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:
+    """The ``.ir`` graph of ``run``'s folder (:func:`find_ir`, the run's ``graph`` coordinate as the
+    id), in the run's execution order when it has one (:func:`in_execution_order`: the ``.ir``
+    body is a topological order, not the order the kernels ran in), with the graph nodes
+    :func:`match_dumped` finds for the report's ``ops``. None when there is no ``.ir``, or when it
+    cannot be read (a note in ``notes`` says why)."""
+    order = sorted(run.order, key=run.order.__getitem__)
+    ir = find_ir(run.path, run.coords.get("graph") if isinstance(run.coords.get("graph"), int) else None)
+    if ir is None:
+        return None
+    try:
+        graph = read_ir(ir)
+    except CompareError as exc:
+        notes.append(f"graph file not used: {exc}")
+        return None
+    if order:
+        graph = in_execution_order(graph, order)
+    return RecordedGraph(graph, {node: dumped for dumped, node in match_dumped(graph, ops).items()})
+
+
 __all__ = ["IR_NAME", "VIRTUAL_OPS", "dump_spelling", "dump_spelling_scope", "find_ir", "in_execution_order",
-           "match_dumped", "op_type", "read_ir"]
+           "match_dumped", "op_type", "read_ir", "recorded_ir_graph"]

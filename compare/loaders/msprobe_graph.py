@@ -45,7 +45,7 @@ from convert.names.msprobe import CallKind, parse_msprobe_name
 
 from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode, SourceLine
 from .ms_ir_text import user_line
-from .msprobe import _is_tensor, _leaves, read_dump_json
+from .msprobe_json import _is_tensor, _leaves, read_dump_json
 from .msprobe_folders import DUMP_JSON
 
 CONSTRUCT_JSON = "construct.json"

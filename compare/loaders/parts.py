@@ -7,7 +7,9 @@ Policy: the tree readers are asked in the order of :data:`compare.loaders.READER
 first, then MindSpore / TF-NPU trees) -- the order :func:`compare.loaders.load_run` uses, so an
 in-turn run reads each part as a single run would. Every other function asks the reader that
 owns the candidates (:meth:`~compare.loaders.reader.TreeReader.owns`); the selection rules
-themselves stay in the readers' modules.
+themselves stay in the readers' modules. What the runs ask of a tree beyond its parts goes
+through here too (:func:`selected_part`, :func:`aligned_candidates`, :func:`model_folders`,
+:func:`part_trees_text`), so that the runs know no family by name.
 """
 
 from __future__ import annotations
@@ -68,4 +70,46 @@ def part_op_names(candidate: Candidate) -> list[str]:
     return _owner(candidate).part_op_names(candidate)
 
 
-__all__ = ["claim_parts", "load_part", "part_op_names", "scan_part", "select_parts"]
+def selected_part(path: str | os.PathLike, selection: Selection) -> Candidate | None:
+    """The part a single comparison's ``selection`` picks in the tree at ``path`` (the one
+    :func:`compare.loaders.load_run` reads); None when no tree reader claims ``path``. Raises
+    :class:`~compare.errors.OptionError` when the selection matches nothing."""
+    candidates = claim_parts(path, selection)
+    if candidates is None:
+        return None
+    return _owner(candidates[0]).select_one(path, candidates, selection)
+
+
+def aligned_candidates(path: str | os.PathLike, selection: Selection) -> list[Candidate] | None:
+    """The part candidates of ``path`` when its reader lets a rank / graph / iteration left to the
+    default follow the other side's run (:attr:`~compare.loaders.reader.TreeReader.aligns`); None
+    when no tree reader claims ``path``, or when the one that does keeps its own defaults."""
+    candidates = claim_parts(path, selection)
+    if candidates is None or not _owner(candidates[0]).aligns:
+        return None
+    return candidates
+
+
+def model_folders(path: str | os.PathLike, selection: Selection) -> dict[str, Candidate]:
+    """The part each model folder of the tree at ``path`` gives under ``selection``
+    (:meth:`~compare.loaders.reader.TreeReader.model_folders`: the first tree reader that finds two
+    or more); empty when none does."""
+    for reader in tree_readers():
+        found = reader.model_folders(path, selection)
+        if found:
+            return found
+    return {}
+
+
+def part_trees_text() -> str:
+    """The trees whose parts are compared each in turn, named for a message: every tree reader's
+    :attr:`~compare.loaders.reader.TreeReader.part_trees`, alphabetically (a stable order whatever
+    the registry's), the last after "or"."""
+    phrases = sorted(phrase for reader in tree_readers() for phrase in reader.part_trees)
+    if len(phrases) < 2:
+        return "".join(phrases)
+    return f"{', '.join(phrases[:-1])}{',' if len(phrases) > 2 else ''} or {phrases[-1]}"
+
+
+__all__ = ["aligned_candidates", "claim_parts", "load_part", "model_folders", "part_op_names", "part_trees_text",
+           "scan_part", "select_parts", "selected_part"]

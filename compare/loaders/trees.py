@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +53,8 @@ from .ascend import clean_op_name
 from .listing import cached_listing
 from .mindspore import constants_folder, scan_npy, scan_sync
 from .ms_order import apply_order, order_files, read_execution_order, read_global_order
-from .reader import OpenRequest, TreeReader
+from .ms_ir import recorded_ir_graph
+from .reader import MAX_SNIFF, OpenRequest, RecordedGraph, TreeReader
 from .selection import (
     Candidate,
     Selection,
@@ -67,8 +69,6 @@ from .tf_npu import check_model_folder, first_graph_name, merged_listing, scan_b
 
 #: How deep the walk goes below the given path.
 MAX_DEPTH = 8
-#: Entries of a folder classified to decide what it holds.
-MAX_SNIFF = 512
 
 _SKIP_DIRS = frozenset({"graphs", "execution_order", "constants"})
 _ITER_RE = re.compile(r"iteration_(\d+)")
@@ -140,7 +140,7 @@ def is_data_file_name(name: str) -> bool:
 
 
 def classify_leaf(folder: Path) -> LeafInfo:
-    """Classify (up to :data:`MAX_SNIFF`) files of ``folder``; hashed names via ``mapping.csv``."""
+    """Classify (up to :data:`~compare.loaders.reader.MAX_SNIFF`) files of ``folder``; hashed names via ``mapping.csv``."""
     info = LeafInfo()
     hashed: list[str] = []
     try:
@@ -486,6 +486,9 @@ class TreesReader(TreeReader):
 
     name = "mindspore"
     kinds = (RunKind.NUMPY, RunKind.OFFLINE)
+    part_trees = ("MindSpore rank_N / device_N / graph / iteration folders", "a TF-NPU / GE tree")
+    replica_trees = "MindSpore (rank_N / device_N folders) and TF-NPU / GE ({time}/{device}/...)"
+    aligns = True
 
     def guess_can_open(self, folder: Path) -> bool:
         return claim(folder) is not None
@@ -513,8 +516,23 @@ class TreesReader(TreeReader):
         chosen = select(candidates, Selection(), where=str(path))
         return RunKind.OFFLINE if chosen and chosen[0].kind == "offline" else RunKind.NUMPY
 
+    def is_data_file_name(self, name: str) -> bool:
+        """Dump files of every name grammar this walk counts (Ascend and golden names included):
+        :func:`is_data_file_name`."""
+        return is_data_file_name(name)
+
+    def graph(self, run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:
+        """The MindSpore ``.ir`` graph above the run's folder, in its execution order
+        (:func:`compare.loaders.ms_ir.recorded_ir_graph`): looked for above any run's folder, so
+        that a leaf given directly keeps its graph."""
+        return recorded_ir_graph(run, ops, notes)
+
     def owns(self, candidate: Candidate) -> bool:
         return candidate.layout in TREE_LAYOUTS
+
+    def select_one(self, path: str | os.PathLike, candidates: list[Candidate], selection: Selection) -> Candidate | None:
+        chosen = select(candidates, selection, where=str(path))
+        return chosen[0] if chosen else None
 
     def select_parts(self, candidates: list[Candidate], selection: Selection, *, where: str,
                      notes: list[str]) -> list[Candidate]:
@@ -530,6 +548,9 @@ class TreesReader(TreeReader):
 
     def part_op_names(self, candidate: Candidate) -> list[str]:
         return leaf_op_names(candidate)
+
+    def model_folders(self, path: str | os.PathLike, selection: Selection) -> dict[str, Candidate]:
+        return model_folders(path, selection)
 
 
 #: The MindSpore / TF-NPU tree reader (:data:`compare.loaders.READERS`).

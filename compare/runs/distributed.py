@@ -65,7 +65,8 @@ from convert.remote import RemoteRoot, materialise
 
 from ..errors import CompareError, OptionError
 from ..heap import frozen_heap
-from ..loaders.trees import MAX_SNIFF, leaf_op_names
+from ..loaders.parts import part_op_names
+from ..loaders.reader import MAX_SNIFF
 from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.rule_records import FusionRule
 from ..records import MetricRow, Pairing, PairStatus, PartStatus, Run
@@ -481,7 +482,7 @@ def _lost(worker_job: WorkerJob, index: int, reason: str) -> PartOutcome:
     rank, graph, iteration, prefix = part_prefix(job.plan, leaf)
     try:
         fetch_part(worker_job, index)
-        names = leaf_op_names(leaf)
+        names = part_op_names(leaf)
     except Exception:  # noqa: BLE001 - the part is lost already; listing its operators is a courtesy
         names = []
     rows = [MetricRow(i, None, name, "*", None, metrics={m: None for m in job.metrics},

@@ -12,9 +12,16 @@ from ..engine import EngineOptions
 from ..errors import CompareError, OptionError, PairingError
 from ..loaders import load_run
 from ..loaders.ascend import unused_files_note
-from ..loaders.parts import claim_parts, load_part, part_op_names, scan_part, select_parts
+from ..loaders.parts import (
+    claim_parts,
+    load_part,
+    part_op_names,
+    part_trees_text,
+    scan_part,
+    select_parts,
+    selected_part,
+)
 from ..loaders.selection import Candidate, Selection, parse_spec
-from ..loaders.trees import claim, select
 from ..records import MetricRow, PartReport, PartStatus, RowKind, Run, SkippedFile, part_name
 from ..stats import StatsResult, ordered_stats, stats_row
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
@@ -67,8 +74,7 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
     left_leaves = claim_parts(left, selection, problems=left_walked)
     if left_leaves is None:
         raise OptionError(f"--rank / --graph / --iteration with several values: {left} is not a dump tree with "
-                          "ranks or iterations (MindSpore rank_N / device_N / graph / iteration folders, a "
-                          "TF-NPU / GE tree, or an msprobe step{N}/rank{R} tree)")
+                          f"ranks or iterations ({part_trees_text()})")
     choice = choose_models(left, right, select, version, keep_raw_names=keep_raw_names)
     notes = [f"left: {n}" for n in choice.left_notes]
     chosen = select_parts(left_leaves, selection_of(choice.left), where=str(left), notes=notes)
@@ -344,7 +350,8 @@ def _part_options(options: EngineOptions, counted: list[int], pairs: int) -> Eng
 
 def selected_folder(path: PathLike, *, rank: object = None, iteration: object = None, graph: object = None,
                     model_name: str | None = None, ge_graph: PathLike | None = None) -> Path:
-    """The leaf folder the selection picks in a MindSpore / TF-NPU tree (``path`` itself otherwise).
+    """The leaf folder the selection picks in a dump tree a tree reader claims (``path`` itself
+    otherwise: :func:`compare.loaders.parts.selected_part`).
 
     Used where a single folder is needed (single-operator mode). Raises
     :class:`~compare.errors.OptionError` when the selection matches nothing or several
@@ -355,11 +362,8 @@ def selected_folder(path: PathLike, *, rank: object = None, iteration: object = 
     for spec, flag in zip(selection.specs(), ("--rank", "--iteration", "--graph")):
         if _is_multi(spec):
             raise OptionError(f"{flag} {spec.text}: single-operator mode compares one tensor; give one value")  # type: ignore[union-attr]
-    leaves = claim(path, selection)
-    if leaves is None:
-        return Path(path)
-    chosen = select(leaves, selection, where=str(path))
-    return chosen[0].path if chosen else Path(path)
+    chosen = selected_part(path, selection)
+    return chosen.path if chosen is not None else Path(path)
 
 
 def _as_int(value: object) -> int | None:

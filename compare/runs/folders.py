@@ -12,7 +12,8 @@ from ..engine import EngineOptions
 from ..errors import OptionError
 from ..heap import frozen_heap
 from ..kernels import resolve_algorithms
-from ..loaders.trees import is_data_file_name, model_folders
+from ..loaders import is_data_file_name
+from ..loaders.parts import model_folders
 from ..pairing.mapping_file import load_mapping
 from ..reports.spool import PartSpool
 from ..request import CompareRequest

@@ -12,8 +12,8 @@ from ..engine import die_with_parent
 from ..errors import CompareError
 from ..heap import paused_gc
 from ..loaders import load_run
+from ..loaders.parts import aligned_candidates, model_folders, part_op_names
 from ..loaders.selection import Selection, values_of
-from ..loaders.trees import claim, leaf_op_names, model_folders
 from ..pairing.entry import Paired, pair
 from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.names import match_names
@@ -207,10 +207,10 @@ def choose_models(left: PathLike, right: PathLike, select: dict, version: int | 
     if not left_models:
         choice.right_open = bool(right_models)
         return choice
-    left_names = {m: leaf_op_names(c) for m, c in left_models.items()}
+    left_names = {m: part_op_names(c) for m, c in left_models.items()}
     sizes = {m: len(ops) for m, ops in left_names.items()}
     if right_models:
-        right_names = {m: leaf_op_names(c) for m, c in right_models.items()}
+        right_names = {m: part_op_names(c) for m, c in right_models.items()}
         table = {(lm, rm): n for rm, ops in right_names.items() for lm, n in _pairing_counts(left_names, ops).items()}
         best = max(table, key=lambda k: (table[k], sizes[k[0]] + len(right_names[k[1]]), k))
         if table[best] == 0:
@@ -237,7 +237,7 @@ def choose_models(left: PathLike, right: PathLike, select: dict, version: int | 
 def choose_right_model(right: PathLike, right_select: dict, left_ops: list[str], choice: ModelChoice) -> dict:
     """The right selection with its model folder chosen by the left run's op names (see
     :func:`choose_models`); notes go to ``choice.right_notes``."""
-    names = {m: leaf_op_names(c) for m, c in model_folders(right, selection_of(right_select)).items()}
+    names = {m: part_op_names(c) for m, c in model_folders(right, selection_of(right_select)).items()}
     if not names:
         return right_select
     sizes = {m: len(ops) for m, ops in names.items()}
@@ -262,8 +262,8 @@ _ALIGNED = ("rank", "graph", "iteration")
 
 def _align_right(right: PathLike, select: dict, left_run: Run) -> tuple[dict, str]:
     """Selection for the right side: a rank / graph / iteration the user left to the default
-    follows the left run's, when the right tree has that value (else the right side's own default
-    applies).
+    follows the left run's, when the right tree has that value and its reader aligns
+    (:func:`compare.loaders.parts.aligned_candidates`; else the right side's own default applies).
 
     Returns the selection and a text naming what was aligned (empty when nothing was).
     """
@@ -271,8 +271,7 @@ def _align_right(right: PathLike, select: dict, left_run: Run) -> tuple[dict, st
     if not coords or all(select[k] is not None for k in _ALIGNED):
         return select, ""
 
-    ge_graph = select.get("ge_graph")
-    candidates = claim(right, Selection(**{**select, "ge_graph": Path(ge_graph) if ge_graph is not None else None}))
+    candidates = aligned_candidates(right, selection_of(select))
     if candidates is None:
         return select, ""
     out = dict(select)

@@ -15,7 +15,6 @@ from ..heap import paused_gc
 from ..loaders.ascend import unused_files_note
 from ..pairing.scenarios import Scenario
 from ..records import (
-    DumpLayout,
     MetricRow,
     Pair,
     Pairing,
@@ -121,7 +120,8 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
                  refuse_same: bool = False, rule: "FusionRule | None" = None,
                  runs_noted: bool = True) -> NetworkResult:
     """Compare one pairing (metrics, or statistics when a side is statistics-only). Rows of an
-    msprobe run get msprobe's Result / Err_message (:func:`compare.engine.grades.grade_rows`).
+    run whose layout is graded (:attr:`~compare.records.DumpLayout.graded`: msprobe's) get msprobe's
+    Result / Err_message (:func:`compare.engine.grades.grade_rows`).
 
     ``reported``: see :func:`report_runs`. ``runs_noted`` False: the result's notes and
     ``skipped`` leave the runs out (the caller reports them with :func:`report_runs`, as the
@@ -140,17 +140,17 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
     # compare.stats.needs_stats_mode, with the sides named for the note
     stats_sides = [side for side, run in (("left", left_run), ("right", right_run))
                    if run.stats_only]
-    msprobe = any(run.family == DumpLayout.MSPROBE for run in (left_run, right_run))
+    graded = any(run.family.graded for run in (left_run, right_run))
     if stats_sides:
         with paused_gc():  # ~4 long-lived records per row, no cycles: collections would only walk them (compare.heap)
             return _compare_statistics(left_run, right_run, scenario, pairing, prefix, stats_sides, notes, skipped,
-                                       same=same, rule=rule, msprobe=msprobe)
+                                       same=same, rule=rule, graded=graded)
     rows = compare_pairs(pairing.pairs, options)
     if framework_dumps(left_run, right_run):
         check_framework_pairs(rows, pairing.pairs)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
-    if msprobe:
+    if graded:
         grade_rows(rows, mode=GradeMode.TENSOR)
     return NetworkResult(rows=rows, metrics=metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario, same_data=same, rule=rule, part_lefts=[left_run], skipped=skipped)
@@ -158,15 +158,15 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
 
 def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, prefix: str,
                         stats_sides: list[str], notes: list[str], skipped: list[SkippedFile], *, same: str | None,
-                        rule: "FusionRule | None", msprobe: bool) -> NetworkResult:
+                        rule: "FusionRule | None", graded: bool) -> NetworkResult:
     """The statistics branch of :func:`compare_loaded`: every pair compared by its statistics
-    (:func:`compare.stats.compare_stats`), the rows as MetricRows, graded for msprobe runs."""
+    (:func:`compare.stats.compare_stats`), the rows as MetricRows, graded when ``graded`` (msprobe runs)."""
     stats = compare_stats(pairing.pairs)
     which = " and ".join(stats_sides)
     notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
                  "data, so every pair is compared by its statistics (computed from the data where a side has it)")
     rows = stats.metric_rows()
-    if msprobe:
+    if graded:
         grade_rows(rows, mode=GradeMode.STATISTICS)
         for srow, row in zip(stats.rows, rows):
             srow.grade = row.grade

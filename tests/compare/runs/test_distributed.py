@@ -26,7 +26,7 @@ from compare.cli import app
 from compare.errors import OptionError
 from compare.records import PairStatus, PartStatus
 from compare.runs import distributed as cluster_runs
-from compare.loaders.trees import MAX_SNIFF
+from compare.loaders.reader import MAX_SNIFF
 from compare.runs.distributed import ClusterSpec, task_batches
 from compare.runs.network import SameDataError
 from compare.testing.synthetic_mindspore import make_trees
