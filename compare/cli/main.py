@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from convert.signals import Interrupted, interruptible, stop_message
 
+from .compat import compat_app
 from .consistency import consistency_app
 from .echo import err
 from .file_compare import file_compare_app
@@ -47,15 +48,27 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 #: Subcommands, by their first argument (the main command takes options only).
 SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app,
-               "file_compare": file_compare_app, "overflow": overflow_app}
+               "file_compare": file_compare_app, "overflow": overflow_app, "compare": compat_app}
+
+#: What ``vcompare --help`` adds after the main command's help: the subcommands, one line each.
+SUBCOMMANDS_HELP = """Subcommands (vcompare SUBCOMMAND --help):
+  compare       msaccucmp's (compare -m MY -g GOLDEN -f RULE -out DIR) and msprobe's (compare -tp T -gp G -o DIR,
+                compare -i compare.json) command lines, translated to this command (docs/migration.md)
+  gate          check a saved result against a policy again, without recomputing
+  policy        write the starter policy file (policy --init gates.toml)
+  consistency   the replicas of each rank group of one tree
+  file_compare  two .npy files, msaccucmp's file_result_{ts}.txt
+  overflow      the overflow records of a dump linked to their operators"""
 
 
 def run(argv: Sequence[str]) -> int:
     """Run one command line (without the program name) and return its exit code.
 
     The first argument picks the subcommand (``gate``, ``policy``, ``consistency``, ``file_compare``,
-    ``overflow``); anything else is the main comparison, whose msaccucmp spellings are normalised
-    first (:func:`normalise_argv`). Ctrl-C / SIGTERM give 130 / 143.
+    ``overflow``, ``compare``: msaccucmp's and msprobe's lines, :mod:`~compare.cli.compat`); anything
+    else is the main comparison, whose msaccucmp spellings are normalised first
+    (:func:`normalise_argv`); its ``--help`` ends with the subcommands (:data:`SUBCOMMANDS_HELP`).
+    Ctrl-C / SIGTERM give 130 / 143.
     """
     args = list(argv)
     target, name = app, "vcompare"
@@ -73,6 +86,8 @@ def run(argv: Sequence[str]) -> int:
     except Interrupted as stop:
         err(stop_message(stop))
         code = stop.exit_code
+    if target is app and code == 0 and any(token in ("-h", "--help") for token in args):
+        print(f"\n{SUBCOMMANDS_HELP}")
     return code
 
 
