@@ -403,10 +403,17 @@ def _check_stack_path(stack_path: str, target: str) -> None:
                           f"{target}; another file would not be read")
 
 
+def _rank_folder(path: str) -> str:
+    """msprobe's single-rank form names a rank's ``dump.json``; vcompare is given its rank folder
+    (the same tree: the main command takes two files for a two-file comparison)."""
+    return os.path.dirname(path) or "." if os.path.basename(path) == "dump.json" else path
+
+
 def from_msprobe(line: MsprobeLine, *, stamp: str) -> tuple[list[str], list[str]]:
     """The main command's argv for an msprobe line, and its notes.
 
-    ``-tp`` / ``-gp`` (or compare.json's ``npu_path`` / ``bench_path``) -> ``-l`` / ``-r``;
+    ``-tp`` / ``-gp`` (or compare.json's ``npu_path`` / ``bench_path``) -> ``-l`` / ``-r`` (a
+    ``dump.json`` -> its rank folder);
     ``-o FOLDER`` (default ``./output``) -> ``-o FOLDER/compare_result_{stamp}.csv`` (``.xlsx``
     with ``--xlsx``); ``-fm`` -> ``--fuzzy-match``, ``-lm FILE`` -> ``--layer-mapping FILE``,
     ``-am [FILE]`` -> ``--api-mapping [FILE]``, ``-dm FILE`` -> ``--data-mapping FILE``,
@@ -439,7 +446,7 @@ def from_msprobe(line: MsprobeLine, *, stamp: str) -> tuple[list[str], list[str]
         raise OptionError(f"{rules[0][0]}: fusion rule files go with -m offline_data (as in msprobe)")
     folder = line.output or "./output"
     suffix = ".xlsx" if line.xlsx else ".csv"
-    argv = ["-l", target, "-r", golden, "-o", os.path.join(folder, f"compare_result_{stamp}{suffix}")]
+    argv = ["-l", _rank_folder(target), "-r", _rank_folder(golden), "-o", os.path.join(folder, f"compare_result_{stamp}{suffix}")]
     argv += _pairs(((line.fusion, "-f"), (line.quant, "-q"), (line.close, "-cf")))
     if line.fuzzy_match:
         argv.append("--fuzzy-match")
@@ -553,7 +560,7 @@ def compat_command(ctx: typer.Context) -> None:
     """``vcompare compare ...``: translate (:func:`translate`), say it, run the main command once."""
     argv: tuple[str, ...] = ctx.meta["compat.argv"]
     before_extra = argv[:argv.index("--")] if "--" in argv else argv
-    if not argv or any(token in ("-h", "--help") for token in before_extra):
+    if any(token in ("-h", "--help") for token in before_extra):
         typer.echo(help_text())
         raise typer.Exit(EXIT_OK)
     try:
