@@ -306,3 +306,19 @@ def test_entry_point_runs_compare(tmp_path: Path, capsys: pytest.CaptureFixture[
     _only(out, r"result_\d{14}\.csv")
     assert run(["compare", "-m", "a", "-tp", "b"]) == 2
     assert "mixed spellings" in capsys.readouterr().err
+
+
+def test_migration_doc_names_every_option() -> None:
+    """docs/migration.md's two tables and the translator's tables hold the same options."""
+    from conftest import ROOT
+
+    from compare.cli.compat import MSACCUCMP_OPTIONS, MSPROBE_OPTIONS
+
+    text = (ROOT / "docs" / "migration.md").read_text()
+    documented = {name for cell in re.findall(r"^\| ((?:[^|\\]|\\.)+) \|", text, re.MULTILINE)
+                  for name in re.findall(r"`(-[-\w]+)", cell)}
+    known = {name for opt in (*MSACCUCMP_OPTIONS, *MSPROBE_OPTIONS) for name in opt.names}
+    assert documented - known == set()
+    missing = known - documented - {"--input_data", "--input_shape", "--output_size", "--dym_shape_range", "-ofs",
+                                    "--onnx_fusion_switch"}  # one row: "-m torchair / offline_model / atb and their options"
+    assert missing == set()
