@@ -35,7 +35,7 @@ import difflib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from enum import Enum
 from pathlib import Path
 
@@ -316,8 +316,8 @@ def _pairs(table: Sequence[tuple[str | None, str]]) -> list[str]:
     return out
 
 
-def from_msaccucmp(line: MsaccucmpLine) -> tuple[list[str], list[str]]:
-    """The main command's argv for an msaccucmp line, and its notes (none today).
+def from_msaccucmp(line: MsaccucmpLine) -> Translation:
+    """The main command's argv for an msaccucmp line (no notes today).
 
     ``-m`` / ``-g`` -> ``-l`` / ``-r``; ``-out FOLDER`` -> ``-o FOLDER`` (the main command writes
     ``FOLDER/result_{YYYYmmddHHMMSS}.csv`` there, as msaccucmp); no ``-out``: no ``-o`` (the
@@ -358,7 +358,7 @@ def from_msaccucmp(line: MsaccucmpLine) -> tuple[list[str], list[str]]:
         argv += ["-t", "input", "-i", line.input_tensor]
     elif output_tensor is not None:
         argv += ["-t", "output", "-i", output_tensor]
-    return argv, []
+    return Translation(spelling=Spelling.MSACCUCMP, argv=tuple(argv), notes=())
 
 
 def read_compare_json(path: Path) -> dict[str, str | bool]:
@@ -409,7 +409,7 @@ def _rank_folder(path: str) -> str:
     return os.path.dirname(path) or "." if os.path.basename(path) == "dump.json" else path
 
 
-def from_msprobe(line: MsprobeLine, *, stamp: str) -> tuple[list[str], list[str]]:
+def from_msprobe(line: MsprobeLine, *, stamp: str) -> Translation:
     """The main command's argv for an msprobe line, and its notes.
 
     ``-tp`` / ``-gp`` (or compare.json's ``npu_path`` / ``bench_path``) -> ``-l`` / ``-r`` (a
@@ -446,7 +446,8 @@ def from_msprobe(line: MsprobeLine, *, stamp: str) -> tuple[list[str], list[str]
         raise OptionError(f"{rules[0][0]}: fusion rule files go with -m offline_data (as in msprobe)")
     folder = line.output or "./output"
     suffix = ".xlsx" if line.xlsx else ".csv"
-    argv = ["-l", _rank_folder(target), "-r", _rank_folder(golden), "-o", os.path.join(folder, f"compare_result_{stamp}{suffix}")]
+    result = os.path.join(folder, f"compare_result_{stamp}{suffix}")
+    argv = ["-l", _rank_folder(target), "-r", _rank_folder(golden), "-o", result]
     argv += _pairs(((line.fusion, "-f"), (line.quant, "-q"), (line.close, "-cf")))
     if line.fuzzy_match:
         argv.append("--fuzzy-match")
@@ -467,7 +468,7 @@ def from_msprobe(line: MsprobeLine, *, stamp: str) -> tuple[list[str], list[str]
         notes.append("-hl: a .csv has no colours; --xlsx writes the workbook with failing rows highlighted")
     if line.tensor_log:
         notes.append("-tensor_log: vcompare prints a summary and the failing rows, not a log line per operator")
-    return argv, notes
+    return Translation(spelling=Spelling.MSPROBE, argv=tuple(argv), notes=tuple(notes))
 
 
 def translate(argv: Sequence[str], *, stamp: str | None = None) -> Translation:
@@ -482,14 +483,14 @@ def translate(argv: Sequence[str], *, stamp: str | None = None) -> Translation:
     spelling = detect(tokens)
     values = parse(tokens, spelling)
     if spelling is Spelling.MSACCUCMP:
-        main_argv, notes = from_msaccucmp(MsaccucmpLine(**values))  # type: ignore[arg-type]
+        line = from_msaccucmp(MsaccucmpLine(**values))  # type: ignore[arg-type]
     else:
         if stamp is None:
             from ..reports.files import file_stamp  # here: --help stays free of the report modules
 
             stamp = file_stamp()
-        main_argv, notes = from_msprobe(MsprobeLine(**values), stamp=stamp)  # type: ignore[arg-type]
-    return Translation(spelling=spelling, argv=tuple(main_argv + extra), notes=tuple(notes))
+        line = from_msprobe(MsprobeLine(**values), stamp=stamp)  # type: ignore[arg-type]
+    return replace(line, argv=line.argv + tuple(extra))
 
 
 def _option_lines(table: Sequence[Opt], line_type: type) -> str:

@@ -149,7 +149,7 @@ def test_msprobe_default_output_folder(tmp_path: Path, msprobe_pair: tuple[Path,
 
 def test_msprobe_compare_json(tmp_path: Path, msprobe_pair: tuple[Path, Path],
                               monkeypatch: pytest.MonkeyPatch) -> None:
-    npu, bench = msprobe_pair
+    npu, _ = msprobe_pair
     (npu / "rank0" / "stack.json").write_text("{}")
     monkeypatch.chdir(tmp_path)  # compare.json's paths are read from the current folder, as msprobe reads them
     config = tmp_path / "compare.json"
@@ -319,6 +319,7 @@ def test_migration_doc_names_every_option() -> None:
                   for name in re.findall(r"`(-[-\w]+)", cell)}
     known = {name for opt in (*MSACCUCMP_OPTIONS, *MSPROBE_OPTIONS) for name in opt.names}
     assert documented - known == set()
+    # one row covers these: "-m torchair / offline_model / atb and their options"
     missing = known - documented - {"--input_data", "--input_shape", "--output_size", "--dym_shape_range", "-ofs",
-                                    "--onnx_fusion_switch"}  # one row: "-m torchair / offline_model / atb and their options"
+                                    "--onnx_fusion_switch"}
     assert missing == set()
