@@ -440,10 +440,10 @@ def from_msprobe(line: MsprobeLine, *, stamp: str) -> Translation:
     if mode not in ("auto", "offline_data"):
         raise OptionError(f"-m {mode}: vcompare compares dump trees (-m auto) and Ascend dumps (-m offline_data) "
                           f"only" + ("" if mode in MSPROBE_MODES else f"; msprobe's modes: {', '.join(MSPROBE_MODES)}"))
-    rules = [(flag, value) for flag, value in (("-fr", line.fusion), ("-qfr", line.quant), ("-cfr", line.close))
-             if value is not None]
-    if rules and mode != "offline_data":
-        raise OptionError(f"{rules[0][0]}: fusion rule files go with -m offline_data (as in msprobe)")
+    rule_flags = [flag for flag, value in (("-fr", line.fusion), ("-qfr", line.quant), ("-cfr", line.close))
+                  if value is not None]
+    if rule_flags and mode != "offline_data":
+        raise OptionError(f"{rule_flags[0]}: fusion rule files go with -m offline_data (as in msprobe)")
     folder = line.output or "./output"
     suffix = ".xlsx" if line.xlsx else ".csv"
     result = os.path.join(folder, f"compare_result_{stamp}{suffix}")
