@@ -302,7 +302,11 @@ def _is_cast(dump: OpDump) -> bool:
     return dump.op_type == "Cast" or (dump.op_type is None and tail.startswith("Cast-op"))
 
 
-def _one_sided_why(dump: OpDump, side: str, amp: dict[str, bool], mapping: bool) -> str:
+#: ``_one_sided_why``'s ``mapping`` when the entries are msprobe rules' (not a ``--mapping`` file's).
+_RULES = "rules"
+
+
+def _one_sided_why(dump: OpDump, side: str, amp: dict[str, bool], mapping: bool | str) -> str:
     """The reason of an op paired with nothing ('' = the default reason of :func:`op_tensor_rows`).
 
     An unpaired Cast of a mixed-precision run (``amp[side]``) against a run without mixed
@@ -313,6 +317,8 @@ def _one_sided_why(dump: OpDump, side: str, amp: dict[str, bool], mapping: bool)
         return (f"Cast kernel inserted by mixed precision: the {side} run is a mixed-precision run "
                 f"(ms.amp.auto_mixed_precision scopes _OutputTo16/_OutputTo32 or classes renamed ClassOpt), the "
                 f"{other} run is not, and this cast has no counterpart; not compared")
+    if mapping is _RULES:
+        return (f"no msprobe mapping rule pairs {dump.name!r}, and no free {other} call has its name")
     if mapping:
         return (f"{dump.name!r} is not in the mapping file, and no free {other} operator has its name "
                 "(operators the mapping names pair only as it says)")
@@ -356,7 +362,8 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
         elif side == "left" and dump.name in plan.named:
             pairs.extend(op_tensor_rows(index, kinds, dump, right.ops[plan.named[dump.name]], tensor_pair))
         else:
-            why = _one_sided_why(dump, side, amp, entries is not None)
+            why = _one_sided_why(dump, side, amp, _RULES if entries and all(e.rule for e in entries)
+                                 else entries is not None)
             amp_cast = why.startswith("Cast kernel inserted")
             casts[side] += amp_cast
             pair_left, pair_right = (dump, None) if side == "left" else (None, dump)
