@@ -9,8 +9,10 @@ rule paired them, the notes count the pairs per rule. The rules, first one wins 
 (each right call is taken once):
 
 1. **data mapping** (``-dm``, :func:`parse_data_mapping`): ``{left data name}: {right data name}``
-   per tensor (``Functional.gelu.0.forward.input.0: Torch.gelu.0.forward.input.0``; ``N/A``:
-   no counterpart); the other tensors of a named call are one-sided rows;
+   per tensor (``Functional.gelu.0.forward.input.0: Torch.gelu.0.forward.input.0``,
+   ``...input.attn_mask`` by keyword, :mod:`compare.pairing.msprobe_names`; ``N/A``: no
+   counterpart); the other tensors of a named call are one-sided rows; a line naming a tensor a run
+   does not have is not used (a note lists it);
 2. **layer mapping** (``-lm``, :mod:`compare.pairing.layer_mapping`): every left call, by scope;
    calls it finds no counterpart for are one-sided rows (msprobe's ``N/A``);
 3. **cell mapping** (``-cm``, :func:`cell_target`): ``Cell.{path}.{Class}`` -> ``Module.{...}``;
@@ -36,12 +38,12 @@ from ..records import DumpLayout, Run, TensorKind
 from .api_mapping import ApiRule, api_pairs, parse_api_mapping
 from .layer_mapping import LayerMapping, build_tree, layer_pairs, parse_layer_mapping
 from .mapping_file import MapEntry, TensorSel
+from .msprobe_names import ArgumentIndex, DataName, split_data_name
 
 #: msprobe's name for "no counterpart" in a mapping.
 NOT_APPLICABLE = "N/A"
 _MS_PREFIXES = frozenset({"Cell", "Mint", "MintFunctional", "Primitive", "Jit"})
 _PT_PREFIXES = frozenset({"Module", "Torch", "NPU", "Aten", "VF"})
-_KINDS = {"input": TensorKind.INPUT, "output": TensorKind.OUTPUT}
 
 
 class MappingRule(str, Enum):
@@ -69,40 +71,55 @@ def _yaml(path: Path, option: str) -> object:
         raise OptionError(f"{option} {path}: cannot be read as YAML ({str(exc)[:300]})") from None
 
 
-def split_data_name(name: str) -> TensorSel:
-    """``{call}.{input|output}.{index}`` -> the tensor; ``{call}`` alone -> the whole call.
+@dataclass(frozen=True)
+class DataRule:
+    """One data-mapping line: a left data name -> a right one (None: ``N/A``, no counterpart)."""
 
-    Keyword and parameter names (``input.attn_mask``, ``parameters.weight``) cannot be told
-    apart from positions by vcompare's tensor numbering: :class:`OptionError` says so."""
-    for word, kind in _KINDS.items():
-        head, sep, tail = name.rpartition(f".{word}.")
-        if sep and "." not in tail:
-            if not tail.isdigit():
-                raise OptionError(f"names a tensor by keyword ({word}.{tail}); give its position "
-                                  f"({word}.N, N counting the positional arguments first)")
-            return TensorSel(head, kind, int(tail))
-    if parse_msprobe_name(name) is None:
-        raise OptionError(f"{name!r} is not an msprobe data name ('{{call}}.{{input|output}}.{{N}}')")
-    return TensorSel(name)
+    left: DataName
+    right: DataName | None
+    source: str
 
 
-def parse_data_mapping(data: object, source: str) -> list[MapEntry]:
-    """The entries of a loaded data-mapping YAML ``{left data name: right data name}``; a right
-    name ``N/A`` (or empty) means no counterpart."""
+def parse_data_mapping(data: object, source: str) -> list[DataRule]:
+    """The lines of a loaded data-mapping YAML ``{left data name: right data name}``; a right
+    name ``N/A`` (or empty) means no counterpart. Names are split by
+    :func:`~compare.pairing.msprobe_names.split_data_name`; their tensors are found in the runs."""
     if not isinstance(data, dict) or not data:
         raise OptionError(f"--data-mapping {source}: expected lines 'left data name: right data name', "
                           f"got {type(data).__name__}")
-    entries = []
+    rules = []
     for number, (left, right) in enumerate(data.items(), start=1):
         if not isinstance(left, str) or not (right is None or isinstance(right, str)):
             raise OptionError(f"--data-mapping {source} entry {number}: names must be text, got {left!r}: {right!r}")
         try:
-            lsel = split_data_name(left)
-            rsel = TensorSel("") if right in (None, "", NOT_APPLICABLE) else split_data_name(right)
+            rules.append(DataRule(split_data_name(left), None if right in (None, "", NOT_APPLICABLE)
+                                  else split_data_name(right), f"{source}#{number}"))
         except OptionError as exc:
             raise OptionError(f"--data-mapping {source} entry {number}: {exc}") from None
-        entries.append(MapEntry(lsel, rsel, f"{source}#{number}", MappingRule.DATA.value))
-    return entries
+    return rules
+
+
+def _data_entry(rule: DataRule, left: ArgumentIndex, right: ArgumentIndex) -> tuple[MapEntry | None, str]:
+    """The entry of one data-mapping line, or None and why its names were not found in the runs."""
+    def sel(name: DataName, index: ArgumentIndex, side: str) -> tuple[TensorSel | None, str]:
+        if not name.argument:
+            return TensorSel(name.call), ""
+        found = index.lookup(name.call, name.argument)
+        if found is None:
+            return None, f"the {side} dump.json has no {name.argument} of {name.call!r}"
+        return TensorSel(name.call, found[0], found[1]), ""
+
+    lsel, why = sel(rule.left, left, "left")
+    if lsel is None:
+        return None, why
+    if rule.right is None:
+        return MapEntry(lsel, TensorSel(""), rule.source, MappingRule.DATA.value), ""
+    rsel, why = sel(rule.right, right, "right")
+    if rsel is None:
+        return None, why
+    if (lsel.index is None) != (rsel.index is None):
+        return None, "one side names a whole call and the other one tensor"
+    return MapEntry(lsel, rsel, rule.source, MappingRule.DATA.value), ""
 
 
 def parse_cell_mapping(data: object, source: str) -> dict[str, str]:
@@ -152,7 +169,7 @@ class MsprobeMapping:
     layer_source: str = ""
     api_builtin: bool = False
     api_rules: tuple[ApiRule, ...] = ()
-    data: tuple[MapEntry, ...] = ()
+    data: tuple[DataRule, ...] = ()
     cell: dict[str, str] | None = None
     fuzzy: bool = False
     names: tuple[MapEntry, ...] = ()
@@ -227,8 +244,18 @@ def msprobe_entries(left: Run, right: Run, mapping: MsprobeMapping) -> tuple[lis
             taken.right.add(entry.right.name)
         taken.counts[entry.rule] += 1
 
-    for entry in mapping.data:
-        add(entry)
+    if mapping.data:
+        left_index, right_index = ArgumentIndex(left.path), ArgumentIndex(right.path)
+        unused = []
+        for rule in mapping.data:
+            entry, why = _data_entry(rule, left_index, right_index)
+            if entry is None:
+                unused.append(f"{rule.source} ({why})")
+            else:
+                add(entry)
+        if unused:
+            notes.append(f"{len(unused)} data-mapping line(s) not used: " + "; ".join(unused[:5])
+                         + (f" (+{len(unused) - 5} more)" if len(unused) > 5 else ""))
     if mapping.layer is not None:
         tree_l = build_tree(lefts, left.path, framework(left) or "mindspore")
         tree_r = build_tree(rights, right.path, framework(right) or "pytorch")
@@ -293,5 +320,5 @@ def _fuzzy(lefts: list[str], rights: list[str], taken: _Taken) -> dict[str, str]
     return out
 
 
-__all__ = ["MappingRule", "MsprobeMapping", "NOT_APPLICABLE", "cell_target", "cross_framework", "framework",
-           "fuzzy_key", "msprobe_entries", "parse_cell_mapping", "parse_data_mapping", "split_data_name"]
+__all__ = ["DataRule", "MappingRule", "MsprobeMapping", "NOT_APPLICABLE", "cell_target", "cross_framework",
+           "framework", "fuzzy_key", "msprobe_entries", "parse_cell_mapping", "parse_data_mapping"]

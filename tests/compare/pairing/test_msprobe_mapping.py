@@ -14,7 +14,8 @@ from compare.errors import OptionError
 from compare.loaders import load_run
 from compare.pairing.api_mapping import builtin_candidates, parse_api_mapping
 from compare.pairing.layer_mapping import framework_function, parse_layer_mapping
-from compare.pairing.msprobe_mapping import cell_target, fuzzy_key, split_data_name
+from compare.pairing.msprobe_mapping import cell_target, fuzzy_key
+from compare.pairing.msprobe_names import DataName, argument_indexes, split_data_name
 from compare.records import PairStatus, TensorKind
 
 SHARED = Path(__file__).resolve().parents[4] / "shared" / "real_device" / "msprobe_ms_vs_pt_stats"
@@ -173,8 +174,8 @@ def test_mapping_options_refused_on_other_runs_and_bad_files(tmp_path, ms_pt):
         pair_runs(load_run(ms), load_run(pt), data_mapping=tmp_path / "missing.yaml")
     with pytest.raises(OptionError, match="ms_args has 2 position"):
         parse_api_mapping({"ms_api": "A.b", "pt_api": "C.d", "ms_args": [0, 1], "pt_args": [0]}, "f")
-    with pytest.raises(OptionError, match="by keyword"):
-        split_data_name("Functional.x.0.forward.input.attn_mask")
+    with pytest.raises(OptionError, match="not an msprobe data name"):
+        split_data_name("relu.input.0")
 
 
 def test_small_pieces():
@@ -227,3 +228,42 @@ def test_msprobe_fixture_layer_mapping_makes_msprobes_pairs():
     add0 = [p for p in pairing.pairs if p.left_op == "Tensor.__add__.0.forward"]
     assert add0 and not any(p.status is PairStatus.COMPARED for p in add0)
     assert "13 pair(s) made by the layer mapping" in pairing.notes
+
+
+def test_data_names_split_and_numbered_as_the_reader_numbers_tensors():
+    assert split_data_name("Functional.flash_attention_score.0.forward.input.attn_mask") == DataName(
+        "Functional.flash_attention_score.0.forward", "input.attn_mask")
+    assert split_data_name("Module.output.Linear.forward.0.input.0") == DataName(
+        "Module.output.Linear.forward.0", "input.0")
+    assert split_data_name("Module.fc.Linear.parameters_grad.weight") == DataName(
+        "Module.fc.Linear.parameters_grad", "weight")
+    assert split_data_name("Torch.cos.0.forward") == DataName("Torch.cos.0.forward")
+    entry = {"input_args": [tensor(1.0), [tensor(2.0), {"type": "int", "value": 3}], None],
+             "input_kwargs": {"attn_mask": tensor(4.0), "scale": {"type": "float", "value": 0.5}},
+             "output": [tensor(5.0)]}
+    got = argument_indexes("Functional.f.0.forward", entry)
+    assert got["input.0"] == (TensorKind.INPUT, 0)
+    assert got["input.1.1"] == (TensorKind.INPUT, 2)
+    assert got["input.2"] == (TensorKind.INPUT, 3)
+    assert got["input.attn_mask"] == (TensorKind.INPUT, 4)
+    assert got["output.0"] == (TensorKind.OUTPUT, 0)
+
+
+def test_data_mapping_by_keyword_name(tmp_path):
+    left = write_tree(tmp_path / "l", "mindspore", {"Functional.f.0.forward": {
+        "input_args": [tensor(1.0)], "input_kwargs": {"mask": tensor(2.0)}, "output": [tensor(3.0)]}})
+    right = write_tree(tmp_path / "r", "pytorch", {"NPU.g.0.forward": {
+        "input_args": [tensor(1.0), tensor(9.0), tensor(2.0)], "input_kwargs": {}, "output": [tensor(3.0)]}})
+    dm = tmp_path / "dm.yaml"
+    dm.write_text("Functional.f.0.forward.input.mask: NPU.g.0.forward.input.2\n"
+                  "Functional.f.0.forward.input.nothing: NPU.g.0.forward.input.0\n")
+    pairing = pair_runs(load_run(left), load_run(right), data_mapping=dm)
+    (row,) = [p for p in pairing.pairs if p.left is not None and p.right is not None]
+    assert (row.left.index, row.right.index) == (1, 2) and row.reason.startswith("paired by data mapping (dm.yaml#1)")
+    assert any("1 data-mapping line(s) not used: dm.yaml#2" in n for n in pairing.notes)
+    # every other tensor of both calls is a one-sided row
+    one_sided = {(p.left_op, p.right_op, (p.left or p.right).kind, (p.left or p.right).index)
+                 for p in pairing.pairs if p.left is None or p.right is None}
+    assert ("Functional.f.0.forward", "*", TensorKind.INPUT, 0) in one_sided
+    assert ("*", "NPU.g.0.forward", TensorKind.INPUT, 0) in one_sided
+    assert ("*", "NPU.g.0.forward", TensorKind.OUTPUT, 0) in one_sided
