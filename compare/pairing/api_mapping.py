@@ -149,4 +149,4 @@ def api_pairs(left_names: Iterable[str], right_names: Iterable[str], rules: list
     return out
 
 
-__all__ = ["ApiMatch", "ApiRule", "PREFIXES", "RENAMED", "api_pairs", "builtin_candidates", "parse_api_mapping"]
+__all__ = ["PREFIXES", "RENAMED", "ApiMatch", "ApiRule", "api_pairs", "builtin_candidates", "parse_api_mapping"]

@@ -105,7 +105,7 @@ class _Node:
     """A level of a scope tree: its class (``TopLayer`` at the root) and the calls ending there per direction."""
 
     type_name: str
-    children: dict[str, "_Node"] = field(default_factory=dict)
+    children: dict[str, _Node] = field(default_factory=dict)
     calls: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
 
@@ -301,5 +301,14 @@ def layer_pairs(left: ScopeTree, right: ScopeTree, mapping: LayerMapping) -> dic
     return out
 
 
-__all__ = ["LayerMapping", "LayerRule", "ScopeTree", "TOP_LAYER", "build_tree", "convert_scope", "framework_function",
-           "layer_pairs", "parse_layer_mapping"]
+__all__ = [
+    "TOP_LAYER",
+    "LayerMapping",
+    "LayerRule",
+    "ScopeTree",
+    "build_tree",
+    "convert_scope",
+    "framework_function",
+    "layer_pairs",
+    "parse_layer_mapping",
+]

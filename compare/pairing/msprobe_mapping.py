@@ -35,7 +35,7 @@ from convert.names.msprobe import CallKind, parse_msprobe_name
 
 from ..errors import OptionError
 from ..records import DumpLayout, Run, TensorKind
-from .api_mapping import ApiRule, api_pairs, parse_api_mapping
+from .api_mapping import ApiRule, api_pairs, builtin_candidates, parse_api_mapping
 from .layer_mapping import LayerMapping, build_tree, layer_pairs, parse_layer_mapping
 from .mapping_file import MapEntry, TensorSel
 from .msprobe_names import ArgumentIndex, DataName, split_data_name
@@ -177,7 +177,7 @@ class MsprobeMapping:
     @classmethod
     def read(cls, *, layer_mapping: str | Path | None = None, api_mapping: str | Path | bool | None = None,
              data_mapping: str | Path | None = None, cell_mapping: str | Path | None = None,
-             fuzzy_match: bool = False, names: list[MapEntry] | None = None) -> "MsprobeMapping":
+             fuzzy_match: bool = False, names: list[MapEntry] | None = None) -> MsprobeMapping:
         """Read the files of the options (``api_mapping`` True: the built-in table alone)."""
         layer = parse_layer_mapping(_yaml(Path(layer_mapping), "--layer-mapping"), Path(layer_mapping).name) \
             if layer_mapping is not None else None
@@ -279,7 +279,7 @@ def msprobe_entries(left: Run, right: Run, mapping: MsprobeMapping) -> tuple[lis
             notes.append("MindSpore vs PyTorch msprobe trees: msprobe's built-in API mapping applied (Mint.* -> "
                          "Torch.*, Functional.* -> Torch.* / Functional.*, renamed APIs; -am FILE adds or overrides)")
     if mapping.fuzzy:
-        for name, other in _fuzzy(lefts, rights, taken).items():
+        for name, other in _fuzzy(lefts, rights, taken, builtin).items():
             add(MapEntry(TensorSel(name), TensorSel(other), "fuzzy match", MappingRule.FUZZY.value))
     for rule in MappingRule:
         count = taken.counts.get(rule.value, 0)
@@ -301,9 +301,23 @@ def _api_entries(name: str, other: str, rule: ApiRule | None, add) -> None:
             add(MapEntry(TensorSel(name, kind, a), TensorSel(other, kind, b), source, kind_rule.value))
 
 
-def _fuzzy(lefts: list[str], rights: list[str], taken: _Taken) -> dict[str, str]:
+def _left_keys(name: str, builtin: bool) -> list[str]:
+    """The fuzzy keys a left call may meet: its own, then (``builtin``) those of the PyTorch APIs the
+    built-in API mapping gives it (``Mint.cos.forward`` -> ``Torch.cos.forward``)."""
+    own = fuzzy_key(name)
+    parsed = parse_msprobe_name(name)
+    if own is None or parsed is None:
+        return []
+    keys = [own]
+    if builtin and parsed.kind is CallKind.API:
+        keys += [f"{candidate}.{parsed.direction}" for candidate in builtin_candidates(parsed.prefix, parsed.api)]
+    return keys
+
+
+def _fuzzy(lefts: list[str], rights: list[str], taken: _Taken, builtin: bool = False) -> dict[str, str]:
     """Free left calls without a same-named right call -> the right call of the same name but the
-    call count, the k-th of a name with the k-th (in each run's order)."""
+    call count (or of a name the built-in API mapping gives it, with ``builtin``), the k-th of a
+    name with the k-th (in each run's order)."""
     right_set = set(rights)
     free_l = [n for n in lefts if n not in taken.left and n not in right_set]
     named_r = set(lefts)
@@ -314,11 +328,23 @@ def _fuzzy(lefts: list[str], rights: list[str], taken: _Taken) -> dict[str, str]
             queues[key].append(name)
     out = {}
     for name in free_l:
-        key = fuzzy_key(name)
-        if key is not None and queues.get(key):
-            out[name] = queues[key].pop(0)
+        for key in _left_keys(name, builtin):
+            if queues.get(key):
+                out[name] = queues[key].pop(0)
+                break
     return out
 
 
-__all__ = ["DataRule", "MappingRule", "MsprobeMapping", "NOT_APPLICABLE", "cell_target", "cross_framework",
-           "framework", "fuzzy_key", "msprobe_entries", "parse_cell_mapping", "parse_data_mapping"]
+__all__ = [
+    "NOT_APPLICABLE",
+    "DataRule",
+    "MappingRule",
+    "MsprobeMapping",
+    "cell_target",
+    "cross_framework",
+    "framework",
+    "fuzzy_key",
+    "msprobe_entries",
+    "parse_cell_mapping",
+    "parse_data_mapping",
+]

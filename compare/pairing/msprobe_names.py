@@ -120,4 +120,4 @@ class ArgumentIndex:
         return argument_indexes(call, self._data.get(call)).get(argument)
 
 
-__all__ = ["ArgumentIndex", "DataName", "SECTIONS", "argument_indexes", "split_data_name"]
+__all__ = ["SECTIONS", "ArgumentIndex", "DataName", "argument_indexes", "split_data_name"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from compare.api import pair_runs
-from compare.errors import OptionError
+from compare.errors import OptionError, PairingError
 from compare.loaders import load_run
 from compare.pairing.api_mapping import builtin_candidates, parse_api_mapping
 from compare.pairing.layer_mapping import framework_function, parse_layer_mapping
@@ -151,7 +151,7 @@ def test_fuzzy_match_pairs_differing_call_counts(tmp_path):
         "Functional.relu.5.forward": call([1.0], [1.0]),
         "Module.fc.Linear.parameters_grad.1": {"weight": tensor(0.5)},
     })
-    with pytest.raises(Exception):
+    with pytest.raises(PairingError, match="no operator"):
         pair_runs(load_run(left), load_run(right))  # nothing pairs by name: an error naming both sides
     pairing = pair_runs(load_run(left), load_run(right), fuzzy_match=True)
     got = pairs_of(pairing)
@@ -267,3 +267,15 @@ def test_data_mapping_by_keyword_name(tmp_path):
     assert ("Functional.f.0.forward", "*", TensorKind.INPUT, 0) in one_sided
     assert ("*", "NPU.g.0.forward", TensorKind.INPUT, 0) in one_sided
     assert ("*", "NPU.g.0.forward", TensorKind.OUTPUT, 0) in one_sided
+
+
+def test_fuzzy_match_across_frameworks_uses_the_builtin_api_names(tmp_path):
+    left = write_tree(tmp_path / "a", "mindspore", {"Mint.cos.3.forward": call([1.0], [0.5]),
+                                                   "Cell.net.Net.forward.0": call([1.0], [0.5])})
+    right = write_tree(tmp_path / "b", "pytorch", {"Torch.cos.5.forward": call([1.0], [0.5]),
+                                                  "Module.net.Net.forward.0": call([1.0], [0.5])})
+    without = pairs_of(pair_runs(load_run(left), load_run(right)))
+    assert ("Mint.cos.3.forward", "*") in without
+    got = pairs_of(pair_runs(load_run(left), load_run(right), fuzzy_match=True))
+    rows = got[("Mint.cos.3.forward", "Torch.cos.5.forward")]
+    assert rows and all(r.reason.startswith("paired by fuzzy match") for r in rows)
