@@ -171,6 +171,7 @@ class MsprobeMapping:
     api_rules: tuple[ApiRule, ...] = ()
     data: tuple[DataRule, ...] = ()
     cell: dict[str, str] | None = None
+    cell_source: str = "cell mapping"
     fuzzy: bool = False
     names: tuple[MapEntry, ...] = ()
 
@@ -188,9 +189,10 @@ class MsprobeMapping:
             if data_mapping is not None else ()
         cell = parse_cell_mapping(_yaml(Path(cell_mapping), "--cell-mapping"), Path(cell_mapping).name) \
             if cell_mapping is not None else None
-        return cls(layer, Path(layer_mapping).name if layer_mapping is not None else "",
-                   api_mapping is not None and api_mapping is not False, rules, data, cell, fuzzy_match,
-                   tuple(names or ()))
+        return cls(layer=layer, layer_source=Path(layer_mapping).name if layer_mapping is not None else "",
+                   api_builtin=api_mapping is not None and api_mapping is not False, api_rules=rules, data=data,
+                   cell=cell, cell_source=Path(cell_mapping).name if cell_mapping is not None else "cell mapping",
+                   fuzzy=fuzzy_match, names=tuple(names or ()))
 
 
 def framework(run: Run) -> str | None:
@@ -268,7 +270,7 @@ def msprobe_entries(left: Run, right: Run, mapping: MsprobeMapping) -> tuple[lis
         for name in lefts:
             other = cell_target(name, mapping.cell)
             if other and name not in taken.left and other in right.ops and other not in taken.right:
-                add(MapEntry(TensorSel(name), TensorSel(other), "cell mapping", MappingRule.CELL.value))
+                add(MapEntry(TensorSel(name), TensorSel(other), mapping.cell_source, MappingRule.CELL.value))
     builtin = mapping.api_builtin or cross_framework(left, right)
     if builtin or mapping.api_rules:
         free_r = [n for n in rights if n not in taken.right]
@@ -280,7 +282,7 @@ def msprobe_entries(left: Run, right: Run, mapping: MsprobeMapping) -> tuple[lis
                          "Torch.*, Functional.* -> Torch.* / Functional.*, renamed APIs; -am FILE adds or overrides)")
     if mapping.fuzzy:
         for name, other in _fuzzy(lefts, rights, taken, builtin).items():
-            add(MapEntry(TensorSel(name), TensorSel(other), "fuzzy match", MappingRule.FUZZY.value))
+            add(MapEntry(TensorSel(name), TensorSel(other), MappingRule.FUZZY.value, MappingRule.FUZZY.value))
     for rule in MappingRule:
         count = taken.counts.get(rule.value, 0)
         if count:
@@ -292,7 +294,7 @@ def msprobe_entries(left: Run, right: Run, mapping: MsprobeMapping) -> tuple[lis
 def _api_entries(name: str, other: str, rule: ApiRule | None, add) -> None:
     """The entries of one API-mapped call: the whole call, or the positions the rule lists."""
     kind_rule = MappingRule.API if rule is not None else MappingRule.API_BUILTIN
-    source = rule.source if rule is not None else "built-in API mapping"
+    source = rule.source if rule is not None else MappingRule.API_BUILTIN.value
     if rule is None or not (rule.args or rule.outputs):
         add(MapEntry(TensorSel(name), TensorSel(other), source, kind_rule.value))
         return

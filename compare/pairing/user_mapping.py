@@ -402,8 +402,9 @@ def _mapped_rows(index: int, kinds: tuple[TensorKind, ...], dump: OpDump,
 
 
 def paired_by(entry: MapEntry) -> str:
-    """The mark of a row an msprobe rule paired: ``paired by {rule} ({source})``."""
-    return f"paired by {entry.rule} ({entry.source})"
+    """The mark of a row an msprobe rule paired: ``paired by {rule} ({source})`` (the source left out
+    when it only repeats the rule: the built-in API mapping, the fuzzy match)."""
+    return f"paired by {entry.rule}" + (f" ({entry.source})" if entry.source != entry.rule else "")
 
 
 def _marked(pair: Pair, entry: MapEntry) -> Pair:

@@ -83,7 +83,7 @@ def test_builtin_api_mapping_applies_between_mindspore_and_pytorch(ms_pt):
     assert ("Functional.dense.0.forward", "Functional.linear.0.forward") in got
     rows = got[("Mint.matmul.0.forward", "Torch.matmul.0.forward")]
     assert len(rows) == 3 and all(r.status is PairStatus.COMPARED for r in rows)
-    assert all(r.reason.startswith("paired by built-in API mapping") for r in rows)
+    assert all(r.reason == "paired by built-in API mapping" for r in rows)
     assert any("built-in API mapping applied" in n for n in pairing.notes)
     assert any(n.startswith("3 pair(s) made by the built-in API mapping") for n in pairing.notes)
 
@@ -137,7 +137,7 @@ def test_cell_mapping(ms_pt, tmp_path):
     cm.write_text("net.block.Block: model.layer.Layer\n")
     got = pairs_of(pair_runs(load_run(ms), load_run(pt), cell_mapping=cm))
     rows = got[("Cell.net.block.Block.forward.0", "Module.model.layer.Layer.forward.0")]
-    assert rows and all(r.reason.startswith("paired by cell mapping") for r in rows)
+    assert rows and all(r.reason.startswith("paired by cell mapping (cell.yaml)") for r in rows)
     assert cell_target("Cell.fc1.Dense.backward.2", {"Dense": "Linear"}) == "Module.fc1.Linear.backward.2"
     assert cell_target("Mint.relu.0.forward", {}) is None
 
