@@ -88,3 +88,11 @@ def test_layer_mapping_on_msprobes_fixture(tmp_path):
     assert len(pairs) == 10
     add0 = [r for r in rows if r["LeftOp"] == "Tensor.__add__.0.forward"]
     assert add0 and all(r["RightOp"] == "*" for r in add0)
+
+
+def test_mapping_options_refused_on_a_mindspore_dump():
+    tree = Path(__file__).resolve().parents[3] / "fixtures" / "mindspore" / "async"
+    result = _run("-l", tree, "-r", tree, "-fm", "--allow-same")
+    assert result.exit_code == 2
+    assert "pair msprobe dumps (dump.json trees); the left side is not one" in result.output
+    assert "Traceback" not in result.output
