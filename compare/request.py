@@ -233,8 +233,9 @@ class CompareRequest:
         naming the file for an unreadable or malformed one."""
         if not self.msprobe_flags():
             return self.mapping
+        # here: only with an msprobe mapping option (the msprobe pairing modules and their readers)
         from .pairing.mapping_file import load_mapping
-        from .pairing.msprobe_mapping import MsprobeMapping
+        from .pairing.msprobe_mapping import MsprobeMapping  # (same reason)
 
         names = load_mapping(self.mapping) if self.mapping is not None and not isinstance(self.mapping, list) \
             else self.mapping
