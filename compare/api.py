@@ -16,7 +16,7 @@ import datetime
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -262,7 +262,8 @@ def compare_request(request: CompareRequest, *, progress: Progress | None = None
                           "(operator_request / run_batch_request / the command line's -map)")
     started = time.perf_counter()
     checked = build_policy(request.policy, request.gates)
-    result = run_request(request, extra_metrics=gate_metrics(checked), progress=progress,
+    result = run_request(replace(request, mapping=request.pairing_mapping()), extra_metrics=gate_metrics(checked),
+                         progress=progress,
                          refuse_same=checked is not None and not request.allow_same, on_dashboard=on_dashboard,
                          spool=spool)
     compared = time.perf_counter()
@@ -276,6 +277,10 @@ def compare_request(request: CompareRequest, *, progress: Progress | None = None
               "mapping": mapping if not isinstance(mapping, list) else None,
               "policy": checked.source if checked is not None else None,
               "left_folder": result.left.path, "right_folder": result.right.path}
+    if request.msprobe_flags():  # listed only when given: other results keep their inputs as they were
+        inputs.update({"layer_mapping": request.layer_mapping, "api_mapping": request.api_mapping,
+                       "data_mapping": request.data_mapping, "cell_mapping": request.cell_mapping,
+                       "fuzzy_match": request.fuzzy_match})
     ops = op_choice(request)
     options = {"algorithms": request.algorithms, "dump_version": request.dump_version,
                "max_elements": request.max_elements, "rank": request.rank, "iteration": request.iteration,
@@ -290,16 +295,27 @@ def compare_request(request: CompareRequest, *, progress: Progress | None = None
 
 
 def pair_runs(left: Run, right: Run, *, fusion_rule: RuleArg | None = None, quant_rule: RuleArg | None = None,
-              close_fusion_rule: RuleArg | None = None, mapping: PathLike | list | None = None) -> Pairing:
+              close_fusion_rule: RuleArg | None = None, mapping: PathLike | list | None = None,
+              layer_mapping: PathLike | None = None, api_mapping: PathLike | bool | None = None,
+              data_mapping: PathLike | None = None, cell_mapping: PathLike | None = None,
+              fuzzy_match: bool = False) -> Pairing:
     """Two loaded runs (:func:`compare.loaders.load_run`) paired as the command line pairs them
     (:func:`compare.pairing.entry.pair`): through a mapping file (``--mapping``: its entries first,
-    the rest by scope name), MindSpore / msprobe / statistics runs by scope name, the others through
+    the rest by scope name), through msprobe's mapping files (``layer_mapping`` ... ``fuzzy_match``,
+    the ``-lm`` ``-am [FILE]`` ``-dm`` ``-cm`` ``-fm`` options: docs/msprobe-mapping.md; ``api_mapping``
+    True for the built-in table alone), MindSpore / msprobe / statistics runs by scope name, the others through
     the comparison table and the rule files (``-f`` / ``-q`` / ``-cf``), with the overflow records
     (``Opdebug``) as rows that are not compared. Raises :class:`OptionError` for a mapping given
     with a rule, :class:`~compare.errors.PairingError` for a combination the table does not
     support or nothing to pair, :class:`~compare.errors.RuleError` for an unreadable rule."""
+    request = CompareRequest(left=left.root, right=right.root, fusion_rule=fusion_rule, quant_rule=quant_rule,
+                             close_fusion_rule=close_fusion_rule, mapping=mapping, layer_mapping=layer_mapping,
+                             api_mapping=api_mapping, data_mapping=data_mapping, cell_mapping=cell_mapping,
+                             fuzzy_match=fuzzy_match)
+    if request.msprobe_flags():
+        request.check_msprobe_mapping(Mode.NETWORK)
     return pair(left, right, fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule,
-                mapping=mapping).pairing
+                mapping=request.pairing_mapping()).pairing
 
 
 def _inputs_text(inputs: dict[str, object]) -> dict[str, object]:

@@ -32,6 +32,7 @@ from .records import Bound
 if TYPE_CHECKING:  # pragma: no cover
     from convert.layouts import PluginSet
 
+    from .pairing.msprobe_mapping import MsprobeMapping
     from .verdict.policy import Policy
 
 PathLike = str | os.PathLike[str]
@@ -65,7 +66,10 @@ class CompareRequest:
 
     Rule files: ``fusion_rule`` (``-f``: a file, a loaded :class:`FusionRule`, or a folder of
     rules: batch mode), ``quant_rule`` (``-q``), ``close_fusion_rule`` (``-cf``), ``mapping``
-    (``--mapping``: a names file or its entries), ``custom_dir`` (``-custom``: a plugin root, or a
+    (``--mapping``: a names file or its entries), msprobe's mapping files ``layer_mapping`` (``-lm``),
+    ``api_mapping`` (``-am [FILE]``: a file, or True for the built-in table), ``data_mapping``
+    (``-dm``), ``cell_mapping`` (``-cm``) and ``fuzzy_match`` (``-fm``) -- msprobe trees only, not
+    with rule options, read by :meth:`pairing_mapping` (docs/msprobe-mapping.md) --, ``custom_dir`` (``-custom``: a plugin root, or a
     :class:`convert.layouts.PluginSet` already loaded).
 
     Engine: ``algorithms`` (``-alg``: names / indices, or a comma-separated text; None: all ten),
@@ -103,6 +107,12 @@ class CompareRequest:
     quant_rule: RuleArg | None = None
     close_fusion_rule: RuleArg | None = None
     mapping: PathLike | list | None = None
+    # msprobe's mapping files (docs/msprobe-mapping.md); api_mapping True: the built-in table alone
+    layer_mapping: PathLike | None = None
+    api_mapping: PathLike | bool | None = None
+    data_mapping: PathLike | None = None
+    cell_mapping: PathLike | None = None
+    fuzzy_match: bool = False
     custom_dir: PathLike | PluginSet | None = None
     # engine
     algorithms: Sequence[str | int] | str | None = None
@@ -181,6 +191,7 @@ class CompareRequest:
                               "batch mode (-f DIR) and the mapping table (-map) do not write them")
         if mode is Mode.TWO_FILES and self.overflow:
             raise OptionError("--overflow describes the operators of a dump folder, not two files")
+        self.check_msprobe_mapping(mode)
         match mode:
             case Mode.SINGLE_OP:
                 if _rule_folder(self.fusion_rule):
@@ -192,6 +203,45 @@ class CompareRequest:
                     raise OptionError("--range / --select choose operators of dump folders, not of two files")
                 self._check_two_files()
         return mode
+
+    def msprobe_flags(self) -> list[str]:
+        """The msprobe mapping options given (``-lm`` ``-am`` ``-dm`` ``-cm`` ``-fm``)."""
+        return [flag for flag, given in (
+            ("-lm", self.layer_mapping is not None), ("-am", self.api_mapping not in (None, False)),
+            ("-dm", self.data_mapping is not None), ("-cm", self.cell_mapping is not None),
+            ("-fm", self.fuzzy_match)) if given]
+
+    def check_msprobe_mapping(self, mode: Mode) -> None:
+        """msprobe's mapping options pair two msprobe trees: a network comparison or ``-d`` (not two
+        files, batch mode or ``-map``), without fusion / quant rules."""
+        flags = self.msprobe_flags()
+        if not flags:
+            return
+        if mode in (Mode.TWO_FILES, Mode.BATCH, Mode.MAPPING_TABLE):
+            raise OptionError(f"{', '.join(flags)} pair the calls of two msprobe dump trees: not with "
+                              f"{'two files' if mode is Mode.TWO_FILES else 'batch mode (-f DIR)' if mode is Mode.BATCH else '-map'}")
+        rules = [flag for flag, value in (("-f", self.fusion_rule), ("-q", self.quant_rule),
+                                          ("-cf", self.close_fusion_rule)) if value is not None]
+        if rules:
+            raise OptionError(f"{', '.join(flags)} pair msprobe calls by their names; {', '.join(rules)} pair Ascend "
+                              "operators through a fusion rule: give one or the other")
+
+    def pairing_mapping(self) -> "PathLike | list | MsprobeMapping | None":
+        """What pairing is given as ``mapping``: the ``--mapping`` file or entries as they are, or --
+        with an msprobe mapping option -- :class:`~compare.pairing.msprobe_mapping.MsprobeMapping`
+        with every YAML file read (and the ``--mapping`` entries first). Raises :class:`OptionError`
+        naming the file for an unreadable or malformed one."""
+        if not self.msprobe_flags():
+            return self.mapping
+        # here: only with an msprobe mapping option (the msprobe pairing modules and their readers)
+        from .pairing.mapping_file import load_mapping
+        from .pairing.msprobe_mapping import MsprobeMapping  # (same reason)
+
+        names = load_mapping(self.mapping) if self.mapping is not None and not isinstance(self.mapping, list) \
+            else self.mapping
+        return MsprobeMapping.read(layer_mapping=self.layer_mapping, api_mapping=self.api_mapping,
+                                   data_mapping=self.data_mapping, cell_mapping=self.cell_mapping,
+                                   fuzzy_match=self.fuzzy_match, names=names if isinstance(names, list) else None)
 
     def _check_op_choice(self) -> None:
         """``--range`` / ``--select``: one of them, a network comparison, one rule file."""

@@ -162,14 +162,17 @@ def run_compare(request: CompareRequest) -> int:
         ops = op_choice(request)
         for path, flag in ((request.left, "-l"), (request.right, "-r"), (request.fusion_rule, "-f"),
                            (request.quant_rule, "-q"), (request.close_fusion_rule, "-cf"),
-                           (request.ge_graph, "--ge-graph"), (request.mapping, "--mapping")):
+                           (request.ge_graph, "--ge-graph"), (request.mapping, "--mapping"),
+                           (request.layer_mapping, "-lm"), (request.data_mapping, "-dm"), (request.cell_mapping, "-cm"),
+                           (request.api_mapping if not isinstance(request.api_mapping, bool) else None, "-am")):
             if path is not None and not is_url(path):
                 check_readable(Path(path), flag)  # type: ignore[arg-type]
         if mode is not Mode.NETWORK:  # a network comparison localises URLs itself (a cluster's workers fetch parts)
             request = replace(request, left=local_path(request.left), right=local_path(request.right))
         match mode:
-            case Mode.SINGLE_OP:
-                code = run_single_op(request, checked, layout=report_layout)
+            case Mode.SINGLE_OP:  # msprobe's mapping files read once, here (the network mode reads them in the API)
+                code = run_single_op(replace(request, mapping=request.pairing_mapping()), checked,
+                                     layout=report_layout)
             case Mode.BATCH:
                 code = run_batch_mode(request, checked, layout=report_layout, float_format=number_format)
             case Mode.MAPPING_TABLE:

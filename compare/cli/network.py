@@ -226,6 +226,24 @@ def compare(
                                            help="Pair operators through a names file (CSV left,right[:index]; "
                                                 "YAML if PyYAML is installed) first, the others by name; with -d "
                                                 "the left operator meets the one it maps to."),
+    layer_mapping: Optional[Path] = typer.Option(None, "-lm", "--layer-mapping",
+                                                 help="msprobe trees: pair calls by where they ran, through msprobe's "
+                                                      "layer_mapping.yaml (class: {attribute: other attribute}); "
+                                                      "needs PyYAML (docs/msprobe-mapping.md)."),
+    api_mapping: Optional[str] = typer.Option(None, "-am", "--api-mapping", metavar="FILE|builtin",
+                                              help="msprobe trees: pair MindSpore APIs with PyTorch ones (Mint.* -> "
+                                                   "Torch.* ...); 'builtin': the built-in table (applied anyway between "
+                                                   "a MindSpore and a PyTorch tree); FILE: msprobe's api_mapping.yaml "
+                                                   "(ms_api/pt_api/ms_args/pt_args...) first, then the table."),
+    data_mapping: Optional[Path] = typer.Option(None, "-dm", "--data-mapping",
+                                                help="msprobe trees: pair tensors as msprobe's data_mapping.yaml says "
+                                                     "({call}.input.0: {call}.input.1; N/A: no counterpart)."),
+    cell_mapping: Optional[Path] = typer.Option(None, "-cm", "--cell-mapping",
+                                                help="msprobe trees: pair MindSpore cells with PyTorch modules through "
+                                                     "msprobe's cell_mapping.yaml (path.Class: path.Class, or text: text)."),
+    fuzzy_match: bool = typer.Option(False, "-fm", "--fuzzy-match",
+                                     help="msprobe trees: pair calls whose names differ only in the call count "
+                                          "(Functional.relu.3.forward with Functional.relu.5.forward), in order."),
     ffts: bool = typer.Option(False, "-ffts", "--ffts",
                               help="FFTS+ sliced ops: compare each slice file by itself, raw op names kept "
                                    "[merge an op's slices along the cut axis; docs/ffts.md]."),
@@ -253,6 +271,9 @@ def compare(
         model_name=model_name, ge_graph=ge_graph, dump_version=dump_version, ffts=ffts, op_range=op_range,
         op_select=op_select,
         fusion_rule=fusion_rule, quant_rule=quant_rule, close_fusion_rule=close_fusion_rule, mapping=mapping,
+        layer_mapping=layer_mapping, api_mapping=(True if api_mapping in ("", "builtin") else Path(api_mapping))
+        if api_mapping is not None else None, data_mapping=data_mapping, cell_mapping=cell_mapping,
+        fuzzy_match=fuzzy_match,
         custom_dir=custom,
         algorithms=algorithm, max_elements=max_cmp_size, allow_same=allow_same, cluster=dask_cluster,
         scheduler=scheduler,

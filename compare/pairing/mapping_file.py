@@ -9,13 +9,18 @@ comments allowed); YAML (when PyYAML is installed) a mapping ``{left: right}`` o
 from __future__ import annotations
 
 import csv
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from convert.entries import special_file_problem
 
 from ..errors import OptionError
 from ..records import TensorKind
+
+if TYPE_CHECKING:
+    from .msprobe_mapping import MsprobeMapping
 
 _HEADER_CELLS = frozenset({"left", "right", "left_op", "right_op", "left name", "right name", "source", "target",
                            "mindspore", "golden", "npu", "ground truth", "groundtruth"})
@@ -46,20 +51,27 @@ class TensorSel:
 
 @dataclass(frozen=True)
 class MapEntry:
-    """One mapping entry and where it came from (``file:line``)."""
+    """One mapping entry and where it came from (``file:line``). ``rule``: the msprobe rule that
+    made it (:class:`compare.pairing.msprobe_mapping.MappingRule` value; its rows say so), ``""``
+    for a ``--mapping`` line. A ``right`` named ``""`` means: no counterpart (msprobe's ``N/A``)."""
 
     left: TensorSel
     right: TensorSel
     source: str
+    rule: str = ""
 
 
-def load_mapping(path: str | Path) -> list[MapEntry]:
-    """Read a ``.csv`` / ``.txt`` or ``.yaml`` / ``.yml`` mapping file (see the module doc).
+def load_mapping(path: str | Path | MsprobeMapping) -> list[MapEntry] | MsprobeMapping:
+    """Read a ``.csv`` / ``.txt`` or ``.yaml`` / ``.yml`` mapping file (see the module doc); msprobe's
+    mapping options (:class:`~compare.pairing.msprobe_mapping.MsprobeMapping`) are read already and
+    are returned as they are.
 
     Raises :class:`OptionError` naming the file (and line) for an unreadable file, a row
     without two names, a field longer than ``csv.field_size_limit()``, a FIFO or a device (never
     opened), or YAML when PyYAML is not installed. A UTF-8 byte-order mark is dropped.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        return path
     path = Path(path)
     special = special_file_problem(path)  # never opened: a FIFO would block, a device never ends
     if special is not None:

@@ -66,6 +66,7 @@ from convert.names.keys import name_key
 from ..errors import PairingError, ShapeError
 from ..records import OpDump, Pair, Pairing, PairingMode, PairStatus, Run, TensorKind, TensorRef
 from .mapping_file import MapEntry, load_mapping
+from .msprobe_mapping import MsprobeMapping, cross_framework, msprobe_entries
 from .names import SCOPE_RULES, is_amp_name, kernel_tail, match_names
 from .rows import one_sided_pair, op_tensor_rows, overflow_rows
 
@@ -93,6 +94,8 @@ class _Lookup:
             self.by_key.setdefault(name_key(name), dump)
 
     def __call__(self, name: str) -> OpDump | None:
+        if not name:  # an entry saying "no counterpart" (msprobe's N/A)
+            return None
         op = self.run.ops.get(name)
         return op if op is not None else self.by_key.get(name_key(name))
 
@@ -164,15 +167,29 @@ def _kinds(left: Run, right: Run) -> tuple[tuple[TensorKind, ...], list[str]]:
     return (TensorKind.OUTPUT,), ["only outputs are compared: one side holds no input tensors"]
 
 
-def pair_families(left: Run, right: Run, *, mapping: list[MapEntry] | str | Path | None = None) -> Pairing:
-    """Pair two runs by scope name, and first through ``mapping`` (entries or a file path) when given.
+def pair_families(left: Run, right: Run, *,
+                  mapping: list[MapEntry] | str | Path | MsprobeMapping | None = None) -> Pairing:
+    """Pair two runs by scope name, and first through ``mapping`` (entries, a file path, or msprobe's
+    mapping options) when given.
+
+    With msprobe's options (:class:`~compare.pairing.msprobe_mapping.MsprobeMapping`) -- or between a
+    MindSpore and a PyTorch msprobe tree, whose built-in API mapping applies without asking -- the
+    entries are :func:`~compare.pairing.msprobe_mapping.msprobe_entries`: each row they make says
+    which rule paired it, the notes count the pairs per rule.
 
     Raises :class:`PairingError` when not one operator pairs (the message names a few of each
     side and suggests ``--mapping``), :class:`OptionError` for an unreadable mapping file.
     """
-    if mapping is not None and not isinstance(mapping, list):
+    extra: list[str] = []
+    if mapping is None and cross_framework(left, right):
+        mapping = MsprobeMapping()
+    if isinstance(mapping, MsprobeMapping):
+        entries, extra = msprobe_entries(left, right, mapping)
+        mapping = entries if entries or mapping.names else None
+    elif mapping is not None and not isinstance(mapping, list):
         mapping = load_mapping(mapping)
     pairing = _pair(left, right, mapping)
+    pairing.notes.extend(extra)
     start = max((p.index for p in pairing.pairs), default=-1) + 1
     pairing.pairs.extend(overflow_rows(start, left, right))
     overflow = sum(len(r.overflow) for r in (left, right))
@@ -285,7 +302,11 @@ def _is_cast(dump: OpDump) -> bool:
     return dump.op_type == "Cast" or (dump.op_type is None and tail.startswith("Cast-op"))
 
 
-def _one_sided_why(dump: OpDump, side: str, amp: dict[str, bool], mapping: bool) -> str:
+#: ``_one_sided_why``'s ``mapping`` when the entries are msprobe rules' (not a ``--mapping`` file's).
+_RULES = "rules"
+
+
+def _one_sided_why(dump: OpDump, side: str, amp: dict[str, bool], mapping: bool | str) -> str:
     """The reason of an op paired with nothing ('' = the default reason of :func:`op_tensor_rows`).
 
     An unpaired Cast of a mixed-precision run (``amp[side]``) against a run without mixed
@@ -296,6 +317,8 @@ def _one_sided_why(dump: OpDump, side: str, amp: dict[str, bool], mapping: bool)
         return (f"Cast kernel inserted by mixed precision: the {side} run is a mixed-precision run "
                 f"(ms.amp.auto_mixed_precision scopes _OutputTo16/_OutputTo32 or classes renamed ClassOpt), the "
                 f"{other} run is not, and this cast has no counterpart; not compared")
+    if mapping is _RULES:
+        return (f"no msprobe mapping rule pairs {dump.name!r}, and no free {other} call has its name")
     if mapping:
         return (f"{dump.name!r} is not in the mapping file, and no free {other} operator has its name "
                 "(operators the mapping names pair only as it says)")
@@ -322,6 +345,9 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
     kinds, notes = _kinds(left, right)
     if entries is None:
         notes.insert(0, "paired by operator scope name and tensor index")
+    elif any(e.rule for e in entries):
+        notes.insert(0, f"paired through {len(entries)} mapping entries (msprobe's mapping rules), then by operator "
+                        "scope name for the calls they do not name")
     else:
         notes.insert(0, f"paired through the mapping file ({len(entries)} entries), then by operator scope name "
                         "for the operators it does not mention")
@@ -336,7 +362,8 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
         elif side == "left" and dump.name in plan.named:
             pairs.extend(op_tensor_rows(index, kinds, dump, right.ops[plan.named[dump.name]], tensor_pair))
         else:
-            why = _one_sided_why(dump, side, amp, entries is not None)
+            why = _one_sided_why(dump, side, amp, _RULES if entries and all(e.rule for e in entries)
+                                 else entries is not None)
             amp_cast = why.startswith("Cast kernel inserted")
             casts[side] += amp_cast
             pair_left, pair_right = (dump, None) if side == "left" else (None, dump)
@@ -357,6 +384,8 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
 def _mapped_rows(index: int, kinds: tuple[TensorKind, ...], dump: OpDump,
                  entries: list[tuple[MapEntry, OpDump | None]]) -> list[Pair]:
     """Rows of a left op the mapping names: per entry, the whole op or the one tensor pair it maps."""
+    if any(entry.rule for entry, _ in entries):
+        return _rule_rows(index, kinds, dump, entries)
     rows: list[Pair] = []
     for entry, other in entries:
         if other is None:
@@ -369,6 +398,73 @@ def _mapped_rows(index: int, kinds: tuple[TensorKind, ...], dump: OpDump,
             rows.extend(op_tensor_rows(index, kinds, dump, other, tensor_pair))
         else:
             rows.append(_mapped_tensor(index, dump, other, entry))
+    return rows
+
+
+def paired_by(entry: MapEntry) -> str:
+    """The mark of a row an msprobe rule paired: ``paired by {rule} ({source})`` (the source left out
+    when it only repeats the rule: the built-in API mapping, the fuzzy match)."""
+    return f"paired by {entry.rule}" + (f" ({entry.source})" if entry.source != entry.rule else "")
+
+
+def _marked(pair: Pair, entry: MapEntry) -> Pair:
+    """``pair`` with the rule that paired it in its reason (kept after any reason it had)."""
+    if pair.left is None or pair.right is None:
+        return pair
+    mark = paired_by(entry)
+    return dataclasses.replace(pair, reason=f"{mark}; {pair.reason}" if pair.reason else mark)
+
+
+def _rule_rows(index: int, kinds: tuple[TensorKind, ...], dump: OpDump,
+               entries: list[tuple[MapEntry, OpDump | None]]) -> list[Pair]:
+    """Rows of a left call msprobe's rules name: the whole call paired (each row marked with the
+    rule), one-sided rows when the rule finds no counterpart, or the tensors the rule pairs -- and
+    every other tensor of both calls as a one-sided row (nothing dropped)."""
+    rows: list[Pair] = []
+    whole = [(e, o) for e, o in entries if e.left.index is None]
+    for entry, other in whole:
+        if other is None:
+            why = (f"{entry.rule} ({entry.source}) finds no counterpart for {dump.name!r}" if not entry.right.name
+                   else f"{entry.rule} ({entry.source}) names {entry.right.name!r}, which the right folder does not have")
+            rows.extend(op_tensor_rows(index, kinds, dump, None, tensor_pair, why_missing=why))
+        else:
+            rows.extend(_marked(p, entry) for p in op_tensor_rows(index, kinds, dump, other, tensor_pair))
+    singles = [(e, o) for e, o in entries if e.left.index is not None]
+    if not singles:
+        return rows
+    used_left: set[tuple[TensorKind, int]] = set()
+    used_right: dict[str, set[tuple[TensorKind, int]]] = {}
+    for entry, other in singles:
+        lkind = entry.left.kind or TensorKind.OUTPUT
+        used_left.add((lkind, entry.left.index or 0))
+        if other is None:
+            ref = dump.tensor(lkind, entry.left.index or 0)
+            why = (f"{entry.rule} ({entry.source}) gives {entry.left.text()} no counterpart" if not entry.right.name
+                   else f"{entry.rule} ({entry.source}) names {entry.right.name!r}, which the right folder does not have")
+            base = dict(index=index, op_type=dump.op_type, left_op=dump.name, right_op=NO_COUNTERPART,
+                        op_sequence=index)
+            rows.append(one_sided_pair(base, ref, "right", why) if ref is not None else Pair(
+                **base, tensor_id=None, left=None, right=None, status=PairStatus.NOT_COMPARABLE,
+                reason=f"{why}; and {dump.name!r} has no {lkind.value} {entry.left.index}"))
+            continue
+        rkind = entry.right.kind or lkind
+        used_right.setdefault(other.name, set()).add((rkind, entry.right.index if entry.right.index is not None
+                                                      else entry.left.index or 0))
+        rows.append(_marked(_mapped_tensor(index, dump, other, entry), entry))
+    rest = f"not named by the {singles[0][0].rule} ({singles[0][0].source}), which names other tensors of this call"
+    base = dict(index=index, op_type=dump.op_type, left_op=dump.name, right_op=NO_COUNTERPART, op_sequence=index)
+    for ref in (*dump.inputs, *dump.outputs):
+        if (ref.kind, ref.index) not in used_left and ref.kind in kinds:
+            rows.append(one_sided_pair(base, ref, "right", rest))
+    for entry, other in singles:
+        if other is None or other.name not in used_right:
+            continue
+        used = used_right.pop(other.name)
+        rbase = dict(index=index, op_type=other.op_type, left_op=NO_COUNTERPART, right_op=other.name,
+                     op_sequence=index)
+        for ref in (*other.inputs, *other.outputs):
+            if (ref.kind, ref.index) not in used and ref.kind in kinds:
+                rows.append(one_sided_pair(rbase, ref, "left", rest))
     return rows
 
 
