@@ -459,7 +459,7 @@ def from_msprobe(line: MsprobeLine, *, stamp: str) -> Translation:
         if value is not None:
             argv += [main_option, value]
     if line.api_mapping is not None:
-        argv += ["--api-mapping"] + ([line.api_mapping] if line.api_mapping else [])
+        argv += ["--api-mapping", line.api_mapping or "builtin"]
     argv += _pairs(((line.data_mapping, "--data-mapping"), (line.rank, "--rank"), (line.step, "--iteration")))
     if line.stack_mode:
         notes.append("-s: the Stack column is written whenever the target holds stack.json (as msprobe does "

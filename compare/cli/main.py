@@ -24,8 +24,9 @@ MSACCUCMP_GOLDEN = ("-g", "--golden_dump_path")
 
 def normalise_argv(argv: list[str]) -> list[str]:
     """Accept the reference tool's spellings: ``-alg 0 1 5`` (several index tokens) as
-    ``-alg 0,1,5``; and, on a command line in msaccucmp's spelling (``-g`` / ``--golden_dump_path``
-    present, so the golden side is not ``-r``), ``-r START,END,STEP`` as ``--range``."""
+    ``-alg 0,1,5``; on a command line in msaccucmp's spelling (``-g`` / ``--golden_dump_path``
+    present, so the golden side is not ``-r``), ``-r START,END,STEP`` as ``--range``; and msprobe's
+    bare ``-am`` / ``--api-mapping`` (no file: the built-in API mapping) as ``-am builtin``."""
     msaccucmp = any(token in MSACCUCMP_GOLDEN or token.startswith("--golden_dump_path=") for token in argv)
     out: list[str] = []
     i = 0
@@ -34,6 +35,8 @@ def normalise_argv(argv: list[str]) -> list[str]:
         if msaccucmp and token == "-r":
             token = "--range"
         out.append(token)
+        if token in ("-am", "--api-mapping") and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append("builtin")
         if token in ("-alg", "--algorithm") and i + 1 < len(argv):
             values = [argv[i + 1]]
             i += 2

@@ -80,6 +80,13 @@ def test_alg_space_separated_indexes_are_accepted() -> None:
     assert _normalise_argv(["-alg", "0,1", "-o", "x"]) == ["-alg", "0,1", "-o", "x"]
 
 
+def test_bare_api_mapping_means_the_built_in_table() -> None:
+    """msprobe's ``-am`` without a file: the built-in API mapping (``-am builtin``)."""
+    assert _normalise_argv(["-l", "a", "-am", "-o", "x"]) == ["-l", "a", "-am", "builtin", "-o", "x"]
+    assert _normalise_argv(["-l", "a", "--api-mapping"]) == ["-l", "a", "--api-mapping", "builtin"]
+    assert _normalise_argv(["-am", "api.yaml"]) == ["-am", "api.yaml"]
+
+
 def test_gates_pass_and_fail(tmp_path: Path) -> None:
     ok = _run(*_demo_args(tmp_path / "a.csv"), "--gate", "CosineSimilarity>=0.99")
     assert ok.exit_code == 0, ok.output

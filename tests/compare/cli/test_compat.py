@@ -196,7 +196,7 @@ def test_msprobe_mapping_flags_translation() -> None:
     assert line.spelling is Spelling.MSPROBE
     assert line.argv == ("-l", "ms/step0", "-r", "pt/step0", "-o", f"out/compare_result_{STAMP}.csv",
                          "--fuzzy-match", "--layer-mapping", "layer.yaml", "--cell-mapping", "cell.yaml",
-                         "--api-mapping", "--data-mapping", "data.yaml", "--rank", "0,1", "--iteration", "3")
+                         "--api-mapping", "builtin", "--data-mapping", "data.yaml", "--rank", "0,1", "--iteration", "3")
     with_file = translate(["--target_path", "a", "--golden_path=b", "--api_mapping", "api.yaml", "--xlsx",
                            "--fuzzy_match", "--layer_mapping=l.yaml"], stamp=STAMP)
     assert with_file.argv == ("-l", "a", "-r", "b", "-o", f"./output/compare_result_{STAMP}.xlsx", "--fuzzy-match",
