@@ -23,6 +23,7 @@ from hypothesis.extra import numpy as hnp
 from compare.errors import CompareError, OptionError, ShapeError
 from compare.kernels import (
     ALIASES,
+    BOOL_CAPABLE,
     EPS32,
     EPS64,
     METRIC_NAMES,
@@ -33,7 +34,8 @@ from compare.kernels import (
     is_scalar_like,
     resolve_algorithms,
 )
-from compare.testing.naive import close, reference_metrics
+from compare.kernels.metrics import PairTerms, selection
+from compare.testing.naive import TWINS, close, reference_metrics
 
 NAN, INF = math.nan, math.inf
 
@@ -467,10 +469,51 @@ def test_metric_table():
         assert (m.name, m.index) == (name, i)
         assert m.doc and m.alias
         assert ALIASES[m.alias] == name
+        assert callable(m.finish)
     assert METRICS["CosineSimilarity"].higher_is_better is True
     assert METRICS["StandardDeviation"].higher_is_better is None
     assert METRICS["RootMeanSquareError"].higher_is_better is False
+    assert BOOL_CAPABLE == ("CosineSimilarity", "RelativeEuclideanDistance")
     assert EPS64 == np.finfo(np.float64).eps and EPS32 == np.finfo(np.float32).eps
+
+
+def test_every_metric_has_a_twin():
+    """The naive twins cover the table exactly: a new metric without its twin fails here."""
+    assert list(TWINS) == list(METRIC_NAMES)
+
+
+def test_selection_asks_the_pass_for_what_its_metrics_read():
+    plain = selection(("CosineSimilarity", "MaxAbsoluteError"), False)
+    assert list(plain.finish) == ["CosineSimilarity", "MaxAbsoluteError"]
+    assert (plain.rel, plain.kl, plain.std) == (False, False, False)
+    rel = selection(("MeanRelativeError", "RootMeanSquareError"), False)
+    assert (rel.rel, rel.kl, rel.std) == (True, False, False)
+    every = selection(tuple(METRIC_NAMES), False)
+    assert list(every.finish) == list(METRIC_NAMES)
+    assert (every.rel, every.kl, every.std) == (True, True, True)
+    # bool data: only the metrics computed on bool, in selection order; nothing else is asked for
+    on_bool = selection(tuple(reversed(METRIC_NAMES)), True)
+    assert list(on_bool.finish) == ["RelativeEuclideanDistance", "CosineSimilarity"]
+    assert (on_bool.rel, on_bool.kl, on_bool.std) == (False, False, False)
+    assert METRICS["KullbackLeiblerDivergence"].terms == PairTerms.KL
+    assert {n for n, m in METRICS.items() if PairTerms.REL in m.terms} == {
+        "AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError"}
+
+
+@pytest.mark.parametrize("case,dtype", MATRIX)
+def test_each_metric_alone_equals_its_value_among_all(case, dtype):
+    """A metric selected alone gets the value it gets among all: its entry's ``terms`` ask the
+    paired pass for every sum its ``finish`` reads (a missing one would read 0 alone). Equal up to
+    rounding only: the pass accumulates in another loop when it also computes other terms."""
+    full, _ = _computed(case, dtype)
+    x, y = make_case(case, dtype)
+    for name in METRIC_NAMES:
+        alone = compare_arrays(x, y, metrics=[name], scalar=is_scalar_like(x.shape))
+        assert close(alone.values[name], full.values[name], rel=1e-12, abs_=1e-15), (
+            name, alone.values[name], full.values[name])
+        assert alone.notes <= full.notes, name
+        if name == "StandardDeviation":
+            assert close(alone.std, full.std, rel=0.0, abs_=0.0)
 
 
 @pytest.mark.parametrize(
