@@ -5,8 +5,9 @@ One :data:`METRICS` dict (read by the command line, the reports, the gates and
 :func:`compare.kernels.compare_arrays`): each :class:`Metric` carries its ``-alg`` index, its short
 alias, a docstring giving the formula and the zero / NaN / empty policy, and its ``finish``: the
 formula that turns the kernel passes' sums (a :class:`Finish`) into its value, adding the
-:class:`Note` of any edge case it meets. :func:`selection` prepares a selection for the pair loop. :func:`resolve_algorithms` turns an ``-alg`` style selection
-(indexes, names, aliases, ``all``) into canonical names; :func:`canonical` is the same for the
+:class:`Note` of any edge case it meets. :func:`selection` prepares a selection for the pair
+loop. :func:`resolve_algorithms` turns an ``-alg`` style selection (indexes, names, aliases,
+``all``) into canonical names; :func:`canonical` is the same for the
 engine's already-canonical lists, remembered. :class:`ValueCounts` is the per-side count of NaN,
 infinite and float16-saturated values that comes with the metrics. Pure Python: no numpy array is
 touched here (the formulas read the passes' float64 results).
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ._abi import EPS64, PairPass, SidePass
+
 
 class ValueCounts(NamedTuple):
     """Special values among the elements of one side of a pair that were compared (the one-side
