@@ -137,7 +137,8 @@ def compare_arrays(
     ``is_scalar_like(shape)`` of the shape the reference would use. ``None`` derives it from
     ``x.shape``.
 
-    Each metric's formula and edge policy is in ``METRICS[name].doc``. Cross-metric rules:
+    Each metric's formula and edge policy is in ``METRICS[name].doc``, its finishing formula in
+    ``METRICS[name].finish`` (see :mod:`compare.kernels.metrics`). Cross-metric rules:
     empty arrays give the reference's empty row (cos 1.0, MaxAbs None, AccRel 0, RED 0, KL None,
     std all nan, MeanAbs/RMSE/MeanRel nan, MaxRel None) + Note.EMPTY; bool-vs-bool data give
     cosine, RED only when the golden has no True (0.0), all others None, std None
