@@ -29,7 +29,6 @@ text; the engine words them.
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -56,27 +55,18 @@ from .metrics import (
     RMSE,
     STD,
     AlgorithmSpec,
+    Finish,
     Metric,
+    Note,
     ValueCounts,
     canonical,
     metric_key,
     resolve_algorithms,
+    selection,
+    std_tuple,
 )
 from .passes import SideCache, pair_passes
 from .plans import BoundPlan, KernelPlan, bind_plan, flat_kernel_plan
-
-
-class Note(enum.Enum):
-    """Edge cases met while computing one pair; the engine turns them into report text."""
-
-    SCALAR = "scalar-like shape: cosine similarity set to 1"
-    LEFT_ALL_ZERO = "all data of the left side is zero: cosine similarity not computed"
-    RIGHT_ALL_ZERO = "all data of the right side is zero: cosine similarity not computed"
-    BOTH_ZERO = "both sides are all zero (or empty): cosine similarity is 1.0"
-    KL_GOLDEN_ZERO = "KL divergence is inf: the golden data contains 0"
-    EMPTY = "empty tensors"
-    BOOL_DATA = "both sides are bool: only cosine similarity (and RED for a golden without True) is computed"
-    COMPLEX_PAIRS = "complex data: compared as interleaved (real, imaginary) pairs"
 
 
 @dataclass(frozen=True)
@@ -131,11 +121,6 @@ def preload(*, blas: bool = True) -> None:
     jit.init_target(blas=blas)
 
 
-def _div(a: float, n: int) -> float:
-    """``a / n`` with numpy's empty-mean result (nan) for n == 0."""
-    return a / n if n else math.nan
-
-
 def compare_arrays(
     x: np.ndarray,
     y: np.ndarray,
@@ -152,7 +137,8 @@ def compare_arrays(
     ``is_scalar_like(shape)`` of the shape the reference would use. ``None`` derives it from
     ``x.shape``.
 
-    Each metric's formula and edge policy is in ``METRICS[name].doc``. Cross-metric rules:
+    Each metric's formula and edge policy is in ``METRICS[name].doc``, its finishing formula in
+    ``METRICS[name].finish`` (see :mod:`compare.kernels.metrics`). Cross-metric rules:
     empty arrays give the reference's empty row (cos 1.0, MaxAbs None, AccRel 0, RED 0, KL None,
     std all nan, MeanAbs/RMSE/MeanRel nan, MaxRel None) + Note.EMPTY; bool-vs-bool data give
     cosine, RED only when the golden has no True (0.0), all others None, std None
@@ -255,36 +241,36 @@ def _compute(
         notes.add(Note.COMPLEX_PAIRS)
     if n == 0:
         notes.add(Note.EMPTY)
-
-    selected = set(names)
     if bool_data:
         notes.add(Note.BOOL_DATA)
-        selected &= set(BOOL_CAPABLE)
-    values: dict[str, float | None] = {name: None for name in names}
+
+    chosen = selection(tuple(names), bool_data)
+    # the metrics not computed on bool data stay None; the others are filled in selection order
+    values: dict[str, float | None] = dict.fromkeys(names) if bool_data else {}
     std: tuple[float, float, float, float] | None = None
-    # bool data (the only case without a selected metric): no NaN, inf or saturation, no pass needed
+    # bool data (the only case without a computed metric): no NaN, inf or saturation, no pass needed
     left_counts = right_counts = ValueCounts(0, 0, 0)
 
-    if selected:
+    if chosen.finish:
         calls = pair_passes(xf, yf, plan)
-        left: list[SidePass] = []
-
-        def left_side() -> None:
-            if not left:
-                left.append(calls.left())
-
         if right_cache is None:
             ys = calls.right()
+            xs = calls.left()
         else:  # while another thread computes this golden's statistics, do the left side
+            left: list[SidePass] = []
+
+            def left_side() -> None:
+                if not left:
+                    left.append(calls.left())
+
             ys = right_cache[0].get_or_compute(right_cache[1], calls.right, meanwhile=left_side)
-        left_side()
-        xs = left[0]
+            left_side()
+            xs = left[0]
         left_counts, right_counts = _value_counts(xs), _value_counts(ys)
         # min/max are NaN-propagating: a NaN or an inf on a side shows in its extrema.
         finx = n == 0 or (-math.inf < xs.min and xs.max < math.inf)
         finy = n == 0 or (-math.inf < ys.min and ys.max < math.inf)
-        do_rel = bool(selected & {ACC_REL, MAX_REL, MEAN_REL})
-        do_kl = KL in selected and n > 0 and finx and finy
+        do_kl = chosen.kl and n > 0 and finx and finy
         cx, ix, spe = _kl_side(xs.min, xs.max, xs.sum, n)
         cy, iy, sqe = _kl_side(ys.min, ys.max, ys.sum, n)
         # Condition the KL sum: the terms use u = p*k, with k ~ Sq/Sp estimated from the one-side
@@ -293,51 +279,15 @@ def _compute(
         k = sqe / spe if spe > 0.0 else 1.0
         if not 0.0 < k < math.inf:
             k = 1.0
-        s = calls.pair((cx, ix * k, EPS32 * k, cy, iy), do_rel, do_kl)
+        s = calls.pair((cx, ix * k, EPS32 * k, cy, iy), chosen.rel, do_kl)
 
-        if COSINE in selected:
-            values[COSINE] = _cosine(s.sxy, xs.ssq, ys.ssq, scalar, notes)
-        if MAX_ABS in selected:
-            values[MAX_ABS] = s.maxabs if n else None
-        if ACC_REL in selected:
-            values[ACC_REL] = s.srel
-        if RED in selected and math.sqrt(ys.ssq) <= EPS64:
-            values[RED] = 0.0
-        elif RED in selected and not bool_data:  # bool: the reference's x - y fails (None)
-            values[RED] = math.sqrt(s.ssq / ys.ssq)
-        if MEAN_ABS in selected:
-            values[MEAN_ABS] = _div(s.sabs, n)
-        if RMSE in selected:
-            values[RMSE] = math.sqrt(_div(s.ssq, n))
-        if MAX_REL in selected:
-            values[MAX_REL] = s.maxrel if n else None
-        if MEAN_REL in selected:
-            values[MEAN_REL] = _div(s.srel, n)
-        if KL in selected:
-            if n == 0:
-                values[KL] = None
-            elif not do_kl:
-                values[KL] = math.nan
-            else:
-                # sum P log(P/Q) with P = u/Su, Q = w/Sw and A = sum(u log(u/w) - u + w) >= 0:
-                # = sum(u log(u/w))/Su + log(Sw/Su) = (A + Su - Sw)/Su + log1p(d) = A/Su + log1p(d) - d,
-                # d = (Sw - Su)/Su; log1p(d) - d is second order in d, which k made tiny
-                d = (s.sw - s.su) / s.su
-                kl = s.a / s.su + (math.log1p(d) - d)
-                if abs(kl) < EPS64:
-                    kl = 0.0
-                if kl == math.inf:
-                    notes.add(Note.KL_GOLDEN_ZERO)
-                values[KL] = kl
-        if STD in selected and n > 0:
-            std = (
-                xs.sum / n,
-                _std(xs.m2, n) if finx else math.nan,
-                ys.sum / n,
-                _std(ys.m2, n) if finy else math.nan,
-            )
-        elif STD in selected:
-            std = (math.nan, math.nan, math.nan, math.nan)
+        # each metric's finishing formula is its METRICS entry's (compare.kernels.metrics); the
+        # record is built by position (twice as fast as by keyword, once per pair): Finish's order
+        done = Finish(s, xs, ys, n, scalar, bool_data, do_kl, finx, finy, notes)
+        for name, finish in chosen.finish.items():
+            values[name] = finish(done)
+        if chosen.std:  # StandardDeviation's numbers are a 4-tuple, not its value
+            std = std_tuple(done)
 
     return KernelResult(values=values, std=std, notes=frozenset(notes), count=n, left_counts=left_counts,
                         right_counts=right_counts)
@@ -345,7 +295,7 @@ def _compute(
 
 def _value_counts(side: SidePass) -> ValueCounts:
     """The counts of a one-side pass (float64 in the kernels' ABI, exact) as ints."""
-    return ValueCounts(nan=int(side.nan), inf=int(side.inf), saturated=int(side.saturated))
+    return ValueCounts(int(side.nan), int(side.inf), int(side.saturated))  # by position: once per side and pair
 
 
 def _kl_side(lo: float, hi: float, total: float, n: int) -> tuple[float, float, float]:
@@ -364,43 +314,23 @@ def _kl_side(lo: float, hi: float, total: float, n: int) -> tuple[float, float, 
     return 0.0, 0.0, n * EPS32
 
 
-def _cosine(sxy: float, sxx: float, syy: float, scalar: bool, notes: set[Note]) -> float | None:
-    """Cosine similarity with the reference's special cases, in its order (see METRICS doc)."""
-    if scalar:
-        notes.add(Note.SCALAR)
-        return 1.0
-    nx = math.sqrt(sxx)
-    ny = math.sqrt(syy)
-    if nx <= EPS64 and ny < EPS64:
-        notes.add(Note.BOTH_ZERO)
-        return 1.0
-    if math.sqrt(nx) <= EPS64:
-        notes.add(Note.LEFT_ALL_ZERO)
-        return None
-    if math.sqrt(ny) <= EPS64:
-        notes.add(Note.RIGHT_ALL_ZERO)
-        return None
-    product = sxx * syy
-    # one rounding: identical sides give exactly 1.0 (sqrt of an exact square is exact); the
-    # two-division form is for products that overflow or underflow
-    c = sxy / math.sqrt(product) if 1e-300 < product < math.inf else sxy / nx / ny
-    return min(c, 1.0)  # Python min: a NaN c stays NaN
-
-
-def _std(m2: float, n: int) -> float:
-    """Population std from the sum of squared deviations from the mean (``M2``)."""
-    if n == 0 or m2 != m2:
-        return math.nan
-    return math.sqrt(m2 / n) if m2 > 0.0 else 0.0
-
-
 __all__ = [
+    "ACC_REL",
     "ALIASES",
     "BOOL_CAPABLE",
+    "COSINE",
     "EPS32",
     "EPS64",
+    "KL",
+    "MAX_ABS",
+    "MAX_REL",
+    "MEAN_ABS",
+    "MEAN_REL",
     "METRICS",
     "METRIC_NAMES",
+    "RED",
+    "RMSE",
+    "STD",
     "BoundPlan",
     "KernelPlan",
     "KernelResult",

@@ -1,23 +1,32 @@
-"""The metric table: the 10 built-in metrics, their aliases and their edge policies.
+"""The metric table: the 10 built-in metrics, their aliases, their edge policies and their
+finishing formulas.
 
-One :data:`METRICS` dict (read by the command line, the reports and the gates): each
-:class:`Metric` carries its ``-alg`` index, its short alias and a docstring giving the formula and
-the zero / NaN / empty policy. :func:`resolve_algorithms` turns an ``-alg`` style selection
-(indexes, names, aliases, ``all``) into canonical names; :func:`canonical` is the same for the
+One :data:`METRICS` dict (read by the command line, the reports, the gates and
+:func:`compare.kernels.compare_arrays`): each :class:`Metric` carries its ``-alg`` index, its short
+alias, a docstring giving the formula and the zero / NaN / empty policy, and its ``finish``: the
+formula that turns the kernel passes' sums (a :class:`Finish`) into its value, adding the
+:class:`Note` of any edge case it meets. :func:`selection` prepares a selection for the pair
+loop. :func:`resolve_algorithms` turns an ``-alg`` style selection (indexes, names, aliases,
+``all``) into canonical names; :func:`canonical` is the same for the
 engine's already-canonical lists, remembered. :class:`ValueCounts` is the per-side count of NaN,
 infinite and float16-saturated values that comes with the metrics. Pure Python: no numpy array is
-touched here.
+touched here (the formulas read the passes' float64 results).
 """
 
 from __future__ import annotations
 
+import enum
+import functools
+import math
 import re
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple, Union
+from typing import Callable, Iterable, NamedTuple, Union
 
 import numpy as np
 
 from ..errors import OptionError
+from ._abi import EPS64, PairPass, SidePass
+
 
 class ValueCounts(NamedTuple):
     """Special values among the elements of one side of a pair that were compared (the one-side
@@ -39,113 +48,239 @@ class ValueCounts(NamedTuple):
     saturated: int
 
 
-#: The 10 built-in metrics in the reference's order; the position is the ``-alg`` index and the
-#: column order of ``all``.
-METRIC_NAMES: tuple[str, ...] = (
-    "CosineSimilarity",
-    "MaxAbsoluteError",
-    "AccumulatedRelativeError",
-    "RelativeEuclideanDistance",
-    "KullbackLeiblerDivergence",
-    "StandardDeviation",
-    "MeanAbsoluteError",
-    "RootMeanSquareError",
-    "MaxRelativeError",
-    "MeanRelativeError",
-)
+class Note(enum.Enum):
+    """Edge cases met while computing one pair; the engine turns them into report text."""
 
-COSINE, MAX_ABS, ACC_REL, RED, KL, STD, MEAN_ABS, RMSE, MAX_REL, MEAN_REL = METRIC_NAMES
+    SCALAR = "scalar-like shape: cosine similarity set to 1"
+    LEFT_ALL_ZERO = "all data of the left side is zero: cosine similarity not computed"
+    RIGHT_ALL_ZERO = "all data of the right side is zero: cosine similarity not computed"
+    BOTH_ZERO = "both sides are all zero (or empty): cosine similarity is 1.0"
+    KL_GOLDEN_ZERO = "KL divergence is inf: the golden data contains 0"
+    EMPTY = "empty tensors"
+    BOOL_DATA = "both sides are bool: only cosine similarity (and RED for a golden without True) is computed"
+    COMPLEX_PAIRS = "complex data: compared as interleaved (real, imaginary) pairs"
+
+
+class PairTerms(enum.Flag):
+    """The optional parts of the paired pass (:class:`~compare.kernels._abi.PairPass`) a metric
+    reads; the pass accumulates a part only when a selected metric asks for it. The cross terms
+    (``sxy``, ``sabs``, ``ssq``, ``maxabs``) are always there: a metric reading only those asks
+    for ``PairTerms(0)``."""
+
+    #: the relative errors ``r_i``: ``srel``, ``maxrel``
+    REL = 1
+    #: the KL terms ``a``, ``su``, ``sw`` (accumulated only for ``n > 0`` and finite sides)
+    KL = 2
+
+
+class Finish(NamedTuple):
+    """What a metric's finishing formula reads: the three passes of one pair and its facts.
+
+    ``pair`` holds the paired sums, ``left`` / ``right`` each side's one-side pass (extrema, sum,
+    sum of squares, ``m2``); ``n`` is the number of values compared (``2n`` parts for complex
+    data); ``scalar`` says the shape is scalar-like, ``bool_data`` that both sides are bool.
+    ``kl_terms``: the pair pass accumulated the KL terms (KL selected, ``n > 0``, both sides
+    finite); ``left_finite`` / ``right_finite``: no NaN or inf on that side (True when empty).
+    ``notes``: the pair's edge cases so far; a formula adds the ones it meets.
+    """
+
+    pair: PairPass
+    left: SidePass
+    right: SidePass
+    n: int
+    scalar: bool
+    bool_data: bool
+    kl_terms: bool
+    left_finite: bool
+    right_finite: bool
+    notes: set[Note]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One built-in metric.
+    """One built-in metric: one entry of :data:`METRICS`.
 
     ``higher_is_better`` is True for similarities, False for errors/divergences and None for
     StandardDeviation (a description of each side, not a distance). ``doc`` states the formula
     and the zero / NaN / empty policy (``x`` is the left (NPU) array, ``y`` the right (golden)
     one, ``N`` the element count, ``eps = 2.22e-16``); ``alias`` is the short name accepted by
-    :func:`resolve_algorithms` (and usable as a column heading).
+    :func:`resolve_algorithms` (and usable as a column heading). ``finish`` turns the pair's
+    passes into the value (:class:`Finish` -> float, nan or None), ``terms`` names the optional
+    parts of the paired pass it reads, and ``on_bool`` says whether it is computed when both
+    sides are bool (the reference computes only cosine and RED there). ``index`` is the
+    ``-alg`` index: the position in :data:`METRIC_NAMES`.
     """
 
     name: str
-    index: int
     higher_is_better: bool | None
-    doc: str
     alias: str
+    doc: str
+    finish: Callable[[Finish], float | None]
+    terms: PairTerms = PairTerms(0)
+    on_bool: bool = False
+
+    @property
+    def index(self) -> int:
+        """The ``-alg`` index (the position in :data:`METRIC_NAMES`)."""
+        return METRIC_NAMES.index(self.name)
 
 
-_DOCS: dict[str, tuple[bool | None, str, str]] = {
-    COSINE: (
-        True,
-        "cos",
+def _cosine(f: Finish) -> float | None:
+    """Cosine similarity with the reference's special cases, in its order (see its doc)."""
+    if f.scalar:
+        f.notes.add(Note.SCALAR)
+        return 1.0
+    sxx, syy = f.left.ssq, f.right.ssq
+    nx = math.sqrt(sxx)
+    ny = math.sqrt(syy)
+    if nx <= EPS64 and ny < EPS64:
+        f.notes.add(Note.BOTH_ZERO)
+        return 1.0
+    if math.sqrt(nx) <= EPS64:
+        f.notes.add(Note.LEFT_ALL_ZERO)
+        return None
+    if math.sqrt(ny) <= EPS64:
+        f.notes.add(Note.RIGHT_ALL_ZERO)
+        return None
+    sxy = f.pair.sxy
+    product = sxx * syy
+    # one rounding: identical sides give exactly 1.0 (sqrt of an exact square is exact); the
+    # two-division form is for products that overflow or underflow
+    c = sxy / math.sqrt(product) if 1e-300 < product < math.inf else sxy / nx / ny
+    return min(c, 1.0)  # Python min: a NaN c stays NaN
+
+
+def _red(f: Finish) -> float | None:
+    """Relative Euclidean distance; bool data: the reference's ``x - y`` fails (None)."""
+    if math.sqrt(f.right.ssq) <= EPS64:
+        return 0.0
+    if f.bool_data:
+        return None
+    return math.sqrt(f.pair.ssq / f.right.ssq)
+
+
+def _kl(f: Finish) -> float | None:
+    """KL divergence from the conditioned terms of the paired pass (see ``compare.kernels``)."""
+    if f.n == 0:
+        return None
+    if not f.kl_terms:
+        return math.nan
+    s = f.pair
+    # sum P log(P/Q) with P = u/Su, Q = w/Sw and A = sum(u log(u/w) - u + w) >= 0:
+    # = sum(u log(u/w))/Su + log(Sw/Su) = (A + Su - Sw)/Su + log1p(d) = A/Su + log1p(d) - d,
+    # d = (Sw - Su)/Su; log1p(d) - d is second order in d, which the pass's k made tiny
+    d = (s.sw - s.su) / s.su
+    kl = s.a / s.su + (math.log1p(d) - d)
+    if abs(kl) < EPS64:
+        kl = 0.0
+    if kl == math.inf:
+        f.notes.add(Note.KL_GOLDEN_ZERO)
+    return kl
+
+
+def _std(m2: float, n: int) -> float:
+    """Population std from the sum of squared deviations from the mean (``M2``)."""
+    if n == 0 or m2 != m2:
+        return math.nan
+    return math.sqrt(m2 / n) if m2 > 0.0 else 0.0
+
+
+def std_tuple(f: Finish) -> tuple[float, float, float, float]:
+    """StandardDeviation's numbers, ``(mean x, std x, mean y, std y)``: a description of each
+    side rather than one value, so they go to ``KernelResult.std`` and the metric's own
+    ``finish`` gives None (the one metric whose result is not its value)."""
+    n = f.n
+    if n == 0:
+        return (math.nan, math.nan, math.nan, math.nan)
+    return (
+        f.left.sum / n,
+        _std(f.left.m2, n) if f.left_finite else math.nan,
+        f.right.sum / n,
+        _std(f.right.m2, n) if f.right_finite else math.nan,
+    )
+
+
+COSINE = "CosineSimilarity"
+MAX_ABS = "MaxAbsoluteError"
+ACC_REL = "AccumulatedRelativeError"
+RED = "RelativeEuclideanDistance"
+KL = "KullbackLeiblerDivergence"
+STD = "StandardDeviation"
+MEAN_ABS = "MeanAbsoluteError"
+RMSE = "RootMeanSquareError"
+MAX_REL = "MaxRelativeError"
+MEAN_REL = "MeanRelativeError"
+
+#: The metric table: name -> :class:`Metric`, the 10 built-ins in the reference's order (the
+#: position is the ``-alg`` index and the column order of ``all``). Adding a metric: one entry
+#: here (see ``docs/recipes/metric.md``).
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric(
+        COSINE, True, "cos",
         "c = sum(x*y) / (|x| |y|), |v| = sqrt(sum v^2); reported as min(c, 1.0) (NaN stays NaN). "
         "Scalar-like shape (sum(shape) == len(shape)): 1.0 + Note.SCALAR. "
         "|x| <= eps and |y| < eps (incl. empty): 1.0 + Note.BOTH_ZERO (reference prints '1.0'). "
         "Else sqrt(|x|) <= eps: None + Note.LEFT_ALL_ZERO; sqrt(|y|) <= eps: None + "
         "Note.RIGHT_ALL_ZERO. NaN/inf data: nan.",
+        _cosine, on_bool=True,
     ),
-    MAX_ABS: (
-        False,
-        "maxabs",
+    Metric(
+        MAX_ABS, False, "maxabs",
         "max |x - y|. NaN anywhere: nan; inf: inf (inf-inf: nan). Empty: None.",
+        lambda f: f.pair.maxabs if f.n else None,
     ),
-    ACC_REL: (
-        False,
-        "accrel",
+    Metric(
+        ACC_REL, False, "accrel",
         "sum r, r_i = |x_i / y_i - 1| if |y_i| > eps else 0 (note x/y - 1, not (x-y)/y; a NaN "
         "y_i is masked to 0, a NaN x_i over a non-zero y_i gives nan). Empty: 0.0.",
+        lambda f: f.pair.srel, PairTerms.REL,
     ),
-    RED: (
-        False,
-        "red",
+    Metric(
+        RED, False, "red",
         "sqrt(sum (x-y)^2 / sum y^2); 0.0 when sqrt(sum y^2) <= eps (all-zero golden, empty). "
         "NaN anywhere: nan. Bool vs bool: 0.0 when the golden has no True, else None (the "
         "reference's bool subtraction fails).",
+        _red, on_bool=True,
     ),
-    KL: (
-        False,
-        "kl",
+    Metric(
+        KL, False, "kl",
         "min-max normalise each side: p = (x - min x)/(max x - min x) if the range != 0 else x; "
         "p = max(p, eps32); same q from y; KL = sum P log(P/Q), P = p/sum p, Q = q/sum q. "
         "|KL| < eps: 0.0 (other tiny negatives are kept). Any NaN/inf on either side: nan. "
         "inf: Note.KL_GOLDEN_ZERO. Empty: None.",
+        _kl, PairTerms.KL,
     ),
-    STD: (
-        None,
-        "std",
+    Metric(
+        STD, None, "std",
         "mean and population std (ddof=0) of each side, float64: KernelResult.std = "
         "(mean x, std x, mean y, std y), raw (the report zeroes |v| < 0.001). The metric's own "
         "value is None. NaN on a side: (nan, nan); inf: (+-inf or nan, nan). Empty: all nan.",
+        lambda f: None,  # its numbers are std_tuple's, see there
     ),
-    MEAN_ABS: (
-        False,
-        "meanabs",
+    Metric(
+        MEAN_ABS, False, "meanabs",
         "sum |x - y| / N. NaN anywhere: nan; inf: inf. Empty: nan.",
+        lambda f: f.pair.sabs / f.n if f.n else math.nan,
     ),
-    RMSE: (
-        False,
-        "rmse",
+    Metric(
+        RMSE, False, "rmse",
         "sqrt(sum (x - y)^2 / N). NaN anywhere: nan; inf: inf. Empty: nan.",
+        lambda f: math.sqrt(f.pair.ssq / f.n) if f.n else math.nan,
     ),
-    MAX_REL: (
-        False,
-        "maxrel",
+    Metric(
+        MAX_REL, False, "maxrel",
         "max r (r as AccumulatedRelativeError; masked elements count as 0). Empty: None.",
+        lambda f: f.pair.maxrel if f.n else None, PairTerms.REL,
     ),
-    MEAN_REL: (
-        False,
-        "meanrel",
+    Metric(
+        MEAN_REL, False, "meanrel",
         "sum r / N over ALL N elements (masked ones count as 0). Empty: nan.",
+        lambda f: f.pair.srel / f.n if f.n else math.nan, PairTerms.REL,
     ),
-}
+)}
 
-#: name -> :class:`Metric`, in :data:`METRIC_NAMES` order.
-METRICS: dict[str, Metric] = {
-    name: Metric(name, i, higher_is_better=hib, doc=doc, alias=alias)
-    for i, name in enumerate(METRIC_NAMES)
-    for hib, alias, doc in [_DOCS[name]]
-}
+#: The built-in metric names in table order; the position is the ``-alg`` index.
+METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 
 
 def metric_key(token: str) -> str:
@@ -164,9 +299,39 @@ ALIASES: dict[str, str] = {
 }
 
 #: The metrics computed when both inputs are numpy bool (the reference runs only these on bool
-#: data). RelativeEuclideanDistance gets a number only for a golden without True (0.0, from its
-#: all-zero-golden rule); otherwise the reference's bool subtraction fails and it stays None.
-BOOL_CAPABLE: tuple[str, ...] = (COSINE, RED)
+#: data; :attr:`Metric.on_bool`). RelativeEuclideanDistance gets a number only for a golden without
+#: True (0.0, from its all-zero-golden rule); otherwise the reference's bool subtraction fails and
+#: it stays None.
+BOOL_CAPABLE: tuple[str, ...] = tuple(m.name for m in METRICS.values() if m.on_bool)
+
+
+class Selection(NamedTuple):
+    """A selection of metrics made ready for one pair (see :func:`selection`).
+
+    ``finish``: the finishing formula of each metric that gets a value, in selection order (for
+    bool data, only the metrics computed on bool); ``rel`` / ``kl``: whether the paired pass must
+    accumulate the relative errors / the KL terms (a computed metric reads them,
+    :attr:`Metric.terms`); ``std``: StandardDeviation is computed (its numbers go to
+    ``KernelResult.std``, see :func:`std_tuple`).
+    """
+
+    finish: dict[str, Callable[[Finish], float | None]]
+    rel: bool
+    kl: bool
+    std: bool
+
+
+@functools.lru_cache(maxsize=64)
+def selection(names: tuple[str, ...], bool_data: bool) -> Selection:
+    """The :class:`Selection` of canonical metric ``names`` for a pair (bool data or not);
+    remembered, as the engine asks once per pair with the same few selections."""
+    computed = [METRICS[name] for name in names if METRICS[name].on_bool or not bool_data]
+    terms = PairTerms(0)
+    for m in computed:
+        terms |= m.terms
+    return Selection(finish={m.name: m.finish for m in computed}, rel=PairTerms.REL in terms,
+                     kl=PairTerms.KL in terms, std=any(m.name == STD for m in computed))
+
 
 AlgorithmSpec = Union[None, str, int, Iterable[Union[str, int]]]
 
@@ -225,7 +390,7 @@ def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
             f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: all, {valid}"
         )
     if not out:
-        raise OptionError("no metric selected (give 'all', indexes 0-9 or metric names)")
+        raise OptionError(f"no metric selected (give 'all', indexes 0-{len(METRIC_NAMES) - 1} or metric names)")
     return out
 
 
@@ -261,12 +426,18 @@ __all__ = [
     "MEAN_REL",
     "METRICS",
     "METRIC_NAMES",
+    "Finish",
     "Metric",
+    "Note",
+    "PairTerms",
     "RED",
     "RMSE",
     "STD",
+    "Selection",
     "ValueCounts",
     "canonical",
     "metric_key",
     "resolve_algorithms",
+    "selection",
+    "std_tuple",
 ]
