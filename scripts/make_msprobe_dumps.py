@@ -45,8 +45,10 @@ Machine paths: every text file written (``dump.json``, ``stack.json``, ``constru
 ``config.json``, the CSVs) has the output folder, the venv, the Python installation and this
 script's folder replaced by ``/home/user/msprobe_real``, ``/home/user/msvenv``,
 ``/home/user/python`` and ``/home/user/scripts``; nothing else is changed (the ``proc{pid}``
-folder names and the CSVs' time-stamped names are msprobe's). Rerunning writes the same numbers
-(CPU, one thread, deterministic algorithms) under new ``proc`` folder names.
+folder names and the CSVs' time-stamped names are msprobe's). Rerunning writes byte-identical
+``.pt`` files and the same ``dump.json`` numbers (CPU, one thread, deterministic algorithms) under
+new ``proc`` folder names; only the md5-mode CRC msprobe records for the in-place input of
+``Tensor.add_.0.forward`` (an int64 0-d counter) changes from run to run.
 """
 
 from __future__ import annotations
