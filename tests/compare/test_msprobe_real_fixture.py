@@ -23,8 +23,12 @@ otherwise): there msprobe's CSVs hold step 0 only.
 from __future__ import annotations
 
 import csv
+import filecmp
+import importlib.util
 import json
 import math
+import os
+import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +38,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, shared_path
+from conftest import FIXTURES, ROOT, shared_path
 
 from compare.reports.frame import to_dataframe
 from compare.runs.folders import run_network
@@ -505,3 +509,87 @@ def test_shared_msprobe_trees(name: str, left: str, right: str) -> None:
         assert check_tensor_msprobe(case, ms) == len(case.left_rows)
     else:
         assert check_stats_msprobe(case, ms) == len(case.left_rows)
+
+
+# --------------------------------------------------------------------------------------------
+# the scripts
+# --------------------------------------------------------------------------------------------
+
+def _load_script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _msprobe_python() -> str | None:
+    """An interpreter with torch and msprobe: ``VCOMPARE_MSPROBE_PYTHON``, or this one if it has them."""
+    given = os.environ.get("VCOMPARE_MSPROBE_PYTHON")
+    if given:
+        return given
+    have = all(importlib.util.find_spec(name) is not None for name in ("torch", "msprobe"))
+    return sys.executable if have else None
+
+
+def test_generator_says_what_to_install_without_torch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    generator = _load_script("make_msprobe_dumps")
+    missing = tmp_path / "no-python"
+    missing.write_text("#!/bin/sh\nexit 1\n")
+    missing.chmod(0o755)
+    with pytest.raises(SystemExit) as stopped:
+        generator.main([str(tmp_path / "out"), "--python", str(missing)])
+    assert stopped.value.code == 2
+    assert "pip install mindstudio-probe torch" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(SystemExit):
+        generator.main([str(tmp_path / "out"), "--trees", "t_L9_base"])
+    assert "unknown tree(s) ['t_L9_base']" in capsys.readouterr().err
+
+
+def test_generator_neutralises_machine_paths(tmp_path: Path) -> None:
+    generator = _load_script("make_msprobe_dumps")
+    facts = {"prefix": "/opt/venvs/msvenv", "base_prefix": "/usr/local"}
+    out = tmp_path / "out"
+    (out / "t").mkdir(parents=True)
+    (out / "t" / "stack.json").write_text(json.dumps([f"File {out}/t/x.py", "File /opt/venvs/msvenv/lib/torch.py",
+                                                      "File /usr/local/lib/python3.11/runpy.py"]))
+    (out / "t" / "a.pt").write_bytes(b"/usr/local")
+    assert generator._neutralise(out, generator._neutral_paths(out, facts)) == 1
+    assert json.loads((out / "t" / "stack.json").read_text()) == [
+        "File /home/user/msprobe_real/t/x.py", "File /home/user/msvenv/lib/torch.py",
+        "File /home/user/python/lib/python3.11/runpy.py"]
+    assert (out / "t" / "a.pt").read_bytes() == b"/usr/local"  # binary files are never touched
+
+
+def test_generator_rewrites_the_fixture_step0(tmp_path: Path) -> None:
+    """With torch and msprobe at hand, the generator writes the committed fixture again: the
+    same ``.pt`` bytes and the same ``dump.json`` numbers (one step, two trees)."""
+    python = _msprobe_python()
+    if python is None:
+        pytest.skip("torch and mindstudio-probe are not importable (set VCOMPARE_MSPROBE_PYTHON to a venv's python)")
+    generator = _load_script("make_msprobe_dumps")
+    assert generator.main([str(tmp_path), "--python", python, "--trees", "t_L1_base,s_L1_perturb", "--steps", "1",
+                           "--no-compare"]) == 0
+    for tree in ("t_L1_base", "s_L1_perturb"):
+        (ours,) = sorted((tmp_path / tree / "step0").glob("proc*"))
+        (kept,) = sorted((REAL / tree / "step0").glob("proc*"))
+        assert json.loads((ours / "dump.json").read_text())["data"] == json.loads((kept / "dump.json").read_text())["data"]
+        if (kept / "dump_tensor_data").is_dir():
+            names = sorted(p.name for p in (kept / "dump_tensor_data").iterdir())
+            assert sorted(p.name for p in (ours / "dump_tensor_data").iterdir()) == names
+            _, mismatch, errors = filecmp.cmpfiles(ours / "dump_tensor_data", kept / "dump_tensor_data", names,
+                                                   shallow=False)
+            assert not mismatch and not errors, mismatch[:5]
+
+
+def test_bench_times_vcompare_alone_without_msprobe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load_script("bench_msprobe_tensor")
+    assert bench.main(["--runs", "1", "--work", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "msprobe not given" in captured.err
+    assert "| fixture | vcompare |" in captured.out and "msprobe |" not in captured.out
+    with pytest.raises(SystemExit):
+        bench.main(["--msprobe", str(tmp_path / "no-msprobe")])
+    assert "not an executable" in capsys.readouterr().err
