@@ -442,6 +442,38 @@ def test_new_metrics_agree_with_msprobe(metric: str, step: int) -> None:
     assert checked > 100
 
 
+def user_frames(step_folder: Path) -> dict[str, str]:
+    """call -> ``{file name}:{line}`` of the first frame of its ``stack.json`` stack outside the
+    Python installation and its site-packages (torch, msprobe): the model's own source line."""
+    (path,) = sorted(step_folder.glob("*/stack.json"))
+    found: dict[str, str] = {}
+    for calls, frames in json.loads(path.read_text()).values():
+        for frame in frames:
+            file, line = frame.removeprefix("File ").split(", ")[:2]
+            if "site-packages" not in file and not file.startswith("/home/user/python"):
+                for call in calls:
+                    found[call] = f"{Path(file).name}:{line.removeprefix('line ')}"
+                break
+    return found
+
+
+def test_stack_cell_names_the_model_source_line() -> None:
+    """Every row of a call with a recorded stack names the model's source file and line (issue
+    28's acceptance: the first frame outside torch / msprobe)."""
+    case = run_case(REAL, "t_L1_perturb", "t_L1_perturb", "t_L1_base", 0)
+    if "Stack" not in case.frame.columns:
+        pytest.skip("vcompare's table has no Stack column yet (issue 28, item 1)")
+    frames = user_frames(case.left)
+    assert frames and all(v.startswith("make_msprobe_dumps.py:") for v in frames.values())
+    checked = 0
+    for name, row in case.rows().items():
+        expected = frames.get(case.left_rows[name].call)
+        if expected is not None:
+            assert expected in str(row.Stack), (name, row.Stack)
+            checked += 1
+    assert checked > 0
+
+
 @pytest.mark.parametrize("step", STEPS)
 @pytest.mark.parametrize(("name", "left", "right"), STATS_CASES, ids=[c[0] for c in STATS_CASES])
 def test_statistics_pair_matches_msprobe(name: str, left: str, right: str, step: int) -> None:
