@@ -4,7 +4,8 @@
 texts, because the sheet is made from that CSV text (:func:`write_workbook` takes it as
 :func:`compare.reports.network.render_csv` or :func:`compare.reports.stats.render_stats_csv`
 made it), so a column any report adds is in the workbook too. A cell whose text is a number is
-written as a number (:func:`cell_value`); every other cell as text (never as a formula). Then
+written as a number (:func:`is_number`), stored as its CSV text (Excel reads the same float64);
+every other cell as text (never as a formula), an empty cell empty. Then
 ``Summary``: the inputs, the rows per status, the gate's verdict and exit code, the first
 divergence, the notes, and how the rows were highlighted and split.
 
@@ -147,23 +148,15 @@ def text_value(text: str) -> str:
     return text
 
 
-def cell_value(text: str) -> str | int | float | None:
-    """The workbook value of one CSV cell: None for an empty cell; an ``int`` / ``float`` when the
-    text is a decimal number (``3``, ``-0.5``, ``1e-07``; an integer of at most 15 digits, a
-    finite float); else the text (:func:`text_value`) -- ``nan``, ``inf``, ``NaN`` (not computed),
-    ``007`` and names stay text."""
-    if not text:
-        return None
-    if _NUMBER.fullmatch(text):
-        if _INTEGER.fullmatch(text):
-            if len(text.lstrip("-")) <= _MAX_INT_DIGITS:
-                return int(text)
-            return text
-        number = float(text)
-        if number - number == 0.0:
-            return number
-        return text
-    return text_value(text)
+def is_number(text: str) -> bool:
+    """Whether a CSV cell is written as a number: its text is a decimal number as the reports
+    write one (``3``, ``-0.5``, ``1e-07``; no leading zeros, no ``+``) and, for an integer, of at
+    most 15 digits (Excel's precision). The number is stored as that very text, so Excel reads
+    the float64 the CSV holds, to the last digit. ``nan``, ``inf``, ``NaN`` (not computed), ``007``,
+    longer integers and names stay text."""
+    if not _NUMBER.fullmatch(text):
+        return False
+    return not _INTEGER.fullmatch(text) or len(text.lstrip("-")) <= _MAX_INT_DIGITS
 
 
 class SummaryItem(NamedTuple):
@@ -287,17 +280,20 @@ class _SheetWriter:
         self._next_sheet()
 
     def append(self, line: Sequence[str], mark: RowMark) -> None:
+        """One row: empty cells empty, numbers (:func:`is_number`) as numbers written as their CSV
+        text, any other cell as text (:func:`text_value`), never a formula; filled when marked."""
         if self.left == 0:
             self._next_sheet()
-        values = [cell_value(cell) for cell in line]
         fill = self._fills.get(mark)
         cells: list[Any] = []
-        for value in values:
-            if fill is None and not (isinstance(value, str) and value.startswith("=")):
-                cells.append(value)
-                continue
-            cell = self._cell(self.sheet, value=value)
-            if isinstance(value, str):
+        for text in line:
+            if not text:
+                cell = self._cell(self.sheet, value=None)
+            elif is_number(text):
+                cell = self._cell(self.sheet, value=text)
+                cell.data_type = "n"  # the number as the CSV wrote it: the same float64 read back
+            else:
+                cell = self._cell(self.sheet, value=text_value(text))
                 cell.data_type = "s"  # text, never a formula
             if fill is not None:
                 cell.fill = fill
@@ -389,5 +385,5 @@ def _chain(first: list[list[str]], rest: Iterator[list[str]]) -> Iterator[list[s
 
 
 __all__ = ["EXCEL_MAX_ROWS", "EXCEL_MAX_TEXT", "FILLS", "INSTALL_HINT", "MarkRule", "RowMark", "SheetPart",
-           "SummaryItem", "cell_value", "csv_lines", "mark_rule", "require_openpyxl", "row_marks", "sheet_parts",
+           "SummaryItem", "csv_lines", "is_number", "mark_rule", "require_openpyxl", "row_marks", "sheet_parts",
            "summary_items", "text_value", "write_workbook"]
