@@ -35,6 +35,7 @@ atomically (:func:`compare.reports.files.atomic_write`). openpyxl is the ``xlsx`
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -65,6 +66,8 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 #: Characters XML 1.0 (so xlsx) cannot hold: the C0 controls but tab, LF and CR.
 _ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+#: The end of a text cut at :data:`EXCEL_MAX_TEXT` characters (``{}``: the characters cut).
+_CUT_MARKER = " [... {} more characters: the whole text is in --json]"
 #: Widest column set from the header and the first rows (characters); long cells wrap past it.
 _MAX_WIDTH = 60
 _WIDTH_SAMPLE = 200
@@ -142,9 +145,11 @@ def text_value(text: str) -> str:
     if _ILLEGAL.search(text):
         text = _ILLEGAL.sub(_escape, text)
     if len(text) > EXCEL_MAX_TEXT:
-        marker = " [... {} more characters: the whole text is in --json]"
-        keep = EXCEL_MAX_TEXT - len(marker.format(len(text)))
-        text = text[:keep] + marker.format(len(text) - keep)
+        for digits in range(1, len(str(len(text))) + 1):  # the marker's count has this many digits
+            keep = EXCEL_MAX_TEXT - len(_CUT_MARKER.format("9" * digits))
+            if len(str(len(text) - keep)) == digits:
+                break
+        text = text[:keep] + _CUT_MARKER.format(len(text) - keep)
     return text
 
 
@@ -175,7 +180,7 @@ class SheetPart(NamedTuple):
     last: int
 
 
-def sheet_parts(total: int, max_rows: int = EXCEL_MAX_ROWS) -> list[SheetPart]:
+def sheet_parts(total: int, max_rows: int) -> list[SheetPart]:
     """The sheets ``total`` rows go on: ``max_rows - 1`` rows a sheet (a header row each),
     ``Rows``, ``Rows (2)``, ``Rows (3)`` ...; one sheet (perhaps empty) for no rows."""
     per_sheet = max_rows - 1
@@ -329,17 +334,18 @@ def _summary_sheet(workbook: Any, items: Sequence[SummaryItem]) -> None:
 
 def write_workbook(path: str | os.PathLike[str], table: str, marks: Sequence[RowMark],
                    summary: Sequence[SummaryItem] = (), *, rule: MarkRule = MarkRule.STATUS,
-                   max_rows: int = EXCEL_MAX_ROWS) -> Path:
+                   max_rows: int | None = None) -> Path:
     """Write the workbook (module doc) and return its path.
 
     ``table``: the CSV text of the table (header first, then one line per row); ``marks``: each
     row's highlight, in row order (as many as the table has rows: a difference is a
     ``ValueError``, a bug); ``summary``: the Summary sheet's items, to which the highlighting
     ``rule`` and the sheets of the rows are added; ``max_rows``: rows of one sheet, header
-    included (Excel's limit; smaller in tests). Raises :class:`OptionError` without openpyxl and
+    included (None: :data:`EXCEL_MAX_ROWS`, Excel's limit, looked up at the call). Raises :class:`OptionError` without openpyxl and
     :class:`~compare.errors.OutputError` when the file cannot be written.
     """
     openpyxl = require_openpyxl()
+    max_rows = EXCEL_MAX_ROWS if max_rows is None else max_rows
     lines = csv_lines(table)
     header = next(lines, [])
     parts = sheet_parts(len(marks), max_rows)
@@ -361,19 +367,25 @@ def write_workbook(path: str | os.PathLike[str], table: str, marks: Sequence[Row
 
     def write(handle: Any) -> None:
         workbook = openpyxl.Workbook(write_only=True)
-        sheets = _SheetWriter(workbook, header, _widths(header, sample), parts)
-        sheets.start()
-        written = 0
-        marks_iter = iter(marks)
-        for line in _chain(sample, lines):
-            mark = next(marks_iter, None)
-            if mark is None:
-                raise ValueError(f"the table has more rows than the {len(marks)} highlight mark(s) given")
-            sheets.append(line, mark)
-            written += 1
-        if written != len(marks):
-            raise ValueError(f"the table has {written} row(s) and {len(marks)} highlight mark(s) were given")
-        _summary_sheet(workbook, items)
+        try:
+            sheets = _SheetWriter(workbook, header, _widths(header, sample), parts)
+            sheets.start()
+            written = 0
+            marks_iter = iter(marks)
+            for line in _chain(sample, lines):
+                mark = next(marks_iter, None)
+                if mark is None:
+                    raise ValueError(f"the table has more rows than the {len(marks)} highlight mark(s) given")
+                sheets.append(line, mark)
+                written += 1
+            if written != len(marks):
+                raise ValueError(f"the table has {written} row(s) and {len(marks)} highlight mark(s) were given")
+            _summary_sheet(workbook, items)
+        except BaseException:
+            for sheet in workbook.worksheets:  # end each sheet's stream (openpyxl removes its file at exit)
+                with contextlib.suppress(Exception):
+                    sheet.close()
+            raise
         workbook.save(handle)
 
     return atomic_write(Path(path), write)
