@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import io
 import json
 import os
 import re
@@ -230,9 +229,20 @@ def summary_items(*, inputs: Mapping[str, object] | None = None, counts: Mapping
     return items
 
 
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text``, each with its ``\n``, one at a time (no copy of the whole text)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
 def csv_lines(text: str) -> Iterator[list[str]]:
-    """The rows of a CSV table as :func:`compare.reports.network.render_csv` writes it (header first)."""
-    return csv.reader(io.StringIO(text, newline=""))
+    """The rows of a CSV table as :func:`compare.reports.network.render_csv` writes it (header
+    first; a quoted cell holding a line break stays one cell)."""
+    return csv.reader(_lines(text))
 
 
 def _widths(header: Sequence[str], sample: Sequence[Sequence[str]]) -> list[float]:
@@ -261,6 +271,18 @@ class _SheetWriter:
         self.parts = list(parts)
         self.sheet: Any = None
         self.left = 0  # rows the current sheet still takes
+        #: Cell objects reused from row to row, per (mark, column): openpyxl writes a row as it is
+        #: appended, so one cell per column and fill serves every row of a sheet.
+        self._pool: dict[tuple[RowMark, int], Any] = {}
+
+    def _pooled(self, mark: RowMark, column: int) -> Any:
+        cell = self._pool.get((mark, column))
+        if cell is None:
+            cell = self._pool[(mark, column)] = self._cell(self.sheet)
+            fill = self._fills.get(mark)
+            if fill is not None:
+                cell.fill = fill
+        return cell
 
     def _next_sheet(self) -> None:
         part = self.parts.pop(0)
@@ -278,6 +300,7 @@ class _SheetWriter:
             heading.append(cell)
         sheet.append(heading)
         self.sheet = sheet
+        self._pool.clear()  # a cell belongs to its sheet
         self.left = part.last - part.first + 1
 
     def start(self) -> None:
@@ -285,23 +308,34 @@ class _SheetWriter:
         self._next_sheet()
 
     def append(self, line: Sequence[str], mark: RowMark) -> None:
-        """One row: empty cells empty, numbers (:func:`is_number`) as numbers written as their CSV
-        text, any other cell as text (:func:`text_value`), never a formula; filled when marked."""
+        """One row: empty cells empty, numbers (:func:`is_number`) as numbers that read back as the
+        CSV text's float64, any other cell as text (:func:`text_value`), never a formula; filled
+        when marked. Plain values go to openpyxl as they are (its fast path); a cell object only
+        where one is needed: a fill, a text starting with ``=``, a number openpyxl's 16 digits
+        would not give back exactly (then stored as its CSV text)."""
         if self.left == 0:
             self._next_sheet()
         fill = self._fills.get(mark)
         cells: list[Any] = []
         for text in line:
             if not text:
-                cell = self._cell(self.sheet, value=None)
+                value: Any = None
+                data_type = "n"
             elif is_number(text):
-                cell = self._cell(self.sheet, value=text)
-                cell.data_type = "n"  # the number as the CSV wrote it: the same float64 read back
+                value = int(text) if _INTEGER.fullmatch(text) else float(text)
+                data_type = "n"
+                if type(value) is float and float("%.16g" % value) != value:
+                    value = text  # the number as the CSV wrote it: the same float64 read back
             else:
-                cell = self._cell(self.sheet, value=text_value(text))
-                cell.data_type = "s"  # text, never a formula
-            if fill is not None:
-                cell.fill = fill
+                value = text_value(text)
+                data_type = "s"
+            if fill is None and value is not text and not (data_type == "s" and value.startswith("=")):
+                cells.append(value)  # openpyxl types it as this number / text itself
+                continue
+            cell = self._pooled(mark, len(cells))
+            cell.value = value
+            if value is not None:
+                cell.data_type = data_type  # a text is text, never a formula; a number kept as its text
             cells.append(cell)
         self.sheet.append(cells)
         self.left -= 1
