@@ -4,8 +4,8 @@
 texts, because the sheet is made from that CSV text (:func:`write_workbook` takes it as
 :func:`compare.reports.network.render_csv` or :func:`compare.reports.stats.render_stats_csv`
 made it), so a column any report adds is in the workbook too. A cell whose text is a number is
-written as a number (:func:`is_number`), stored as its CSV text (Excel reads the same float64);
-every other cell as text (never as a formula), an empty cell empty. Then
+written as a number (:func:`is_number`) that reads back as the CSV text's float64, to the last
+digit; every other cell as text (never as a formula), an empty cell empty. Then
 ``Summary``: the inputs, the rows per status, the gate's verdict and exit code, the first
 divergence, the notes, and how the rows were highlighted and split.
 
@@ -119,7 +119,7 @@ def _status_mark(status: PairStatus) -> RowMark:
 def row_marks(rows: Sequence[MetricRow], gate: Verdict | None) -> list[RowMark]:
     """Each row's :class:`RowMark`, by :func:`mark_rule` (module doc). ``gate``: the verdict of a
     gated run (None when no gate was given); its failures name their row by position in ``rows``
-    (a failure without a row of ``rows``, a missing part, marks none)."""
+    (a failure naming no row of ``rows``, ``row == -1``, marks none)."""
     rule = mark_rule(rows, gate)
     if rule is MarkRule.GATE:
         assert gate is not None
@@ -155,9 +155,9 @@ def text_value(text: str) -> str:
 def is_number(text: str) -> bool:
     """Whether a CSV cell is written as a number: its text is a decimal number as the reports
     write one (``3``, ``-0.5``, ``1e-07``; no leading zeros, no ``+``) and, for an integer, of at
-    most 15 digits (Excel's precision). The number is stored as that very text, so Excel reads
-    the float64 the CSV holds, to the last digit. ``nan``, ``inf``, ``NaN`` (not computed), ``007``,
-    longer integers and names stay text."""
+    most 15 digits (Excel's precision). Excel reads back the float64 the CSV text holds, to the last
+    digit (a float openpyxl's 16 digits would round is stored as its CSV text). ``nan``, ``inf``,
+    ``NaN`` (not computed), ``007``, longer integers and names stay text."""
     if not _NUMBER.fullmatch(text):
         return False
     return not _INTEGER.fullmatch(text) or len(text.lstrip("-")) <= _MAX_INT_DIGITS
@@ -193,10 +193,12 @@ def sheet_parts(total: int, max_rows: int) -> list[SheetPart]:
 
 
 def _summary_value(value: object) -> str | int | float | None:
-    if value is None or isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return value  # type: ignore[return-value]
+    """A Summary value: text and numbers as they are, ``yes`` / ``no``, a path as text, anything
+    else (a list, a mapping) as JSON."""
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if value is None or isinstance(value, (str, int, float)):
+        return value
     if isinstance(value, os.PathLike):
         return os.fspath(value)  # type: ignore[return-value]
     return json.dumps(value, default=str, ensure_ascii=False)
@@ -324,7 +326,7 @@ class _SheetWriter:
             elif is_number(text):
                 value = int(text) if _INTEGER.fullmatch(text) else float(text)
                 data_type = "n"
-                if type(value) is float and float("%.16g" % value) != value:
+                if type(value) is float and float(f"{value:.16g}") != value:  # openpyxl writes %.16g
                     value = text  # the number as the CSV wrote it: the same float64 read back
             else:
                 value = text_value(text)
@@ -375,8 +377,9 @@ def write_workbook(path: str | os.PathLike[str], table: str, marks: Sequence[Row
     row's highlight, in row order (as many as the table has rows: a difference is a
     ``ValueError``, a bug); ``summary``: the Summary sheet's items, to which the highlighting
     ``rule`` and the sheets of the rows are added; ``max_rows``: rows of one sheet, header
-    included (None: :data:`EXCEL_MAX_ROWS`, Excel's limit, looked up at the call). Raises :class:`OptionError` without openpyxl and
-    :class:`~compare.errors.OutputError` when the file cannot be written.
+    included (None: :data:`EXCEL_MAX_ROWS`, Excel's limit, looked up at the call). Raises
+    :class:`OptionError` without openpyxl and :class:`~compare.errors.OutputError` when the file
+    cannot be written.
     """
     openpyxl = require_openpyxl()
     max_rows = EXCEL_MAX_ROWS if max_rows is None else max_rows

@@ -4,12 +4,13 @@ table.
 :class:`OutputPlan` says where each output goes (:class:`Target`: an :class:`OutputKind` and a
 path). :meth:`OutputPlan.plan` checks them all before the comparison runs -- an ``-o`` extension
 vcompare does not write, a folder in the way, a parent that is a file or not writable, ``--html``
-without matplotlib, ``-o .xlsx`` without openpyxl -- so a run that could not be saved fails at once (exit 2), nothing computed
-in vain. :meth:`OutputPlan.write` writes each one through :data:`WRITERS` and collects the
-failures instead of stopping at the first, so one unwritable file never loses the others.
+without matplotlib, ``-o .xlsx`` without openpyxl -- so a run that could not be saved fails at
+once (exit 2), nothing computed in vain. :meth:`OutputPlan.write` writes each one through
+:data:`WRITERS` and collects the failures instead of stopping at the first, so one unwritable file
+never loses the others.
 
 Every writer has one signature, :data:`Writer`: ``(result, target, options) -> Path`` (the path
-written). ``-o`` (csv, txt, parquet), ``--json``, ``--junit`` and ``--html`` of a network run
+written). ``-o`` (csv, txt, parquet, xlsx), ``--json``, ``--junit`` and ``--html`` of a network run
 and the ``--json`` / ``--junit`` of ``vcompare gate`` all go through the table.
 
 Adding an output format (e.g. ``.xlsx``) touches two files, three when ``-o`` writes it:

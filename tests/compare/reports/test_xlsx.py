@@ -181,7 +181,7 @@ def test_split_past_the_row_limit_keeps_every_row(tmp_path: Path) -> None:
     assert _rows_sheets(path) == ["Rows", "Rows (2)", "Rows (3)"]
     book = openpyxl.load_workbook(path, read_only=True)
     assert [len(list(book[n].iter_rows())) for n in _rows_sheets(path)] == [4, 4, 2]  # the header on each
-    assert list(next(book["Rows (3)"].iter_rows(values_only=True)))[0] == "Index"
+    assert next(book["Rows (3)"].iter_rows(values_only=True))[0] == "Index"
     _assert_same_as_csv(_table(path), text)
     assert _fills(path, "Rows (2)") == [GREY, "00000000", "00000000"]  # rows 4-6 keep their own marks
     summary = _summary(path)
@@ -206,7 +206,7 @@ def test_missing_openpyxl_is_refused_before_comparing(tmp_path: Path, monkeypatc
     monkeypatch.setitem(sys.modules, "openpyxl", None)
     with pytest.raises(OptionError, match=r"pip install 'vcompare\[xlsx\]'"):
         resolve_output(tmp_path / "r.xlsx")
-    import compare.cli.modes as modes
+    from compare.cli import modes
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("compared although the workbook could not be written")
