@@ -258,15 +258,13 @@ def _widths(header: Sequence[str], sample: Sequence[Sequence[str]]) -> list[floa
 class _SheetWriter:
     """The rows sheets of one workbook, filled in turn (openpyxl write-only worksheets)."""
 
-    def __init__(self, workbook: Any, header: list[str], widths: list[float], parts: list[SheetPart]) -> None:
-        from openpyxl.cell import WriteOnlyCell  # here: openpyxl is an optional extra (xlsx)
-        from openpyxl.styles import Font, PatternFill
-        from openpyxl.utils import get_column_letter
-
-        self._cell = WriteOnlyCell
-        self._fills = {mark: PatternFill("solid", start_color=rgb, end_color=rgb) for mark, rgb in FILLS.items()}
-        self._bold = Font(bold=True)
-        self._letter = get_column_letter
+    def __init__(self, openpyxl: Any, workbook: Any, header: list[str], widths: list[float],
+                 parts: list[SheetPart]) -> None:
+        fill = openpyxl.styles.PatternFill
+        self._cell = openpyxl.cell.WriteOnlyCell
+        self._fills = {mark: fill("solid", start_color=rgb, end_color=rgb) for mark, rgb in FILLS.items()}
+        self._bold = openpyxl.styles.Font(bold=True)
+        self._letter = openpyxl.utils.get_column_letter
         self.workbook = workbook
         self.header = [text_value(name) for name in header]
         self.widths = widths
@@ -343,17 +341,16 @@ class _SheetWriter:
         self.left -= 1
 
 
-def _summary_sheet(workbook: Any, items: Sequence[SummaryItem]) -> None:
-    from openpyxl.cell import WriteOnlyCell  # here: openpyxl is an optional extra (xlsx)
-    from openpyxl.styles import Font
-
+def _summary_sheet(openpyxl: Any, workbook: Any, items: Sequence[SummaryItem]) -> None:
+    """The Summary sheet: a bold header (Section, Item, Value), then one line per item."""
+    cell_type = openpyxl.cell.WriteOnlyCell
     sheet = workbook.create_sheet(SUMMARY_SHEET)
     for letter, width in (("A", 18), ("B", 24), ("C", 100)):
         sheet.column_dimensions[letter].width = width
-    bold = Font(bold=True)
+    bold = openpyxl.styles.Font(bold=True)
     heading = []
     for name in ("Section", "Item", "Value"):
-        cell = WriteOnlyCell(sheet, value=name)
+        cell = cell_type(sheet, value=name)
         cell.font = bold
         heading.append(cell)
     sheet.append(heading)
@@ -361,7 +358,7 @@ def _summary_sheet(workbook: Any, items: Sequence[SummaryItem]) -> None:
         line: list[Any] = []
         for value in (item.section, item.item, item.value):
             value = text_value(value) if isinstance(value, str) else value
-            cell = WriteOnlyCell(sheet, value=value)
+            cell = cell_type(sheet, value=value)
             if isinstance(value, str):
                 cell.data_type = "s"
             line.append(cell)
@@ -405,7 +402,7 @@ def write_workbook(path: str | os.PathLike[str], table: str, marks: Sequence[Row
     def write(handle: Any) -> None:
         workbook = openpyxl.Workbook(write_only=True)
         try:
-            sheets = _SheetWriter(workbook, header, _widths(header, sample), parts)
+            sheets = _SheetWriter(openpyxl, workbook, header, _widths(header, sample), parts)
             sheets.start()
             written = 0
             marks_iter = iter(marks)
@@ -417,7 +414,7 @@ def write_workbook(path: str | os.PathLike[str], table: str, marks: Sequence[Row
                 written += 1
             if written != len(marks):
                 raise ValueError(f"the table has {written} row(s) and {len(marks)} highlight mark(s) were given")
-            _summary_sheet(workbook, items)
+            _summary_sheet(openpyxl, workbook, items)
         except BaseException:
             for sheet in workbook.worksheets:  # end each sheet's stream (openpyxl removes its file at exit)
                 with contextlib.suppress(Exception):
