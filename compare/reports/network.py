@@ -15,7 +15,8 @@ Two layouts:
 The txt form is the same table, whitespace-aligned, one row per line (FailReason included).
 Metric cells print ``%.6f`` unless a :class:`~compare.reports.cells.FloatFormat` says otherwise
 (``--digits N``, ``--float-format repr``). ``-o result.parquet`` writes the rows as a typed table
-(:mod:`compare.reports.parquet`, raw float64s). Files are written atomically: a temporary file in
+(:mod:`compare.reports.parquet`, raw float64s); ``-o result.xlsx`` the CSV table as an
+Excel workbook (:mod:`compare.reports.xlsx`). Files are written atomically: a temporary file in
 the target folder, then a rename, so an interrupted run never leaves a half-written result; a
 failure to write raises :class:`~compare.errors.OutputError`.
 """
@@ -31,12 +32,13 @@ from enum import Enum
 from pathlib import Path
 
 from ..errors import OptionError
-from ..records import MetricRow
+from ..records import MetricRow, count_by_status
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
 from .overflow import OverflowColumn
 from .parquet import require_pyarrow, write_parquet
 from .stats import GRADE_COLUMNS, grade_cells
+from .xlsx import mark_rule, require_openpyxl, row_marks, summary_items, write_workbook
 
 STD_NAME = "StandardDeviation"
 
@@ -53,6 +55,7 @@ class TableFormat(str, Enum):
     CSV = "csv"
     TXT = "txt"
     PARQUET = "parquet"
+    XLSX = "xlsx"
 
 
 #: What ``-o`` writes, by file-name extension (a folder gets a timestamped ``.csv``).
@@ -223,8 +226,9 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
       ``DIR/result_{YYYYmmddHHMMSS}.csv`` (``.txt`` is never chosen for a directory);
     - ``*.txt``: txt table, unless ``-csv`` asks for CSV (then the name is kept as given);
     - ``*.csv``: CSV; ``*.parquet``: a parquet table (needs pyarrow, the ``parquet`` extra);
+      ``*.xlsx``: an Excel workbook (needs openpyxl, the ``xlsx`` extra; :mod:`compare.reports.xlsx`);
     - a character device or FIFO without a suffix (``-o /dev/stdout``): CSV, written through;
-    - any other extension (``.json``, ``.xlsx`` ...) raises :class:`OptionError` naming what
+    - any other extension (``.json``, ``.xls`` ...) raises :class:`OptionError` naming what
       ``-o`` writes: it is never silently written as CSV. The JSON result is ``--json``.
     """
     stamped = stamped_in_folder(output, "result", now=now)
@@ -241,6 +245,8 @@ def resolve_output(output: str | os.PathLike[str] | None, *, csv_flag: bool = Fa
             "or a folder (for a timestamped .csv); for a JSON result use --json FILE, for JUnit --junit FILE")
     if kind is TableFormat.PARQUET:
         require_pyarrow()
+    if kind is TableFormat.XLSX:
+        require_openpyxl()
     if kind is TableFormat.TXT and csv_flag:
         return path, TableFormat.CSV
     return path, kind
@@ -259,7 +265,9 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
     the opt-in Verdict column (:func:`compare.reports.divergence.verdict_map`); ``overflow``: the
     opt-in OverFlow column (text tables only: a parquet table with it is an OptionError);
     ``op_sequence``: the OpSequence column second (``--range`` / ``--select``; a parquet table
-    always has it). Raises
+    always has it). An xlsx table is the CSV table as a workbook (:mod:`compare.reports.xlsx`; rows
+    highlighted by msprobe's grade or their status: the gate's workbook is
+    :func:`compare.runs.outputs.write_xlsx_table`'s). Raises
     :class:`~compare.errors.OutputError` when the file cannot be written.
     """
     layout = Layout(layout)
@@ -270,6 +278,11 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
                               "no OverFlow column")
         return write_parquet(rows, path, metrics)
     address = {"left_address": left_address, "right_address": right_address, "op_sequence": op_sequence}
+    if table_format is TableFormat.XLSX:  # the CSV table as a workbook; without a gate (compare.runs.outputs has it)
+        table = render_csv(rows, metrics, layout, float_format=float_format, verdicts=verdicts, overflow=overflow,
+                           **address)
+        return write_workbook(path, table, row_marks(rows, None), summary_items(counts=count_by_status(rows)),
+                              rule=mark_rule(rows, None))
     render = render_txt if table_format is TableFormat.TXT else render_csv
     return atomic_write_text(Path(path), render(rows, metrics, layout, float_format=float_format, verdicts=verdicts,
                                                 overflow=overflow, **address))

@@ -4,12 +4,13 @@ table.
 :class:`OutputPlan` says where each output goes (:class:`Target`: an :class:`OutputKind` and a
 path). :meth:`OutputPlan.plan` checks them all before the comparison runs -- an ``-o`` extension
 vcompare does not write, a folder in the way, a parent that is a file or not writable, ``--html``
-without matplotlib -- so a run that could not be saved fails at once (exit 2), nothing computed
-in vain. :meth:`OutputPlan.write` writes each one through :data:`WRITERS` and collects the
-failures instead of stopping at the first, so one unwritable file never loses the others.
+without matplotlib, ``-o .xlsx`` without openpyxl -- so a run that could not be saved fails at
+once (exit 2), nothing computed in vain. :meth:`OutputPlan.write` writes each one through
+:data:`WRITERS` and collects the failures instead of stopping at the first, so one unwritable file
+never loses the others.
 
 Every writer has one signature, :data:`Writer`: ``(result, target, options) -> Path`` (the path
-written). ``-o`` (csv, txt, parquet), ``--json``, ``--junit`` and ``--html`` of a network run
+written). ``-o`` (csv, txt, parquet, xlsx), ``--json``, ``--junit`` and ``--html`` of a network run
 and the ``--json`` / ``--junit`` of ``vcompare gate`` all go through the table.
 
 Adding an output format (e.g. ``.xlsx``) touches two files, three when ``-o`` writes it:
@@ -42,10 +43,11 @@ from ..reports.cells import DEFAULT_FLOAT_FORMAT, FloatFormat
 from ..reports.divergence import verdict_map
 from ..reports.files import preflight
 from ..reports.junit import write_junit
-from ..reports.network import Layout, TableFormat, resolve_output, write_report
+from ..reports.network import Layout, TableFormat, render_csv, resolve_output, write_report
 from ..reports.overflow import OverflowColumn, add_overflow_to_document
 from ..reports.result_json import write_json
-from ..reports.stats import write_stats_report
+from ..reports.stats import render_stats_csv, write_stats_report
+from ..reports.xlsx import mark_rule, row_marks, summary_items, write_workbook
 from .html import check_html, write_html_report
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,6 +65,7 @@ class OutputKind(Enum):
     JSON = "json"
     JUNIT = "junit"
     HTML = "html"
+    XLSX = "xlsx"
 
     @property
     def is_table(self) -> bool:
@@ -144,6 +147,27 @@ def write_text_table(result: "ComparisonResult", target: Target, options: WriteO
     return written if written is not None else _network_table(result, target, options)
 
 
+def write_xlsx_table(result: "ComparisonResult", target: Target, options: WriteOptions) -> Path:
+    """``-o .xlsx``: the table ``-o .csv`` writes -- the network report, or the statistics report of
+    a statistics-only run -- as an Excel workbook (:mod:`compare.reports.xlsx`): rows highlighted by
+    the gate outcome of each row when a gate was given, else by msprobe's grade or the status; a
+    Summary sheet (inputs, rows per status, gate and exit code, first divergence, notes)."""
+    network = result.network
+    verdicts = verdict_map(result.localisation) if options.verdicts else None
+    if network is not None and network.stats is not None:
+        table = render_stats_csv(network.stats, verdicts)
+    else:
+        left_npy, right_npy = network.has_npy if network is not None else (False, False)
+        table = render_csv(result.rows, result.metrics, options.layout, float_format=options.float_format,
+                           verdicts=verdicts, overflow=options.overflow, left_address=not left_npy,
+                           right_address=not right_npy, op_sequence=result.options.get("ops") is not None)
+    gate = result.verdict if result.gated else None
+    summary = summary_items(inputs=result.inputs, counts=result.summary(), verdict=result.verdict, gated=result.gated,
+                            localisation=result.localisation, notes=result.notes)
+    return write_workbook(target.path, table, row_marks(result.rows, gate), summary,
+                          rule=mark_rule(result.rows, gate))
+
+
 def write_parquet_table(result: "ComparisonResult", target: Target, options: WriteOptions) -> Path:
     """``-o .parquet``: the rows as a typed table (:mod:`compare.reports.parquet`), statistics rows too."""
     return _network_table(result, target, options)
@@ -175,6 +199,7 @@ WRITERS: dict[OutputKind, Writer] = {
     OutputKind.JSON: write_json_result,
     OutputKind.JUNIT: write_junit_report,
     OutputKind.HTML: write_html_result,
+    OutputKind.XLSX: write_xlsx_table,
 }
 
 
@@ -245,4 +270,5 @@ class OutputPlan:
 
 
 __all__ = ["WRITERS", "OutputKind", "OutputPlan", "Target", "WriteOptions", "WriteOutcome", "Writer", "Written",
-           "write_html_result", "write_json_result", "write_junit_report", "write_parquet_table", "write_text_table"]
+           "write_html_result", "write_json_result", "write_junit_report", "write_parquet_table", "write_text_table",
+           "write_xlsx_table"]
