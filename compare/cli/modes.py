@@ -223,9 +223,10 @@ def _worst_exit(*codes: int) -> int:
 
 def _consistency_too(request: CompareRequest) -> int:
     """``--consistency GROUPS`` on the main command: :func:`run_consistency` on the ``-l`` tree,
-    its CSV beside the ``-o`` table (``{stem}_consistency.csv``; none without ``-o``)."""
+    its CSV beside the ``-o`` table file, whatever its form (``{stem}_consistency.csv``; none without
+    ``-o`` or with ``-o`` naming a folder)."""
     o = request.output
-    table = Path(o) if o is not None and Path(o).suffix.lower() in (".csv", ".txt") else None
+    table = Path(o) if o is not None and Path(o).suffix.lower() in (".csv", ".txt", ".parquet", ".xlsx") else None
     output = table.with_name(f"{table.stem}_consistency.csv") if table is not None else None
     assert request.consistency is not None
     return run_consistency(ConsistencyArgs(

@@ -135,7 +135,7 @@ def compare(
                                                      help="om->json of the same model built with fusion off "
                                                           "(NPU fused vs NPU un-fused)."),
     output: Optional[str] = typer.Option(None, "-o", "-out", "--output",
-                                         help="Result file (.csv or .txt) or directory (-> result_{YYYYmmddHHMMSS}.csv)."),
+                                         help="Result file (.csv, .txt, .parquet or .xlsx) or directory (-> result_{YYYYmmddHHMMSS}.csv)."),
     csv_flag: bool = typer.Option(False, "-csv", "--csv", help="Write CSV even when -o ends in .txt."),
     algorithm: str = typer.Option("all", "-alg", "--algorithm",
                                   help="Metrics by index 0-9 or name, comma-separated, e.g. 0,1,KullbackLeiblerDivergence."),

@@ -190,7 +190,7 @@ def test_a_write_failure_after_comparing_is_exit_2_and_keeps_the_rest(tmp_path: 
 
 
 def test_unknown_output_extension_exit_2(tmp_path: Path) -> None:
-    for name in ("r.json", "r.xlsx"):
+    for name in ("r.json", "r.xls"):
         result = _run(*_demo("-o", tmp_path / name))
         assert result.exit_code == 2 and "--json" in result.stderr, result.output
         assert not (tmp_path / name).exists()

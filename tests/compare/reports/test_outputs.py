@@ -158,7 +158,7 @@ def test_render_with_float_format() -> None:
 def test_resolve_output_kinds(tmp_path: Path) -> None:
     assert resolve_output(tmp_path / "r.parquet") == (tmp_path / "r.parquet", TableFormat.PARQUET)
     assert resolve_output(tmp_path / "R.CSV") == (tmp_path / "R.CSV", TableFormat.CSV)
-    for name in ("r.json", "r.xlsx", "r.xml", "result.v2"):
+    for name in ("r.json", "r.xls", "r.xml", "result.v2"):
         with pytest.raises(OptionError) as info:
             resolve_output(tmp_path / name)
         message = str(info.value)

@@ -39,7 +39,7 @@ def test_every_kind_has_one_writer_of_one_signature() -> None:
         assert list(inspect.signature(writer).parameters) == ["result", "target", "options"], kind
         hints = get_type_hints(writer, {**vars(outputs), "ComparisonResult": ComparisonResult})
         assert hints["result"] is ComparisonResult and hints["target"] is Target and hints["options"] is WriteOptions and hints["return"] is Path, kind
-    assert {k for k in OutputKind if k.is_table} == {OutputKind.CSV, OutputKind.TXT, OutputKind.PARQUET}
+    assert {k for k in OutputKind if k.is_table} == {OutputKind.CSV, OutputKind.TXT, OutputKind.PARQUET, OutputKind.XLSX}
     assert {k.value for k in OutputKind if k.is_table} == {f.value for f in TableFormat}  # every -o form has a writer
 
 
@@ -58,9 +58,9 @@ def test_the_plan_lists_its_targets_in_option_order(tmp_path: Path) -> None:
 
 
 def test_the_plan_refuses_before_the_run_with_the_messages_of_before(tmp_path: Path) -> None:
-    with pytest.raises(OptionError, match=r"vcompare does not write '\.xlsx' files; -o writes \.csv, \.txt, "
-                                          r"\.parquet or a folder"):
-        OutputPlan.plan(str(tmp_path / "r.xlsx"))
+    with pytest.raises(OptionError, match=r"vcompare does not write '\.xls' files; -o writes \.csv, \.txt, "
+                                          r"\.parquet, \.xlsx or a folder"):
+        OutputPlan.plan(str(tmp_path / "r.xls"))
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(OutputError, match=f"cannot write {blocker / 'r.json'}: {blocker} is a file, not a folder"):
