@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from convert.remote import is_url
 
 from .errors import OptionError
+from .loaders import is_run_file
 from .pairing.rule_records import FusionRule
 from .records import Bound
 
@@ -305,8 +306,9 @@ class CompareRequest:
 
 
 def _local_file(path: PathLike) -> bool:
-    """A local regular file (an fsspec URL never is)."""
-    return not is_url(path) and Path(path).is_file()
+    """A local regular file that is not a whole run by itself (an fsspec URL never is; msprobe's
+    ``dump.json`` is a run: :func:`compare.loaders.is_run_file`)."""
+    return not is_url(path) and Path(path).is_file() and not is_run_file(path)
 
 
 def _rule_folder(rule: RuleArg | None) -> bool:

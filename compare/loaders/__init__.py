@@ -44,7 +44,7 @@ from .selection import Selection
 from .trees import MAX_DEPTH
 
 __all__ = ["ENTRY_POINT_GROUP", "READERS", "OpenRequest", "Reader", "RecordedGraph", "TreeReader", "detect",
-           "is_data_file_name", "load_run", "readers", "recorded_graph", "register_reader", "resolve_dump_folder",
+           "is_data_file_name", "is_run_file", "load_run", "readers", "recorded_graph", "register_reader", "resolve_dump_folder",
            "tree_readers"]
 
 #: The entry-point group third-party readers are found by.
@@ -98,6 +98,12 @@ def is_data_file_name(name: str) -> bool:
     (:meth:`~compare.loaders.reader.Reader.is_data_file_name`): what an outlined URL tree leaves
     to the worker that reads it (:func:`convert.remote.outline`)."""
     return any(reader.is_data_file_name(name) for reader in readers())
+
+
+def is_run_file(path: str | os.PathLike) -> bool:
+    """Whether a file stands for a whole run of some reader's family
+    (:meth:`~compare.loaders.reader.Reader.is_run_file`: msprobe's ``dump.json``)."""
+    return any(reader.is_run_file(Path(path)) for reader in readers())
 
 
 def recorded_graph(run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:

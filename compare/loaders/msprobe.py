@@ -423,6 +423,10 @@ class MsprobeReader(TreeReader):
     def open_tree(self, path: str | os.PathLike, candidates: list[Candidate], request: OpenRequest) -> Run:
         return load_msprobe(path, candidates, request.selection)
 
+    def is_run_file(self, path: Path) -> bool:
+        """msprobe's ``dump.json`` is its run (``-l A/dump.json -r B/dump.json``: two runs)."""
+        return path.name == "dump.json"
+
     def graph(self, run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:
         """The call graph of an msprobe run's dump folder (:func:`compare.loaders.msprobe_graph.read_msprobe_graph`);
         None for a run of another family, and (with a note) when it cannot be read."""

@@ -114,6 +114,12 @@ class Reader(ABC):
         copied)."""
         return False
 
+    def is_run_file(self, path: Path) -> bool:
+        """Whether this one FILE stands for a whole run of this family (msprobe's ``dump.json``): a
+        run given by such a file is compared as a run, never in two-file mode
+        (:meth:`compare.request.CompareRequest.mode`). By the name alone; False: no file does."""
+        return False
+
     def graph(self, run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:
         """The operator graph this family records beside ``run`` (:mod:`compare.diverge.graph`), or
         None when there is none for it; a graph file that cannot be used is None with a note in

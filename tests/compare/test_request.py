@@ -310,3 +310,18 @@ def test_public_pair_runs_takes_a_mapping(tmp_path: Path) -> None:
     assert any("mapping file" in note for note in mapped.notes)
     with pytest.raises(OptionError, match="--mapping pairs operators by the names it lists"):
         compare.pair_runs(left, right, mapping=mapping, fusion_rule=RULE)
+
+
+def test_two_msprobe_dump_json_files_are_two_runs_not_two_files(tmp_path: Path) -> None:
+    """``-l A/dump.json -r B/dump.json``: msprobe's ``dump.json`` stands for its run
+    (:func:`compare.loaders.is_run_file`), so the request is a network comparison, not two-file mode."""
+    from compare.testing.synthetic_msprobe import write_msprobe_dump
+
+    write_msprobe_dump(tmp_path / "npu")
+    write_msprobe_dump(tmp_path / "bench", noise=1e-3, seed=7)
+    left, right = tmp_path / "npu" / "step0" / "rank0" / "dump.json", tmp_path / "bench" / "step0" / "rank0" / "dump.json"
+    assert left.is_file() and right.is_file()
+    request = CompareRequest(left, right)
+    assert request.validate() is Mode.NETWORK
+    result = compare_request(request)
+    assert result.rows and result.network is not None
