@@ -26,6 +26,7 @@ from ..records import (
     SkippedFile,
     count_by_status,
 )
+from .msprobe_rows import annotate, msprobe_sides, with_arguments
 from ..stats import compare_stats, mismatch_reason, recorded_statistics, shape_note, statistics_metrics
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -148,6 +149,9 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
     rows = compare_pairs(pairing.pairs, options)
     if framework_dumps(left_run, right_run):
         check_framework_pairs(rows, pairing.pairs)
+    if msprobe_sides(left_run, right_run):
+        annotate(rows, pairing.pairs, left_run, right_run)
+        rows = with_arguments(rows, pairing.pairs, left_run, right_run, metrics)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     if graded:
