@@ -22,7 +22,8 @@ and index, numbered with the tensors: a mapped call of another name matches too)
 * a differing argument's reason says ``argument differs: left X, right Y`` (and the difference);
   an argument of one side only is MISSING_LEFT / MISSING_RIGHT with the reason.
 
-Rows are inserted beside the rows of their call, in item order (kind, then index), so a table
+Only when both sides are msprobe runs (another family records no arguments). Rows are inserted
+beside the rows of their call, in item order (kind, then index), so a table
 reads as msprobe's. Nothing is read from disk: the values are in ``dump.json``.
 """
 
@@ -167,6 +168,8 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
     """``rows`` (``rows[i]`` the row of ``pairs[i]``; rows after them, without a pair, are kept at
     the end) with the argument rows of each call inserted among its rows in item order (module doc).
     Each call pair's arguments are added once, at its first group of rows."""
+    if left.family is not DumpLayout.MSPROBE or right.family is not DumpLayout.MSPROBE:
+        return rows  # a golden / MindSpore side records no arguments: nothing to compare them with
     if not any(op.arguments for run in (left, right) for op in run.ops.values()):
         return rows
     out: list[MetricRow] = []
