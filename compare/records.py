@@ -455,6 +455,8 @@ class RowKind(Label):
 #: The metric of an argument row: 0.0 when both values are the same, 1.0 when they differ (gate
 #: ``ArgumentDiff==same``); None when a side has no value (a one-sided row).
 ARGUMENT_METRIC = "ArgumentDiff"
+#: How the reason of an argument row whose values differ begins (a saved table's rows are read back by it).
+ARGUMENT_DIFFERS = "argument differs"
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 
 from ..loaders.msprobe_graph import user_frame
 from ..records import (
+    ARGUMENT_DIFFERS,
     ARGUMENT_METRIC,
     Argument,
     ArgumentDiff,
@@ -119,7 +120,7 @@ def _row(base: MetricRow, op_name: str, left: Argument | None, right: Argument |
         diff = _diff(left, right)
         values[ARGUMENT_METRIC] = 0.0 if same else 1.0
         status = PairStatus.COMPARED
-        reasons = [] if same else [f"argument differs: left {left.type_name} {left.text}, right {right.type_name} "
+        reasons = [] if same else [f"{ARGUMENT_DIFFERS}: left {left.type_name} {left.text}, right {right.type_name} "
                                    f"{right.text}" + (f" (difference {diff!r})" if diff is not None else "")]
     else:
         same, diff = False, None
