@@ -178,3 +178,35 @@ def test_every_msprobe_name_is_a_row(case: str, left: str, right: str, tmp_path:
                    if r["LeftName"].startswith("Functional.") and ".forward." in r["LeftName"])
         eps = next(r for r in rows if r["LeftName"] == "Functional.layer_norm.0.forward.input.4")
         assert (eps["LeftDataType"], eps["Value"], eps["Result"]) == ("float", "1e-05", "pass")
+
+
+def test_msprobe_columns_in_txt_parquet_junit_and_frame(trees, tmp_path: Path) -> None:
+    left, _, changed = trees
+    txt, junit = tmp_path / "r.txt", tmp_path / "j.xml"
+    result = _run("-l", left, "-r", changed, "-o", txt, "--junit", junit, "--gate", "ArgumentDiff==same")
+    assert result.exit_code == 1, result.output
+    lines = txt.read_text().splitlines()
+    assert all(column in lines[0] for column in MSPROBE_COLUMNS)
+    assert any("Torch.split.0.forward.input.1" in line and "3 / 2" in line for line in lines)
+    xml = junit.read_text()
+    assert 'name="Torch.split.0.forward.input.1"' in xml and "argument: left 3, right 2" in xml
+    from compare.reports.frame import frame_of
+
+    row = MetricRow(0, "split", "S", "S", "S:input:1", "int", "int", (), metrics={ARGUMENT_METRIC: 1.0},
+                    kind=RowKind.ARGUMENT, msprobe=MsprobeCells("S.input.1", "S.input.1", source="/m.py:3"))
+    frame = frame_of([row], ["CosineSimilarity"])
+    columns = list(frame.columns)
+    assert columns[columns.index("FailReason") - len(MSPROBE_COLUMNS):columns.index("FailReason")] == list(
+        MSPROBE_COLUMNS)
+    assert frame.Stack.iloc[0] == "/m.py:3"
+    pytest.importorskip("pyarrow", reason="parquet needs pyarrow (the parquet extra)")
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "r.parquet"
+    assert _run("-l", left, "-r", changed, "-o", out).exit_code == 0
+    table = pq.read_table(out).to_pylist()
+    found = next(r for r in table if r["LeftName"] == "Torch.split.0.forward.input.1")
+    assert (found["Kind"], found["LeftValue"], found["RightValue"], found[ARGUMENT_METRIC]) == ("argument", "3", "2",
+                                                                                                1.0)
+    conv = next(r for r in table if r["LeftName"] == "Functional.conv2d.0.forward.input.0")
+    assert conv["LeftDataName"] == "Functional.conv2d.0.forward.input.0.pt" and conv["Kind"] == "tensor"
