@@ -35,7 +35,9 @@ checksum (checksum runs)     error       ``ChecksumDiff`` is 1 (the two checksum
 checksum missing             warning     ``ChecksumDiff`` is None or NaN (a side has no checksum)
 missing counterpart          warning     status MISSING_LEFT / MISSING_RIGHT (not an expected gap)
 argument (non-tensor)        error       an argument row (``RowKind.ARGUMENT``) whose ``ArgumentDiff``
-                                         is 1 (the values differ); no other rule applies to it
+                                         is 1 (the values differ); of the other rules only the call
+                                         rules' findings reach it (as msprobe, a call's finding goes
+                                         to its output 0 even when that is a ``None`` item)
 ===========================  ==========  ===========================================================
 
 Edge-case policy:
@@ -364,8 +366,9 @@ def row_grades(rows: Sequence[MetricRow], *, mode: GradeMode) -> list[RowGrade]:
         if missing is not None:
             grades.append(_grade(missing))
             continue
-        if row.kind is RowKind.ARGUMENT:  # compared by value: the same, or an error
-            grades.append(_grade([_Finding(Grade.ERROR, MSG_ARGUMENT)] if row.metrics.get(ARGUMENT_METRIC) else []))
+        if row.kind is RowKind.ARGUMENT:  # compared by value (an error when not the same), plus its call's findings
+            differs = [_Finding(Grade.ERROR, MSG_ARGUMENT)] if row.metrics.get(ARGUMENT_METRIC) else []
+            grades.append(_grade([*differs, *call_found.get(i, ())]))
             continue
         if checksums:
             grades.append(_grade(_checksum_findings(row) if row.status is PairStatus.COMPARED
