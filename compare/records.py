@@ -20,6 +20,7 @@ from convert.exits import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from convert.names.keys import normalize_golden_name
 
 from .errors import DumpFormatError
+from .records_msprobe import ARGUMENT_DIFFERS, ARGUMENT_METRIC, Argument, ArgumentDiff, MsprobeCells  # noqa: F401 - re-exported
 
 
 class TensorKind(str, Enum):
@@ -140,8 +141,7 @@ class TensorRef:
     #: slice count differs from ``slice_instance_num``, an input taken from the first slice file
     #: ...): the engine puts it first in the row's reasons; ``""`` for none.
     remark: str = field(default="", compare=False)
-    #: The name its own tool gives this tensor (msprobe's ``{call}.input.0``, ``...parameters.weight``:
-    #: :func:`convert.names.msprobe.item_name`), ``""`` for families without one.
+    #: Its name in its own tool's form (msprobe: :func:`convert.names.msprobe.item_name`), ``""`` when none.
     label: str = field(default="", compare=False)
     #: The ``requires_grad`` a dump recorded (msprobe), None when not recorded.
     requires_grad: bool | None = field(default=None, compare=False)
@@ -163,37 +163,6 @@ class TensorRef:
                                                  "tensor data: compare it by its statistics")
             raise DumpFormatError(self.path, f"no data reader for {self.tensor_id}")
         return self.reader()
-
-
-@dataclass(frozen=True)
-class Argument:
-    """One non-tensor item of a call (msprobe's ``{"type": "int", "value": 1}``, ``null``, a
-    ``slice``, a ``torch.dtype`` ...): compared by value, never read from a file.
-
-    ``label``: its name in its tool's form (``Functional.conv2d.0.forward.input.3.0``); ``kind`` /
-    ``index``: its place among the call's items (numbered with the tensors, so it pairs as they do);
-    ``type_name``: the recorded ``type`` (``int``, ``float``, ``bool``, ``slice`` ...; ``None`` for a
-    ``null`` item); ``value``: the recorded value when it is a JSON scalar, else its JSON text
-    (a slice ``[0, 4, null]``); ``numeric``: whether ``value`` is a number (bool excluded).
-    """
-
-    label: str
-    kind: TensorKind
-    index: int
-    type_name: str
-    value: bool | int | float | str | None
-    numeric: bool = False
-
-    @property
-    def text(self) -> str:
-        """The value as a table shows it: ``repr`` of a number (exact), the text, ``None``."""
-        if isinstance(self.value, float):
-            return repr(self.value)
-        return "None" if self.value is None else str(self.value)
-
-    def tensor_id(self, op_name: str) -> str:
-        """``{op_name}:{input|output}:{index}``, the TensorIndex of its row (as a tensor's)."""
-        return f"{op_name}:{self.kind.value}:{self.index}"
 
 
 @dataclass(frozen=True)
@@ -447,65 +416,8 @@ class RowKind(Label):
 
     TENSOR = "tensor"
     STATISTICS = "statistics"
-    #: A non-tensor argument (msprobe's int / float / bool / None items) compared by value:
-    #: its only metric is :data:`ARGUMENT_METRIC` (:class:`ArgumentDiff`).
+    #: A non-tensor argument compared by value (:class:`ArgumentDiff`; one metric, :data:`ARGUMENT_METRIC`).
     ARGUMENT = "argument"
-
-
-#: The metric of an argument row: 0.0 when both values are the same, 1.0 when they differ (gate
-#: ``ArgumentDiff==same``); None when a side has no value (a one-sided row).
-ARGUMENT_METRIC = "ArgumentDiff"
-#: How the reason of an argument row whose values differ begins (a saved table's rows are read back by it).
-ARGUMENT_DIFFERS = "argument differs"
-
-
-@dataclass(frozen=True)
-class ArgumentDiff:
-    """Both sides of a non-tensor argument row: type names and values as recorded (``None`` for a
-    missing side's), ``same`` (values and types equal; ``1`` and ``1.0`` are different types,
-    ``True`` and ``1`` too), ``diff`` = ``left - right`` as float64 when both values are numbers
-    (bool excluded; None otherwise)."""
-
-    left_type: str | None
-    right_type: str | None
-    left: str | None
-    right: str | None
-    same: bool
-    diff: float | None = None
-
-    @property
-    def cell(self) -> str:
-        """The Value cell: the value when the same, ``left / right`` when not (``*`` for a missing side)."""
-        if self.same:
-            return self.left or ""
-        return f"{'*' if self.left is None else self.left} / {'*' if self.right is None else self.right}"
-
-
-@dataclass(frozen=True)
-class MsprobeCells:
-    """msprobe's own columns of a row of an msprobe run (``MetricRow.msprobe``): each side's name
-    in msprobe's form (``NPU Name`` / ``Bench Name``), data file (``Data_name``; ``""`` when the
-    side has none: statistics, an argument, no counterpart), ``requires_grad`` (None: not recorded),
-    the left call's stack (``stack.json``, innermost first; the right's when there is no left) and
-    its user frame ``file:line`` (the innermost frame outside torch / mindspore / msprobe /
-    site-packages; ``""`` when none)."""
-
-    left_name: str
-    right_name: str
-    left_data: str = ""
-    right_data: str = ""
-    left_grad: bool | None = None
-    right_grad: bool | None = None
-    stack: tuple[str, ...] = ()
-    source: str = ""
-
-    @property
-    def grad_consistent(self) -> bool | None:
-        """Whether both sides recorded the same ``requires_grad`` (msprobe's ``Requires_grad
-        Consistent``); None when a side did not record it."""
-        if self.left_grad is None or self.right_grad is None:
-            return None
-        return self.left_grad == self.right_grad
 
 
 @dataclass(slots=True)
