@@ -2,8 +2,8 @@
 
 Layout: ``{dump_path}/step{N}/rank{R}/`` (``rank`` alone when the process had no rank,
 ``proc{pid}`` for processes without one; finding and choosing the folders is
-:mod:`compare.loaders.msprobe_folders`) holding ``dump.json`` (plus ``stack.json``,
-``construct.json``, ``dump_error_info.log``, not read) and, for ``task: tensor``, the folder
+:mod:`compare.loaders.msprobe_folders`) holding ``dump.json`` (plus ``stack.json``: each call's
+stack becomes ``OpDump.stack``; ``construct.json``, ``dump_error_info.log``: not read here) and, for ``task: tensor``, the folder
 ``dump_tensor_data/`` with one file per tensor: ``.pt`` (PyTorch, read by
 :mod:`convert.codecs.torch_pt`, without torch) or ``.npy`` (MindSpore, :mod:`convert.codecs.npy`).
 
@@ -22,8 +22,11 @@ Each section is walked depth first (lists in order, objects in key order; nested
 tuples of tensors occur). A *leaf* is an object with a ``type`` or ``dtype`` key, or ``null``;
 every leaf takes the next index of its kind (inputs numbered across ``input_args``, then
 ``input_kwargs``, then ``parameters``), tensors or not, so a non-tensor argument (an ``int``,
-a ``slice``, ``null``) keeps the places of the tensors after it the same on both sides. A
-tensor leaf (``type`` ``torch.Tensor`` / ``mindspore.Tensor`` / ``...Parameter``, or a ``dtype`` and a ``shape``)
+a ``slice``, ``null``) keeps the places of the tensors after it the same on both sides; it becomes
+an :class:`~compare.records.Argument` of ``OpDump.arguments`` (compared by value:
+:mod:`compare.runs.msprobe_rows`). Every item, tensor or not, gets msprobe's name (``label``:
+:func:`convert.names.msprobe.item_name`, ``Functional.conv2d.0.forward.input.3.0``), and a tensor
+the ``requires_grad`` it recorded. A tensor leaf (``type`` ``torch.Tensor`` / ``mindspore.Tensor`` / ``...Parameter``, or a ``dtype`` and a ``shape``)
 becomes a :class:`TensorRef`: dtype from :func:`~convert.names.msprobe.msprobe_dtype`, shape as
 recorded, format ``ND``, the recorded ``Max`` / ``Min`` / ``Mean`` / ``Norm`` as statistics
 ``max`` / ``min`` / ``avg`` / ``l2norm`` and the ``md5`` field (a CRC-32 or XOR checksum, not an
