@@ -19,7 +19,7 @@ ARGUMENT_METRIC = "ArgumentDiff"
 ARGUMENT_DIFFERS = "argument differs"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArgumentDiff:
     """Both sides of a non-tensor argument row: type names and values as recorded (``None`` for a
     missing side's), ``same`` (values and types equal; ``1`` and ``1.0`` are different types,
@@ -41,7 +41,7 @@ class ArgumentDiff:
         return f"{'*' if self.left is None else self.left} / {'*' if self.right is None else self.right}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MsprobeCells:
     """msprobe's own columns of a row of an msprobe run (``MetricRow.msprobe``): each side's name
     in msprobe's form (``NPU Name`` / ``Bench Name``), data file (``Data_name``; ``""`` when the
@@ -68,7 +68,7 @@ class MsprobeCells:
         return self.left_grad == self.right_grad
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Argument:
     """One non-tensor item of a call (msprobe's ``{"type": "int", "value": 1}``, ``null``, a
     ``slice``, a ``torch.dtype`` ...): compared by value, never read from a file.
