@@ -16,7 +16,8 @@ and index, numbered with the tensors: a mapped call of another name matches too)
   data types the recorded type names (``int``, ``float``, ``None``), shape ``()``;
 * metric :data:`~compare.records.ARGUMENT_METRIC` (``ArgumentDiff``) 0.0 when both sides hold the
   same type and value (two NaN floats are the same), 1.0 otherwise; ``None`` on a one-sided row;
-  the other metrics ``None`` (and not computable for the row: gates count them undefined);
+  no other metric (not computed: ``NaN`` cells; listed in ``undefined``, so gates do not count
+  them missing);
 * :class:`~compare.records.ArgumentDiff`: both values as text (``repr`` of a float: exact), and
   ``diff = left - right`` (float64) when both are numbers (bool excluded);
 * a differing argument's reason says ``argument differs: left X, right Y`` (and the difference);
@@ -110,11 +111,11 @@ def _diff(a: Argument, b: Argument) -> float | None:
 
 
 def _row(base: MetricRow, op_name: str, left: Argument | None, right: Argument | None, stack: tuple[str, ...],
-         metrics: Sequence[str]) -> MetricRow:
+         undefined: frozenset[str]) -> MetricRow:
     """One argument row (module doc); ``base`` gives the call's index, names, op type and place."""
     some = left if left is not None else right
     assert some is not None
-    values: dict[str, float | None] = {m: None for m in metrics}
+    values: dict[str, float | None] = {}  # the other metrics: absent (not computed), and undefined
     if left is not None and right is not None:
         same = _same(left, right)
         diff = _diff(left, right)
@@ -140,7 +141,7 @@ def _row(base: MetricRow, op_name: str, left: Argument | None, right: Argument |
                      right_dtype=right.type_name if right is not None else None, shape=(), metrics=values,
                      reasons=reasons, status=status, op_sequence=base.op_sequence, rank=base.rank,
                      iteration=base.iteration, graph=base.graph,
-                     undefined=frozenset(m for m in metrics if m != ARGUMENT_METRIC), kind=RowKind.ARGUMENT,
+                     undefined=undefined, kind=RowKind.ARGUMENT,
                      msprobe=cells, argument=argument)
 
 
@@ -152,7 +153,7 @@ def _place(pair: Pair) -> tuple[int, int]:
 
 
 def _call_arguments(left: OpDump | None, right: OpDump | None, base: MetricRow, stack: tuple[str, ...],
-                    metrics: Sequence[str]) -> list[tuple[tuple[int, int], MetricRow]]:
+                    undefined: frozenset[str]) -> list[tuple[tuple[int, int], MetricRow]]:
     """The argument rows of one call pair, with their places."""
     lefts = {(a.kind, a.index): a for a in left.arguments} if left is not None else {}
     rights = {(a.kind, a.index): a for a in right.arguments} if right is not None else {}
@@ -160,7 +161,7 @@ def _call_arguments(left: OpDump | None, right: OpDump | None, base: MetricRow, 
     for key in sorted(lefts.keys() | rights.keys(), key=lambda k: (_KIND_ORDER[k[0]], k[1])):
         op_name = left.name if left is not None and key in lefts else (right.name if right is not None else "")
         out.append(((_KIND_ORDER[key[0]], key[1]), _row(base, op_name, lefts.get(key), rights.get(key), stack,
-                                                        metrics)))
+                                                        undefined)))
     return out
 
 
@@ -173,6 +174,7 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
         return rows  # a golden / MindSpore side records no arguments: nothing to compare them with
     if not any(op.arguments for run in (left, right) for op in run.ops.values()):
         return rows
+    undefined = frozenset(m for m in metrics if m != ARGUMENT_METRIC)  # one set for every argument row
     out: list[MetricRow] = []
     done: set[tuple[str, str, int | None, int | None, int | None]] = set()
     i = 0
@@ -191,7 +193,7 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
         if key not in done and ((lop is not None and lop.arguments) or (rop is not None and rop.arguments)):
             done.add(key)
             stack = (lop.stack if lop is not None else ()) or (rop.stack if rop is not None else ())
-            extra = _call_arguments(lop, rop, base, stack, metrics)
+            extra = _call_arguments(lop, rop, base, stack, undefined)
         if not extra:
             out.extend(rows[i:j])
         else:
