@@ -141,7 +141,7 @@ def test_msprobe_metrics_take_msprobe_places() -> None:
 def test_argument_row_kind_and_undefined(trees, tmp_path: Path) -> None:
     left, same, _ = trees
     doc = tmp_path / "r.json"
-    assert _run("-l", left, "-r", same, "--json", doc).exit_code == 0
+    assert _run("-l", left, "-r", same, "-o", tmp_path / "r.csv", "--json", doc).exit_code == 0
     rows = json.loads(doc.read_text())["rows"]
     arguments = [r for r in rows if r["kind"] == RowKind.ARGUMENT.value]
     assert arguments and all("CosineSimilarity" in r["undefined"] for r in arguments)
