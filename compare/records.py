@@ -3,6 +3,11 @@
 All are plain dataclasses. Loaders create :class:`TensorRef` / :class:`OpDump` / :class:`Run`
 from metadata only (file names and dump headers); tensor bytes are read by
 :meth:`TensorRef.load` when the engine compares that pair, and then let go.
+
+Why one module of about 600 lines: these are the closed records every layer shares (the bottom
+layer of the import contracts), so one import gives a stage its whole vocabulary and no record
+module depends on another; the records of one room live in that room (``diverge/records.py``,
+``consistency/records.py``) and msprobe's row records in :mod:`compare.records_msprobe`.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from convert.exits import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_OK
 from convert.names.keys import normalize_golden_name
 
 from .errors import DumpFormatError
+from .records_msprobe import ARGUMENT_DIFFERS, ARGUMENT_METRIC, Argument, ArgumentDiff, MsprobeCells  # noqa: F401 - re-exported
 
 
 class TensorKind(str, Enum):
@@ -140,6 +146,10 @@ class TensorRef:
     #: slice count differs from ``slice_instance_num``, an input taken from the first slice file
     #: ...): the engine puts it first in the row's reasons; ``""`` for none.
     remark: str = field(default="", compare=False)
+    #: Its name in its own tool's form (msprobe: :func:`convert.names.msprobe.item_name`), ``""`` when none.
+    label: str = field(default="", compare=False)
+    #: The ``requires_grad`` a dump recorded (msprobe), None when not recorded.
+    requires_grad: bool | None = field(default=None, compare=False)
 
     @property
     def tensor_id(self) -> str:
@@ -177,6 +187,10 @@ class OpDump:
     outputs: tuple[TensorRef, ...] = ()
     error: str | None = None
     timestamp: int = 0
+    #: Non-tensor items of the call (msprobe), compared by value (:class:`Argument`).
+    arguments: tuple[Argument, ...] = ()
+    #: The call stack its tool recorded (msprobe's ``stack.json`` frames, innermost first); ``()`` when none.
+    stack: tuple[str, ...] = ()
 
     def tensors(self, kind: TensorKind) -> tuple[TensorRef, ...]:
         return self.inputs if kind is TensorKind.INPUT else self.outputs
@@ -407,6 +421,8 @@ class RowKind(Label):
 
     TENSOR = "tensor"
     STATISTICS = "statistics"
+    #: A non-tensor argument compared by value (:class:`ArgumentDiff`; one metric, :data:`ARGUMENT_METRIC`).
+    ARGUMENT = "argument"
 
 
 @dataclass(slots=True)
@@ -488,6 +504,10 @@ class MetricRow:
     kind: RowKind = RowKind.TENSOR
     #: A statistics row's statistics (name -> :class:`StatDiff`: left, right, diff, rel); None for tensor rows.
     statistics: dict[str, StatDiff] | None = None
+    #: msprobe's own columns (names, data files, requires_grad, stack) for rows of msprobe runs; None otherwise.
+    msprobe: MsprobeCells | None = None
+    #: Both values of an argument row (``kind`` ARGUMENT); None for tensor and statistics rows.
+    argument: ArgumentDiff | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED

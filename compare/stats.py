@@ -61,7 +61,7 @@ import numpy as np
 from convert.layouts.formats import PLAIN_AXES
 
 from .errors import CompareError
-from .records import MetricRow, Pair, PairStatus, RowGrade, RowKind, StatDiff, TensorRef
+from .records import ArgumentDiff, MetricRow, MsprobeCells, Pair, PairStatus, RowGrade, RowKind, StatDiff, TensorRef
 
 #: Column order of the statistics (others follow in name order).
 STAT_ORDER = ("max", "min", "avg", "l2norm", "count", "nan_count", "neg_inf_count", "pos_inf_count", "zero_count",
@@ -201,6 +201,9 @@ class StatsRow:
     graph: int | None = None
     #: msprobe's Result / Err_message (set with its MetricRow's, :func:`compare.engine.grades.grade_rows`).
     grade: RowGrade | None = None
+    #: msprobe's own cells and an argument row's values (copied from its MetricRow's).
+    msprobe: MsprobeCells | None = None
+    argument: ArgumentDiff | None = None
 
     def __bool__(self) -> bool:
         return self.status is PairStatus.COMPARED
@@ -208,10 +211,12 @@ class StatsRow:
 
 def stats_row(row: MetricRow) -> StatsRow:
     """The statistics-table row of a row without statistics (a part missing from a run compared
-    in turn, :meth:`compare.records.PartReport.row`): its names, status and reasons."""
+    in turn, :meth:`compare.records.PartReport.row`; an argument row): its names, status, reasons
+    and msprobe cells."""
     return StatsRow(row.index, row.op_type, row.left_op, row.right_op, row.tensor_id, row.left_dtype,
                     row.right_dtype, row.shape, reasons=row.reasons, status=row.status, rank=row.rank,
-                    iteration=row.iteration, graph=row.graph, grade=row.grade)
+                    iteration=row.iteration, graph=row.graph, grade=row.grade, msprobe=row.msprobe,
+                    argument=row.argument)
 
 
 def side_stats(ref: TensorRef, wanted: Iterable[str] = ()) -> tuple[dict[str, float | str | None], str]:

@@ -34,6 +34,10 @@ cosine (tensor)              warning     smallest input ``CosineSimilarity`` > 0
 checksum (checksum runs)     error       ``ChecksumDiff`` is 1 (the two checksums differ)
 checksum missing             warning     ``ChecksumDiff`` is None or NaN (a side has no checksum)
 missing counterpart          warning     status MISSING_LEFT / MISSING_RIGHT (not an expected gap)
+argument (non-tensor)        error       an argument row (``RowKind.ARGUMENT``) whose ``ArgumentDiff``
+                                         is 1 (the values differ); of the other rules only the call
+                                         rules' findings reach it (as msprobe, a call's finding goes
+                                         to its output 0 even when that is a ``None`` item)
 ===========================  ==========  ===========================================================
 
 Edge-case policy:
@@ -67,7 +71,7 @@ from typing import NamedTuple
 from convert.names.msprobe import parse_msprobe_name
 
 from ..kernels.metrics import COSINE
-from ..records import Grade, Label, MetricRow, PairStatus, RowGrade, TensorKind
+from ..records import ARGUMENT_METRIC, Grade, Label, MetricRow, PairStatus, RowGrade, RowKind, TensorKind
 
 
 class GradeMode(Label):
@@ -90,6 +94,7 @@ MSG_NORM_TEN_TIMES = "warning: The norm relative error of output is 10 times tha
 MSG_COSINE = "warning: The input/parameters of Cosine > 0.9, and input/parameters - output > 0.1"
 MSG_CHECKSUM = "error: The CRC-32 value of NPU differs from that of the bench."
 MSG_CHECKSUM_MISSING = "warning: The parameter of NPU does not match the bench."
+MSG_ARGUMENT = "error: The non-tensor argument of NPU differs from that of the bench."  # vcompare's wording
 MSG_NO_BENCH = "warning: No bench data matched."  # vcompare's rule (msprobe: pass)
 MSG_NO_NPU = "warning: No NPU data matched."  # vcompare's rule (msprobe lists no such row)
 
@@ -360,6 +365,10 @@ def row_grades(rows: Sequence[MetricRow], *, mode: GradeMode) -> list[RowGrade]:
         missing = _missing_findings(row)
         if missing is not None:
             grades.append(_grade(missing))
+            continue
+        if row.kind is RowKind.ARGUMENT:  # compared by value (an error when not the same), plus its call's findings
+            differs = [_Finding(Grade.ERROR, MSG_ARGUMENT)] if row.metrics.get(ARGUMENT_METRIC) else []
+            grades.append(_grade([*differs, *call_found.get(i, ())]))
             continue
         if checksums:
             grades.append(_grade(_checksum_findings(row) if row.status is PairStatus.COMPARED

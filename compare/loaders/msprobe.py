@@ -2,8 +2,8 @@
 
 Layout: ``{dump_path}/step{N}/rank{R}/`` (``rank`` alone when the process had no rank,
 ``proc{pid}`` for processes without one; finding and choosing the folders is
-:mod:`compare.loaders.msprobe_folders`) holding ``dump.json`` (plus ``stack.json``,
-``construct.json``, ``dump_error_info.log``, not read) and, for ``task: tensor``, the folder
+:mod:`compare.loaders.msprobe_folders`) holding ``dump.json`` (plus ``stack.json``: each call's
+stack becomes ``OpDump.stack``; ``construct.json``, ``dump_error_info.log``: not read here) and, for ``task: tensor``, the folder
 ``dump_tensor_data/`` with one file per tensor: ``.pt`` (PyTorch, read by
 :mod:`convert.codecs.torch_pt`, without torch) or ``.npy`` (MindSpore, :mod:`convert.codecs.npy`).
 
@@ -22,8 +22,11 @@ Each section is walked depth first (lists in order, objects in key order; nested
 tuples of tensors occur). A *leaf* is an object with a ``type`` or ``dtype`` key, or ``null``;
 every leaf takes the next index of its kind (inputs numbered across ``input_args``, then
 ``input_kwargs``, then ``parameters``), tensors or not, so a non-tensor argument (an ``int``,
-a ``slice``, ``null``) keeps the places of the tensors after it the same on both sides. A
-tensor leaf (``type`` ``torch.Tensor`` / ``mindspore.Tensor`` / ``...Parameter``, or a ``dtype`` and a ``shape``)
+a ``slice``, ``null``) keeps the places of the tensors after it the same on both sides; it becomes
+an :class:`~compare.records.Argument` of ``OpDump.arguments`` (compared by value:
+:mod:`compare.runs.msprobe_rows`). Every item, tensor or not, gets msprobe's name (``label``:
+:func:`convert.names.msprobe.item_name`, ``Functional.conv2d.0.forward.input.3.0``), and a tensor
+the ``requires_grad`` it recorded. A tensor leaf (``type`` ``torch.Tensor`` / ``mindspore.Tensor`` / ``...Parameter``, or a ``dtype`` and a ``shape``)
 becomes a :class:`TensorRef`: dtype from :func:`~convert.names.msprobe.msprobe_dtype`, shape as
 recorded, format ``ND``, the recorded ``Max`` / ``Min`` / ``Mean`` / ``Norm`` as statistics
 ``max`` / ``min`` / ``avg`` / ``l2norm`` and the ``md5`` field (a CRC-32 or XOR checksum, not an
@@ -64,6 +67,7 @@ the file is read.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import reprlib
@@ -76,14 +80,14 @@ import numpy as np
 from convert.codecs.npy import load_npy, read_npy_header
 from convert.codecs.torch_pt import load_pt, read_pt_header
 from convert.entries import list_entries, os_problem
-from convert.names.msprobe import msprobe_dtype, parse_msprobe_name
+from convert.names.msprobe import item_name, msprobe_dtype, parse_msprobe_name
 
 from ..errors import CompareError, DumpFormatError
-from ..records import DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef
+from ..records import Argument, DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef
 from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
-from .msprobe_graph import read_msprobe_graph
-from .msprobe_json import _is_tensor, _leaves, read_dump_json
+from .msprobe_graph import read_msprobe_graph, read_stacks
+from .msprobe_json import _is_tensor, _named_leaves, read_dump_json
 from .reader import OpenRequest, RecordedGraph, TreeReader
 from .selection import Candidate, Selection
 
@@ -202,9 +206,11 @@ def _itemsize(dtype: str) -> int:
 
 
 def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
-            json_path: Path) -> tuple[TensorRef, str | None]:
+            json_path: Path, label: str = "") -> tuple[TensorRef, str | None]:
     """The TensorRef of a tensor leaf, and what is wrong with its item (a malformed shape: the
     reader then refuses with that reason), None when nothing is."""
+    grad_value = item.get("requires_grad")
+    grad = grad_value if isinstance(grad_value, bool) else None
     dtype_text = item.get("dtype")
     dtype = msprobe_dtype(dtype_text) if isinstance(dtype_text, str) else "unknown"
     shape_value = item.get("shape")
@@ -212,7 +218,7 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
                                                     for d in shape_value):
         why = f"{op} {kind.value} {index}: shape {_SHOW.repr(shape_value)} is not a list of non-negative integers"
         return TensorRef(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=(), path=json_path,
-                         reader=functools.partial(_refuse, json_path, why)), why
+                         reader=functools.partial(_refuse, json_path, why), label=label, requires_grad=grad), why
     shape = tuple(shape_value)
     stats = _stats(item)
     source = f"{DUMP_JSON} {op} {kind.value} {index}"
@@ -221,9 +227,9 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     if not isinstance(data_name, str) or data_name in ("", "-1"):
         # statistics only; recorded statistics (possibly none: the row then says so) instead of data
         return TensorRef(op, kind, index, dtype, _FORMAT, shape, json_path, nbytes=nbytes, stats=stats,
-                         stats_source=source), None
+                         stats_source=source, label=label, requires_grad=grad), None
     base = dict(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=shape, nbytes=nbytes,
-                stats=stats or None, stats_source=source)
+                stats=stats or None, stats_source=source, label=label, requires_grad=grad)
     if not _safe_name(data_name):
         files.refused += 1
         why = f"data_name {_SHOW.repr(data_name)} of {op} refused: not a file name inside {DATA_DIR}"
@@ -245,14 +251,57 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     return TensorRef(**base, path=path, reader=reader), None
 
 
+def _label(call: str, key: str, place: tuple[str | int, ...], section: object, grads: bool) -> str:
+    """msprobe's name of one item (:func:`convert.names.msprobe.item_name`; a ``parameters_grad``
+    item is ``{call}.{key}``, with its list position only when the key holds several)."""
+    if grads:
+        several = isinstance(section, list) and len(section) > 1
+        return ".".join((call, key, *(str(p) for p in place))) if several else f"{call}.{key}"
+    return item_name(call, key, place)
+
+
+def _argument(label: str, kind: TensorKind, index: int, leaf: object) -> Argument:
+    """A non-tensor item as an :class:`Argument` (module doc): ``null`` is type ``None``; an item's
+    ``value`` is kept when it is a JSON scalar, else written as compact JSON text (a slice's
+    ``[start, stop, step]``); an item without ``value`` is its other fields as JSON text."""
+    if leaf is None:
+        return Argument(label, kind, index, "None", None)
+    if not isinstance(leaf, dict):  # a bare value (not written by msprobe)
+        return Argument(label, kind, index, type(leaf).__name__, _scalar(leaf), _is_number(leaf))
+    type_text = leaf.get("type")
+    type_name = type_text if isinstance(type_text, str) else "unknown"
+    if "value" in leaf:
+        value = _scalar(leaf["value"])
+    else:
+        value = _json_text({k: v for k, v in leaf.items() if k != "type"})
+    return Argument(label, kind, index, type_name, value, _is_number(value))
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _scalar(value: object) -> bool | int | float | str | None:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value  # type: ignore[return-value]
+    return _json_text(value)
+
+
+def _json_text(value: object) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return _SHOW.repr(value)
+
+
 def _entry_op(name: str, entry: object, position: int, files: _Files, json_path: Path,
-              unknown: set[str]) -> tuple[OpDump, list[str]]:
+              unknown: set[str], stack: tuple[str, ...] = ()) -> tuple[OpDump, list[str]]:
     """One ``data`` entry as an OpDump (module doc), and the problems of its items when the op
     keeps some tensors (else they are its ``error``); ``unknown`` collects sections not read."""
     parsed = parse_msprobe_name(name)
     op_type = parsed.op_type if parsed is not None else None
     if not isinstance(entry, dict):
-        return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path,), timestamp=position,
+        return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path,), timestamp=position, stack=stack,
                       error=f"{json_path}: entry {name!r} is a JSON {type(entry).__name__}, not an object"), []
     sections: list[tuple[str, TensorKind, object]]
     if parsed is not None and parsed.direction == "parameters_grad":
@@ -263,30 +312,35 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
     refs: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
     counters = {TensorKind.INPUT: 0, TensorKind.OUTPUT: 0}
     problems: list[str] = []
+    arguments: list[Argument] = []
+    grads = parsed is not None and parsed.direction == "parameters_grad"
     for key, kind, section in sections:
         if not isinstance(section, (list, dict)) and section is not None:
             problems.append(f"section {key!r} is a JSON {type(section).__name__}, not a list or object")
             continue
         try:
-            leaves = list(_leaves(section))
+            leaves = list(_named_leaves(section))
         except ValueError as exc:
             problems.append(f"section {key!r}: {exc}")
             continue
-        for leaf in leaves:
+        for place, leaf in leaves:
             index = counters[kind]
             counters[kind] += 1
+            label = _label(name, key, place, section, grads)
             if _is_tensor(leaf):
-                ref, problem = _tensor(name, kind, index, leaf, files, json_path)  # type: ignore[arg-type]
+                ref, problem = _tensor(name, kind, index, leaf, files, json_path, label)  # type: ignore[arg-type]
                 refs[kind].append(ref)
                 if problem is not None:
                     problems.append(problem)
+            else:
+                arguments.append(_argument(label, kind, index, leaf))
     error = None
     if problems and not (refs[TensorKind.INPUT] or refs[TensorKind.OUTPUT]):
         error = f"{json_path}: entry {name!r}: " + "; ".join(problems)
     data_files = tuple(dict.fromkeys(r.path for k in refs for r in refs[k] if r.path != json_path))
     return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path, *data_files),
                   inputs=tuple(refs[TensorKind.INPUT]), outputs=tuple(refs[TensorKind.OUTPUT]), error=error,
-                  timestamp=position), (problems if error is None else [])
+                  timestamp=position, arguments=tuple(arguments), stack=stack), (problems if error is None else [])
 
 
 def _trees(folder: Path, root: Path | None) -> tuple[str, ...]:
@@ -344,8 +398,9 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
     files = _Files(folder=data_dir, names=names, used=set(), trees=trees, outside=outside)
     unknown: set[str] = set()
     partial: list[str] = []
+    stacks = read_stacks(folder, run.notes)
     for position, (name, entry) in enumerate(dump.data.items()):
-        op, problems = _entry_op(str(name), entry, position, files, json_path, unknown)
+        op, problems = _entry_op(str(name), entry, position, files, json_path, unknown, stacks.get(str(name), ()))
         run.ops[op.name] = op
         run.order[op.name] = position
         partial.extend(problems)

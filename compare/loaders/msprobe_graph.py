@@ -136,6 +136,46 @@ def _sources(folder: Path, notes: list[str]) -> dict[str, SourceLine]:
     return out
 
 
+def read_stacks(folder: Path, notes: list[str]) -> dict[str, tuple[str, ...]]:
+    """call -> its whole stack as ``stack.json`` records it (frames innermost first, each as written);
+    empty when the file is missing or unusable (a note says why for the latter). Entries of
+    another shape and frames that are not text are left out."""
+    data = _read_json(folder / STACK_JSON, notes)
+    if not isinstance(data, dict):
+        if data is not None:
+            notes.append(f"{folder / STACK_JSON} not used: not an object of stacks")
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for value in data.values():
+        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], list)
+                and isinstance(value[1], list)):
+            continue
+        calls, frames = value
+        stack = tuple(f for f in frames if isinstance(f, str))
+        for call in calls:
+            if isinstance(call, str):
+                out.setdefault(call, stack)
+    return out
+
+
+#: Path parts of frames that are not the user's (the frameworks, msprobe, installed packages).
+_NOT_USER = ("site-packages", "dist-packages", "torch", "torch_npu", "mindspore", "msprobe")
+
+
+def user_frame(stack: tuple[str, ...]) -> str:
+    """``file:line`` of the innermost frame of ``stack`` (innermost first) whose file lies in none
+    of the folders :data:`_NOT_USER` (``.../site-packages/...``, ``.../torch/...``); ``""`` when every
+    frame does, or none can be read."""
+    for text in stack:
+        frame = _frame(text)
+        if frame is None:
+            continue
+        parts = set(re.split(r"[/\\]", frame.file))
+        if not parts.intersection(_NOT_USER):
+            return f"{frame.file}:{frame.line}"
+    return ""
+
+
 def _module_path(call: str | None) -> str | None:
     parsed = parse_msprobe_name(call) if call else None
     return parsed.path if parsed is not None and parsed.kind is CallKind.MODULE else None
@@ -215,5 +255,6 @@ def read_msprobe_graph(folder: Path) -> OpGraph:
     return OpGraph(nodes=nodes, source=GraphSource.MSPROBE_CALLS, edges=False, notes=tuple(notes))
 
 
-__all__ = ["CONSTRUCT_JSON", "PARAMETER_ARGS", "ParameterArg", "STACK_JSON", "parameter_inputs",
+__all__ = ["CONSTRUCT_JSON", "PARAMETER_ARGS", "ParameterArg", "STACK_JSON", "parameter_inputs", "read_stacks",
+           "user_frame",
            "read_msprobe_graph"]

@@ -114,6 +114,22 @@ def _leaves(section: object, depth: int = 0) -> Iterator[object]:
         yield section  # a bare value (not written by msprobe): a leaf that is no tensor
 
 
+def _named_leaves(section: object, path: tuple[str | int, ...] = (), depth: int = 0
+                  ) -> Iterator[tuple[tuple[str | int, ...], object]]:
+    """The leaves of a section with their places (list positions, object keys; outermost first),
+    in :func:`_leaves` order. A section that is itself a leaf is at place ``(0,)``."""
+    if depth > 64:
+        raise ValueError("nested more than 64 levels")
+    if _is_leaf(section) or not isinstance(section, (list, dict)):
+        yield (path or (0,)), section
+    elif isinstance(section, list):
+        for position, item in enumerate(section):
+            yield from _named_leaves(item, (*path, position), depth + 1)
+    else:
+        for key, item in section.items():
+            yield from _named_leaves(item, (*path, str(key)), depth + 1)
+
+
 def _is_tensor(item: object) -> bool:
     """A tensor item: ``type`` ending in ``Tensor`` or ``Parameter``, or a ``dtype`` and a ``shape``
     (non-tensor items -- ``int``, ``slice``, ``torch.Size``, ``torch.dtype`` -- carry a ``value``)."""

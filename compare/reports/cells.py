@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from convert.textcells import encodable, neutralise, neutralise_text  # noqa: F401 - the report writers' text cells
 
 from ..errors import OptionError
+from ..records import ArgumentDiff, MsprobeCells
 
 NOT_COMPUTED = "NaN"
 
@@ -174,3 +175,56 @@ def text_cell(value: object) -> str:
 def _text_cell(value: str) -> str:
     """:func:`neutralise_text`, remembered: op names, types and data types repeat from row to row."""
     return neutralise_text(value)
+
+
+# --------------------------------------------------------------------------------------------
+# msprobe's own columns (rows of msprobe runs: MetricRow.msprobe)
+# --------------------------------------------------------------------------------------------
+
+#: The columns msprobe users read, added (before Result / Err_message and FailReason) to the
+#: tables of comparisons where a side is an msprobe tree; tables of other families never have them.
+#: ``LeftName`` / ``RightName``: msprobe's ``NPU Name`` / ``Bench Name``; ``DataName``: both data
+#: files (``Data_name``), ``left, right``, ``-`` for a side without one; ``RequiresGrad``:
+#: ``left/right`` (``N/A`` when not recorded); ``RequiresGradConsistent``: ``True`` / ``False``
+#: (``NaN`` when a side did not record it); ``Value``: a non-tensor argument's value (``left /
+#: right`` when they differ); ``Stack``: ``file:line`` of the user's frame of the call.
+MSPROBE_COLUMNS = ("LeftName", "RightName", "DataName", "RequiresGrad", "RequiresGradConsistent", "Value", "Stack")
+
+#: msprobe's metrics that sit beside vcompare's own in its tables: name -> the metric it follows
+#: (None: first). Picked by name from the selected metrics; absent ones are not added.
+MSPROBE_METRIC_PLACES = {"EucDist": "CosineSimilarity", "OneThousandthErrRatio": "MaxRelativeError",
+                         "FiveThousandthsErrRatio": "OneThousandthErrRatio"}
+
+
+def msprobe_metric_order(metrics: Sequence[str]) -> list[str]:
+    """The metric columns of an msprobe table: ``metrics`` in their order, each of
+    :data:`MSPROBE_METRIC_PLACES` present moved right after the metric it follows in msprobe's
+    table (``EucDist`` after ``CosineSimilarity``, the two error ratios after ``MaxRelativeError``);
+    one whose anchor is not selected stays where it was."""
+    order = [m for m in metrics if m not in MSPROBE_METRIC_PLACES]
+    for name, anchor in MSPROBE_METRIC_PLACES.items():
+        if name not in metrics:
+            continue
+        if anchor in order:
+            order.insert(order.index(anchor) + 1, name)
+        else:
+            order.insert(min(list(metrics).index(name), len(order)), name)
+    return order
+
+
+def _grad(value: bool | None) -> str:
+    return "N/A" if value is None else str(value)
+
+
+def msprobe_row_cells(cells: MsprobeCells | None, argument: ArgumentDiff | None) -> list[str]:
+    """The :data:`MSPROBE_COLUMNS` cells of one row (``NaN`` for a row without msprobe cells)."""
+    if cells is None:
+        return [NOT_COMPUTED] * len(MSPROBE_COLUMNS)
+    data = (f"{cells.left_data or '-'}, {cells.right_data or '-'}" if cells.left_data or cells.right_data
+            else NOT_COMPUTED)
+    grads = (f"{_grad(cells.left_grad)}/{_grad(cells.right_grad)}"
+             if cells.left_grad is not None or cells.right_grad is not None else NOT_COMPUTED)
+    consistent = cells.grad_consistent
+    return [text_cell(cells.left_name), text_cell(cells.right_name), text_cell(data), grads,
+            NOT_COMPUTED if consistent is None else str(consistent),
+            text_cell(argument.cell) if argument is not None else NOT_COMPUTED, text_cell(cells.source)]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..records import MetricRow
-from .cells import std_cell
+from .cells import MSPROBE_COLUMNS, msprobe_row_cells, std_cell
 from .network import header
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,7 +26,8 @@ def frame_of(rows: Sequence[MetricRow], metrics: Sequence[str]) -> "pd.DataFrame
     and the four numbers are also given as float columns ``LeftMean, LeftStd, RightMean,
     RightStd``; ``Status`` says whether the row was compared (and if not, why in FailReason).
     ``Rank`` and ``Iteration`` follow ``Index`` when ranks / iterations were compared in turn
-    (``Rank, Graph, Iteration`` when graphs were).
+    (``Rank, Graph, Iteration`` when graphs were). Rows of msprobe runs add msprobe's own columns
+    (:data:`compare.reports.cells.MSPROBE_COLUMNS`, text) before ``FailReason``.
     """
     import pandas as pd  # here: pandas (~0.3 s) only for DataFrames (the API's .frame)
 
@@ -53,11 +54,16 @@ def frame_of(rows: Sequence[MetricRow], metrics: Sequence[str]) -> "pd.DataFrame
             else:
                 value = row.metrics.get(name)
                 rec[name] = nan if value is None else float(value)
+        if row.msprobe is not None:
+            rec.update(zip(MSPROBE_COLUMNS, msprobe_row_cells(row.msprobe, row.argument)))
         rec["FailReason"] = "; ".join(row.reasons)
         std = row.std if row.std is not None else (nan, nan, nan, nan)
         rec.update(LeftMean=std[0], LeftStd=std[1], RightMean=std[2], RightStd=std[3], Status=row.status.value)
         records.append(rec)
     columns = header(metrics) + ["LeftMean", "LeftStd", "RightMean", "RightStd", "Status"]
+    if any(row.msprobe is not None for row in rows):  # msprobe's own columns, before FailReason (docs/msprobe.md)
+        at = columns.index("FailReason")
+        columns[at:at] = list(MSPROBE_COLUMNS)
     if any(row.graph is not None for row in rows):
         columns[1:1] = ["Rank", "Graph", "Iteration"]
     elif with_selection:

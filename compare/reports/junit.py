@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..records import CheckFailure, MetricRow, Outcome, Verdict
+from ..records import CheckFailure, MetricRow, Outcome, RowKind, Verdict
 from .files import atomic_write_bytes
 
 STD_NAME = "StandardDeviation"
@@ -79,6 +79,8 @@ def operator_name(row: MetricRow) -> str:
 def case_name(row: MetricRow) -> str:
     """A JUnit testcase name: the tensor (or operator), prefixed with its rank / graph / iteration."""
     name = row.tensor_id or (row.right_op if row.left_op in ("*", "") else row.left_op)
+    if row.msprobe is not None and (row.msprobe.left_name or row.msprobe.right_name):
+        name = row.msprobe.left_name or row.msprobe.right_name  # msprobe's own name (docs/msprobe.md)
     where = [f"{label} {value}" for label, value in (("rank", row.rank), ("graph", row.graph),
                                                      ("iteration", row.iteration)) if value is not None]
     return f"{' '.join(where)}: {name}" if where else name
@@ -87,7 +89,8 @@ def case_name(row: MetricRow) -> str:
 def _metrics_text(row: MetricRow) -> str:
     """Every metric of the row, full precision (``repr``), then status and reasons."""
     lines = [f"{name} = {'not computed' if value is None else repr(float(value))}"
-             for name, value in row.metrics.items() if name != STD_NAME]
+             for name, value in row.metrics.items()
+             if name != STD_NAME and not (row.kind is RowKind.ARGUMENT and name in row.undefined)]
     if row.std is not None:
         lm, ls, rm, rs = (repr(float(v)) for v in row.std)
         lines.append(f"{STD_NAME} = left mean {lm}, left std {ls}; right mean {rm}, right std {rs}")
@@ -95,6 +98,10 @@ def _metrics_text(row: MetricRow) -> str:
     lines += [f"reason: {reason}" for reason in row.reasons]
     lines.append(f"left: {row.left_op} ({row.left_dtype or 'no data'}), right: {row.right_op} "
                  f"({row.right_dtype or 'no data'})")
+    if row.argument is not None:
+        lines.append(f"argument: left {row.argument.left}, right {row.argument.right}")
+    if row.msprobe is not None and row.msprobe.source:
+        lines.append(f"stack: {row.msprobe.source}")
     return "\n".join(lines)
 
 

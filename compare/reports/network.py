@@ -33,7 +33,18 @@ from pathlib import Path
 
 from ..errors import OptionError
 from ..records import MetricRow, count_by_status
-from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat, metric_cell, neutralise, shape_cell, std_cell, text_cell
+from .cells import (
+    DEFAULT_FLOAT_FORMAT,
+    MSPROBE_COLUMNS,
+    FloatFormat,
+    metric_cell,
+    msprobe_metric_order,
+    msprobe_row_cells,
+    neutralise,
+    shape_cell,
+    std_cell,
+    text_cell,
+)
 from .files import atomic_write_text, is_stream, stamped_in_folder
 from .overflow import OverflowColumn
 from .parquet import require_pyarrow, write_parquet
@@ -176,13 +187,20 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
     writer = csv.writer(buf, lineterminator=terminator)
     graded = any(r.grade is not None for r in rows)
+    msprobe = any(r.msprobe is not None for r in rows)
+    if msprobe:
+        metrics = msprobe_metric_order(metrics)
     names = header(metrics, layout, overflow=overflow is not None, **address)
+    if msprobe:  # msprobe's own columns, before Result / Err_message and the reasons
+        names[-1:-1] = list(MSPROBE_COLUMNS)
     if graded:  # msprobe's Result and Err_message, before the reasons (FailReason stays the last cell)
         names[-1:-1] = list(GRADE_COLUMNS)
     writer.writerow(names + (["Verdict"] if verdicts is not None else []))
     for row in rows:
         cells = row_cells(row, metrics, layout, float_format=float_format,
                           overflow=None if overflow is None else overflow.cell(row), **address)
+        if msprobe:
+            cells[-1:-1] = msprobe_row_cells(row.msprobe, row.argument)
         if graded:
             cells[-1:-1] = [neutralise(c) for c in grade_cells(row.grade)]
         if verdicts is not None:
@@ -199,9 +217,16 @@ def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     (``verdicts``: a Verdict column before them; ``overflow``: the OverFlow column after Shape)."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
+    msprobe = any(r.msprobe is not None for r in rows)
+    if msprobe:
+        metrics = msprobe_metric_order(metrics)
     table = [header(metrics, layout, overflow=overflow is not None, **address)]
     table += [row_cells(r, metrics, layout, float_format=float_format,
                         overflow=None if overflow is None else overflow.cell(r), **address) for r in rows]
+    if msprobe:  # msprobe's own columns, before Result / Err_message and the reasons
+        table[0][-1:-1] = list(MSPROBE_COLUMNS)
+        for row, line in zip(rows, table[1:]):
+            line[-1:-1] = msprobe_row_cells(row.msprobe, row.argument)
     if any(r.grade is not None for r in rows):
         table[0][-1:-1] = list(GRADE_COLUMNS)
         for row, line in zip(rows, table[1:]):

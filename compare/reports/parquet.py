@@ -8,7 +8,12 @@ absent), ``Shape`` (list<int64>, null when unknown), ``LeftAddress`` / ``RightAd
 ``OpSequence`` (int64), ``ExpectedGap`` (string: why the row is structurally not compared, null
 otherwise), one float64 column per selected metric (null = not computed, NaN =
 computed and NaN, +-inf kept), for StandardDeviation four float64 columns
-``StandardDeviation.LeftMean``, ``.LeftStd``, ``.RightMean``, ``.RightStd``, then ``Status``
+``StandardDeviation.LeftMean``, ``.LeftStd``, ``.RightMean``, ``.RightStd``, then, only when a side
+is an msprobe tree, msprobe's own columns (docs/msprobe.md): ``Kind`` (``tensor`` / ``statistics`` /
+``argument``), ``LeftName`` / ``RightName``, ``LeftDataName`` / ``RightDataName`` (string, null when
+none), ``LeftRequiresGrad`` / ``RightRequiresGrad`` / ``RequiresGradConsistent`` (bool, null when not
+recorded), ``LeftValue`` / ``RightValue`` (an argument's values as text), ``ArgumentDiff`` (float64),
+``Stack`` (the user's ``file:line``) and ``StackFrames`` (list<string>); then ``Status``
 (the :class:`PairStatus` value) and ``FailReason`` (list<string>, one item per reason). Text
 from file names that are not valid UTF-8 is stored with ``\\xNN`` escapes (:func:`encodable`).
 
@@ -26,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OptionError
-from ..records import MetricRow
+from ..records import ARGUMENT_METRIC, MetricRow
 from .cells import encodable
 from .files import atomic_write
 
@@ -77,11 +82,35 @@ def parquet_table(rows: Sequence[MetricRow], metrics: Sequence[str]) -> Any:
     if STD_NAME in metrics:
         for i, name in enumerate(STD_COLUMNS):
             columns[name] = ([None if r.std is None else float(r.std[i]) for r in rows], real)
+    if any(r.msprobe is not None for r in rows):
+        columns.update(_msprobe_columns(pa, rows))
     columns["Status"] = ([r.status.value for r in rows], text)
     columns["FailReason"] = ([[encodable(x) for x in r.reasons] for r in rows], pa.list_(text))
     arrays = {name: pa.array(values, type=kind, from_pandas=False) for name, (values, kind) in columns.items()}
     meta = {"schema_version": PARQUET_SCHEMA_VERSION, "metrics": list(metrics)}
     return pa.table(arrays).replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
+
+
+def _msprobe_columns(pa: Any, rows: Sequence[MetricRow]) -> dict[str, tuple[list[Any], Any]]:
+    """msprobe's own columns (module doc), for tables where a side is an msprobe tree."""
+    text, flag, real = pa.string(), pa.bool_(), pa.float64()
+    cells = [r.msprobe for r in rows]
+    arguments = [r.argument for r in rows]
+    return {
+        "Kind": ([r.kind.value for r in rows], text),
+        "LeftName": ([None if c is None else _text(c.left_name) or None for c in cells], text),
+        "RightName": ([None if c is None else _text(c.right_name) or None for c in cells], text),
+        "LeftDataName": ([None if c is None else _text(c.left_data) or None for c in cells], text),
+        "RightDataName": ([None if c is None else _text(c.right_data) or None for c in cells], text),
+        "LeftRequiresGrad": ([None if c is None else c.left_grad for c in cells], flag),
+        "RightRequiresGrad": ([None if c is None else c.right_grad for c in cells], flag),
+        "RequiresGradConsistent": ([None if c is None else c.grad_consistent for c in cells], flag),
+        "LeftValue": ([None if a is None else _text(a.left) for a in arguments], text),
+        "RightValue": ([None if a is None else _text(a.right) for a in arguments], text),
+        ARGUMENT_METRIC: ([_float_or_none(r.metrics.get(ARGUMENT_METRIC)) for r in rows], real),
+        "Stack": ([None if c is None else _text(c.source) or None for c in cells], text),
+        "StackFrames": ([None if c is None else [encodable(f) for f in c.stack] for c in cells], pa.list_(text)),
+    }
 
 
 def _text(value: str | None) -> str | None:

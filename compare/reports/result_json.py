@@ -32,8 +32,8 @@ from typing import Any
 from convert.jsonsafe import MAX_DEPTH, deeper_than, load_json, too_deep
 
 from ..errors import DumpFormatError
-from ..records import (Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, StatDiff, Verdict,
-                       count_by_status)
+from ..records import (ArgumentDiff, Bound, CheckFailure, MetricRow, MsprobeCells, PartReport, PartStatus,
+                       SkippedFile, StatDiff, Verdict, count_by_status)
 from .files import atomic_write, atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
@@ -90,7 +90,36 @@ class _MetricNames:
 
 
 def row_document(position: int, row: MetricRow, metrics: Sequence[str] | _MetricNames) -> dict[str, Any]:
-    """One row of the ``rows`` list (``position`` = its place in the list, which verdicts cite)."""
+    """One row of the ``rows`` list (``position`` = its place in the list, which verdicts cite).
+    Rows of msprobe runs add ``msprobe`` (:func:`msprobe_document`) and argument rows ``argument``
+    (:func:`argument_document`); other rows do not have these keys."""
+    document = _row_fields(position, row, metrics)
+    if row.msprobe is not None:
+        document["msprobe"] = msprobe_document(row.msprobe)
+    if row.argument is not None:
+        document["argument"] = argument_document(row.argument)
+    return document
+
+
+def msprobe_document(cells: MsprobeCells) -> dict[str, Any]:
+    """A row's msprobe fields: ``left_name`` / ``right_name`` (msprobe's NPU / Bench Name),
+    ``left_data`` / ``right_data`` (data file names, ``""`` when none), ``left_requires_grad`` /
+    ``right_requires_grad`` / ``requires_grad_consistent`` (null when not recorded), ``source``
+    (the user's ``file:line``) and ``stack`` (every frame, innermost first)."""
+    return {"left_name": cells.left_name, "right_name": cells.right_name, "left_data": cells.left_data,
+            "right_data": cells.right_data, "left_requires_grad": cells.left_grad,
+            "right_requires_grad": cells.right_grad, "requires_grad_consistent": cells.grad_consistent,
+            "source": cells.source, "stack": list(cells.stack)}
+
+
+def argument_document(argument: ArgumentDiff) -> dict[str, Any]:
+    """An argument row's values: ``left_type`` / ``right_type``, ``left`` / ``right`` (the values as
+    text, null for a missing side), ``same``, ``diff`` (``left - right`` when both are numbers)."""
+    return {"left_type": argument.left_type, "right_type": argument.right_type, "left": argument.left,
+            "right": argument.right, "same": argument.same, "diff": encode_float(argument.diff)}
+
+
+def _row_fields(position: int, row: MetricRow, metrics: Sequence[str] | _MetricNames) -> dict[str, Any]:
     return {
         "row": position,
         "index": row.index,

@@ -30,9 +30,9 @@ from pathlib import Path
 from convert.textcells import unguard
 
 from ..errors import DumpFormatError
-from ..records import MetricRow, PairStatus, RowKind
+from ..records import ARGUMENT_DIFFERS, ARGUMENT_METRIC, MetricRow, PairStatus, RowKind
 from ..stats import NOT_SAME_TENSOR, NULL_STATISTIC, STAT_METRIC_OF
-from .cells import NOT_COMPUTED
+from .cells import MSPROBE_COLUMNS, NOT_COMPUTED
 from .result_json import NON_FINITE, STD_NAME
 from .saved_result import SavedKind, SavedResult
 from .stats import GRADE_COLUMNS
@@ -60,6 +60,8 @@ class _CsvPlan:
     msaccucmp: bool = False
     #: A statistics table: the rows are statistics rows (``RowKind.STATISTICS``).
     statistics: bool = False
+    #: msprobe's ``Value`` column (an argument row has a value there: ``RowKind.ARGUMENT``), None without it.
+    value: int | None = None
 
 
 def _side_columns(header: list[str], start: int, stop: int) -> tuple[int, int | None]:
@@ -98,12 +100,13 @@ def _csv_plan(path: Path, header: list[str]) -> _CsvPlan:
     if left_dtype < 0 or right_dtype < 0:
         raise DumpFormatError(path, "line 1: the header lacks the two data type columns")
     metrics = tuple((header[i], i) for i in range(pos["Shape"] + 1, end)
-                    if header[i] not in GRADE_COLUMNS)  # msprobe's Result / Err_message: text, not metrics
+                    if header[i] not in GRADE_COLUMNS and header[i] not in MSPROBE_COLUMNS)  # msprobe's text columns
     optional = {name: (header.index(name) if name in header[: pos["OpType"]] else None)
                 for name in ("Rank", "Graph", "Iteration")}
     return _CsvPlan(pos["Index"], pos["OpType"], pos[left_name], pos[right_name], left_dtype, right_dtype,
                     pos["TensorIndex"], pos["Shape"], end, metrics, optional["Rank"],
-                    optional["Graph"], optional["Iteration"], left_address, right_address, msaccucmp)
+                    optional["Graph"], optional["Iteration"], left_address, right_address, msaccucmp,
+                    value=header.index("Value") if "Value" in header else None)
 
 
 def _stats_plan(path: Path, header: list[str], end: int) -> _CsvPlan:
@@ -116,7 +119,7 @@ def _stats_plan(path: Path, header: list[str], end: int) -> _CsvPlan:
     optional = {name: (at(name) if name in header else None) for name in ("Rank", "Graph", "Iteration")}
     return _CsvPlan(at("Index"), at("OpType"), at("LeftOp"), at("RightOp"), at("LeftDataType"), at("RightDataType"),
                     at("TensorIndex"), at("Shape"), end, metrics, optional["Rank"], optional["Graph"],
-                    optional["Iteration"], statistics=True)
+                    optional["Iteration"], statistics=True, value=at("Value") if "Value" in header else None)
 
 
 def _stat_metric_cell(cell: str, name: str) -> float | None:
@@ -276,9 +279,24 @@ def _csv_row(plan: _CsvPlan, cells: list[str]) -> MetricRow:
         iteration=None if plan.iteration is None else _int_cell(cells[plan.iteration], "Iteration"),
         graph=None if plan.graph is None else _int_cell(cells[plan.graph], "Graph"),
         kind=RowKind.STATISTICS if plan.statistics else RowKind.TENSOR)
+    if plan.value is not None and cells[plan.value] != NOT_COMPUTED:  # msprobe's non-tensor argument
+        return _argument_row(row)
     row.status = _csv_status(row, computed)
     if plan.statistics and any(NULL_STATISTIC in r for r in reasons):  # not a gap: nothing to compare
         row.undefined = frozenset(name for name, value in metrics.items() if value is None)
+    return row
+
+
+def _argument_row(row: MetricRow) -> MetricRow:
+    """An argument row read back (its Value cell is set): ``ArgumentDiff`` 1.0 when its reason says
+    the values differ, 0.0 when both sides have one, None for a one-sided row; every other metric
+    undefined (:mod:`compare.runs.msprobe_rows`)."""
+    one_sided = row.left_op == "*" or row.right_op == "*" or row.left_dtype is None or row.right_dtype is None
+    differs = any(r.startswith(ARGUMENT_DIFFERS) for r in row.reasons)
+    row.kind = RowKind.ARGUMENT
+    row.metrics = {**{m: None for m in row.metrics}, ARGUMENT_METRIC: None if one_sided else (1.0 if differs else 0.0)}
+    row.undefined = frozenset(m for m in row.metrics if m != ARGUMENT_METRIC)
+    row.status = _csv_status(row, False) if one_sided else PairStatus.COMPARED
     return row
 
 

@@ -3,7 +3,8 @@
 Columns: ``Index, OpType, LeftOp, RightOp, TensorIndex`` (then ``Rank, Iteration`` when any row
 has them), ``LeftDataType, RightDataType, Shape``, then per compared statistic ``S`` (in
 :data:`compare.stats.STAT_ORDER` order, e.g. ``Max``): ``LeftS, RightS, SDiff, SRelDiff``, then
-``LeftSource, RightSource, FailReason``, then ``Verdict`` when asked (``--verdicts``: the verdict
+``LeftSource, RightSource`` (then msprobe's own columns, :data:`compare.reports.cells.MSPROBE_COLUMNS`,
+when a side is an msprobe tree), ``FailReason``, then ``Verdict`` when asked (``--verdicts``: the verdict
 of the row's call, :func:`compare.reports.divergence.verdict_map`; ``not-compared`` for a call
 without one). Numbers print at full precision (integral values
 without decimals, others as Python's shortest round-trip ``repr``), ``nan`` / ``inf`` as such;
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from ..records import RowGrade, StatDiff
 from ..stats import StatsResult, StatsRow, stat_label, stat_metrics
-from .cells import NOT_COMPUTED, neutralise, shape_cell, text_cell
+from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, msprobe_row_cells, neutralise, shape_cell, text_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
 
 #: The metric of msprobe's checksum (``ChecksumDiff``: 0.0 same, 1.0 different).
@@ -72,6 +73,7 @@ def _value_cells(value: StatDiff) -> list[str]:
 
 
 def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False, with_grade: bool = False,
+           with_msprobe: bool = False,
            with_verdict: bool = False) -> list[str]:
     """The statistics report's header row (selection columns when parts were compared in turn;
     ``with_verdict``: the Verdict column, last)."""
@@ -84,13 +86,14 @@ def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bo
     for name in stats:
         label = stat_label(name)
         cols += [f"Left{label}", f"Right{label}", f"{label}Diff", f"{label}RelDiff"]
-    return (cols + ["LeftSource", "RightSource"] + (list(GRADE_COLUMNS) if with_grade else []) + ["FailReason"]
+    return (cols + ["LeftSource", "RightSource"] + (list(MSPROBE_COLUMNS) if with_msprobe else [])
+            + (list(GRADE_COLUMNS) if with_grade else []) + ["FailReason"]
             + (["Verdict"] if with_verdict else []))
 
 
 def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = False,
               with_graph: bool = False, verdicts: Mapping[VerdictKey, str] | None = None,
-              with_grade: bool = False) -> list[str]:
+              with_grade: bool = False, with_msprobe: bool = False) -> list[str]:
     """The cells of one statistics row, in :func:`header`'s order (``verdicts``: the Verdict cell
     of the row's call, ``not-compared`` when the call has none)."""
     # text cells are neutralised as they are made (text_cell, neutralise); numbers need not be
@@ -110,6 +113,8 @@ def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = Fal
         else:
             cells += _value_cells(value)
     cells += [text_cell(row.left_source), text_cell(row.right_source)]
+    if with_msprobe:
+        cells += msprobe_row_cells(row.msprobe, row.argument)
     if with_grade:
         cells += [neutralise(c) for c in grade_cells(row.grade)]
     cells.append(neutralise("; ".join(row.reasons)))
@@ -122,7 +127,8 @@ def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | N
     """The statistics report as CSV text (``verdicts``: add the Verdict column, module doc)."""
     columns = {"with_selection": any(r.rank is not None or r.iteration is not None for r in result.rows),
                "with_graph": any(r.graph is not None for r in result.rows),
-               "with_grade": any(r.grade is not None for r in result.rows)}
+               "with_grade": any(r.grade is not None for r in result.rows),
+               "with_msprobe": any(r.msprobe is not None for r in result.rows)}
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header(result.stats, **columns, with_verdict=verdicts is not None))

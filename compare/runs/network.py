@@ -26,7 +26,15 @@ from ..records import (
     SkippedFile,
     count_by_status,
 )
-from ..stats import compare_stats, mismatch_reason, recorded_statistics, shape_note, statistics_metrics
+from .msprobe_rows import annotate, msprobe_sides, with_arguments
+from ..stats import (
+    compare_stats,
+    mismatch_reason,
+    recorded_statistics,
+    shape_note,
+    statistics_metrics,
+    stats_row,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pairing.rule_records import FusionRule
@@ -148,6 +156,9 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
     rows = compare_pairs(pairing.pairs, options)
     if framework_dumps(left_run, right_run):
         check_framework_pairs(rows, pairing.pairs)
+    if msprobe_sides(left_run, right_run):
+        annotate(rows, pairing.pairs, left_run, right_run)
+        rows = with_arguments(rows, pairing.pairs, left_run, right_run, metrics)
     rows += unpaired_rows(rows, pairing, metrics)
     explain_missing(rows, left_run, right_run)
     if graded:
@@ -166,6 +177,13 @@ def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None
     notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
                  "data, so every pair is compared by its statistics (computed from the data where a side has it)")
     rows = stats.metric_rows()
+    if msprobe_sides(left_run, right_run):
+        annotate(rows, pairing.pairs, left_run, right_run)
+        for srow, row in zip(stats.rows, rows):
+            srow.msprobe = row.msprobe
+        by_row = {id(row): srow for srow, row in zip(stats.rows, rows)}
+        rows = with_arguments(rows, pairing.pairs, left_run, right_run, stats.metrics)
+        stats.rows = [by_row.get(id(row)) or stats_row(row) for row in rows]
     if graded:
         grade_rows(rows, mode=GradeMode.STATISTICS)
         for srow, row in zip(stats.rows, rows):

@@ -3,7 +3,9 @@
 A ``--gate`` is ``METRIC OP NUMBER`` (:func:`parse_gate`), ``OP`` one of ``>= <= > < ==``, the
 metric any name, alias or index of :data:`compare.kernels.METRICS` except StandardDeviation (not a
 single number), or a statistics metric (:data:`compare.stats.STAT_METRIC_NAMES`: ``MaxRelDiff``,
-``L2NormDiff`` ..., ``ChecksumDiff==same``) for statistics rows. A policy file adds defaults,
+``L2NormDiff`` ..., ``ChecksumDiff==same``) for statistics rows, or ``ArgumentDiff`` (``ArgumentDiff==same``:
+msprobe's non-tensor arguments must be equal; checked on argument rows only, every other metric
+being undefined there). A policy file adds defaults,
 rules and waivers (:mod:`compare.verdict.policy`).
 
 :func:`evaluate`, row by row (docs/policy.md):
@@ -51,8 +53,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..errors import OptionError
-from ..kernels import BOOL_CAPABLE, resolve_algorithms
-from ..records import Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind, Verdict
+from ..kernels import BOOL_CAPABLE, metric_key, resolve_algorithms
+from ..records import (ARGUMENT_METRIC, Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind,
+                       Verdict)
 from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF
 from .policy import CHECKSUM_METRICS, BoundResolver, Policy, Waiver, metric_name
 
@@ -73,6 +76,11 @@ _BOOL_METRICS = frozenset(BOOL_CAPABLE)
 _BOOL_MAYBE = frozenset({"RelativeEuclideanDistance"})
 
 
+#: The one metric an argument row has a value for (every other metric is undefined there).
+_ARGUMENT_ONLY = frozenset({ARGUMENT_METRIC})
+_ARGUMENT_KEY = metric_key(ARGUMENT_METRIC)
+
+
 def parse_gate(text: str) -> Bound:
     """Parse ``Metric>=number`` into a :class:`Bound` whose source is ``--gate TEXT``.
 
@@ -83,6 +91,15 @@ def parse_gate(text: str) -> Bound:
     if not match:
         raise OptionError(f"bad --gate {text!r}: {_FORM}")
     name, op, number = match.groups()
+    if metric_key(name) == _ARGUMENT_KEY:  # non-tensor arguments: 0.0 same, 1.0 different; only rows that have it
+        if number.lower() == "same" and op == "==":
+            number = "0"
+        try:
+            value = float(number)
+        except ValueError:
+            raise OptionError(f"bad --gate {text!r}: {number!r} is not a number or 'same'; e.g. "
+                              f"{ARGUMENT_METRIC}==same") from None
+        return Bound(metric=ARGUMENT_METRIC, op=op, value=value, source=f"--gate {text.strip()}", if_present=True)
     metric = metric_name(name)
     if metric is None:
         try:
@@ -120,6 +137,8 @@ def _failure(i: int, row: MetricRow, metric: str | None, value: float | None, bo
 
 def _defined(row: MetricRow) -> frozenset[str] | None:
     """Metrics that have a value for this row's data (None: all of them); see the module docstring."""
+    if row.kind is RowKind.ARGUMENT:
+        return _ARGUMENT_ONLY
     shape = row.shape
     if shape and 0 in shape:
         return frozenset()

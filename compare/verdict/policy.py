@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import TypeAlias
 
 from ..kernels import ALIASES, METRIC_NAMES, METRICS, metric_key
-from ..records import Bound, MetricRow, RowKind
+from ..records import ARGUMENT_METRIC, Bound, MetricRow, RowKind
 from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF, TEXT_STATS
 
 #: The waiver ``metrics`` entry that covers rows (or gated metrics) that were not computed.
@@ -147,6 +147,11 @@ _STATS_BOUNDS: dict[str | None, tuple[Bound, ...]] = {
     family: _make_stats_bounds(family) for family in (*DTYPE_EPS, None)}
 
 
+#: Argument rows (msprobe's non-tensor arguments): the same value on both sides, whatever the type.
+_ARGUMENT_BOUNDS = (Bound(ARGUMENT_METRIC, "==", 0.0, "built-in default for non-tensor arguments (the same on both "
+                                                      "sides)", if_present=True),)
+
+
 def metric_name(text: str) -> str | None:
     """The canonical metric a gate or policy key names: a tensor metric (name, alias or, in
     :func:`compare.verdict.gates.parse_gate`, index; :data:`compare.kernels.ALIASES`) or a statistics
@@ -168,6 +173,8 @@ def dtype_bounds_of(family: str | None, kind: RowKind) -> tuple[Bound, ...]:
     """:func:`dtype_bounds` of a data-type family already found (None: no known type)."""
     if kind is RowKind.STATISTICS:
         return _STATS_BOUNDS[family]
+    if kind is RowKind.ARGUMENT:
+        return _ARGUMENT_BOUNDS
     return _DTYPE_BOUNDS[family] if family is not None else ()
 
 

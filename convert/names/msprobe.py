@@ -20,6 +20,17 @@ keys as ``{api}.{count}.{direction}``, a module or cell call as
 ``cell:{path}.{direction}.{count}`` (prefix *and* class dropped: the class names differ between
 frameworks, the attribute path does not). A name in neither form has no key.
 
+Item names (:func:`item_name`, msprobe's ``NPU Name`` / ``Data_name`` stem): an item of a call
+is named ``{call}.{word}.{path}``: ``word`` is ``input`` for ``input_args`` / ``input_kwargs`` /
+``input``, ``output`` for ``output``, ``parameters`` for ``parameters`` (``grad_input`` /
+``grad_output`` keep their key); ``path`` is the item's place in the section, a list position or
+an object key for each level (``Functional.conv2d.0.forward.input.3.0``: the first element of
+the list given as the fourth positional argument; ``Torch.softmax.0.forward.input.dim``: the
+keyword argument ``dim``; ``Module.conv1.Conv2d.forward.0.parameters.weight``). Keyword
+arguments and parameters are named by their key alone. A ``parameters_grad`` entry names its
+items ``{call}.{key}`` (``Module.head.Linear.parameters_grad.0.weight``), with the list
+position added only when the key holds more than one tensor.
+
 Dtype names (:func:`msprobe_dtype`): PyTorch writes ``str(tensor.dtype)`` (``torch.float32``),
 MindSpore ``str(tensor.dtype)`` (``Float32``, ``BFloat16``); both become numpy-style names
 (``float32``, ``bfloat16``); an unknown name is returned as written.
@@ -95,6 +106,20 @@ def api_key(name: str) -> str | None:
     return f"{parsed.api}.{parsed.count}.{parsed.direction}"
 
 
+#: ``dump.json`` section -> the word of its items' names (module doc).
+SECTION_WORDS = {"input_args": "input", "input_kwargs": "input", "input": "input", "output": "output",
+                 "parameters": "parameters", "grad_input": "grad_input", "grad_output": "grad_output"}
+
+
+def item_name(call: str, section: str, path: tuple[str | int, ...]) -> str:
+    """msprobe's name of an item of ``call`` (module doc): ``section`` a ``dump.json`` key
+    (``input_args`` ...; a ``parameters_grad`` key names itself), ``path`` its list positions
+    and object keys below the section, outermost first. A section not in :data:`SECTION_WORDS`
+    keeps its key as the word."""
+    word = SECTION_WORDS.get(section, section)
+    return ".".join((call, word, *(str(p) for p in path)))
+
+
 def msprobe_dtype(text: str) -> str:
     """A ``dump.json`` dtype (``torch.float32``, ``Float32``) as a numpy-style name; unknown: as written."""
     if text.startswith("torch."):
@@ -102,4 +127,4 @@ def msprobe_dtype(text: str) -> str:
     return ms_dtype(text) or text
 
 
-__all__ = ["CallKind", "MsprobeName", "api_key", "msprobe_dtype", "parse_msprobe_name"]
+__all__ = ["SECTION_WORDS", "CallKind", "MsprobeName", "api_key", "item_name", "msprobe_dtype", "parse_msprobe_name"]

@@ -2,8 +2,8 @@
 compares the real msprobe trees, grades its rows (compare.engine.grades) and every tensor row's
 grade must be msprobe's, Result and messages alike, except the documented difference below.
 
-msprobe lists non-tensor arguments (ints, floats, bools, ``None`` items) as rows too; vcompare has
-no row for them, so they are skipped -- and counted, so that a tensor row never goes unchecked.
+msprobe lists non-tensor arguments (ints, floats, bools, ``None`` items) as rows too; so does
+vcompare (argument rows, compare.runs.msprobe_rows), and their grades are checked as well.
 vcompare's TensorIndex numbers the leaves of a call's inputs (outputs) in turn, non-tensors
 included, in msprobe's row order: msprobe's ``Functional.conv2d.0.forward.input.3.0`` is the
 call's fourth input leaf. Statistics rows are built here from the statistics comparison
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from compare.api import compare_network
-from compare.engine.grades import MSG_DTYPE, MSG_NORM_TEN_TIMES, GradeMode, grade_rows
-from compare.records import Grade, MetricRow, RowGrade
+from compare.engine.grades import GradeMode, grade_rows
+from compare.records import ARGUMENT_METRIC, MetricRow, RowGrade, RowKind
 from compare.stats import StatsRow
 from conftest import shared_path
 
@@ -47,18 +47,10 @@ CASES = [
     Case("s_L1_md5", "s_L1_md5_perturb", "s_L1_md5_base", GradeMode.STATISTICS),
 ]
 
-#: The one difference (docs/msprobe.md): msprobe puts a call's warning on its first output row
-#: even when that output is not a tensor (``conv2d.0.backward``'s output 0 is the ``None``
-#: gradient of the image); vcompare has no row for it and puts the warning on the first output
-#: tensor, output 1. The row's Result agrees where output 1 is an error anyway (bf16 dtype).
-COSINE_WARNING = "warning: The input/parameters of Cosine > 0.9, and input/parameters - output > 0.1"
-MOVED_WARNING = "Functional.conv2d.0.backward.output.1"
-KNOWN = {
-    ("t_L1_perturb", MOVED_WARNING): RowGrade(Grade.WARNING, (COSINE_WARNING,)),
-    ("t_L1_bf16", MOVED_WARNING): RowGrade(Grade.ERROR, (MSG_DTYPE, COSINE_WARNING)),
-    ("s_L1_bf16", MOVED_WARNING): RowGrade(Grade.ERROR, (MSG_DTYPE, MSG_NORM_TEN_TIMES)),
-    ("s_mix_perturb", MOVED_WARNING): RowGrade(Grade.WARNING, (MSG_NORM_TEN_TIMES,)),
-}
+#: Rows where vcompare's grade is known to differ from msprobe's (docs/msprobe.md), none since the
+#: ``None`` items are rows too: msprobe's call finding on a ``None`` output 0 (``conv2d.0.backward``'s
+#: gradient of the image) is now on vcompare's row for it as well.
+KNOWN: dict[tuple[str, str], RowGrade] = {}
 
 #: statistic name in compare.stats -> the metric stem of statistics MetricRows.
 STAT_METRICS = {"max": "Max", "min": "Min", "avg": "Avg", "l2norm": "L2Norm"}
@@ -101,7 +93,13 @@ def tensor_indexes(rows: list[MsprobeRow]) -> dict[str, str]:
 
 
 def statistics_row(s: StatsRow) -> MetricRow:
-    """The MetricRow of one statistics row, with the statistics MetricRows' metric names."""
+    """The MetricRow of one statistics row, with the statistics MetricRows' metric names (an
+    argument row: its ``ArgumentDiff``)."""
+    if s.argument is not None:
+        return MetricRow(index=s.index, op_type=s.op_type, left_op=s.left_op, right_op=s.right_op,
+                         tensor_id=s.tensor_id, left_dtype=s.left_dtype, right_dtype=s.right_dtype, shape=s.shape,
+                         metrics={ARGUMENT_METRIC: 0.0 if s.argument.same else 1.0}, status=s.status,
+                         kind=RowKind.ARGUMENT)
     metrics: dict[str, float | None] = {}
     for name, stem in STAT_METRICS.items():
         value = s.values.get(name)
@@ -141,7 +139,10 @@ def test_result_and_messages_agree_with_msprobe(case: Case):
             assert not ms.dtype.startswith("torch."), f"{ms.name}: a tensor msprobe lists and vcompare does not"
             skipped += 1
             continue
-        assert row.left_dtype is not None and f"torch.{row.left_dtype}" == ms.dtype, ms.name  # the same tensor
+        if ms.dtype.startswith("torch."):
+            assert row.left_dtype is not None and f"torch.{row.left_dtype}" == ms.dtype, ms.name  # the same tensor
+        else:  # a non-tensor argument: msprobe's <class 'int'>, N/A for None
+            assert ms.dtype == ("N/A" if row.left_dtype == "None" else f"<class '{row.left_dtype}'>"), ms.name
         assert row.grade is not None
         checked += 1
         known = KNOWN.get((case.name, ms.name))

@@ -18,6 +18,7 @@ from compare.testing.synthetic_msprobe import write_msprobe_dump
 
 runner = CliRunner()
 TENSORS = 19  # tensors of compare.testing.synthetic_msprobe.CALLS
+ROWS = TENSORS + 5  # and its 5 non-tensor arguments (rows of their own, compared by value)
 
 
 def _run(*args: object):
@@ -40,16 +41,19 @@ def test_pytorch_vs_pytorch_exact_metrics(dumps, tmp_path: Path) -> None:
     result = _run("-l", dumps["pt"].root, "-r", dumps["pt_noisy"].root, "-o", out, "--json", js)
     assert result.exit_code == 0, result.output
     rows = json.loads(js.read_text())["rows"]
-    assert len(rows) == TENSORS and all(r["status"] == "compared" for r in rows)
+    assert len(rows) == ROWS and all(r["status"] == "compared" for r in rows)
     left, right = dumps["pt"], dumps["pt_noisy"]
     run = load_run(left.root)
     for row in rows:
+        if row["kind"] == "argument":
+            assert row["argument"]["same"] and row["metrics"]["ArgumentDiff"] == 0.0
+            continue
         op, kind, index = row["tensor_id"].rsplit(":", 2)
         name = run.ops[op].tensor(TensorKind(kind), int(index)).path.name
         x, y = naive.as_f64(left.arrays[name]), naive.as_f64(right.arrays[name])
         assert row["metrics"]["CosineSimilarity"] == pytest.approx(naive.cosine(x, y), rel=1e-12, abs=1e-15), name
         assert row["metrics"]["MaxAbsoluteError"] == pytest.approx(naive.max_abs(x, y), rel=1e-12), name
-    assert len(pd.read_csv(out)) == TENSORS
+    assert len(pd.read_csv(out)) == ROWS
 
 
 def test_pytorch_vs_mindspore_pairs_by_api_rung(dumps, tmp_path: Path) -> None:
@@ -58,7 +62,7 @@ def test_pytorch_vs_mindspore_pairs_by_api_rung(dumps, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "4 msprobe call(s) matched by API name" in result.output
     rows = json.loads(js.read_text())["rows"]
-    assert len(rows) == TENSORS and all(r["status"] == "compared" for r in rows)
+    assert len(rows) == ROWS and all(r["status"] == "compared" for r in rows)
     pairs = {(r["left_op"], r["right_op"]) for r in rows}
     assert ("Torch.matmul.0.forward", "Mint.matmul.0.forward") in pairs
     assert ("Module.fc.Linear.parameters_grad.0", "Cell.fc.Dense.parameters_grad.0") in pairs
@@ -74,7 +78,7 @@ def test_statistics_dump_against_tensor_dump(dumps, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "statistics comparison" in result.output
     df = pd.read_csv(out)
-    assert len(df) == TENSORS
+    assert len(df) == ROWS
     row = df[df.TensorIndex == "Functional.relu.0.forward:output:0"].iloc[0]
     record = json.loads((dumps["stats"].folders[(0, 0)] / "dump.json").read_text())
     recorded = record["data"]["Functional.relu.0.forward"]["output"][0]
@@ -94,7 +98,7 @@ def test_hostile_tree_gives_rows_not_a_crash(tmp_path: Path, dumps) -> None:
     df = pd.read_csv(out)
     bad = df[df.TensorIndex == "Functional.relu.0.forward:input:0"].iloc[0]
     assert "refused: not a file name inside dump_tensor_data" in bad.FailReason
-    assert len(df) == TENSORS
+    assert len(df) == ROWS
 
 
 def test_bad_json_is_an_error_message(tmp_path: Path, dumps) -> None:

@@ -20,6 +20,7 @@ from compare.testing import naive
 from compare.testing.synthetic_msprobe import MsprobeDump, write_msprobe_dump
 
 TENSORS = 19  # tensors of compare.testing.synthetic_msprobe.CALLS
+ROWS = TENSORS + 5  # and its 5 non-tensor arguments (rows of their own, compared by value)
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 
 
@@ -46,6 +47,8 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, MsprobeDump]:
 def _check_exact(rows: list[dict], left: MsprobeDump, right: MsprobeDump, *, right_rank: int | None = None) -> None:
     """Every row's metrics equal the naive float64 ones of its own part's arrays on both sides."""
     for row in rows:
+        if row["kind"] == "argument":
+            continue
         step = row["iteration"]
         rank = row["rank"]
         left_key = (step, rank if rank is not None else next(r for s, r in left.parts if s == step))
@@ -67,13 +70,13 @@ def test_rank_all_iteration_all_one_row_per_tensor_per_part(trees, tmp_path: Pat
     parts = [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert [(p["rank"], p["iteration"]) for p in document["parts"]] == parts
     assert all(p["status"] == "compared" for p in document["parts"])
-    assert len(rows) == 4 * TENSORS and all(r["status"] == "compared" for r in rows)
+    assert len(rows) == 4 * ROWS and all(r["status"] == "compared" for r in rows)
     counted = {part: sum(1 for r in rows if (r["rank"], r["iteration"]) == part) for part in parts}
-    assert counted == {part: TENSORS for part in parts}
+    assert counted == {part: ROWS for part in parts}
     _check_exact(rows, trees["left"], trees["right"])
     frame = pd.read_csv(out)
     assert list(frame.columns[:3]) == ["Index", "Rank", "Iteration"]
-    assert len(frame) == 4 * TENSORS
+    assert len(frame) == 4 * ROWS
     assert "compared 4 (rank, iteration) part(s) in turn: rank 0 iteration 0, rank 0 iteration 1" in result.output
 
 
@@ -114,14 +117,14 @@ def test_one_rank_every_iteration(trees, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     document = json.loads(js.read_text())
     assert [(p["rank"], p["iteration"]) for p in document["parts"]] == [(1, 0), (1, 1)]
-    assert len(document["rows"]) == 2 * TENSORS
+    assert len(document["rows"]) == 2 * ROWS
     _check_exact(document["rows"], trees["left"], trees["right"])
     # a list of ranks: the same as all here, in rank order
     result = _run("-l", trees["left"].root, "-r", trees["right"].root, "--rank", "0,1", "--iteration", "0",
                   "-o", tmp_path / "list.csv")
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(tmp_path / "list.csv")
-    assert list(zip(frame.Rank, frame.Iteration)) == [(0, 0)] * TENSORS + [(1, 0)] * TENSORS
+    assert list(zip(frame.Rank, frame.Iteration)) == [(0, 0)] * ROWS + [(1, 0)] * ROWS
 
 
 def test_proc_folders_are_parts_without_a_rank(trees, tmp_path: Path) -> None:
@@ -134,7 +137,7 @@ def test_proc_folders_are_parts_without_a_rank(trees, tmp_path: Path) -> None:
     document = json.loads(js.read_text())
     assert [(p["rank"], p["iteration"]) for p in document["parts"]] == [(None, 0), (None, 1)]
     assert "compared 2 (rank, iteration) part(s) in turn: iteration 0, iteration 1" in document["notes"]
-    assert len(document["rows"]) == 2 * TENSORS
+    assert len(document["rows"]) == 2 * ROWS
     _check_exact(document["rows"], trees["proc_left"], trees["proc_right"], right_rank=3120)
 
 
@@ -167,4 +170,4 @@ def test_local_cluster_gives_the_in_turn_csv(trees, tmp_path: Path) -> None:
     assert here.exit_code == there.exit_code == 0, there.output
     assert (tmp_path / "here.csv").read_bytes() == (tmp_path / "there.csv").read_bytes()
     assert "dask dashboard: http" in there.output
-    assert len(pd.read_csv(tmp_path / "there.csv")) == 2 * TENSORS + 2  # and a row for each part of rank 1
+    assert len(pd.read_csv(tmp_path / "there.csv")) == 2 * ROWS + 2  # and a row for each part of rank 1

@@ -28,6 +28,7 @@ from compare.testing.synthetic_msprobe import MsprobeDump, write_msprobe_dump
 from compare.testing.synthetic_rank_trees import make_rank_trees
 
 TENSORS = 19  # tensors of compare.testing.synthetic_msprobe.CALLS
+ROWS = TENSORS + 5  # and its 5 non-tensor arguments (rows of their own)
 GATE = ("--gate", "CosineSimilarity>=0.9")
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAVE_DASK, reason="dask[distributed] is not installed: pip install 'vcompare[dask]'"
@@ -95,7 +96,7 @@ def test_a_broken_rank_makes_a_gated_run_incomplete(msprobe: dict[str, MsprobeDu
     assert failure["part"] == "rank 1 iteration 0" and failure["incomplete"] and failure["row"] == row["row"]
     # the CSV table has the row, and JUnit has the part's test case in error (incomplete)
     frame = pd.read_csv(out)
-    assert len(frame) == TENSORS + 1 and frame.iloc[-1]["LeftOp"] == "rank 1 iteration 0"
+    assert len(frame) == ROWS + 1 and frame.iloc[-1]["LeftOp"] == "rank 1 iteration 0"
     assert "not compared" in frame.iloc[-1]["FailReason"]
     (case,) = [c for c in ET.parse(junit).iter("testcase") if c.get("classname") == "rank 1 iteration 0"]
     error = case.find("error")
@@ -234,7 +235,7 @@ def test_a_statistics_run_lists_the_missing_part_and_its_row(statistics: dict[st
     assert "dump.json" in document["parts"][1]["reason"]
     (row,) = _part_rows(document["rows"])
     assert row["left_op"] == "rank 1 iteration 0" and row["reasons"][0].startswith("part rank 1 iteration 0 not ")
-    assert f"rows: {TENSORS} compared, 1 not comparable" in result.output  # the statistics rows and the part's
+    assert f"rows: {ROWS} compared, 1 not comparable" in result.output  # the statistics rows and the part's
 
 
 def test_a_gated_statistics_run_with_a_missing_part_is_incomplete(statistics: dict[str, MsprobeDump],
