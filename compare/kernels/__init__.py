@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import CompareError, ShapeError
-from ._abi import EPS32, EPS64, SidePass
+from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_LUT8, EPS32, EPS64, ErrMode, SidePass
 from .buffers import STORAGE_DTYPES, code_of, storage
 from .metrics import (
     ACC_REL,
@@ -279,7 +279,8 @@ def _compute(
         k = sqe / spe if spe > 0.0 else 1.0
         if not 0.0 < k < math.inf:
             k = 1.0
-        s = calls.pair((cx, ix * k, EPS32 * k, cy, iy), chosen.rel, do_kl)
+        err = _err_mode(xf.dtype, yf.dtype) if chosen.err else ErrMode.OFF
+        s = calls.pair((cx, ix * k, EPS32 * k, cy, iy), chosen.rel, do_kl, err)
 
         # each metric's finishing formula is its METRICS entry's (compare.kernels.metrics); the
         # record is built by position (twice as fast as by keyword, once per pair): Finish's order
@@ -291,6 +292,16 @@ def _compute(
 
     return KernelResult(values=values, std=std, notes=frozenset(notes), count=n, left_counts=left_counts,
                         right_counts=right_counts)
+
+
+#: Storage codes of the data msprobe reads in float32 (float16, bfloat16, float32, the 1-byte floats).
+_F32_CODES = frozenset({CODE_F16, CODE_BF16, CODE_F32, CODE_LUT8})
+
+
+def _err_mode(xdtype: np.dtype, ydtype: np.dtype) -> ErrMode:
+    """The precision of msprobe's relative errors for a pair of storage dtypes: float32 when both
+    sides are float32 or narrower floats, else float64 (see :class:`~compare.kernels._abi.ErrMode`)."""
+    return ErrMode.F32 if code_of(xdtype) in _F32_CODES and code_of(ydtype) in _F32_CODES else ErrMode.F64
 
 
 def _value_counts(side: SidePass) -> ValueCounts:
