@@ -141,3 +141,45 @@ def test_msprobe_csv_values(case, tmp_path):
             assert got is not None and abs(got - want) <= 1e-6, (line["NPU Name"], column, got, want)
             checked += 1
     assert checked >= 900  # 306 tensors of 310 (msprobe leaves the 0-d ones unsupported), 3 columns
+
+
+# ------------------------------------------------------------------ command line
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from compare.testing.synthetic import make_network
+
+    return make_network(tmp_path_factory.mktemp("net"))
+
+
+def _cli(net: dict[str, Path], out: Path, *extra: str):
+    from compare.cli import app
+
+    args = ["-l", net["left"], "-r", net["right"], "-f", net["fusion_rule"], "-o", out, *extra]
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_cli_alg_names_the_new_columns_and_json_carries_them(net, tmp_path):
+    plain = tmp_path / "plain.csv"
+    assert _cli(net, plain).exit_code == 0
+    header = plain.read_text().splitlines()[0].split(",")
+    assert not set(MSPROBE_METRICS) & set(header)  # the default layout stays the reference's
+    out = tmp_path / "r.csv"
+    res = _cli(net, out, "-alg", "cos,euc,ratio1,FiveThousandthsErrRatio", "--json", str(tmp_path / "r.json"))
+    assert res.exit_code == 0, res.output
+    lines = list(csv.DictReader(out.open(newline="")))
+    assert {"CosineSimilarity", *MSPROBE_METRICS} <= set(lines[0])
+    rows = [r for r in json.loads((tmp_path / "r.json").read_text())["rows"] if r["status"] == "compared"]
+    assert rows and all(set(MSPROBE_METRICS) <= set(r["metrics"]) for r in rows)
+    ratios = [r["metrics"][R1] for r in rows if r["metrics"][R1] is not None]
+    assert ratios and all(0.0 <= v <= 1.0 for v in ratios)
+    assert all(r["metrics"][R1] <= r["metrics"][R5] for r in rows if r["metrics"][R1] is not None)
+
+
+def test_cli_gates_on_the_new_metrics(net, tmp_path):
+    ok = _cli(net, tmp_path / "a.csv", "-alg", "msprobe", "--gate", "EucDist<=1e12", "--gate",
+              "OneThousandthErrRatio>=0")
+    assert ok.exit_code == 0, ok.output
+    bad = _cli(net, tmp_path / "b.csv", "-alg", "msprobe", "--gate", "EucDist<=0", "--gate",
+               "FiveThousandthsErrRatio>=1.5")
+    assert bad.exit_code != 0 and "EucDist" in bad.output + str(bad.stderr_bytes or b"")
