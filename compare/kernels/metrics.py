@@ -463,7 +463,7 @@ def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
     if unknown:
         valid = ", ".join(f"{m.index}={m.name} ({m.alias})" for m in METRICS.values())
         raise OptionError(
-            f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: all (the first 10), msprobe (the last 3), {valid}"
+            f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: all (the first {len(DEFAULT_METRICS)}), msprobe (the last {len(MSPROBE_METRICS)}), {valid}"
         )
     if not out:
         raise OptionError(f"no metric selected (give 'all', indexes 0-{len(METRIC_NAMES) - 1} or metric names)")
