@@ -132,7 +132,9 @@ def compare_arrays(
 
     ``x`` and ``y`` may have any shape and dtype but must hold the same number of elements
     (else :class:`compare.errors.ShapeError` naming both counts); they are compared flat.
-    ``metrics`` is anything :func:`resolve_algorithms` accepts (default: all 10). ``scalar``
+    ``metrics`` is anything :func:`resolve_algorithms` accepts; ``None`` (the default) is every
+    metric of the table, the reference tool's 10 and msprobe's 3 (the command line's default,
+    ``resolve_algorithms(None)``, is the reference's 10). ``scalar``
     says whether the tensor's shape is scalar-like (cosine then reports 1.0 + Note.SCALAR); pass
     ``is_scalar_like(shape)`` of the shape the reference would use. ``None`` derives it from
     ``x.shape``.
@@ -154,7 +156,7 @@ def compare_arrays(
     of each side (:class:`ValueCounts`; zeros for integer and bool data, over the ``2n`` parts for
     complex data).
     """
-    names = resolve_algorithms(metrics)
+    names = list(METRIC_NAMES) if metrics is None else resolve_algorithms(metrics)
     xa = np.asarray(x)
     ya = np.asarray(y)
     if xa.size != ya.size:
@@ -211,7 +213,7 @@ def compare_planned(
     for buf in (xbuf, ybuf):
         if buf.ndim != 1 or code_of(buf.dtype) is None or not buf.dtype.isnative:
             raise CompareError(f"not a kernel storage buffer: {buf.dtype} {buf.shape}")
-    names = canonical(metrics)
+    names = list(METRIC_NAMES) if metrics is None else canonical(metrics)
     bound = plan if isinstance(plan, BoundPlan) else bind_plan(plan)
     cache = None
     if right_cache is not None and right_key is not None:

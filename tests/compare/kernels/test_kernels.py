@@ -268,7 +268,7 @@ def test_edge_table_bool_and_complex():
     r = compare_arrays(x, y)
     assert r.notes == {Note.BOOL_DATA}
     assert r.values["CosineSimilarity"] == pytest.approx(2 / 3)
-    assert [k for k, v in r.values.items() if v is not None] == ["CosineSimilarity"]
+    assert [k for k, v in r.values.items() if v is not None] == ["CosineSimilarity", *MSPROBE_METRICS]
     assert r.std is None
     # bool vs float: cast, every metric computed
     r = compare_arrays(x, y.astype(np.float32))

@@ -31,8 +31,9 @@ def _values(x, y, dtype=np.float32) -> dict:
 def test_names_and_defaults():
     assert MSPROBE_METRICS == ("EucDist", "OneThousandthErrRatio", "FiveThousandthsErrRatio")
     assert not set(MSPROBE_METRICS) & set(DEFAULT_METRICS)
-    # not selected: not computed (and not asked of the pass)
-    assert set(compare_arrays(np.ones(3), np.ones(3)).values) == set(DEFAULT_METRICS)
+    # the API's default is every metric; a selection without them does not compute them
+    assert list(compare_arrays(np.ones(3), np.ones(3)).values) == list(DEFAULT_METRICS + MSPROBE_METRICS)
+    assert set(compare_arrays(np.ones(3), np.ones(3), metrics="all").values) == set(DEFAULT_METRICS)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
