@@ -4,7 +4,10 @@ The public, checked API of the comparison metrics:
 
 - :data:`METRIC_NAMES` / :data:`METRICS` / :data:`ALIASES`: the one metric table (read by the CLI,
   the reports and the gates), and :func:`resolve_algorithms`: an ``-alg`` style selection ->
-  canonical metric names (both in :mod:`compare.kernels.metrics`);
+  canonical metric names (both in :mod:`compare.kernels.metrics`); :data:`DEFAULT_METRICS` the
+  reference tool's 10 (the command line's default and ``all``), :data:`MSPROBE_METRICS` msprobe's
+  3 (:data:`EUC`, :data:`ERR_RATIO_1`, :data:`ERR_RATIO_5`: computed when named, see
+  ``docs/metrics.md``);
 - :func:`compare_arrays`: two arrays -> :class:`KernelResult` (values, std tuple, notes, and each
   side's :class:`ValueCounts` of NaN / inf / float16-saturated values);
 - :func:`compare_planned`: the same over storage buffers (:func:`storage`,
@@ -44,6 +47,10 @@ from .metrics import (
     ALIASES,
     BOOL_CAPABLE,
     COSINE,
+    DEFAULT_METRICS,
+    ERR_RATIO_1,
+    ERR_RATIO_5,
+    EUC,
     KL,
     MAX_ABS,
     MAX_REL,
@@ -51,6 +58,7 @@ from .metrics import (
     MEAN_REL,
     METRIC_NAMES,
     METRICS,
+    MSPROBE_METRICS,
     RED,
     RMSE,
     STD,
@@ -332,6 +340,10 @@ __all__ = [
     "ALIASES",
     "BOOL_CAPABLE",
     "COSINE",
+    "DEFAULT_METRICS",
+    "ERR_RATIO_1",
+    "ERR_RATIO_5",
+    "EUC",
     "EPS32",
     "EPS64",
     "KL",
@@ -341,6 +353,7 @@ __all__ = [
     "MEAN_REL",
     "METRICS",
     "METRIC_NAMES",
+    "MSPROBE_METRICS",
     "RED",
     "RMSE",
     "STD",
