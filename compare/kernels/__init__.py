@@ -289,7 +289,7 @@ def _compute(
         k = sqe / spe if spe > 0.0 else 1.0
         if not 0.0 < k < math.inf:
             k = 1.0
-        err = _err_mode(xf.dtype, yf.dtype) if chosen.err else ErrMode.OFF
+        err = _err_mode(xf.dtype, yf.dtype) if chosen.err else _ERR_OFF
         s = calls.pair((cx, ix * k, EPS32 * k, cy, iy), chosen.rel, do_kl, err)
 
         # each metric's finishing formula is its METRICS entry's (compare.kernels.metrics); the
@@ -304,6 +304,7 @@ def _compute(
                         right_counts=right_counts)
 
 
+_ERR_OFF = ErrMode.OFF
 #: Storage codes of the data msprobe reads in float32 (float16, bfloat16, float32, the 1-byte floats).
 _F32_CODES = frozenset({CODE_F16, CODE_BF16, CODE_F32, CODE_LUT8})
 

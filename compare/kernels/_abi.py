@@ -118,12 +118,13 @@ FLAG_ERR = 4  # msprobe's terms (efin, emis, w1, w5)
 FLAG_ERR32 = 8  # ... with the relative errors in float32 (see ErrMode)
 
 
-class ErrMode(enum.Enum):
+class ErrMode(enum.IntEnum):
     """Whether and in which precision the paired pass accumulates msprobe's terms (EucDist and
     the error ratios, :func:`compare.kernels.fused._acc_err`). msprobe computes the relative
     errors in ``numpy.result_type(x, y, float32)``: float32 when both sides are float16 /
     bfloat16 / float32 (msprobe reads bfloat16 and float8 as float32), float64 otherwise (float64,
-    integer and bool data are read as float64)."""
+    integer and bool data are read as float64). The value is the mode's bits of the paired entry
+    point's ``flags`` (an int enum: ``FLAG_REL | mode`` is a plain int)."""
 
     OFF = 0
     F64 = FLAG_ERR

@@ -408,6 +408,9 @@ def selection(names: tuple[str, ...], bool_data: bool) -> Selection:
 
 AlgorithmSpec = Union[None, str, int, Iterable[Union[str, int]]]
 
+#: The group tokens of a selection: ``all`` (the reference's 10) and ``msprobe`` (msprobe's 3).
+_GROUPS: dict[str, tuple[str, ...]] = {"all": DEFAULT_METRICS, "msprobe": MSPROBE_METRICS}
+
 
 def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
     """Turn an ``-alg`` style selection into canonical metric names.
@@ -448,10 +451,8 @@ def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
         elif tok.isdigit():
             idx = int(tok)
             names = [METRIC_NAMES[idx]] if idx < len(METRIC_NAMES) else []
-        elif tok.lower() == "all":
-            names = list(DEFAULT_METRICS)
-        elif tok.lower() == "msprobe":
-            names = list(MSPROBE_METRICS)
+        elif tok.lower() in _GROUPS:
+            names = list(_GROUPS[tok.lower()])
         else:
             canon = ALIASES.get(metric_key(tok))
             names = [canon] if canon else []

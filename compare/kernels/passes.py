@@ -116,7 +116,7 @@ def _native_passes(k: Kernels, xf: np.ndarray, yf: np.ndarray, plan: BoundPlan) 
             sc.xt[TILE:] = xtable
         if ytable is not None:
             sc.yt[TILE:] = ytable
-        flags = (FLAG_REL if do_rel else 0) | (FLAG_KL if do_kl else 0) | err.value
+        flags = (FLAG_REL if do_rel else 0) | (FLAG_KL if do_kl else 0) | err
         pair_c(*xcall, *ycall, *plan.pair_args, sc.prm_a, flags, sc.xt_a, sc.yt_a, sc.pair_a)
         return PairPass._make([v + 0.0 for v in sc.pair_out.tolist()])
 
@@ -133,7 +133,7 @@ def _numba_passes(k: Kernels, xf: np.ndarray, yf: np.ndarray, plan: BoundPlan) -
             return SidePass._make([float(v) + 0.0 for v in k.side(*raw(buf), *side_plan, tile(buf))])
 
     def pair(prm: KLParams, do_rel: bool, do_kl: bool, err: ErrMode) -> PairPass:
-        do_err, err32 = (err.value & FLAG_ERR) != 0, (err.value & FLAG_ERR32) != 0
+        do_err, err32 = (err & FLAG_ERR) != 0, (err & FLAG_ERR32) != 0
         with np.errstate(all="ignore"):
             return PairPass._make([float(v) + 0.0 for v in k.pair(*raw(xf), *raw(yf), *plan.plan.pair, prm, do_rel,
                                                                   do_kl, do_err, err32, tile(xf), tile(yf))])
