@@ -4,7 +4,10 @@ The public, checked API of the comparison metrics:
 
 - :data:`METRIC_NAMES` / :data:`METRICS` / :data:`ALIASES`: the one metric table (read by the CLI,
   the reports and the gates), and :func:`resolve_algorithms`: an ``-alg`` style selection ->
-  canonical metric names (both in :mod:`compare.kernels.metrics`);
+  canonical metric names (both in :mod:`compare.kernels.metrics`); :data:`DEFAULT_METRICS` the
+  reference tool's 10 (the command line's default and ``all``), :data:`MSPROBE_METRICS` msprobe's
+  3 (:data:`EUC`, :data:`ERR_RATIO_1`, :data:`ERR_RATIO_5`: computed when named, see
+  ``docs/metrics.md``);
 - :func:`compare_arrays`: two arrays -> :class:`KernelResult` (values, std tuple, notes, and each
   side's :class:`ValueCounts` of NaN / inf / float16-saturated values);
 - :func:`compare_planned`: the same over storage buffers (:func:`storage`,
@@ -37,13 +40,17 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import CompareError, ShapeError
-from ._abi import EPS32, EPS64, SidePass
+from ._abi import CODE_BF16, CODE_F16, CODE_F32, CODE_LUT8, EPS32, EPS64, ErrMode, SidePass
 from .buffers import STORAGE_DTYPES, code_of, storage
 from .metrics import (
     ACC_REL,
     ALIASES,
     BOOL_CAPABLE,
     COSINE,
+    DEFAULT_METRICS,
+    ERR_RATIO_1,
+    ERR_RATIO_5,
+    EUC,
     KL,
     MAX_ABS,
     MAX_REL,
@@ -51,6 +58,7 @@ from .metrics import (
     MEAN_REL,
     METRIC_NAMES,
     METRICS,
+    MSPROBE_METRICS,
     RED,
     RMSE,
     STD,
@@ -132,7 +140,9 @@ def compare_arrays(
 
     ``x`` and ``y`` may have any shape and dtype but must hold the same number of elements
     (else :class:`compare.errors.ShapeError` naming both counts); they are compared flat.
-    ``metrics`` is anything :func:`resolve_algorithms` accepts (default: all 10). ``scalar``
+    ``metrics`` is anything :func:`resolve_algorithms` accepts; ``None`` (the default) is every
+    metric of the table, the reference tool's 10 and msprobe's 3 (the command line's default,
+    ``resolve_algorithms(None)``, is the reference's 10). ``scalar``
     says whether the tensor's shape is scalar-like (cosine then reports 1.0 + Note.SCALAR); pass
     ``is_scalar_like(shape)`` of the shape the reference would use. ``None`` derives it from
     ``x.shape``.
@@ -154,7 +164,7 @@ def compare_arrays(
     of each side (:class:`ValueCounts`; zeros for integer and bool data, over the ``2n`` parts for
     complex data).
     """
-    names = resolve_algorithms(metrics)
+    names = list(METRIC_NAMES) if metrics is None else resolve_algorithms(metrics)
     xa = np.asarray(x)
     ya = np.asarray(y)
     if xa.size != ya.size:
@@ -211,7 +221,7 @@ def compare_planned(
     for buf in (xbuf, ybuf):
         if buf.ndim != 1 or code_of(buf.dtype) is None or not buf.dtype.isnative:
             raise CompareError(f"not a kernel storage buffer: {buf.dtype} {buf.shape}")
-    names = canonical(metrics)
+    names = list(METRIC_NAMES) if metrics is None else canonical(metrics)
     bound = plan if isinstance(plan, BoundPlan) else bind_plan(plan)
     cache = None
     if right_cache is not None and right_key is not None:
@@ -279,7 +289,8 @@ def _compute(
         k = sqe / spe if spe > 0.0 else 1.0
         if not 0.0 < k < math.inf:
             k = 1.0
-        s = calls.pair((cx, ix * k, EPS32 * k, cy, iy), chosen.rel, do_kl)
+        err = _err_mode(xf.dtype, yf.dtype) if chosen.err else _ERR_OFF
+        s = calls.pair((cx, ix * k, EPS32 * k, cy, iy), chosen.rel, do_kl, err)
 
         # each metric's finishing formula is its METRICS entry's (compare.kernels.metrics); the
         # record is built by position (twice as fast as by keyword, once per pair): Finish's order
@@ -291,6 +302,17 @@ def _compute(
 
     return KernelResult(values=values, std=std, notes=frozenset(notes), count=n, left_counts=left_counts,
                         right_counts=right_counts)
+
+
+_ERR_OFF = ErrMode.OFF
+#: Storage codes of the data msprobe reads in float32 (float16, bfloat16, float32, the 1-byte floats).
+_F32_CODES = frozenset({CODE_F16, CODE_BF16, CODE_F32, CODE_LUT8})
+
+
+def _err_mode(xdtype: np.dtype, ydtype: np.dtype) -> ErrMode:
+    """The precision of msprobe's relative errors for a pair of storage dtypes: float32 when both
+    sides are float32 or narrower floats, else float64 (see :class:`~compare.kernels._abi.ErrMode`)."""
+    return ErrMode.F32 if code_of(xdtype) in _F32_CODES and code_of(ydtype) in _F32_CODES else ErrMode.F64
 
 
 def _value_counts(side: SidePass) -> ValueCounts:
@@ -319,6 +341,10 @@ __all__ = [
     "ALIASES",
     "BOOL_CAPABLE",
     "COSINE",
+    "DEFAULT_METRICS",
+    "ERR_RATIO_1",
+    "ERR_RATIO_5",
+    "EUC",
     "EPS32",
     "EPS64",
     "KL",
@@ -328,6 +354,7 @@ __all__ = [
     "MEAN_REL",
     "METRICS",
     "METRIC_NAMES",
+    "MSPROBE_METRICS",
     "RED",
     "RMSE",
     "STD",

@@ -8,6 +8,7 @@ float64 results are read through :class:`SidePass` / :class:`PairPass` (see
 
 from __future__ import annotations
 
+import enum
 from typing import NamedTuple
 
 import numpy as np
@@ -102,6 +103,32 @@ class PairPass(NamedTuple):
     a: float  # sum u*log(u/w) - u + w  (KL, u = p*k, w = q; see fused._acc_pair)
     su: float  # sum u
     sw: float  # sum w
+    #: msprobe's terms (0 unless asked, see fused._acc_err), with x', y' the sides after NaN/inf
+    #: found at the same position on both sides were set to 0:
+    efin: float  # sum (x' - y')^2
+    emis: float  # positions where only one side is NaN, or only one side is +-inf (exact count)
+    w1: float  # elements whose relative error is < 0.001 (exact count)
+    w5: float  # elements whose relative error is < 0.005 (exact count)
+
+
+#: Bits of the paired entry point's ``flags``: the optional parts of the paired pass.
+FLAG_REL = 1  # the relative errors (srel, maxrel)
+FLAG_KL = 2  # the KL terms (a, su, sw)
+FLAG_ERR = 4  # msprobe's terms (efin, emis, w1, w5)
+FLAG_ERR32 = 8  # ... with the relative errors in float32 (see ErrMode)
+
+
+class ErrMode(enum.IntEnum):
+    """Whether and in which precision the paired pass accumulates msprobe's terms (EucDist and
+    the error ratios, :func:`compare.kernels.fused._acc_err`). msprobe computes the relative
+    errors in ``numpy.result_type(x, y, float32)``: float32 when both sides are float16 /
+    bfloat16 / float32 (msprobe reads bfloat16 and float8 as float32), float64 otherwise (float64,
+    integer and bool data are read as float64). The value is the mode's bits of the paired entry
+    point's ``flags`` (an int enum: ``FLAG_REL | mode`` is a plain int)."""
+
+    OFF = 0
+    F64 = FLAG_ERR
+    F32 = FLAG_ERR | FLAG_ERR32
 
 
 #: Length of a one-side pass's result (the native entry point's ``out`` array).

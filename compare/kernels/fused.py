@@ -577,16 +577,16 @@ def _count_direct(xb, code, o, m, sat):  # pragma: no cover - via the kernels
 
 
 @jit
-def _pair_direct(xt, yb, code, o, m, prm, do_rel, do_kl, s):  # pragma: no cover - via the kernels
+def _pair_direct(xt, yb, code, o, m, prm, do_rel, do_kl, do_err, err32, s):  # pragma: no cover - via the kernels
     """:func:`_acc_pair` of tile ``xt`` against ``m`` contiguous elements at ``o`` of byte buffer
     ``yb`` (type ``code``), read in place."""
     if code == CODE_F16:
-        return _acc_pair(xt, yb.view(np.uint16)[o : o + m], m, prm, do_rel, do_kl, s)
+        return _acc_pair(xt, yb.view(np.uint16)[o : o + m], m, prm, do_rel, do_kl, do_err, err32, s)
     if code == CODE_BF16:
-        return _acc_pair(xt, yb.view(np.int16)[o : o + m], m, prm, do_rel, do_kl, s)
+        return _acc_pair(xt, yb.view(np.int16)[o : o + m], m, prm, do_rel, do_kl, do_err, err32, s)
     if code == CODE_F32:
-        return _acc_pair(xt, yb.view(np.float32)[o : o + m], m, prm, do_rel, do_kl, s)
-    return _acc_pair(xt, yb.view(np.float64)[o : o + m], m, prm, do_rel, do_kl, s)
+        return _acc_pair(xt, yb.view(np.float32)[o : o + m], m, prm, do_rel, do_kl, do_err, err32, s)
+    return _acc_pair(xt, yb.view(np.float64)[o : o + m], m, prm, do_rel, do_kl, do_err, err32, s)
 
 
 @jit
@@ -648,8 +648,75 @@ def _kl_reduce(xi, yi, prm):  # pragma: no cover - inlined into _acc_pair
     return num, den, e, u, w, (ay if keep else 1.0), keep
 
 
+#: msprobe's error-ratio thresholds (0.1 % and 0.5 %), and the same rounded to float32: msprobe
+#: compares a float32 array of relative errors with them, which numpy does in float32.
+ERR_T1 = 0.001
+ERR_T5 = 0.005
+ERR_T1_F32 = float(np.float32(ERR_T1))
+ERR_T5_F32 = float(np.float32(ERR_T5))
+
+
+@jit(inline="always")
+def _msprobe_clean(xi, yi):  # pragma: no cover - inlined into _acc_err
+    """msprobe's special-value rule on one element pair: ``(x', y', mismatch)`` -- both 0 when both
+    are NaN or both are infinite, ``mismatch`` 1.0 when only one is NaN or only one is +-inf."""
+    xsp = not (abs(xi) < math.inf)  # NaN or +-inf
+    ysp = not (abs(yi) < math.inf)
+    mis = 1.0 if ((xi != xi) != (yi != yi) or xsp != ysp) else 0.0
+    both = xsp and ysp
+    return (0.0 if both else xi), (0.0 if both else yi), mis
+
+
 @jit
-def _acc_pair(xv, yv, n, prm, do_rel, do_kl, s):  # pragma: no cover - via the kernels
+def _acc_err(xv, yv, n, err32, efin, emis, w1, w5):  # pragma: no cover - via the kernels
+    """msprobe's terms over the first ``n`` elements of ``xv`` and ``yv`` (as :func:`_acc_pair`),
+    continuing ``(efin, emis, w1, w5)``; called by :func:`_acc_pair` on the chunk it has just
+    reduced, still in L1 (no second read of the data from memory).
+
+    msprobe first looks at the special values: where both sides are NaN, or both are +-inf (of any
+    signs), at the same position, both become 0; a position where only one side is NaN, or only
+    one is infinite, is counted in ``emis`` (the finishing formulas then give nan: msprobe's
+    "N/A"). Then, with ``x'``, ``y'`` the values so cleaned:
+
+    - ``efin += (x' - y')^2`` (EucDist's sum);
+    - the relative error ``r = |(a - b) / b|`` with ``a = x'``, ``b = y'``, except where
+      ``y' == 0``: ``a = x' + eps``, ``b = eps`` -- computed in float32 when ``err32`` (each
+      operation rounded to float32, ``eps = EPS32``: msprobe's precision for float16 / bfloat16 /
+      float32 data), else in float64 (``eps = EPS64``);
+    - ``w1`` / ``w5`` count ``r < 0.001`` / ``r < 0.005`` (the thresholds rounded to float32
+      when ``err32``; a NaN or inf ``r`` is never within).
+
+    Counts are float64 (exact below 2**53), like every field of the pass's result.
+    """
+    if err32:  # two loops, the branch hoisted: each vectorises on its own
+        for i in range(n):
+            xc, yc, mis = _msprobe_clean(xv[i], load_f64(yv, i))
+            emis += mis
+            d = xc - yc
+            efin += d * d
+            z = yc == 0.0
+            b = EPS32 if z else yc
+            a = np.float64(np.float32(xc + EPS32)) if z else xc
+            r = abs(np.float64(np.float32(np.float64(np.float32(a - b)) / b)))
+            w1 += 1.0 if r < ERR_T1_F32 else 0.0
+            w5 += 1.0 if r < ERR_T5_F32 else 0.0
+    else:
+        for i in range(n):
+            xc, yc, mis = _msprobe_clean(xv[i], load_f64(yv, i))
+            emis += mis
+            d = xc - yc
+            efin += d * d
+            z = yc == 0.0
+            b = EPS64 if z else yc
+            a = xc + EPS64 if z else xc
+            r = abs((a - b) / b)
+            w1 += 1.0 if r < ERR_T1 else 0.0
+            w5 += 1.0 if r < ERR_T5 else 0.0
+    return efin, emis, w1, w5
+
+
+@jit
+def _acc_pair(xv, yv, n, prm, do_rel, do_kl, do_err, err32, s):  # pragma: no cover - via the kernels
     """The paired terms over the first ``n`` elements of ``xv`` (a float64 tile) and ``yv`` (a
     float64 tile or a contiguous piece of a storage buffer, decoded on load), continuing ``s``.
 
@@ -676,7 +743,9 @@ def _acc_pair(xv, yv, n, prm, do_rel, do_kl, s):  # pragma: no cover - via the k
     refined by Newton steps measured slower: it lengthens the loop's dependency chain beyond what
     the out-of-order window overlaps.)
     """
-    sxy, sabs, ssq, mab, srel, mrb, a, su, sw = s
+    sxy, sabs, ssq, mab, srel, mrb, a, su, sw, efin, emis, w1, w5 = s
+    if do_err:  # msprobe's terms, over the same chunk while it is in L1 (see _acc_err)
+        efin, emis, w1, w5 = _acc_err(xv, yv, n, err32, efin, emis, w1, w5)
     if do_kl:  # one loop computes KL (with the relative errors), whatever the selection
         for i in range(n):
             xi = xv[i]
@@ -703,7 +772,7 @@ def _acc_pair(xv, yv, n, prm, do_rel, do_kl, s):  # pragma: no cover - via the k
     else:
         for i in range(n):
             sxy, sabs, ssq, mab, ad = _cross(xv[i], load_f64(yv, i), sxy, sabs, ssq, mab)
-    return (sxy, sabs, ssq, mab, srel, mrb, a, su, sw)
+    return (sxy, sabs, ssq, mab, srel, mrb, a, su, sw, efin, emis, w1, w5)
 
 
 # --------------------------------------------------------------------------- box walkers
@@ -841,15 +910,16 @@ def _side_boxes(xb, xcode, dims, sx, ox, xt):  # pragma: no cover - exercised th
 
 
 @jit
-def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, xt, yt):  # pragma: no cover
-    """The paired pass over the plan: ``(sxy, sabs, ssq, maxabs, srel, maxrel, A, Su, Sw)`` (the
-    fields of :class:`compare.kernels._abi.PairPass`, which the callers wrap it in; see
-    :func:`_acc_pair`; ``srel``/``maxrel`` are 0 without ``do_rel`` or ``do_kl``, ``A``/``Su``/``Sw``
-    0 without ``do_kl``). Buffers as bytes with their type codes and scratch
+def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, do_err, err32, xt, yt):  # pragma: no cover
+    """The paired pass over the plan: ``(sxy, sabs, ssq, maxabs, srel, maxrel, A, Su, Sw, efin,
+    emis, w1, w5)`` (the fields of :class:`compare.kernels._abi.PairPass`, which the callers wrap
+    it in; see :func:`_acc_pair`; ``srel``/``maxrel`` are 0 without ``do_rel`` or ``do_kl``,
+    ``A``/``Su``/``Sw`` 0 without ``do_kl``, msprobe's terms ``efin``/``emis``/``w1``/``w5`` 0
+    without ``do_err``, see :func:`_acc_err`). Buffers as bytes with their type codes and scratch
     tiles as in :func:`_side_boxes`."""
     xsz = ITEMSIZE[xcode]
     ysz = ITEMSIZE[ycode]
-    s = (0.0, 0.0, 0.0, f64_bits(0.0), 0.0, f64_bits(0.0), 0.0, 0.0, 0.0)
+    s = (0.0, 0.0, 0.0, f64_bits(0.0), 0.0, f64_bits(0.0), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for b in range(dims.shape[0]):
         d1 = dims[b, 4]
         d0 = dims[b, 5]
@@ -877,10 +947,10 @@ def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, 
                                 _prefetch_tile(yb, ysz, yo + r2 * sy1 + c2 * sy0, sy1, sy0, rows2, cols2)
                             _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
                             if ycode <= CODE_F64 and _contiguous(sy1, sy0, rows, cols):  # read in place
-                                s = _pair_direct(xt, yb, ycode, ys, m, prm, do_rel, do_kl, s)
+                                s = _pair_direct(xt, yb, ycode, ys, m, prm, do_rel, do_kl, do_err, err32, s)
                             else:
                                 _gather_any(yb, ycode, ys, sy1, sy0, rows, cols, yt)
-                                s = _acc_pair(xt, yt, m, prm, do_rel, do_kl, s)
-    sxy, sabs, ssq, mab, srel, mrb, a, su, sw = s
-    return (sxy, sabs, ssq, bits_f64(mab), srel, bits_f64(mrb), a, su, sw)
+                                s = _acc_pair(xt, yt, m, prm, do_rel, do_kl, do_err, err32, s)
+    sxy, sabs, ssq, mab, srel, mrb, a, su, sw, efin, emis, w1, w5 = s
+    return (sxy, sabs, ssq, bits_f64(mab), srel, bits_f64(mrb), a, su, sw, efin, emis, w1, w5)
 

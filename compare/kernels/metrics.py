@@ -57,7 +57,8 @@ class Note(enum.Enum):
     BOTH_ZERO = "both sides are all zero (or empty): cosine similarity is 1.0"
     KL_GOLDEN_ZERO = "KL divergence is inf: the golden data contains 0"
     EMPTY = "empty tensors"
-    BOOL_DATA = "both sides are bool: only cosine similarity (and RED for a golden without True) is computed"
+    BOOL_DATA = ("both sides are bool: only cosine similarity (and RED for a golden without True) of the reference's "
+                 "metrics is computed")
     COMPLEX_PAIRS = "complex data: compared as interleaved (real, imaginary) pairs"
 
 
@@ -71,6 +72,8 @@ class PairTerms(enum.Flag):
     REL = 1
     #: the KL terms ``a``, ``su``, ``sw`` (accumulated only for ``n > 0`` and finite sides)
     KL = 2
+    #: msprobe's terms ``efin``, ``emis``, ``w1``, ``w5`` (EucDist and the error ratios)
+    ERR = 4
 
 
 class Finish(NamedTuple):
@@ -108,7 +111,9 @@ class Metric:
     passes into the value (:class:`Finish` -> float, nan or None), ``terms`` names the optional
     parts of the paired pass it reads, and ``on_bool`` says whether it is computed when both
     sides are bool (the reference computes only cosine and RED there). ``index`` is the
-    ``-alg`` index: the position in :data:`METRIC_NAMES`.
+    ``-alg`` index: the position in :data:`METRIC_NAMES`. ``msprobe``: the metric is one of
+    msprobe's (``msprobe compare``), not one of the reference tool's: it is computed only when
+    named (not part of the default selection nor of ``all``, see :data:`DEFAULT_METRICS`).
     """
 
     name: str
@@ -118,6 +123,7 @@ class Metric:
     finish: Callable[[Finish], float | None]
     terms: PairTerms = PairTerms(0)
     on_bool: bool = False
+    msprobe: bool = False
 
     @property
     def index(self) -> int:
@@ -200,6 +206,24 @@ def std_tuple(f: Finish) -> tuple[float, float, float, float]:
     )
 
 
+def _euc(f: Finish) -> float | None:
+    """msprobe's EucDist from the paired pass's msprobe terms (see its doc)."""
+    if f.n == 0:
+        return 0.0
+    if f.pair.emis:
+        return math.nan
+    return math.sqrt(f.pair.efin)
+
+
+def _ratio(within: float, f: Finish) -> float | None:
+    """The share of elements within a relative-error threshold (see the ratios' doc)."""
+    if f.n == 0:
+        return None
+    if f.pair.emis:
+        return math.nan
+    return within / f.n
+
+
 COSINE = "CosineSimilarity"
 MAX_ABS = "MaxAbsoluteError"
 ACC_REL = "AccumulatedRelativeError"
@@ -210,6 +234,23 @@ MEAN_ABS = "MeanAbsoluteError"
 RMSE = "RootMeanSquareError"
 MAX_REL = "MaxRelativeError"
 MEAN_REL = "MeanRelativeError"
+EUC = "EucDist"
+ERR_RATIO_1 = "OneThousandthErrRatio"
+ERR_RATIO_5 = "FiveThousandthsErrRatio"
+
+#: msprobe's rule for the special values, shared by its three metrics.
+_MSPROBE_SPECIALS = (
+    "Special values as msprobe: where both sides are NaN, or both are +-inf (any signs), at the same "
+    "position, both count as 0 (an equal element); a NaN or inf on one side only (or NaN against inf) "
+    "anywhere: nan (msprobe: N/A). "
+)
+#: msprobe's relative error, shared by the two ratios.
+_MSPROBE_REL = (
+    "r_i = |(x_i - y_i) / y_i|; where y_i == 0: |((x_i + eps) - eps) / eps| (so 0 when x_i is 0 too). "
+    "Computed as msprobe does, in float32 (each operation rounded, eps = 2**-23, thresholds float32(t)) "
+    "when both sides are float16 / bfloat16 / float32 / a 1-byte float (msprobe reads bfloat16 and "
+    "float8 as float32), else in float64 (eps = 2**-52; float64, integer and bool data). "
+)
 
 #: The metric table: name -> :class:`Metric`, the 10 built-ins in the reference's order (the
 #: position is the ``-alg`` index and the column order of ``all``). Adding a metric: one entry
@@ -277,10 +318,37 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
         "sum r / N over ALL N elements (masked ones count as 0). Empty: nan.",
         lambda f: f.pair.srel / f.n if f.n else math.nan, PairTerms.REL,
     ),
+    Metric(
+        EUC, False, "euc",
+        "msprobe's EucDist, the absolute Euclidean distance sqrt(sum (x - y)^2), float64. "
+        + _MSPROBE_SPECIALS + "Empty: 0.0. Computed on bool (as 0/1) and scalar-like shapes too "
+        "(msprobe leaves tensors of one element 'unsupported'). Complex: over the (real, imag) parts.",
+        _euc, PairTerms.ERR, on_bool=True, msprobe=True,
+    ),
+    Metric(
+        ERR_RATIO_1, True, "ratio1",
+        "msprobe's One Thousandth Err Ratio: (count of r_i < 0.001) / N. " + _MSPROBE_REL
+        + _MSPROBE_SPECIALS + "Empty: None. Computed on bool (as 0/1) and scalar-like shapes too "
+        "(msprobe leaves tensors of one element 'unsupported'). Complex: over the 2N (real, imag) parts.",
+        lambda f: _ratio(f.pair.w1, f), PairTerms.ERR, on_bool=True, msprobe=True,
+    ),
+    Metric(
+        ERR_RATIO_5, True, "ratio5",
+        "msprobe's Five Thousandths Err Ratio: (count of r_i < 0.005) / N; r_i and every edge policy "
+        "as OneThousandthErrRatio.",
+        lambda f: _ratio(f.pair.w5, f), PairTerms.ERR, on_bool=True, msprobe=True,
+    ),
 )}
 
 #: The built-in metric names in table order; the position is the ``-alg`` index.
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
+
+#: The default selection and ``all``: the reference tool's 10 metrics, in its order (the layout
+#: of its CSV stays the reference's). msprobe's metrics (:attr:`Metric.msprobe`) are computed
+#: when named (``-alg euc,ratio1`` or ``-alg all,msprobe``).
+DEFAULT_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS.values() if not m.msprobe)
+#: msprobe's metrics, in table order (the ``msprobe`` token of an ``-alg`` selection).
+MSPROBE_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS.values() if m.msprobe)
 
 
 def metric_key(token: str) -> str:
@@ -296,6 +364,9 @@ ALIASES: dict[str, str] = {
     "cosine": COSINE,
     "kld": KL,
     "stddev": STD,
+    "euclideandistance": EUC,
+    "onethousanderrratio": ERR_RATIO_1,  # msprobe's own keys (one_thousand_err_ratio, ...)
+    "fivethousanderrratio": ERR_RATIO_5,
 }
 
 #: The metrics computed when both inputs are numpy bool (the reference runs only these on bool
@@ -311,7 +382,7 @@ class Selection(NamedTuple):
     ``finish``: the finishing formula of each metric that gets a value, in selection order (for
     bool data, only the metrics computed on bool); ``rel`` / ``kl``: whether the paired pass must
     accumulate the relative errors / the KL terms (a computed metric reads them,
-    :attr:`Metric.terms`); ``std``: StandardDeviation is computed (its numbers go to
+    :attr:`Metric.terms`); ``err``: the same for msprobe's terms; ``std``: StandardDeviation is computed (its numbers go to
     ``KernelResult.std``, see :func:`std_tuple`).
     """
 
@@ -319,6 +390,7 @@ class Selection(NamedTuple):
     rel: bool
     kl: bool
     std: bool
+    err: bool
 
 
 @functools.lru_cache(maxsize=64)
@@ -330,19 +402,24 @@ def selection(names: tuple[str, ...], bool_data: bool) -> Selection:
     for m in computed:
         terms |= m.terms
     return Selection(finish={m.name: m.finish for m in computed}, rel=PairTerms.REL in terms,
-                     kl=PairTerms.KL in terms, std=any(m.name == STD for m in computed))
+                     kl=PairTerms.KL in terms, std=any(m.name == STD for m in computed),
+                     err=PairTerms.ERR in terms)
 
 
 AlgorithmSpec = Union[None, str, int, Iterable[Union[str, int]]]
+
+#: The group tokens of a selection: ``all`` (the reference's 10) and ``msprobe`` (msprobe's 3).
+_GROUPS: dict[str, tuple[str, ...]] = {"all": DEFAULT_METRICS, "msprobe": MSPROBE_METRICS}
 
 
 def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
     """Turn an ``-alg`` style selection into canonical metric names.
 
-    ``spec`` is ``None`` or ``"all"`` (any case) for the 10 built-ins in order; or a string such
-    as ``"0,MaxAbsoluteError kl"`` (split on commas and whitespace); or an int; or a sequence of
-    such strings / ints. A token is an index ``0``-``9``, a metric name or an alias (see
-    :data:`ALIASES`; case-insensitive, ``_``/``-`` ignored), or ``all``. Names are de-duplicated
+    ``spec`` is ``None`` or ``"all"`` (any case) for the reference tool's 10 metrics in order
+    (:data:`DEFAULT_METRICS`); or a string such as ``"0,MaxAbsoluteError kl"`` (split on commas
+    and whitespace); or an int; or a sequence of such strings / ints. A token is an index (``0``-``9``
+    the reference's, ``10``-``12`` msprobe's), a metric name or an alias (see :data:`ALIASES`;
+    case-insensitive, ``_``/``-`` ignored), ``all``, or ``msprobe`` (:data:`MSPROBE_METRICS`). Names are de-duplicated
     keeping the order of first appearance (that order is the column order).
 
     Unlike the reference, which warns and drops unknown names, an unknown name raises
@@ -350,7 +427,7 @@ def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
     column. An empty selection raises too.
     """
     if spec is None:
-        return list(METRIC_NAMES)
+        return list(DEFAULT_METRICS)
     items: list[str | int]
     if isinstance(spec, (str, int)):
         items = [spec]
@@ -374,8 +451,8 @@ def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
         elif tok.isdigit():
             idx = int(tok)
             names = [METRIC_NAMES[idx]] if idx < len(METRIC_NAMES) else []
-        elif tok.lower() == "all":
-            names = list(METRIC_NAMES)
+        elif tok.lower() in _GROUPS:
+            names = list(_GROUPS[tok.lower()])
         else:
             canon = ALIASES.get(metric_key(tok))
             names = [canon] if canon else []
@@ -387,7 +464,7 @@ def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
     if unknown:
         valid = ", ".join(f"{m.index}={m.name} ({m.alias})" for m in METRICS.values())
         raise OptionError(
-            f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: all, {valid}"
+            f"unknown metric(s) {', '.join(map(repr, unknown))}; valid: all (the first {len(DEFAULT_METRICS)}), msprobe (the last {len(MSPROBE_METRICS)}), {valid}"
         )
     if not out:
         raise OptionError(f"no metric selected (give 'all', indexes 0-{len(METRIC_NAMES) - 1} or metric names)")
@@ -419,6 +496,10 @@ __all__ = [
     "AlgorithmSpec",
     "BOOL_CAPABLE",
     "COSINE",
+    "DEFAULT_METRICS",
+    "ERR_RATIO_1",
+    "ERR_RATIO_5",
+    "EUC",
     "KL",
     "MAX_ABS",
     "MAX_REL",
@@ -426,6 +507,7 @@ __all__ = [
     "MEAN_REL",
     "METRICS",
     "METRIC_NAMES",
+    "MSPROBE_METRICS",
     "Finish",
     "Metric",
     "Note",

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
 import numpy as np
 
 from . import _abi
-from ._abi import TILE, PairPass, SidePass
+from ._abi import FLAG_ERR, FLAG_ERR32, FLAG_KL, FLAG_REL, TILE, ErrMode, PairPass, SidePass
 from .buffers import raw, table, tile
 from .plans import BoundPlan, addr
 
@@ -46,9 +46,10 @@ class PairPasses(NamedTuple):
 
     left: Callable[[], SidePass]
     right: Callable[[], SidePass]
-    #: ``pair(prm, do_rel, do_kl)``: the cross terms, the relative errors when ``do_rel`` and the KL
-    #: terms when ``do_kl`` (normalised by ``prm``)
-    pair: Callable[[KLParams, bool, bool], PairPass]
+    #: ``pair(prm, do_rel, do_kl, err)``: the cross terms, the relative errors when ``do_rel``, the
+    #: KL terms when ``do_kl`` (normalised by ``prm``) and msprobe's terms unless ``err`` is
+    #: ``ErrMode.OFF``
+    pair: Callable[[KLParams, bool, bool, ErrMode], PairPass]
 
 
 def backend() -> Kernels:
@@ -109,13 +110,13 @@ def _native_passes(k: Kernels, xf: np.ndarray, yf: np.ndarray, plan: BoundPlan) 
         side_c(*call, *args, sc.xt_a, sc.side_a)
         return SidePass._make([v + 0.0 for v in sc.side_out.tolist()])
 
-    def pair(prm: KLParams, do_rel: bool, do_kl: bool) -> PairPass:
+    def pair(prm: KLParams, do_rel: bool, do_kl: bool, err: ErrMode) -> PairPass:
         sc.prm[0], sc.prm[1], sc.prm[2], sc.prm[3], sc.prm[4] = prm
         if xtable is not None:
             sc.xt[TILE:] = xtable
         if ytable is not None:
             sc.yt[TILE:] = ytable
-        flags = (1 if do_rel else 0) | (2 if do_kl else 0)
+        flags = (FLAG_REL if do_rel else 0) | (FLAG_KL if do_kl else 0) | err
         pair_c(*xcall, *ycall, *plan.pair_args, sc.prm_a, flags, sc.xt_a, sc.yt_a, sc.pair_a)
         return PairPass._make([v + 0.0 for v in sc.pair_out.tolist()])
 
@@ -131,10 +132,11 @@ def _numba_passes(k: Kernels, xf: np.ndarray, yf: np.ndarray, plan: BoundPlan) -
         with np.errstate(all="ignore"):
             return SidePass._make([float(v) + 0.0 for v in k.side(*raw(buf), *side_plan, tile(buf))])
 
-    def pair(prm: KLParams, do_rel: bool, do_kl: bool) -> PairPass:
+    def pair(prm: KLParams, do_rel: bool, do_kl: bool, err: ErrMode) -> PairPass:
+        do_err, err32 = (err & FLAG_ERR) != 0, (err & FLAG_ERR32) != 0
         with np.errstate(all="ignore"):
             return PairPass._make([float(v) + 0.0 for v in k.pair(*raw(xf), *raw(yf), *plan.plan.pair, prm, do_rel,
-                                                                  do_kl, tile(xf), tile(yf))])
+                                                                  do_kl, do_err, err32, tile(xf), tile(yf))])
 
     return PairPasses(left=lambda: side(xf, plan.plan.left), right=lambda: side(yf, plan.plan.right), pair=pair)
 

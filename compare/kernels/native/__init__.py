@@ -568,11 +568,11 @@ def _pair_caller(fn: Callable[..., None]) -> Callable[..., PairPass]:
 
     def pair(xb: np.ndarray, xcode: int, yb: np.ndarray, ycode: int, dims: np.ndarray, sx: np.ndarray,
              sy: np.ndarray, ox: np.ndarray, oy: np.ndarray, prm: tuple, do_rel: bool, do_kl: bool,
-             xt: np.ndarray, yt: np.ndarray) -> PairPass:
+             do_err: bool, err32: bool, xt: np.ndarray, yt: np.ndarray) -> PairPass:
         dims, sx, sy, ox, oy = _i64(dims), _i64(sx), _i64(sy), _i64(ox), _i64(oy)
         p = np.array(prm, dtype=np.float64)
         out = np.empty(PAIR_OUT, dtype=np.float64)
-        flags = (1 if do_rel else 0) | (2 if do_kl else 0)
+        flags = (1 if do_rel else 0) | (2 if do_kl else 0) | (4 if do_err else 0) | (8 if err32 else 0)
         fn(_ptr(xb), xcode, xb.shape[0], _ptr(yb), ycode, yb.shape[0], _ptr(dims), _ptr(sx), _ptr(sy), _ptr(ox),
            _ptr(oy), dims.shape[0], _ptr(p), flags, _ptr(xt), _ptr(yt), _ptr(out))
         return PairPass._make(out.tolist())

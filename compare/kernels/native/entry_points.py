@@ -38,7 +38,8 @@ _PTR = types.voidptr
 #: side(buf, code, nbytes, dims, strides, offsets, nboxes, tile, out[SIDE_OUT])
 SIDE_ARGS = (_PTR, _I64, _I64, _PTR, _PTR, _PTR, _I64, _PTR, _PTR)
 #: pair(xbuf, xcode, xbytes, ybuf, ycode, ybytes, dims, sx, sy, ox, oy, nboxes, prm[5], flags,
-#: xtile, ytile, out[PAIR_OUT]); flags: 1 = relative errors, 2 = KL
+#: xtile, ytile, out[PAIR_OUT]); flags (``_abi.FLAG_*``): 1 = relative errors, 2 = KL, 4 = msprobe's
+#: terms, 8 = those in float32
 PAIR_ARGS = (_PTR, _I64, _I64, _PTR, _I64, _I64, _PTR, _PTR, _PTR, _PTR, _PTR, _I64, _PTR, _I64, _PTR, _PTR, _PTR)
 
 _OPTIONS = dict(nopython=True, fastmath=set(FASTMATH), error_model="numpy")
@@ -76,6 +77,8 @@ def pair_entry(xbuf, xcode, xbytes, ybuf, ycode, ybytes, dims, sx, sy, ox, oy, n
         (p[0], p[1], p[2], p[3], p[4]),
         (flags & 1) != 0,
         (flags & 2) != 0,
+        (flags & 4) != 0,
+        (flags & 8) != 0,
         carray(xtile, (SCRATCH,), np.float64),
         carray(ytile, (SCRATCH,), np.float64),
     )

@@ -41,7 +41,7 @@ from compare.kernels import (
     passes,
     storage,
 )
-from compare.kernels._abi import PairPass, SidePass
+from compare.kernels._abi import ErrMode, PairPass, SidePass
 from compare.kernels.buffers import raw, tile
 from compare.records import TensorKind
 
@@ -85,7 +85,8 @@ def _same_bits(a: float, b: float) -> bool:
 
 
 def _passes_of(k: native.Kernels, xf: np.ndarray, yf: np.ndarray, plan: KernelPlan, n: int,
-               prm: tuple | None, do_rel: bool, do_kl: bool) -> tuple[tuple, tuple, tuple, tuple]:
+               prm: tuple | None, do_rel: bool, do_kl: bool, do_err: bool = False,
+               err32: bool = False) -> tuple[tuple, tuple, tuple, tuple]:
     """The three kernel calls of compare.kernels._compute with backend ``k``: (left side, right side,
     pair, prm). ``prm`` None derives the KL parameters from this backend's side passes (as _compute
     does); pass one to give two backends the very same parameters."""
@@ -100,7 +101,7 @@ def _passes_of(k: native.Kernels, xf: np.ndarray, yf: np.ndarray, plan: KernelPl
         prm = (cx, ix * kk, EPS32 * kk, cy, iy)
     finite = n == 0 or all(-math.inf < v < math.inf for v in (left[0], left[1], right[0], right[1]))
     pair = tuple(k.pair(*raw(xf), *raw(yf), *plan.pair, prm, do_rel, do_kl and finite and n > 0,
-                        tile(), tile()))
+                        do_err, err32, tile(), tile()))
     return left, right, pair, prm
 
 
@@ -124,10 +125,12 @@ def _assert_backends_agree(xf: np.ndarray, yf: np.ndarray, plan: KernelPlan | No
         side_scale = {"left": (0.0, 0.0, _finite_abs_sum(x64), 0.0, _finite_abs_sum(x64 * x64)),
                       "right": (0.0, 0.0, _finite_abs_sum(y64), 0.0, _finite_abs_sum(y64 * y64))}
         sxy_scale = _finite_abs_sum(x64 * y64)
-    for do_rel, do_kl in ((False, False), (True, False), (True, True)):
+    for do_rel, do_kl, do_err, err32 in ((False, False, False, False), (True, False, False, False),
+                                         (True, True, False, False), (False, False, True, False),
+                                         (True, True, True, True)):
         with np.errstate(all="ignore"):
-            ln, rn, pn, prm = _passes_of(nb, xf, yf, plan, n, None, do_rel, do_kl)
-            la, ra, pa, _ = _passes_of(nat, xf, yf, plan, n, prm, do_rel, do_kl)
+            ln, rn, pn, prm = _passes_of(nb, xf, yf, plan, n, None, do_rel, do_kl, do_err, err32)
+            la, ra, pa, _ = _passes_of(nat, xf, yf, plan, n, prm, do_rel, do_kl, do_err, err32)
         for label, got, want, scale in (("left", la, ln, side_scale["left"]),
                                         ("right", ra, rn, side_scale["right"])):
             assert len(got) == len(want) == len(SidePass._fields)
@@ -135,7 +138,12 @@ def _assert_backends_agree(xf: np.ndarray, yf: np.ndarray, plan: KernelPlan | No
             assert got[5:] == want[5:], (label, "NaN / inf / saturated counts", got, want)
             for i in (2, 3, 4):
                 assert _close(got[i], want[i], 1e-12, 1e-12 * scale[i]), (label, i, got[i], want[i])
-        assert len(pa) == len(pn) == 9
+        assert len(pa) == len(pn) == len(PairPass._fields) == 13
+        # msprobe's terms: counts exact, efin a sum of squares (0 without do_err)
+        assert pa[10:] == pn[10:], ("emis / w1 / w5", pa[10:], pn[10:])
+        assert _close(pa[9], pn[9], 1e-12, 1e-300), ("efin", pa[9], pn[9])
+        if not do_err:
+            assert pa[9:] == (0.0, 0.0, 0.0, 0.0)
         for i in (3, 5):  # max |x-y|, max r: order-independent
             assert _same_bits(pa[i], pn[i]), (i, pa[i], pn[i], do_rel, do_kl)
         assert _close(pa[0], pn[0], 1e-12, 1e-12 * sxy_scale), ("sxy", pa[0], pn[0])
@@ -267,10 +275,13 @@ def test_pass_results_read_by_name(backend: str) -> None:
     assert isinstance(left, SidePass) and isinstance(right, SidePass)
     assert (left.min, left.max, left.sum, left.ssq) == (-2.0, 4.0, 3.0, 21.0)
     assert left.m2 == pytest.approx(21.0 - 3.0)
-    pair = calls.pair((0.0, 1.0, EPS32, 0.0, 1.0), True, False)
+    pair = calls.pair((0.0, 1.0, EPS32, 0.0, 1.0), True, False, ErrMode.OFF)
     assert isinstance(pair, PairPass) and len(pair) == len(PairPass._fields)
     assert (pair.sxy, pair.sabs, pair.ssq, pair.maxabs) == (1.0 - 4.0 + 20.0, 5.0, 17.0, 4.0)
     assert pair.srel == pytest.approx(2.0 + 0.2) and pair.maxrel == 2.0
+    assert (pair.efin, pair.emis, pair.w1, pair.w5) == (0.0, 0.0, 0.0, 0.0)
+    pair = calls.pair((0.0, 1.0, EPS32, 0.0, 1.0), False, False, ErrMode.F64)
+    assert (pair.efin, pair.emis, pair.w1, pair.w5) == (17.0, 0.0, 1.0, 1.0)
 
 
 def test_enabled_follows_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -321,7 +332,7 @@ def test_build_failure_falls_back_to_numba(monkeypatch: pytest.MonkeyPatch, tmp_
     rng = np.random.default_rng(3)
     x = rng.standard_normal(5000).astype(np.float16)
     y = x.astype(np.float32) + 0.01 * rng.standard_normal(5000).astype(np.float32)
-    before = compare_arrays(x, y)
+    before = compare_arrays(x, y, metrics=list(METRIC_NAMES))
     calls: list[Path] = []
 
     def broken(index: Path, *args: object) -> None:
@@ -342,7 +353,7 @@ def test_build_failure_falls_back_to_numba(monkeypatch: pytest.MonkeyPatch, tmp_
     from compare.kernels import fused
 
     assert passes.backend().side is fused._side_boxes
-    after = compare_arrays(x, y)
+    after = compare_arrays(x, y, metrics=list(METRIC_NAMES))
     assert after.notes == before.notes and after.count == before.count
     for name in METRIC_NAMES:
         assert _close(after.values[name], before.values[name], 1e-12, 1e-15), name

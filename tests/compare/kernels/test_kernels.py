@@ -34,7 +34,7 @@ from compare.kernels import (
     is_scalar_like,
     resolve_algorithms,
 )
-from compare.kernels.metrics import PairTerms, selection
+from compare.kernels.metrics import DEFAULT_METRICS, MSPROBE_METRICS, PairTerms, selection
 from compare.testing.naive import TWINS, close, reference_metrics
 
 NAN, INF = math.nan, math.inf
@@ -181,7 +181,7 @@ MATRIX = [
 def _computed(case: str, dtype: str):
     x, y = make_case(case, dtype)
     scalar = is_scalar_like(x.shape)
-    return compare_arrays(x, y, scalar=scalar), reference_metrics(x, y, scalar=scalar)
+    return compare_arrays(x, y, metrics=list(METRIC_NAMES), scalar=scalar), reference_metrics(x, y, scalar=scalar)
 
 
 @pytest.mark.parametrize("metric", METRIC_NAMES)
@@ -210,7 +210,7 @@ def test_notes(case, dtype):
         assert Note.BOTH_ZERO in notes and got.values["CosineSimilarity"] == 1.0
     if dtype == "bool":
         assert got.std is None
-        assert all(v is None for k, v in got.values.items() if k not in ("CosineSimilarity", "RelativeEuclideanDistance"))
+        assert all(v is None for k, v in got.values.items() if k not in BOOL_CAPABLE)
         golden_has_true = bool(make_case(case, dtype)[1].any())
         assert got.values["RelativeEuclideanDistance"] == (None if golden_has_true else 0.0)
     assert Note.KL_GOLDEN_ZERO not in notes
@@ -250,7 +250,7 @@ def test_edge_table(label, x, y, expected, dtype):
     r = compare_arrays(np.array(x, dtype), np.array(y, dtype))
     assert cells(r) == expected
     want = reference_metrics(np.array(x, dtype), np.array(y, dtype), scalar=len(x) == 1)
-    for name in METRIC_NAMES:
+    for name in REFERENCE_NAMES:
         assert close(kernel_as_reference(r)[name], want[name]), name
 
 
@@ -268,7 +268,7 @@ def test_edge_table_bool_and_complex():
     r = compare_arrays(x, y)
     assert r.notes == {Note.BOOL_DATA}
     assert r.values["CosineSimilarity"] == pytest.approx(2 / 3)
-    assert [k for k, v in r.values.items() if v is not None] == ["CosineSimilarity"]
+    assert [k for k, v in r.values.items() if v is not None] == ["CosineSimilarity", *MSPROBE_METRICS]
     assert r.std is None
     # bool vs float: cast, every metric computed
     r = compare_arrays(x, y.astype(np.float32))
@@ -397,7 +397,7 @@ def test_mixed_dtypes(lt, rt):
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(1000) * 20).astype(lt)
     y = (rng.standard_normal(1000) * 20).astype(rt)
-    got = kernel_as_reference(compare_arrays(x, y, scalar=False))
+    got = kernel_as_reference(compare_arrays(x, y, metrics=list(METRIC_NAMES), scalar=False))
     want = reference_metrics(x, y)
     for name in METRIC_NAMES:
         assert close(got[name], want[name]), name
@@ -412,7 +412,7 @@ def test_layouts_and_views():
         (base[:, ::2], other[::2, :]),  # strided
         (base.astype(">f4"), other.astype(">f8")),  # big-endian
     ]:
-        got = kernel_as_reference(compare_arrays(x, y))
+        got = kernel_as_reference(compare_arrays(x, y, metrics=list(METRIC_NAMES)))
         want = reference_metrics(x, y)
         for name in METRIC_NAMES:
             assert close(got[name], want[name]), name
@@ -452,7 +452,7 @@ def pairs(draw):
 @given(pairs())
 def test_property_kernel_equals_twin(xy):
     x, y = xy
-    got = kernel_as_reference(compare_arrays(x, y, scalar=False))
+    got = kernel_as_reference(compare_arrays(x, y, metrics=list(METRIC_NAMES), scalar=False))
     want = reference_metrics(x, y, scalar=False)
     finite = np.abs(np.concatenate([x, y]).astype(np.float64))
     finite = finite[np.isfinite(finite)]
@@ -478,7 +478,10 @@ def test_metric_table():
     assert METRICS["CosineSimilarity"].higher_is_better is True
     assert METRICS["StandardDeviation"].higher_is_better is None
     assert METRICS["RootMeanSquareError"].higher_is_better is False
-    assert BOOL_CAPABLE == ("CosineSimilarity", "RelativeEuclideanDistance")
+    assert BOOL_CAPABLE == ("CosineSimilarity", "RelativeEuclideanDistance", "EucDist", "OneThousandthErrRatio",
+                            "FiveThousandthsErrRatio")
+    assert DEFAULT_METRICS == REFERENCE_NAMES and METRIC_NAMES == REFERENCE_NAMES + MSPROBE_METRICS
+    assert [METRICS[n].higher_is_better for n in MSPROBE_METRICS] == [False, True, True]
     assert EPS64 == np.finfo(np.float64).eps and EPS32 == np.finfo(np.float32).eps
 
 
@@ -490,16 +493,19 @@ def test_every_metric_has_a_twin():
 def test_selection_asks_the_pass_for_what_its_metrics_read():
     plain = selection(("CosineSimilarity", "MaxAbsoluteError"), False)
     assert list(plain.finish) == ["CosineSimilarity", "MaxAbsoluteError"]
-    assert (plain.rel, plain.kl, plain.std) == (False, False, False)
+    assert (plain.rel, plain.kl, plain.std, plain.err) == (False, False, False, False)
     rel = selection(("MeanRelativeError", "RootMeanSquareError"), False)
-    assert (rel.rel, rel.kl, rel.std) == (True, False, False)
+    assert (rel.rel, rel.kl, rel.std, rel.err) == (True, False, False, False)
     every = selection(tuple(METRIC_NAMES), False)
     assert list(every.finish) == list(METRIC_NAMES)
-    assert (every.rel, every.kl, every.std) == (True, True, True)
+    assert (every.rel, every.kl, every.std, every.err) == (True, True, True, True)
     # bool data: only the metrics computed on bool, in selection order; nothing else is asked for
     on_bool = selection(tuple(reversed(METRIC_NAMES)), True)
-    assert list(on_bool.finish) == ["RelativeEuclideanDistance", "CosineSimilarity"]
-    assert (on_bool.rel, on_bool.kl, on_bool.std) == (False, False, False)
+    assert list(on_bool.finish) == ["FiveThousandthsErrRatio", "OneThousandthErrRatio", "EucDist",
+                                    "RelativeEuclideanDistance", "CosineSimilarity"]
+    assert (on_bool.rel, on_bool.kl, on_bool.std, on_bool.err) == (False, False, False, True)
+    assert selection(("CosineSimilarity", "RelativeEuclideanDistance"), True).err is False
+    assert {n for n, m in METRICS.items() if PairTerms.ERR in m.terms} == set(MSPROBE_METRICS)
     assert METRICS["KullbackLeiblerDivergence"].terms == PairTerms.KL
     assert {n for n, m in METRICS.items() if PairTerms.REL in m.terms} == {
         "AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError"}
@@ -524,9 +530,14 @@ def test_each_metric_alone_equals_its_value_among_all(case, dtype):
 @pytest.mark.parametrize(
     "spec,expected",
     [
-        (None, list(METRIC_NAMES)),
-        ("all", list(METRIC_NAMES)),
-        ("ALL", list(METRIC_NAMES)),
+        (None, list(REFERENCE_NAMES)),
+        ("all", list(REFERENCE_NAMES)),
+        ("ALL", list(REFERENCE_NAMES)),
+        ("msprobe", ["EucDist", "OneThousandthErrRatio", "FiveThousandthsErrRatio"]),
+        ("all,msprobe", list(METRIC_NAMES)),
+        ("euc,12 ratio1", ["EucDist", "FiveThousandthsErrRatio", "OneThousandthErrRatio"]),
+        (["EucDist", "one_thousandth_err_ratio", "Five-Thousandths-Err-Ratio", "euclidean_distance",
+          "one_thousand_err_ratio"], ["EucDist", "OneThousandthErrRatio", "FiveThousandthsErrRatio"]),
         ("0", ["CosineSimilarity"]),
         (7, ["RootMeanSquareError"]),
         ("0,MaxAbsoluteError,kl", ["CosineSimilarity", "MaxAbsoluteError",
@@ -541,7 +552,7 @@ def test_each_metric_alone_equals_its_value_among_all(case, dtype):
          ["MeanRelativeError", "MeanAbsoluteError", "AccumulatedRelativeError",
           "MaxRelativeError", "RootMeanSquareError"]),
         ("3,all", ["RelativeEuclideanDistance"]
-         + [n for n in METRIC_NAMES if n != "RelativeEuclideanDistance"]),
+         + [n for n in REFERENCE_NAMES if n != "RelativeEuclideanDistance"]),
         ((np.int64(5),), ["StandardDeviation"]),
     ],
 )
