@@ -138,7 +138,9 @@ def compare(
                                          help="Result file (.csv, .txt, .parquet or .xlsx) or directory (-> result_{YYYYmmddHHMMSS}.csv)."),
     csv_flag: bool = typer.Option(False, "-csv", "--csv", help="Write CSV even when -o ends in .txt."),
     algorithm: str = typer.Option("all", "-alg", "--algorithm",
-                                  help="Metrics by index 0-9 or name, comma-separated, e.g. 0,1,KullbackLeiblerDivergence."),
+                                  help="Metrics by index (0-9 the reference's, 10-12 msprobe's), name or group (all: the "
+                                       "reference's 10; msprobe: EucDist and the two error ratios, added to all on "
+                                       "msprobe trees), comma-separated, e.g. 0,1,kl."),
     custom: Optional[Path] = typer.Option(None, "-custom", "--custom", "-c", "--custom_script_path",
                                           help="Plugin root holding format_convert/convert_{FROM}_to_{TO}.py."),
     dump_version: Optional[int] = typer.Option(None, "-v", "--dump-version", min=1, max=2,

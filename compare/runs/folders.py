@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from convert.layouts import PluginSet, load_plugins
@@ -11,10 +12,11 @@ from convert.remote import RemoteRoot, complete, is_url, open_root, outline
 from ..engine import EngineOptions
 from ..errors import OptionError
 from ..heap import frozen_heap
-from ..kernels import resolve_algorithms
+from ..kernels import MSPROBE_METRICS, resolve_algorithms
 from ..loaders import is_data_file_name
 from ..loaders.parts import model_folders
 from ..pairing.mapping_file import load_mapping
+from ..records import DumpLayout
 from ..reports.spool import PartSpool
 from ..request import CompareRequest
 from .distributed import ClusterSpec, compare_each_on_cluster, require_dask
@@ -128,10 +130,13 @@ def run_request(request: CompareRequest, *, extra_metrics: Sequence[str] = (), r
             _complete(left_remote, right_remote)  # one part: compared here
         elif outlined and plan is not None and plan.right_candidates is None:
             _complete(right_remote)  # a golden side without levels: read here, sent to the workers
+        if plan is not None:
+            metrics, options = _graded_metrics(request, metrics, options, [leaf.layout for leaf in plan.left_leaves])
         if plan is None:
             left_run, right_run, scenario, rule, pairing = load_and_pair(
                 left, right, fusion_rule, dump_version=dump_version, mapping=mapping, keep_raw_names=ffts, **rules,
                 **select)
+            metrics, options = _graded_metrics(request, metrics, options, (left_run.family, right_run.family))
             if ops is not None:
                 pairing, _ = select_pairs(pairing, rule, ops)
             result = compare_loaded(left_run, right_run, scenario, pairing, metrics, options,
@@ -153,6 +158,18 @@ def run_request(request: CompareRequest, *, extra_metrics: Sequence[str] = (), r
             result.notes.insert(0, f"{side}: {remote.url} read through its local copy {remote.local} "
                                    f"({len(remote.files)} file(s))")
     return result
+
+
+def _graded_metrics(request: CompareRequest, metrics: list[str], options: EngineOptions,
+                    layouts: Iterable[DumpLayout]) -> tuple[list[str], EngineOptions]:
+    """msprobe's own metrics (:data:`~compare.kernels.MSPROBE_METRICS`: EucDist and the two error
+    ratios) join the default selection when a run is graded msprobe's way
+    (:attr:`~compare.records.DumpLayout.graded`): its tables have msprobe's columns. Only for the
+    default selection (no ``-alg``, or ``-alg all``): never when ``-alg`` names other metrics."""
+    if request.algorithms not in (None, "all") or not any(layout.graded for layout in layouts):
+        return metrics, options
+    metrics = metrics + [name for name in MSPROBE_METRICS if name not in metrics]
+    return metrics, replace(options, algorithms=metrics)
 
 
 def _listed(path: PathLike) -> RemoteRoot | None:
