@@ -87,20 +87,10 @@ from ..records import Argument, DumpLayout, OpDump, Run, RunKind, TensorKind, Te
 from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
 from .msprobe_graph import read_msprobe_graph, read_stacks
-from .msprobe_json import _is_tensor, _named_leaves, read_dump_json
+from .msprobe_json import SECTIONS, _is_tensor, named_leaves, read_dump_json
 from .reader import OpenRequest, RecordedGraph, TreeReader
 from .selection import Candidate, Selection
 
-#: Sections of a forward/backward entry -> the kind of their tensors (in this order).
-_SECTIONS: tuple[tuple[str, TensorKind], ...] = (
-    ("input_args", TensorKind.INPUT),
-    ("input_kwargs", TensorKind.INPUT),
-    ("input", TensorKind.INPUT),
-    ("grad_input", TensorKind.INPUT),
-    ("parameters", TensorKind.INPUT),
-    ("output", TensorKind.OUTPUT),
-    ("grad_output", TensorKind.OUTPUT),
-)
 #: Recorded statistic -> vcompare's statistic name (:data:`compare.loaders.stats_csv.STAT_COLUMNS`).
 _STATS = {"Max": "max", "Min": "min", "Mean": "avg", "Norm": "l2norm", "md5": "checksum"}
 _FORMAT = "ND"
@@ -307,8 +297,8 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
     if parsed is not None and parsed.direction == "parameters_grad":
         sections = [(key, TensorKind.OUTPUT, value) for key, value in entry.items()]
     else:
-        sections = [(key, kind, entry[key]) for key, kind in _SECTIONS if key in entry]
-        unknown.update(key for key in entry if key not in dict(_SECTIONS))
+        sections = [(key, kind, entry[key]) for key, kind in SECTIONS if key in entry]
+        unknown.update(key for key in entry if key not in dict(SECTIONS))
     refs: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
     counters = {TensorKind.INPUT: 0, TensorKind.OUTPUT: 0}
     problems: list[str] = []
@@ -319,7 +309,7 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
             problems.append(f"section {key!r} is a JSON {type(section).__name__}, not a list or object")
             continue
         try:
-            leaves = list(_named_leaves(section))
+            leaves = list(named_leaves(section))
         except ValueError as exc:
             problems.append(f"section {key!r}: {exc}")
             continue
@@ -480,7 +470,7 @@ class MsprobeReader(TreeReader):
 
     def is_run_file(self, path: Path) -> bool:
         """msprobe's ``dump.json`` is its run (``-l A/dump.json -r B/dump.json``: two runs)."""
-        return path.name == "dump.json"
+        return path.name == DUMP_JSON
 
     def graph(self, run: Run, ops: Collection[str], notes: list[str]) -> RecordedGraph | None:
         """The call graph of an msprobe run's dump folder (:func:`compare.loaders.msprobe_graph.read_msprobe_graph`);

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DumpFormatError
+from ..records import TensorKind
 
 #: ``dump.json`` files larger than this are refused (a network of 10^5 calls is ~100 MB).
 MAX_JSON_BYTES = 2 << 30
@@ -94,6 +95,20 @@ def _long_integer(text: str, exc: ValueError) -> str:
             "digits Python reads into an integer (no msprobe field holds one)")
 
 
+#: Sections of a forward/backward entry -> the kind of their tensors, in the order their items are
+#: numbered (the reader, :mod:`compare.loaders.msprobe`, and the data mapping,
+#: :mod:`compare.pairing.msprobe_names`, number them alike).
+SECTIONS: tuple[tuple[str, TensorKind], ...] = (
+    ("input_args", TensorKind.INPUT),
+    ("input_kwargs", TensorKind.INPUT),
+    ("input", TensorKind.INPUT),
+    ("grad_input", TensorKind.INPUT),
+    ("parameters", TensorKind.INPUT),
+    ("output", TensorKind.OUTPUT),
+    ("grad_output", TensorKind.OUTPUT),
+)
+
+
 def _is_leaf(item: object) -> bool:
     return item is None or (isinstance(item, dict) and ("type" in item or "dtype" in item))
 
@@ -114,7 +129,7 @@ def _leaves(section: object, depth: int = 0) -> Iterator[object]:
         yield section  # a bare value (not written by msprobe): a leaf that is no tensor
 
 
-def _named_leaves(section: object, path: tuple[str | int, ...] = (), depth: int = 0
+def named_leaves(section: object, path: tuple[str | int, ...] = (), depth: int = 0
                   ) -> Iterator[tuple[tuple[str | int, ...], object]]:
     """The leaves of a section with their places (list positions, object keys; outermost first),
     in :func:`_leaves` order. A section that is itself a leaf is at place ``(0,)``."""
@@ -124,10 +139,10 @@ def _named_leaves(section: object, path: tuple[str | int, ...] = (), depth: int 
         yield (path or (0,)), section
     elif isinstance(section, list):
         for position, item in enumerate(section):
-            yield from _named_leaves(item, (*path, position), depth + 1)
+            yield from named_leaves(item, (*path, position), depth + 1)
     else:
         for key, item in section.items():
-            yield from _named_leaves(item, (*path, str(key)), depth + 1)
+            yield from named_leaves(item, (*path, str(key)), depth + 1)
 
 
 def _is_tensor(item: object) -> bool:
@@ -141,4 +156,4 @@ def _is_tensor(item: object) -> bool:
     return "dtype" in item and "shape" in item
 
 
-__all__ = ["MAX_JSON_BYTES", "DumpJson", "read_dump_json"]
+__all__ = ["MAX_JSON_BYTES", "SECTIONS", "DumpJson", "named_leaves", "read_dump_json"]

@@ -18,19 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import OptionError
-from ..loaders.msprobe_json import read_dump_json
+from ..loaders.msprobe_folders import DUMP_JSON
+from ..loaders.msprobe_json import SECTIONS, named_leaves, read_dump_json
 from ..records import TensorKind
 
-#: ``dump.json`` sections in the reader's order: key, kind, and the word a data name uses for it.
-SECTIONS: tuple[tuple[str, TensorKind, str], ...] = (
-    ("input_args", TensorKind.INPUT, "input"),
-    ("input_kwargs", TensorKind.INPUT, "input"),
-    ("input", TensorKind.INPUT, "input"),
-    ("grad_input", TensorKind.INPUT, "input"),
-    ("parameters", TensorKind.INPUT, "parameters"),
-    ("output", TensorKind.OUTPUT, "output"),
-    ("grad_output", TensorKind.OUTPUT, "output"),
-)
+
+def _word(key: str, kind: TensorKind) -> str:
+    """The word a data name uses for the items of a ``dump.json`` section (module doc)."""
+    return "parameters" if key == "parameters" else kind.value
 
 _DATA_RE = re.compile(r"(?P<call>.+?\.(?:\d+\.(?:forward|backward)|(?:forward|backward)\.\d+))"
                       r"\.(?P<arg>(?:input|output|parameters)\..+)")
@@ -58,21 +53,10 @@ def split_data_name(name: str) -> DataName:
     raise OptionError(f"{name!r} is not an msprobe data name ('{{call}}.{{input|output|parameters}}.{{N or name}}')")
 
 
-def _is_leaf(item: object) -> bool:
-    return item is None or (isinstance(item, dict) and ("type" in item or "dtype" in item))
-
-
-def _walk(section: object, path: str, out: list[str], depth: int = 0) -> None:
-    if depth > 64:
-        return
-    if _is_leaf(section) or not isinstance(section, (list, dict)):
-        out.append(path)
-    elif isinstance(section, list):
-        for i, item in enumerate(section):
-            _walk(item, f"{path}.{i}", out, depth + 1)
-    else:
-        for key, item in section.items():
-            _walk(item, f"{path}.{key}", out, depth + 1)
+def _paths(prefix: str, section: object) -> list[str]:
+    """``prefix.{place}`` of each leaf of a section, in the reader's order
+    (:func:`compare.loaders.msprobe_json.named_leaves`, as the reader numbers items)."""
+    return [".".join((prefix, *(str(p) for p in place))) for place, _ in named_leaves(section)]
 
 
 def argument_indexes(call: str, entry: object) -> dict[str, tuple[TensorKind, int]]:
@@ -81,28 +65,21 @@ def argument_indexes(call: str, entry: object) -> dict[str, tuple[TensorKind, in
     if not isinstance(entry, dict):
         return out
     counters = {TensorKind.INPUT: 0, TensorKind.OUTPUT: 0}
-    if ".parameters_grad" in call:
-        for key, value in entry.items():
-            paths: list[str] = []
-            _walk(value, str(key), paths)
-            for number, path in enumerate(paths):
-                out.setdefault(str(key) if number == 0 else path, (TensorKind.OUTPUT, counters[TensorKind.OUTPUT]))
-                counters[TensorKind.OUTPUT] += 1
-        return out
-    for key, kind, word in SECTIONS:
-        if key not in entry:
-            continue
-        section = entry[key]
-        paths = []
-        if isinstance(section, list):
-            for i, item in enumerate(section):
-                _walk(item, f"{word}.{i}", paths)
-        elif isinstance(section, dict):
-            for name, item in section.items():
-                _walk(item, f"{word}.{name}", paths)
-        for path in paths:
-            out[path] = (kind, counters[kind])
-            counters[kind] += 1
+    try:
+        if ".parameters_grad" in call:
+            for key, value in entry.items():
+                for number, path in enumerate(_paths(str(key), value)):
+                    out.setdefault(str(key) if number == 0 else path, (TensorKind.OUTPUT, counters[TensorKind.OUTPUT]))
+                    counters[TensorKind.OUTPUT] += 1
+            return out
+        for key, kind in SECTIONS:
+            if key not in entry:
+                continue
+            for path in _paths(_word(key, kind), entry[key]):
+                out[path] = (kind, counters[kind])
+                counters[kind] += 1
+    except ValueError:  # nested more than 64 levels: the reader refused the entry too; nothing to name
+        return {}
     return out
 
 
@@ -116,8 +93,8 @@ class ArgumentIndex:
     def lookup(self, call: str, argument: str) -> tuple[TensorKind, int] | None:
         """(kind, index) of ``argument`` of ``call``; None when the call or the argument is not there."""
         if self._data is None:
-            self._data = read_dump_json(self.folder / "dump.json").data
+            self._data = read_dump_json(self.folder / DUMP_JSON).data
         return argument_indexes(call, self._data.get(call)).get(argument)
 
 
-__all__ = ["SECTIONS", "ArgumentIndex", "DataName", "argument_indexes", "split_data_name"]
+__all__ = ["ArgumentIndex", "DataName", "argument_indexes", "split_data_name"]
