@@ -12,6 +12,7 @@ module depends on another; the records of one room live in that room (``diverge/
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -250,6 +251,39 @@ def part_name(rank: int | None, graph: int | None, iteration: int | None) -> str
     ``graph`` is given only when graphs are compared in turn."""
     where = f"graph {graph} " if graph is not None else ""
     return (f"rank {rank} " if rank is not None else "") + f"{where}iteration {iteration}"
+
+
+@dataclass(frozen=True)
+class PartNote:
+    """One note of one part of a compare-each-in-turn run, as the terminal groups them.
+
+    ``text``: the note in full, as the JSON result keeps it and ``--verbose`` prints it
+    (``[rank 0 iteration 1] left: ...``); ``part``: the part's name (:func:`part_name`); ``kind``:
+    the note without its part: its prefix dropped and every number read as ``#`` (the part's
+    folder path, rank, iteration and counts), so that the same note of 24 parts is one kind and
+    one line (:meth:`of`).
+
+    The notes themselves are plain text made in some 130 places of the loaders, the pairing and
+    the runs (a run's and a pairing's ``notes`` lists, which the JSON result writes verbatim): the
+    part is known, and attached, only where the merge of the parts takes them, which is where
+    this record is made.
+    """
+
+    kind: str
+    part: str
+    text: str
+
+    @classmethod
+    def of(cls, part: str, text: str) -> PartNote:
+        """The note ``text`` of the part named ``part`` (``text`` starts with ``[part] `` as the
+        merge writes it; the kind is the rest with its numbers abstracted)."""
+        body = text.removeprefix(f"[{part}] ")
+        return cls(re.sub(r"\d+", "#", body), part, text)
+
+    @property
+    def body(self) -> str:
+        """The note without its ``[part] `` prefix."""
+        return self.text.removeprefix(f"[{self.part}] ")
 
 
 @dataclass(frozen=True)

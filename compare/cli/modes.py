@@ -39,7 +39,7 @@ from ..runs.outputs import OutputKind, OutputPlan, WriteOptions
 from ..runs.single_op import operator_request
 from ..verdict.policy_file import starter_policy
 from .echo import err
-from .output import ProgressBar, check_readable, failure_text, finish, outcome_line
+from .output import ProgressBar, check_readable, failure_text, finish, note_lines, outcome_line
 from .startup import start_up_done
 from .two_files import run_two_files
 
@@ -277,7 +277,8 @@ def _network(request: CompareRequest, policy: "Policy | None", *, layout: Layout
             err(f"cleaned up {len(sweep.removed) + len(sweep.completed)} leftover temporary file(s) or folder(s) of "
                 f"killed runs from {folder}")
     if not o.quiet:
-        for note in result.notes + overflow_notes:
+        part_notes = network.part_notes if network is not None else []
+        for note in note_lines(result.notes + overflow_notes, part_notes, verbose=o.verbose):
             err(note)
     elif network is not None and network.same_data is not None:
         err(f"warning: {network.same_data}")

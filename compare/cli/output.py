@@ -5,6 +5,7 @@ written (:func:`finish`). The output files are planned, checked and written by t
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from convert.signals import check_interrupted
 
 from ..errors import CompareError, OutputError
 from ..kernels import METRICS
-from ..records import PairStatus
+from ..records import PairStatus, PartNote
 from ..verdict.policy import gated_metrics
 from .echo import err
 
@@ -36,6 +37,64 @@ SUMMARY_WORST = 3
 
 
 SUMMARY_METRICS = 3
+
+
+#: Parts named in a grouped note line (:func:`note_lines`) before "... ; --verbose lists all".
+NOTE_PARTS_SHOWN = 3
+
+
+def note_lines(notes: Sequence[str], part_notes: Sequence[PartNote], *, verbose: bool = False) -> list[str]:
+    """The notes of a run as the terminal prints them: every note (``verbose``), or each kind of
+    the parts' notes (:class:`~compare.records.PartNote`) once, where its first note stands, with
+    the number of parts and the first few (:func:`grouped_note`). Notes of the run as a whole, and
+    a kind only one part has, are printed as they are."""
+    if verbose or not part_notes:
+        return list(notes)
+    kinds: dict[str, list[PartNote]] = {}
+    of_text: dict[str, PartNote] = {}
+    for note in part_notes:
+        kinds.setdefault(note.kind, []).append(note)
+        of_text[note.text] = note
+    lines: list[str] = []
+    printed: set[str] = set()
+    for text in notes:
+        note = of_text.get(text)
+        if note is None:
+            lines.append(text)
+        elif note.kind not in printed:
+            printed.add(note.kind)
+            lines.append(grouped_note(kinds[note.kind]))
+    return lines
+
+
+def grouped_note(members: Sequence[PartNote]) -> str:
+    """One line for the notes of one kind: the note itself when one part has it, else its text
+    with ``...`` where the parts differ (a folder path, a count), then ``-- N parts (first
+    NOTE_PARTS_SHOWN parts, ... ; --verbose lists all)``."""
+    if len(members) == 1:
+        return members[0].text
+    parts = list(dict.fromkeys(note.part for note in members))
+    named = ", ".join(parts[:NOTE_PARTS_SHOWN])
+    if len(parts) > NOTE_PARTS_SHOWN:
+        named += ", ... ; --verbose lists all"
+    count = f"{len(parts)} parts" if len(parts) == len(members) else f"{len(members)} notes in {len(parts)} part(s)"
+    return f"{_common_text([note.body for note in members])} -- {count} ({named})"
+
+
+def _common_text(bodies: Sequence[str]) -> str:
+    """The text the notes ``bodies`` (one kind: the same words but for their numbers) share, with
+    ``...`` for a path that differs between them and for a number that differs elsewhere."""
+    columns = zip(*(re.split(r"(\s+)", body) for body in bodies))
+    return "".join(_common_word(list(words)) for words in columns)
+
+
+def _common_word(words: list[str]) -> str:
+    if all(word == words[0] for word in words):
+        return words[0]
+    if "/" in words[0] or os.sep in words[0]:
+        return "..."
+    pieces = zip(*(re.split(r"(\d+)", word) for word in words))
+    return "".join(piece[0] if all(p == piece[0] for p in piece) else "..." for piece in pieces)
 
 
 def count_line(summary: dict[str, int], expected: int) -> str:
@@ -201,5 +260,5 @@ def check_readable(path: Path, flag: str) -> None:
         raise CompareError(f"{flag} {path}: permission denied")
 
 
-__all__ = ["ProgressBar", "check_readable", "count_line", "failure_text", "finish", "outcome_line", "summary_lines",
-           "worst_lines"]
+__all__ = ["ProgressBar", "check_readable", "count_line", "failure_text", "finish", "grouped_note", "note_lines",
+           "outcome_line", "summary_lines", "worst_lines"]

@@ -294,7 +294,8 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
             golden.get()
         except CompareError as exc:  # every part would say so: no cluster needed to find out
             reason = str(exc)
-            return merge_parts(plan, job.metrics, (_not_compared(job, i, reason) for i in range(len(plan.left_leaves))))
+            return merge_parts(plan, job.metrics, (_not_compared(job, i, reason) for i in range(len(plan.left_leaves))),
+                               where="on the cluster")
     rule = job.fusion_rule
     if rule is not None and not isinstance(rule, FusionRule):
         try:
@@ -322,7 +323,8 @@ def compare_each_on_cluster(job: EachJob, spec: ClusterSpec, *, custom_dir: Path
                         right_only_outcomes(plan, job.metrics))
         if spool is not None:
             arrived = _spooled(arrived, spool, job.metrics)
-        return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves) + len(plan.right_only)))
+        return merge_parts(plan, job.metrics, _in_order(arrived, len(plan.left_leaves) + len(plan.right_only)),
+                           where=f"on {workers} worker(s) of {spec.describe()}")
 
 
 def _wait_for_workers(client: object, spec: ClusterSpec) -> int:

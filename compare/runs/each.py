@@ -22,7 +22,7 @@ from ..loaders.parts import (
     selected_part,
 )
 from ..loaders.selection import Candidate, Selection, parse_spec
-from ..records import MetricRow, PartReport, PartStatus, RowKind, Run, SkippedFile, part_name
+from ..records import MetricRow, PartNote, PartReport, PartStatus, RowKind, Run, SkippedFile, part_name
 from ..stats import StatsResult, ordered_stats, stats_row
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
 from .network import NetworkResult, SameDataError, compare_loaded, report_runs
@@ -264,12 +264,15 @@ def compare_each(plan: EachPlan, fusion_rule: RuleArg | None, rules: dict, mappi
     return merge_parts(plan, metrics, chain(compared, right_only_outcomes(plan, metrics)))
 
 
-def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutcome]) -> NetworkResult:
+def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutcome], *,
+                where: str = "in turn") -> NetworkResult:
     """The parts' outcomes, taken in plan order, as one result (the rows of each part after the
-    previous part's; the notes of each run once, see :func:`report_runs`). The result does not
-    depend on where or in which order the parts were compared: an in-turn run and a cluster run
-    give the same rows and notes. Raises :class:`SameDataError` at a refused part, and
-    :class:`PairingError` when no part could be compared.
+    previous part's; the notes of each run once, see :func:`report_runs`; each part's notes also
+    as :class:`PartNote` records, which the terminal groups by kind). The result does not depend
+    on where or in which order the parts were compared: an in-turn run and a cluster run give the
+    same rows and notes but for the first, which says where they were compared (``where``: ``in
+    turn``, ``on 4 workers``, ``on the cluster``). Raises :class:`SameDataError` at a refused part,
+    and :class:`PairingError` when no part could be compared.
 
     Policy for a part missing from the comparison (not compared: unreadable, no counterpart on
     the other side, nothing paired ...; or lost on a cluster): it is never dropped. It has a note,
@@ -287,14 +290,18 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     skipped: list[SkippedFile] = list(plan.walked)
     reports: list[PartReport] = []
     reported: list[Run] = []
+    part_notes: list[PartNote] = []
     last: NetworkResult | None = None
     for outcome in outcomes:
         if outcome.refused is not None:
             raise SameDataError(outcome.refused)
-        reports.append(outcome.report())
+        report = outcome.report()
+        reports.append(report)
         part = outcome.result
         if part is None:
-            notes.append(f"{outcome.prefix}not compared: {outcome.error}")
+            missed = f"{outcome.prefix}not compared: {outcome.error}"
+            notes.append(missed)
+            part_notes.append(PartNote.of(report.name, missed))
             rows.extend(outcome.rows)
             continue
         run_notes, run_skipped = report_runs(part.left, part.right, outcome.prefix, reported)
@@ -303,6 +310,7 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
             stats_rows.extend(part.stats.rows)
             stat_names.extend(n for n in part.stats.stats if n not in stat_names)
         notes.extend(run_notes + part.notes)
+        part_notes.extend(PartNote.of(report.name, note) for note in run_notes + part.notes)
         skipped.extend(run_skipped + part.skipped)
         parts.append((outcome.rank, outcome.iteration))
         part_lefts.append(part.left)
@@ -318,10 +326,10 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
                             ordered_stats(stat_names))
         metrics = stats.metrics
     if plan.by_graph:
-        headline = (f"compared {len(parts)} (rank, graph, iteration) part(s) in turn: "
+        headline = (f"compared {len(parts)} (rank, graph, iteration) part(s) {where}: "
                     + ", ".join(part_name(r, g, i) for (r, i), g in zip(parts, part_graphs)))
     else:
-        headline = (f"compared {len(parts)} (rank, iteration) part(s) in turn: "
+        headline = (f"compared {len(parts)} (rank, iteration) part(s) {where}: "
                     + ", ".join(part_name(r, None, i) for r, i in parts))
     missing = [report.name for report in reports if report.missing]
     if missing:
@@ -330,7 +338,7 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     return NetworkResult(rows=rows, metrics=metrics, left=last.left, right=last.right, pairing=last.pairing,
                          notes=notes, scenario=last.scenario, stats=stats, parts=parts, part_graphs=part_graphs,
                          same_data=last.same_data, rule=last.rule, part_lefts=part_lefts, skipped=skipped,
-                         part_reports=reports)
+                         part_reports=reports, part_notes=part_notes)
 
 
 def _part_options(options: EngineOptions, counted: list[int], pairs: int) -> EngineOptions:

@@ -20,6 +20,7 @@ from ..records import (
     Pairing,
     PairingMode,
     PairStatus,
+    PartNote,
     PartReport,
     Run,
     RunKind,
@@ -82,6 +83,10 @@ class NetworkResult:
     #: Every part of a compare-each-in-turn run, in plan order (failed ones too): status, seconds,
     #: worker (empty for a single comparison).
     part_reports: list[PartReport] = field(default_factory=list)
+    #: The notes of the parts of a compare-each-in-turn run (each of them also in ``notes``, in
+    #: full), with their part and kind: the terminal prints one line per kind (empty for a single
+    #: comparison).
+    part_notes: list[PartNote] = field(default_factory=list)
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
