@@ -46,6 +46,17 @@ class GraphSource(Label):
     MSPROBE_CALLS = "msprobe dump.json"
     DUMP_ORDER = "dump order"  # the rows' order (dump timestamps): order only
 
+    @property
+    def order(self) -> str:
+        """The order the operators are numbered in, as a message names it (``operator 5 in
+        execution order``; the value itself is the JSON ``graph_source``)."""
+        return _ORDERS[self]
+
+
+_ORDERS = {GraphSource.FUSION_RULE: "fusion rule order", GraphSource.MINDSPORE_IR: "mindspore ir order",
+           GraphSource.EXECUTION_ORDER: "execution order", GraphSource.MSPROBE_CALLS: "msprobe dump.json order",
+           GraphSource.DUMP_ORDER: "dump order"}
+
 
 @dataclass(frozen=True)
 class SourceLine:

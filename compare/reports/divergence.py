@@ -64,7 +64,7 @@ def divergence_lines(localisation: Localisation | None) -> list[str]:
         kind = "wrong itself (origin)" if first.verdict is Verdict.ORIGIN else "its data input differs (input-differs)"
         op_type = f" [{first.op_type}]" if first.op_type else ""
         lines.append(f"first divergence: {first.op}{op_type}{_where(first)}, operator {first.position} in "
-                     f"{localisation.graph.source} order: {kind}")
+                     f"{localisation.graph.source.order}: {kind}")
         worst = next((c for c in first.outputs if c.passed is False), None)
         if worst is not None:
             lines.append(f"  output {worst.tensor_id}: {_failed_text(worst)}")

@@ -178,8 +178,8 @@ def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None
     """The statistics branch of :func:`compare_loaded`: every pair compared by its statistics
     (:func:`compare.stats.compare_stats`), the rows as MetricRows, graded when ``graded`` (msprobe runs)."""
     stats = compare_stats(pairing.pairs)
-    which = " and ".join(stats_sides)
-    notes.append(f"{prefix}statistics comparison: the {which} side holds tensors with statistics and no tensor "
+    which = "both sides hold" if len(stats_sides) == 2 else f"the {stats_sides[0]} side holds"
+    notes.append(f"{prefix}statistics comparison: {which} tensors with statistics and no tensor "
                  "data, so every pair is compared by its statistics (computed from the data where a side has it)")
     rows = stats.metric_rows()
     if msprobe_sides(left_run, right_run):

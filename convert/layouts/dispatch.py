@@ -28,7 +28,7 @@ from .formats import PLAIN_4D
 from .fractal import check_nz_target
 from .plugins import PluginConverter
 from .registry import LAYOUTS, Converter
-from .shapes import LayoutError, LayoutWarning, as_shape, format_key, reshape_checked, shape_text
+from .shapes import LayoutError, LayoutWarning, as_shape, format_key, format_spelling, reshape_checked, shape_text
 
 
 # duplicates: the format lookup resembles lazy.py's: dispatch converts arrays, lazy plans views; both read the
@@ -43,10 +43,12 @@ def _find_converter(
 
 
 def _missing(src: str, dst: str, plugins: Mapping[tuple[str, str], Converter] | None) -> LayoutError:
-    from_src = [f"{a}->{b}" for a, b in LAYOUTS if a == src]
-    built_in = ", ".join(from_src) if from_src else f"none from {src}"
-    custom = ", ".join(f"{format_key(a)}->{format_key(b)}" for a, b in (plugins or {})) or "none"
-    return LayoutError(f"no conversion from {src} to {dst} (built-ins: {built_in}; custom: {custom})")
+    """The error for ``src`` -> ``dst`` (keys) without a converter, the formats spelled as dumps write them."""
+    from_src = [f"{format_spelling(a)}->{format_spelling(b)}" for a, b in LAYOUTS if a == src]
+    built_in = ", ".join(from_src) if from_src else f"none from {format_spelling(src)}"
+    custom = ", ".join(f"{format_spelling(a)}->{format_spelling(b)}" for a, b in (plugins or {})) or "none"
+    return LayoutError(f"no conversion from {format_spelling(src)} to {format_spelling(dst)} "
+                       f"(built-ins: {built_in}; custom: {custom})")
 
 
 def convert_layout(

@@ -60,7 +60,7 @@ from ..signals import Interrupted
 from ..textcells import encodable, escape_line_breaks
 from ..trust import owner_problem, writable_problem
 from .registry import LAYOUTS
-from .shapes import LayoutError, format_key, shape_text
+from .shapes import LayoutError, format_key, format_spelling, shape_text
 
 #: Largest plugin file accepted, in bytes.
 MAX_PLUGIN_BYTES = 1 << 20
@@ -106,7 +106,7 @@ class PluginConverter:
         except _STOPS:
             raise
         except BaseException as exc:  # noqa: BLE001 - user code: every failure, sys.exit() too, is this pair's
-            raise LayoutError(f"{what} failed on {format_key(self.src)}->{format_key(self.dst)} "
+            raise LayoutError(f"{what} failed on {format_spelling(self.src)}->{format_spelling(self.dst)} "
                               f"{shape_text(shape_from)}->{shape_text(shape_to)}: {_failure(exc)}") from exc
         if not isinstance(out, np.ndarray):
             raise LayoutError(f"{what} returned {type(out).__name__}, not a numpy array")
@@ -143,8 +143,8 @@ class PluginSet(dict):
                     if self.ignored else "")]
         for plugin in loaded:
             replaces = ", replaces the built-in converter" if plugin.replaces_built_in else ""
-            lines.append(f"-custom: {plugin.path.name} loaded: {format_key(plugin.src)} -> "
-                         f"{format_key(plugin.dst)}{replaces}")
+            lines.append(f"-custom: {plugin.path.name} loaded: {format_spelling(plugin.src)} -> "
+                         f"{format_spelling(plugin.dst)}{replaces}")
         for name, why in self.ignored[:MAX_NOTED]:  # a file name may hold anything: one note, one line
             lines.append(f"-custom: {encodable(escape_line_breaks(name))} ignored: {why}")
         if len(self.ignored) > MAX_NOTED:

@@ -40,7 +40,7 @@ import numpy as np
 from .dispatch import convert_layout
 from .formats import AXIS_FORMATS, PLAIN_AXES
 from .registry import Converter
-from .shapes import LayoutError, Shape, as_shape, format_key, is_known_format, is_scalar_like, shape_text
+from .shapes import LayoutError, Shape, as_shape, format_key, format_spelling, is_known_format, is_scalar_like, shape_text
 
 #: Left formats whose single-op destination is NCDHW.
 _DEPTH_FORMATS = frozenset({"NDHWC", "NCDHW", "DHWCN", "NDC1HWC0"})
@@ -277,7 +277,7 @@ def apply_decision(decision: LayoutDecision, x, y, *, plugins, detail: bool, con
     route = decision.detail if detail else decision.network
     scalar = is_scalar_like(s_left)
     if not route.converted:
-        why = "scalar-like shape" if scalar else f"{left_fmt or 'unformatted'} data, ND destination"
+        why = "scalar-like shape" if scalar else f"{format_spelling(left_fmt) or 'unformatted'} data, ND destination"
         how = f"unconverted ({why})"
         a = x.reshape(-1)
         g = y.reshape(-1)

@@ -64,6 +64,19 @@ def format_key(fmt: object) -> str:
     return key
 
 
+def format_spelling(fmt: object) -> str:
+    """A format's name for a message, as devices and the manuals write it: the dump format's own
+    name when :func:`format_key` names one (``C1HWNCoC0``, which the key upper-cases), else the
+    key. Lookups compare keys; only messages spell."""
+    key = format_key(fmt)
+    return _spellings().get(key, key)
+
+
+@lru_cache(maxsize=1)
+def _spellings() -> dict[str, str]:
+    return {name.upper(): name for name in Format.__members__}
+
+
 @lru_cache(maxsize=1)
 def _known_formats() -> frozenset[str]:
     return frozenset(name.upper() for name in Format.__members__)
