@@ -8,6 +8,7 @@ exactly), as the gate messages are.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -108,9 +109,7 @@ def explain_lines(op: str, chain: Sequence[OpVerdict], localisation: Localisatio
              + ("the origin" if chain[-1].verdict in (Verdict.ORIGIN, Verdict.INPUT_DIFFERS) else "the last judged one")]
     for step, verdict in enumerate(chain):
         op_type = f" [{verdict.op_type}]" if verdict.op_type else ""
-        lines.append(f"{step + 1}. {verdict.op}{op_type}{_where(verdict)}: {verdict.verdict}, output error "
-                     f"{_num(verdict.error)}, worst input error {_num(verdict.input_error)}, amplification "
-                     f"{_num(verdict.amplification)}")
+        lines.append(f"{step + 1}. {verdict.op}{op_type}{_where(verdict)}: {verdict.verdict}, {_errors_text(verdict)}")
         for check in verdict.outputs:
             lines.append(f"   output {_input_text(check)}")
         for check in verdict.inputs:
@@ -118,6 +117,16 @@ def explain_lines(op: str, chain: Sequence[OpVerdict], localisation: Localisatio
         if verdict.source is not None:
             lines.append(f"   source: {_source_text(verdict.source)}")
     return lines
+
+
+def _errors_text(verdict: OpVerdict) -> str:
+    """An operator's output error against its worst input error for ``--explain``: their ratio (the
+    amplification), or, when the inputs are exact and the output is not (an infinite ratio: the
+    JSON's ``"inf"``), that the error starts at this operator."""
+    if verdict.amplification is not None and math.isinf(verdict.amplification):
+        return f"inputs exact, output error {_num(verdict.error)}: the error starts here"
+    return (f"output error {_num(verdict.error)}, worst input error {_num(verdict.input_error)}, amplification "
+            f"{_num(verdict.amplification)}")
 
 
 def verdict_map(localisation: Localisation | None) -> dict[VerdictKey, str]:
