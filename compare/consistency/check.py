@@ -207,9 +207,10 @@ def _check_tensor(tensor: _Wanted, runs: Mapping[int, Run], options: Consistency
         if majority:
             verdict = f"differs from rank {reference_rank}, whose value {count} of {readable} ranks hold"
         else:
-            verdict = (f"differs from rank {reference_rank}, but no value is held by a majority: {len(holders)} "
-                       f"distinct values among {readable} ranks, the largest set ({count} ranks, the lowest "
-                       "first) taken as the reference; which rank is faulty cannot be told")
+            verdict = (f"differs from rank {reference_rank}, but no value is held by a majority ({len(holders)} "
+                       f"distinct values among {readable} ranks; rank {reference_rank} is the reference only as "
+                       f"the lowest rank of the largest set, {count} of {readable}): which rank is faulty cannot "
+                       "be told")
         result.rows.append(row(rank=rank, status=ReplicaStatus.DIFFERS, reference_rank=reference_rank,
                                dtype=str(value.dtype), reference_dtype=str(reference.dtype),
                                shape=tuple(value.shape), reference_shape=tuple(reference.shape), metrics=metrics,

@@ -161,11 +161,53 @@ def _worst(rows: Iterable[ReplicaRow]) -> list[ReplicaRow]:
     return sorted(rows, key=key)
 
 
-def _differs_line(row: ReplicaRow) -> str:
+def _blamed(rows: Sequence[ReplicaRow]) -> dict[int, tuple[int, ...]]:
+    """Group index -> the ranks blamed: those holding another value than a majority of the
+    group's ranks for at least one tensor (the odd ones out), ascending."""
+    found: dict[int, set[int]] = {}
+    for row in rows:
+        if row.status is ReplicaStatus.DIFFERS and row.majority:
+            found.setdefault(row.group, set()).add(row.rank)
+    return {group: tuple(sorted(ranks)) for group, ranks in sorted(found.items())}
+
+
+def _suspects(result: ConsistencyResult) -> dict[int, tuple[int, ...]]:
+    """Group index -> the ranks among which no value has a majority for some tensor (two replicas
+    that differ, every rank different, wrong groups): the ranks read in the parts where that
+    happened, none of them blamed over the others, ascending."""
+    found: dict[int, set[int]] = {}
+    for part in result.parts:
+        unsure = [row for row in part.rows if row.status is ReplicaStatus.DIFFERS and not row.majority]
+        if unsure:
+            ranks = found.setdefault(part.group.index, set())
+            ranks.update(part.present)
+            ranks.update(rank for row in unsure for rank in (row.rank, row.reference_rank) if rank is not None)
+    return {group: tuple(sorted(ranks)) for group, ranks in sorted(found.items())}
+
+
+def _ranks_words(ranks: Sequence[int]) -> str:
+    """``0 and 1``, ``0, 1 and 2``, ``4-7`` (:func:`ranks_text` for a longer run)."""
+    ranks = sorted(ranks)
+    if 2 <= len(ranks) <= 3:
+        return ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"
+    return ranks_text(ranks)
+
+
+def _worst_lines(rows: Sequence[ReplicaRow], *, named: bool = False) -> list[str]:
+    """The :data:`SUMMARY_TENSORS` worst differing rows (``named``: each with its rank), then how many more."""
+    worst = _worst(rows)
+    lines = [_differs_line(row, named=named) for row in worst[:SUMMARY_TENSORS]]
+    if len(worst) > SUMMARY_TENSORS:
+        lines.append(f"    ... and {len(worst) - SUMMARY_TENSORS} more (see the report)")
+    return lines
+
+
+def _differs_line(row: ReplicaRow, *, named: bool = False) -> str:
     numbers = ", ".join(f"{name} {_num(row.metrics.get(name))}" for name in METRIC_COLUMNS if name in row.metrics)
     held = f"held by {row.holders} of {row.readable}" + ("" if row.majority else ", no majority")
     where = _level_text(row.graph, row.iteration)
-    text = (f"    {row.tensor_id}{f' ({where})' if where else ''}: {numbers or 'not compared'} vs rank "
+    text = (f"    {f'rank {row.rank}: ' if named else ''}{row.tensor_id}{f' ({where})' if where else ''}: "
+            f"{numbers or 'not compared'} vs rank "
             f"{row.reference_rank} ({held})")
     if row.dtype != row.reference_dtype:
         text += f"; dtype {row.dtype} vs {row.reference_dtype}"
@@ -193,26 +235,27 @@ def summary_lines(result: ConsistencyResult, *, quiet: bool = False) -> list[str
         lines.append(f"checked {tensors} replicated tensor(s) of the groups, {checked} rank value(s)"
                      + (f", {within} within the tolerance" if within else ""))
     groups = {group.index: group for group in result.groups}
-    for group_index, ranks in result.disagreeing.items():
+    blamed = _blamed(rows)
+    for group_index, ranks in blamed.items():
         group = groups[group_index]
         for rank in ranks:
             differing = [r for r in rows if r.group == group_index and r.rank == rank
-                         and r.status is ReplicaStatus.DIFFERS]
+                         and r.status is ReplicaStatus.DIFFERS and r.majority]
             group_tensors = sum(p.tensors for p in parts if p.group.index == group_index)
             lines.append(f"rank {rank} disagrees with {_group_text(group)}: {len(differing)} of the {group_tensors} "
                          "replicated tensor(s) checked differ")
-            if quiet:
-                continue
-            worst = _worst(differing)
-            lines.extend(_differs_line(row) for row in worst[:SUMMARY_TENSORS])
-            if len(worst) > SUMMARY_TENSORS:
-                lines.append(f"    ... and {len(worst) - SUMMARY_TENSORS} more (see the report)")
-    unsure = sorted({(row.group, row.tensor_id) for row in rows
-                     if row.status is ReplicaStatus.DIFFERS and not row.majority}, key=lambda k: (k[0], str(k[1])))
-    for group_index in sorted({group for group, _ in unsure}):
-        count = sum(1 for group, _ in unsure if group == group_index)
+            if not quiet:
+                lines.extend(_worst_lines(differing))
+    suspects = _suspects(result)
+    for group_index, ranks in suspects.items():
+        unsure = [row for row in rows if row.group == group_index and row.status is ReplicaStatus.DIFFERS
+                  and not row.majority]
+        count = len({row.tensor_id for row in unsure})
         lines.append(f"{_group_text(groups[group_index])}: no value of {count} tensor(s) is held by a majority of "
-                     f"the ranks, so which rank is faulty cannot be told (are the groups right? {result.groups_spec})")
+                     f"the ranks (ranks {_ranks_words(ranks)} hold different values), so which rank is faulty "
+                     f"cannot be told and none is blamed (are the groups right? {result.groups_spec})")
+        if not quiet:
+            lines.extend(_worst_lines(unsure, named=True))
     unchecked = Counter(row.status.value for row in rows if row.status is not ReplicaStatus.DIFFERS)
     if unchecked:
         by_status = ", ".join(f"{count} {status}" for status, count in sorted(unchecked.items()))
@@ -221,8 +264,10 @@ def summary_lines(result: ConsistencyResult, *, quiet: bool = False) -> list[str
             for row in [r for r in rows if r.status is not ReplicaStatus.DIFFERS][:SUMMARY_TENSORS]:
                 what = row.tensor_id or "its dump folder"
                 lines.append(f"    rank {row.rank}, {what}: {row.status.value}: {row.reason}")
-    culprits = "; ".join(f"rank{'s' if len(ranks) > 1 else ''} {ranks_text(ranks)} in {_group_text(groups[g])}"
-                         for g, ranks in result.disagreeing.items())
+    culprits = "; ".join([f"rank{'s' if len(ranks) > 1 else ''} {ranks_text(ranks)} in {_group_text(groups[g])}"
+                          for g, ranks in blamed.items()]
+                         + [f"{_group_text(groups[g])}: ranks {_ranks_words(ranks)} differ, no majority, none blamed"
+                            for g, ranks in suspects.items()])
     outcome = result.outcome.value.upper()
     lines.append(f"consistency: {outcome}" + (f": {culprits}" if culprits else "") + f" (exit {result.exit_code})")
     return lines
