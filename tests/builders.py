@@ -4,6 +4,7 @@ through its conftest): fusion-rule JSON nodes, the real ATC graphs of ../shared,
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -134,9 +135,13 @@ def one_op_golden(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def comparable_result(document: dict) -> dict:
-    """A JSON result without what differs from run to run: creation time, timings, workers."""
+    """A JSON result without what differs from run to run: creation time, timings, workers, and
+    where the parts were compared (the first note: ``part(s) in turn`` / ``part(s) on 2 worker(s)
+    of local:2``)."""
     document = dict(document)
     document.pop("created")
     document.pop("timing")
     document["parts"] = [{k: v for k, v in p.items() if k not in ("seconds", "worker")} for p in document["parts"]]
+    document["notes"] = [re.sub(r" part\(s\) (in turn|on \d+ worker\(s\) of \S+): ", " part(s): ", note)
+                         for note in document.get("notes", [])]
     return document
