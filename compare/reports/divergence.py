@@ -99,11 +99,8 @@ def _source_text(source: SourceLine) -> str:
 def explain_lines(op: str, chain: Sequence[OpVerdict], localisation: Localisation) -> list[str]:
     """``--explain OP``: the chain from ``op`` back to where its error came from, one block per
     operator: its verdict and errors, then each output and each input with whether it passes and,
-    when it fails, the metrics (statistics) that broke their bounds with their values."""
-    if not chain:
-        names = [v.op for v in localisation.verdicts]
-        hint = ", ".join(names[:5])
-        return [f"explain {op}: no such operator in the report (operators are e.g. {hint})"]
+    when it fails, the metrics (statistics) that broke their bounds with their values (``chain``:
+    :func:`compare.diverge.verdicts.chain`, never empty)."""
     lines = [f"explain {op}: {len(chain)} operator(s) back to "
              + ("the origin" if chain[-1].verdict in (Verdict.ORIGIN, Verdict.INPUT_DIFFERS) else "the last judged one")]
     for step, verdict in enumerate(chain):

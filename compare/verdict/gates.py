@@ -165,10 +165,10 @@ def _gate_metric(name: str, bad: str) -> str:
             group = []
         if len(group) > 1:
             raise OptionError(f"{bad}: {name!r} is an -alg word that selects {len(group)} metrics, not a metric a "
-                              "gate can bound; give one --gate per metric, e.g. --gate 'CosineSimilarity>=0.99'; "
-                              f"{_gateable_text()}")
+                              "gate can bound; give one --gate per metric; "
+                              f"{_gateable_text()}; {_FORM}")
         near = did_you_mean(name, gateable_metrics())
-        raise OptionError(f"{bad}: unknown metric {name!r}; {near + ' ' if near else ''}{_gateable_text()}")
+        raise OptionError(f"{bad}: unknown metric {name!r}; {near + ' ' if near else ''}{_gateable_text()}; {_FORM}")
     if metric == "StandardDeviation":
         raise OptionError(f"{bad}: StandardDeviation is not a single number and cannot be gated")
     return metric
