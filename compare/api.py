@@ -30,7 +30,7 @@ from .reports.divergence import localisation_document
 from .reports.files import tool_version
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
+from .reports.result_json import decode_float, dumps, parts_from_document, result_document, skipped_from_document
 from .reports.saved import load_result
 from .request import CompareRequest, Mode, PathLike, RuleArg
 from .runs.folders import op_choice, run_request
@@ -155,8 +155,14 @@ class ComparisonResult:
             return self.network.summary()
         return count_by_status(self.rows)
 
-    def to_json(self, *, with_rows: bool = True) -> dict:
-        """The versioned JSON result document (docs/result-json.md); ``verdict`` is null when not gated.
+    def to_json(self) -> str:
+        """The JSON result as text: exactly what ``--json`` writes (without ``--overflow``), the
+        document of :meth:`to_dict` (docs/result-json.md)."""
+        return dumps(self.to_dict())
+
+    def to_dict(self, *, with_rows: bool = True) -> dict:
+        """The versioned JSON result document as a dict (docs/result-json.md); ``verdict`` is null
+        when not gated; ``with_rows=False``: its ``rows`` left empty (``--json`` writes them in turn).
 
         For a saved JSON result re-checked by :func:`regate`, inputs, options, notes, timing and
         creation time are the saved run's, so only the verdict can differ.
@@ -177,7 +183,7 @@ class ComparisonResult:
                                skipped=self.skipped, parts=self.parts, with_rows=with_rows)
 
     def write_json(self, path: "str | os.PathLike[str]") -> Path:
-        """Write the JSON result (:meth:`to_json`) to ``path`` through its writer of the output table
+        """Write the JSON result (:meth:`to_json`'s text) to ``path`` through its writer of the output table
         (:func:`compare.runs.outputs.write_json_result`); :class:`OutputError` when it cannot be."""
         return write_json_result(self, Target(OutputKind.JSON, Path(path)), WriteOptions())
 
@@ -238,7 +244,8 @@ def compare_request(request: CompareRequest, *, progress: Progress | None = None
     name are computed too, and ``result.verdict`` / ``result.passed`` / ``result.exit_code`` say
     how the rows fared. A gated comparison of a dump with itself raises :class:`SameDataError`
     unless ``allow_same``; an ungated one gets a note. ``progress(done, total)`` is called after
-    each pair. ``result.frame`` is the report as a DataFrame, ``result.to_json()`` the JSON result.
+    each pair. ``result.frame`` is the report as a DataFrame, ``result.to_json()`` the JSON result's text
+    (``result.to_dict()`` its document).
 
     ``cluster="local:N"`` (a Dask LocalCluster of N worker processes on this machine) or
     ``scheduler="tcp://HOST:8786"`` (a running Dask cluster) compare the parts of a multi-part run
