@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .diverge.fusion_doubt import NOTE_START, doubt
 from .diverge.records import Localisation, OpGraph, OpVerdict
 from .errors import OptionError
 from .pairing.entry import pair
@@ -119,10 +120,12 @@ class ComparisonResult:
     def localisation(self) -> Localisation | None:
         """Where it goes wrong (:mod:`compare.diverge`): every operator's verdict in graph order and
         the first divergence, under the run's policy or the built-in data-type bounds (statistics
-        rows too). None for a saved result (no graph). Computed on first use."""
+        rows too). None for a saved result (no graph). Computed on first use. An NPU dump paired
+        by name with Caffe / TensorFlow goldens (no ``-f``) may have its first divergence marked
+        uncertain (``uncertain``, :mod:`compare.diverge.fusion_doubt`)."""
         if self.network is None:
             return None
-        return localise_network(self.network, self.policy)
+        return doubt(localise_network(self.network, self.policy), self.network.scenario)
 
     @property
     def first_divergence(self) -> OpVerdict | None:
@@ -296,9 +299,14 @@ def compare_request(request: CompareRequest, *, progress: Progress | None = None
                "strict": checked.strict if checked is not None else None, "allow_same": request.allow_same,
                "custom_dir": request.custom_dir, "ops": ops.option if ops is not None else None}
     timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
-    return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
-                            options, timing, network=result, skipped=list(result.skipped),
-                            parts=list(result.part_reports))
+    out = ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
+                           options, timing, network=result, skipped=list(result.skipped),
+                           parts=list(result.part_reports))
+    if result.scenario is not None and result.scenario.fusion_missing:  # the -f trap: said with the notes
+        localisation = out.localisation
+        if localisation is not None and localisation.uncertain is not None:
+            notes.extend(n for n in localisation.notes if n.startswith(NOTE_START))
+    return out
 
 
 def pair_runs(left: Run, right: Run, *, fusion_rule: RuleArg | None = None, quant_rule: RuleArg | None = None,
