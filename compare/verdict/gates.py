@@ -191,7 +191,7 @@ def _no_operator(text: str) -> str:
     if metric is None:
         near = did_you_mean(text, gateable_metrics())
         return f"no comparison operator; {near + ' ' if near else ''}{_FORM}"
-    left_behind = _redirect_file(Path.cwd())
+    left_behind = _redirect_file(Path("."))
     if left_behind is None:
         return (f"no comparison operator; did you mean --gate '{metric}>=0.99'? (quote it: the shell reads > as a "
                 "redirection; a file named '=0.99' may have been created here)")
