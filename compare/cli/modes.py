@@ -288,7 +288,7 @@ def _network(request: CompareRequest, policy: "Policy | None", *, layout: Layout
     unexplained: OptionError | None = None
     if o.explain is not None and result.localisation is not None:
         try:
-            after += explain_lines(o.explain, chain(result.localisation, o.explain), result.localisation)
+            after += explain_lines(o.explain, chain(result.localisation, o.explain))
         except OptionError as exc:  # an operator the report does not have: said after the summary, exit 2
             unexplained = exc
     code = finish(result, outcome.written, outcome.failed, o.quiet, after=after)

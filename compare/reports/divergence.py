@@ -98,7 +98,7 @@ def _source_text(source: SourceLine) -> str:
     return f"{source.file}:{source.line}" + (f"  {source.code}" if source.code else "")
 
 
-def explain_lines(op: str, chain: Sequence[OpVerdict], localisation: Localisation) -> list[str]:
+def explain_lines(op: str, chain: Sequence[OpVerdict]) -> list[str]:
     """``--explain OP``: the chain from ``op`` back to where its error came from, one block per
     operator: its verdict and errors, then each output and each input with whether it passes and,
     when it fails, the metrics (statistics) that broke their bounds with their values (``chain``:

@@ -141,15 +141,18 @@ def parse_gate(text: str) -> Bound:
     return Bound(metric=metric, op=op, value=value, source=f"--gate {stripped}")
 
 
+#: The tensor metrics a gate can bound: all but StandardDeviation (four numbers, not one).
+_TENSOR_GATEABLE = tuple(m for m in METRIC_NAMES if m != "StandardDeviation")
+
+
 def gateable_metrics() -> tuple[str, ...]:
     """Every metric a gate can bound, canonical names: the tensor metrics but StandardDeviation
     (not a single number), the statistics metrics, ArgumentDiff."""
-    return (*(m for m in METRIC_NAMES if m != "StandardDeviation"), *STAT_METRIC_NAMES, ARGUMENT_METRIC)
+    return (*_TENSOR_GATEABLE, *STAT_METRIC_NAMES, ARGUMENT_METRIC)
 
 
 def _gateable_text() -> str:
-    tensor = ", ".join(m for m in METRIC_NAMES if m != "StandardDeviation")
-    return (f"gateable metrics: {tensor} (or their -alg aliases and indexes); statistics rows: "
+    return (f"gateable metrics: {', '.join(_TENSOR_GATEABLE)} (or their -alg aliases and indexes); statistics rows: "
             f"{', '.join(STAT_METRIC_NAMES)}; msprobe arguments: {ARGUMENT_METRIC}")
 
 
