@@ -79,7 +79,8 @@ def divergence_lines(localisation: Localisation | None) -> list[str]:
     if localisation.first_nonfinite is not None:
         lines.append(f"first NaN/Inf: {localisation.first_nonfinite} (left side)")
     if first is not None and localisation.uncertain is not None:  # the -f trap (compare.diverge.fusion_doubt)
-        lines[0] = f"first divergence (uncertain: {localisation.uncertain}):{lines[0].removeprefix('first divergence:')}"
+        rest = lines[0].removeprefix("first divergence:")
+        lines[0] = f"first divergence (uncertain: {localisation.uncertain}):{rest}"
     return lines
 
 

@@ -85,8 +85,9 @@ def _folder(kind: RunKind, names: list[str]) -> Run:
 
 def test_regrouped_goldens_follow_their_operator_and_leave_the_next_ones_weight() -> None:
     left = _folder(RunKind.OFFLINE, ["conv1", "pool1", "res2a_branch1", "res2a"])
-    right = _folder(RunKind.NUMPY, ["data", "conv1_weight", "conv1", "bn_conv1", "scale_conv1", "conv1_relu", "pool1",
-                                    "res2a_branch1_weight", "res2a_branch1", "res2a_branch1_relu", "res2a", "res2a_relu"])
+    right = _folder(RunKind.NUMPY, ["data", "conv1_weight", "conv1", "bn_conv1", "scale_conv1", "conv1_relu",
+                                    "pool1", "res2a_branch1_weight", "res2a_branch1", "res2a_branch1_relu", "res2a",
+                                    "res2a_relu"])
     assert regrouped_goldens(left, right) == (Regrouped("conv1", ("bn_conv1", "scale_conv1", "conv1_relu")),
                                               Regrouped("res2a_branch1", ("res2a_branch1_relu",)),
                                               Regrouped("res2a", ("res2a_relu",)))
