@@ -9,7 +9,7 @@ Public API (imported lazily so that ``vcompare --help`` stays fast):
   paired as the command line pairs them (MindSpore / msprobe by scope name, overflow rows)
 - :func:`compare_pairs` -- pairs -> list of :class:`compare.records.MetricRow`
 - :func:`compare_request` -- a request: all of the above, gates checked -> :class:`compare.api.ComparisonResult`
-  (``.frame`` DataFrame, ``.rows``, ``.verdict``, ``.passed``, ``.exit_code``, ``.to_json()``)
+  (``.frame`` DataFrame, ``.rows``, ``.verdict``, ``.passed``, ``.exit_code``, ``.to_json()`` text, ``.to_dict()``)
 - :func:`compare_network` -- the same from keywords: ``compare_network(left, right, fusion_rule, **fields)``
 - :func:`regate` -- a saved result (.json / .csv / .parquet) checked again -> ``ComparisonResult``
 - :func:`write_report` -- rows -> result.csv / result.txt

@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .diverge.fusion_doubt import NOTE_START, doubt
 from .diverge.records import Localisation, OpGraph, OpVerdict
 from .errors import OptionError
 from .pairing.entry import pair
@@ -30,7 +31,7 @@ from .reports.divergence import localisation_document
 from .reports.files import tool_version
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
+from .reports.result_json import decode_float, dumps, parts_from_document, result_document, skipped_from_document
 from .reports.saved import load_result
 from .request import CompareRequest, Mode, PathLike, RuleArg
 from .runs.folders import op_choice, run_request
@@ -119,10 +120,12 @@ class ComparisonResult:
     def localisation(self) -> Localisation | None:
         """Where it goes wrong (:mod:`compare.diverge`): every operator's verdict in graph order and
         the first divergence, under the run's policy or the built-in data-type bounds (statistics
-        rows too). None for a saved result (no graph). Computed on first use."""
+        rows too). None for a saved result (no graph). Computed on first use. An NPU dump paired
+        by name with Caffe / TensorFlow goldens (no ``-f``) may have its first divergence marked
+        uncertain (``uncertain``, :mod:`compare.diverge.fusion_doubt`)."""
         if self.network is None:
             return None
-        return localise_network(self.network, self.policy)
+        return doubt(localise_network(self.network, self.policy), self.network.scenario)
 
     @property
     def first_divergence(self) -> OpVerdict | None:
@@ -155,8 +158,14 @@ class ComparisonResult:
             return self.network.summary()
         return count_by_status(self.rows)
 
-    def to_json(self, *, with_rows: bool = True) -> dict:
-        """The versioned JSON result document (docs/result-json.md); ``verdict`` is null when not gated.
+    def to_json(self) -> str:
+        """The JSON result as text: exactly what ``--json`` writes (without ``--overflow``), the
+        document of :meth:`to_dict` (docs/result-json.md)."""
+        return dumps(self.to_dict())
+
+    def to_dict(self, *, with_rows: bool = True) -> dict:
+        """The versioned JSON result document as a dict (docs/result-json.md); ``verdict`` is null
+        when not gated; ``with_rows=False``: its ``rows`` left empty (``--json`` writes them in turn).
 
         For a saved JSON result re-checked by :func:`regate`, inputs, options, notes, timing and
         creation time are the saved run's, so only the verdict can differ.
@@ -177,7 +186,7 @@ class ComparisonResult:
                                skipped=self.skipped, parts=self.parts, with_rows=with_rows)
 
     def write_json(self, path: "str | os.PathLike[str]") -> Path:
-        """Write the JSON result (:meth:`to_json`) to ``path`` through its writer of the output table
+        """Write the JSON result (:meth:`to_json`'s text) to ``path`` through its writer of the output table
         (:func:`compare.runs.outputs.write_json_result`); :class:`OutputError` when it cannot be."""
         return write_json_result(self, Target(OutputKind.JSON, Path(path)), WriteOptions())
 
@@ -238,7 +247,8 @@ def compare_request(request: CompareRequest, *, progress: Progress | None = None
     name are computed too, and ``result.verdict`` / ``result.passed`` / ``result.exit_code`` say
     how the rows fared. A gated comparison of a dump with itself raises :class:`SameDataError`
     unless ``allow_same``; an ungated one gets a note. ``progress(done, total)`` is called after
-    each pair. ``result.frame`` is the report as a DataFrame, ``result.to_json()`` the JSON result.
+    each pair. ``result.frame`` is the report as a DataFrame, ``result.to_json()`` the JSON result's text
+    (``result.to_dict()`` its document).
 
     ``cluster="local:N"`` (a Dask LocalCluster of N worker processes on this machine) or
     ``scheduler="tcp://HOST:8786"`` (a running Dask cluster) compare the parts of a multi-part run
@@ -289,9 +299,14 @@ def compare_request(request: CompareRequest, *, progress: Progress | None = None
                "strict": checked.strict if checked is not None else None, "allow_same": request.allow_same,
                "custom_dir": request.custom_dir, "ops": ops.option if ops is not None else None}
     timing = {"compare": compared - started, "gate": time.perf_counter() - compared}
-    return ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
-                            options, timing, network=result, skipped=list(result.skipped),
-                            parts=list(result.part_reports))
+    out = ComparisonResult(result.rows, list(result.metrics), verdict, checked, notes, _inputs_text(inputs),
+                           options, timing, network=result, skipped=list(result.skipped),
+                           parts=list(result.part_reports))
+    if result.scenario is not None and result.scenario.fusion_missing:  # the -f trap: said with the notes
+        localisation = out.localisation
+        if localisation is not None and localisation.uncertain is not None:
+            notes.extend(n for n in localisation.notes if n.startswith(NOTE_START))
+    return out
 
 
 def pair_runs(left: Run, right: Run, *, fusion_rule: RuleArg | None = None, quant_rule: RuleArg | None = None,

@@ -363,7 +363,7 @@ def _client_costs(paths: dict[str, Path], workdir: Path, cluster: str) -> str:
     localised = time.perf_counter()
     write_report(result.rows, workdir / "ranks_costs.csv", result.metrics)
     csv_done = time.perf_counter()
-    write_json(result.to_json(), workdir / "ranks_costs.json")
+    write_json(result.to_dict(), workdir / "ranks_costs.json")
     json_done = time.perf_counter()
     rows = max(1, len(result.rows))
     last = (arrivals[-1] if arrivals else merged) - start

@@ -286,9 +286,17 @@ def _network(request: CompareRequest, policy: "Policy | None", *, layout: Layout
     if o.quiet:  # one line, and only when something diverges
         lines = lines[:1] if result.first_divergence is not None else []
     after = list(lines)
+    unexplained: OptionError | None = None
     if o.explain is not None and result.localisation is not None:
-        after += explain_lines(o.explain, chain(result.localisation, o.explain), result.localisation)
-    return finish(result, outcome.written, outcome.failed, o.quiet, after=after)
+        try:
+            after += explain_lines(o.explain, chain(result.localisation, o.explain))
+        except OptionError as exc:  # an operator the report does not have: said after the summary, exit 2
+            unexplained = exc
+    code = finish(result, outcome.written, outcome.failed, o.quiet, after=after)
+    if unexplained is None:
+        return code
+    err(f"error: --explain {o.explain}: {unexplained}")
+    return _worst_exit(code, EXIT_CANNOT_RUN)
 
 
 def _overflow_column(o: CompareRequest, result: "ComparisonResult") -> tuple["OverflowColumn | None", list[str]]:

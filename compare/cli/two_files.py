@@ -80,7 +80,7 @@ def run_two_files(o: CompareRequest, policy: "Policy | None", *, layout: Layout,
             left_address=files.left.kind is FileKind.DUMP, right_address=files.right.kind is FileKind.DUMP,
             float_format=number_format)))
     for path in json_paths:
-        jobs.append(("json", lambda path=path: write_json(result.to_json(), path)))
+        jobs.append(("json", lambda path=path: write_json(result.to_dict(), path)))
     junit = Path(o.junit_out) if o.junit_out is not None else None
     if junit is not None:
         jobs.append(("junit", lambda: write_junit(result.to_junit(), junit)))

@@ -174,7 +174,9 @@ class OpVerdict:
 class Localisation:
     """The answer to "where does it go wrong": every operator's verdict in graph order, the first
     divergence (the first ``origin`` or ``input-differs`` operator, None when nothing diverges)
-    and the first tensor holding NaN/Inf on the left side (None when none does)."""
+    and the first tensor holding NaN/Inf on the left side (None when none does). ``uncertain``:
+    why the first divergence may be an artefact of the pairing, not of the data (the ``-f`` trap,
+    :mod:`compare.diverge.fusion_doubt`); None when it is not in doubt."""
 
     verdicts: tuple[OpVerdict, ...]
     graph: OpGraph
@@ -182,6 +184,7 @@ class Localisation:
     first_nonfinite: str | None = None
     bounds: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    uncertain: str | None = None
 
     def verdict_of(self, op: str) -> OpVerdict | None:
         for verdict in self.verdicts:

@@ -60,6 +60,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..errors import OptionError
+from ..pairing.near import did_you_mean
 from ..records import Bound, MetricRow, PairStatus
 from ..verdict.gates import violations
 from ..verdict.policy import BoundResolver, Policy, coarsest_family
@@ -331,12 +333,19 @@ def chain(localisation: Localisation, op: str) -> list[OpVerdict]:
     producer of its first failing input (for ``inherited``: the first producer it blames), and so
     on, until an ``origin`` / ``input-differs`` / ``not-compared`` operator, or an ``ok`` one
     whose inputs all pass. Without graph edges an ``inherited`` operator leads to the closest
-    earlier operator whose outputs fail. Empty when ``op`` has no verdict (in the first part
-    that has it)."""
+    earlier operator whose outputs fail. The chain is taken in the first part that has ``op``.
+
+    Raises :class:`OptionError` when no operator of the report is ``op``, with the closest names
+    (:func:`compare.pairing.near.did_you_mean`, as ``-d`` does), else a few of the names.
+    """
     by_op: dict[str, OpVerdict] = {}
     for verdict in localisation.verdicts:
         by_op.setdefault(verdict.op, verdict)
     current = by_op.get(op)
+    if current is None:
+        hint = did_you_mean(op, by_op) or (f"operators are e.g. {', '.join(map(repr, list(by_op)[:5]))}"
+                                           if by_op else "no operator was judged")
+        raise OptionError(f"no operator {op!r} in the report; {hint}")
     out: list[OpVerdict] = []
     seen: set[str] = set()
     while current is not None and current.op not in seen:

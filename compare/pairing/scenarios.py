@@ -44,6 +44,7 @@ from enum import Enum
 from ..errors import PairingError
 from ..loaders.ascend import is_quantized_name
 from ..records import Run, RunKind
+from .fusion_trap import Regrouped, regrouped_goldens
 
 #: The manual's table: row -> (left, right, rule options it needs).
 TABLE: dict[int, tuple[str, str, str]] = {
@@ -80,7 +81,10 @@ class Scenario:
     """The table row a comparison is (``row`` None: a vcompare extension) and what it uses.
 
     ``use_fusion`` / ``use_quant`` / ``use_close`` say which of the given rule files pairing
-    reads; ``notes`` are for the user (the first one names the row).
+    reads; ``notes`` are for the user (the first one names the row). ``fusion_missing``: scenario 1
+    or 5 without ``-f`` (paired by name), where a fused NPU operator meets the golden of the wrong
+    layer; ``regrouped`` then lists the left operators whose golden is followed by goldens no left
+    operator has (:mod:`compare.pairing.fusion_trap`).
     """
 
     row: int | None
@@ -89,6 +93,8 @@ class Scenario:
     use_quant: bool = False
     use_close: bool = False
     notes: list[str] = field(default_factory=list)
+    fusion_missing: bool = False
+    regrouped: tuple[Regrouped, ...] = ()
 
 
 def scenario_text(row: int) -> str:
@@ -154,7 +160,7 @@ def check_scenario(left: Run, right: Run, *, fusion: bool = False, quant: bool =
             return _npu_vs_npu(left, right, fusion, quant, close, refuse, row_note)
         if right.kind is RunKind.QUANT:
             return _offline_vs_quant(left, fusion, quant, close, refuse, row_note)
-        return _offline_vs_golden(left, fusion, quant, close, refuse, row_note)
+        return _offline_vs_golden(left, right, fusion, quant, close, refuse, row_note)
     if left.kind is RunKind.QUANT:
         if close:
             raise refuse(f"-cf is only for two NPU dumps (scenario 6); this is {scenario_text(3)}, "
@@ -211,7 +217,7 @@ def _npu_vs_npu(left: Run, right: Run, fusion: bool, quant: bool, close: bool, r
     return Scenario(6, Strategy.NPU_VS_NPU, notes=[row_note(6)])
 
 
-def _offline_vs_golden(left: Run, fusion: bool, quant: bool, close: bool, refuse: Refuse,
+def _offline_vs_golden(left: Run, right: Run, fusion: bool, quant: bool, close: bool, refuse: Refuse,
                 row_note: RowNote) -> Scenario:
     if close:
         raise refuse("-cf is only for two NPU dumps (scenario 6 with close fusion); the right side here is "
@@ -230,7 +236,8 @@ def _offline_vs_golden(left: Run, fusion: bool, quant: bool, close: bool, refuse
                         notes=[row_note(1, " (scenario 5 for a TensorFlow golden)")])
     return Scenario(None, Strategy.BY_NAME, notes=[
         f"{scenario_text(1)} (or 5 for TensorFlow) normally takes -f MODEL.json; without it operators are "
-        "paired by name and output index (vcompare extension)"])
+        "paired by name and output index (vcompare extension)"], fusion_missing=True,
+        regrouped=regrouped_goldens(left, right))
 
 
 def _offline_vs_quant(left: Run, fusion: bool, quant: bool, close: bool, refuse: Refuse,

@@ -79,6 +79,9 @@ def divergence_lines(localisation: Localisation | None) -> list[str]:
         lines.append(f"  verdicts: {counts}; bounds: {_bounds_short(localisation)}")
     if localisation.first_nonfinite is not None:
         lines.append(f"first NaN/Inf: {localisation.first_nonfinite} (left side)")
+    if first is not None and localisation.uncertain is not None:  # the -f trap (compare.diverge.fusion_doubt)
+        rest = lines[0].removeprefix("first divergence:")
+        lines[0] = f"first divergence (uncertain: {localisation.uncertain}):{rest}"
     return lines
 
 
@@ -97,14 +100,11 @@ def _source_text(source: SourceLine) -> str:
     return f"{source.file}:{source.line}" + (f"  {source.code}" if source.code else "")
 
 
-def explain_lines(op: str, chain: Sequence[OpVerdict], localisation: Localisation) -> list[str]:
+def explain_lines(op: str, chain: Sequence[OpVerdict]) -> list[str]:
     """``--explain OP``: the chain from ``op`` back to where its error came from, one block per
     operator: its verdict and errors, then each output and each input with whether it passes and,
-    when it fails, the metrics (statistics) that broke their bounds with their values."""
-    if not chain:
-        names = [v.op for v in localisation.verdicts]
-        hint = ", ".join(names[:5])
-        return [f"explain {op}: no such operator in the report (operators are e.g. {hint})"]
+    when it fails, the metrics (statistics) that broke their bounds with their values (``chain``:
+    :func:`compare.diverge.verdicts.chain`, never empty)."""
     lines = [f"explain {op}: {len(chain)} operator(s) back to "
              + ("the origin" if chain[-1].verdict in (Verdict.ORIGIN, Verdict.INPUT_DIFFERS) else "the last judged one")]
     for step, verdict in enumerate(chain):

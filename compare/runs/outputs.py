@@ -174,11 +174,11 @@ def write_parquet_table(result: "ComparisonResult", target: Target, options: Wri
 
 
 def write_json_result(result: "ComparisonResult", target: Target, options: WriteOptions) -> Path:
-    """``--json``: the JSON result (docs/result-json.md, :meth:`compare.api.ComparisonResult.to_json`),
+    """``--json``: the JSON result (docs/result-json.md, :meth:`compare.api.ComparisonResult.to_dict`),
     its rows encoded and written in turn; with ``--overflow``, each row's OverFlow added."""
     if options.overflow is None:
-        return write_json(result.to_json(with_rows=False), target.path, result.rows, result.metrics)
-    return write_json(add_overflow_to_document(result.to_json(), options.overflow, result.rows), target.path)
+        return write_json(result.to_dict(with_rows=False), target.path, result.rows, result.metrics)
+    return write_json(add_overflow_to_document(result.to_dict(), options.overflow, result.rows), target.path)
 
 
 def write_junit_report(result: "ComparisonResult", target: Target, options: WriteOptions) -> Path:

@@ -12,7 +12,7 @@ Steps (spec §7.4 and §4 "detail mode"):
    file-name form, ``/`` and ``.`` turned into ``_``). An unknown op, an index out of range or a
    tensor without golden counterpart raises :class:`OperatorNotFound` (a
    :class:`~compare.errors.CompareError`: exit code 2) listing the tensors the op does have, or
-   the closest left op names (``difflib.get_close_matches``).
+   the closest left op names (:func:`compare.pairing.near.did_you_mean`).
 2. **Preparation.** With a conversion (fusion rule, by name) both sides go to one layout and are
    cut to the golden shape: NCDHW when the left format is NDHWC / NCDHW / DHWCN / NDC1HWC0, the
    golden format when it is FRACTAL_Z, NCHW otherwise (the golden side is converted as well; see
@@ -44,7 +44,6 @@ has exactly that many (``N C H W``, ``N C D H W``, ``H W C N``, ``N C1 H W C0``.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,6 +60,7 @@ from ..engine import note_text, row_counts
 from ..engine.prepare import layout_request, prepare_flat
 from ..errors import CompareError, OptionError, ShapeError
 from ..kernels import compare_arrays, is_scalar_like, resolve_algorithms
+from ..pairing.near import did_you_mean
 from ..records import MetricRow, Pair, Pairing, PairStatus, Run, TensorKind, ValueCounts
 from ..request import CompareRequest, PathLike
 from .each import selected_folder
@@ -378,9 +378,9 @@ def select_pair(pairing: Pairing, left: Run, op: str, kind: TensorKind, index: i
     if owners:
         hint = f"; {op!r} is a Ground Truth op, compared against left op(s) {', '.join(map(repr, owners))}"
     else:
-        close = difflib.get_close_matches(op, names, n=5, cutoff=0.6)
-        if close:
-            hint = "; did you mean " + ", ".join(map(repr, close)) + "?"
+        near = did_you_mean(op, names)
+        if near:
+            hint = f"; {near}"
         elif names:
             hint = f"; left ops are e.g. {', '.join(map(repr, names[:5]))}"
     raise OperatorNotFound(f"no operator {op!r} in the left dump{hint}")

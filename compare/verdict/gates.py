@@ -48,12 +48,15 @@ from __future__ import annotations
 import datetime
 import math
 import operator
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from ..errors import OptionError
-from ..kernels import BOOL_CAPABLE, metric_key, resolve_algorithms
+from ..kernels import BOOL_CAPABLE, METRIC_NAMES, metric_key, resolve_algorithms
+from ..pairing.near import did_you_mean
 from ..records import (ARGUMENT_METRIC, Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind,
                        Verdict)
 from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF
@@ -66,7 +69,14 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
-_GATE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*|[0-9])\s*(>=|<=|==|>|<)\s*(\S+)\s*$")
+#: Every run of comparison characters in a gate text: the five operators and the near misses
+#: (``=>``, ``=<``, ``!=``, ``<>``, a lone ``=``) a typo makes.
+_OP_RE = re.compile(r">=|<=|==|=>|=<|!=|<>|>|<|=")
+#: The near misses with the operator meant (None: no such operator).
+_NEAR_OPS: dict[str, str | None] = {"=>": ">=", "=<": "<=", "=": "==", "!=": None, "<>": None}
+#: An -alg index, and the name of the file an unquoted ``>=NUMBER`` / ``>NUMBER`` leaves behind.
+_INDEX_RE = re.compile(r"^[0-9]+$")
+_LEFT_BEHIND_RE = re.compile(r"^=?[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
 _FORM = "expected METRIC>=NUMBER (ops: >= <= > < ==), e.g. CosineSimilarity>=0.99"
 
 #: Metrics with a value on bool-vs-bool rows (the others are never computed there;
@@ -84,40 +94,134 @@ _ARGUMENT_KEY = metric_key(ARGUMENT_METRIC)
 def parse_gate(text: str) -> Bound:
     """Parse ``Metric>=number`` into a :class:`Bound` whose source is ``--gate TEXT``.
 
-    Raises :class:`OptionError` showing the accepted form for a malformed text, an unknown metric,
-    StandardDeviation, or a number that is not one (NaN included).
+    Raises :class:`OptionError` whose one line says what is wrong and the accepted form: an
+    empty text, no operator (with the quoting hint of :func:`_no_operator`), two operators, a
+    near-miss operator (``=>``), no metric or no number, a metric that is not one (with the
+    closest names), a group of metrics (``all``), StandardDeviation, or a number that is not one
+    (NaN included).
     """
-    match = _GATE_RE.match(text)
-    if not match:
-        raise OptionError(f"bad --gate {text!r}: {_FORM}")
-    name, op, number = match.groups()
+    bad = f"bad --gate {text!r}"
+    stripped = text.strip()
+    if not stripped:
+        raise OptionError(f"{bad}: empty; {_FORM}")
+    ops = [m.group() for m in _OP_RE.finditer(stripped)]
+    if not ops:
+        raise OptionError(f"{bad}: {_no_operator(stripped)}")
+    if len(ops) > 1:
+        raise OptionError(f"{bad}: {len(ops)} comparisons ({' '.join(ops)}); a gate is one bound on one metric: "
+                          "give one --gate per bound, e.g. --gate 'CosineSimilarity>=0.99' --gate "
+                          "'MaxAbsoluteError<=1'")
+    op = ops[0]
+    if op not in _OPS:
+        meant = _NEAR_OPS[op]
+        fix = f"did you mean {meant!r}? " if meant else ""
+        raise OptionError(f"{bad}: {op!r} is not a comparison; {fix}{_FORM}")
+    name, _, number = (part.strip() for part in stripped.partition(op))
+    if not name:
+        raise OptionError(f"{bad}: no metric before {op!r}; {_FORM}")
+    if not number:
+        raise OptionError(f"{bad}: no number after {op!r}; {_FORM}")
     if metric_key(name) == _ARGUMENT_KEY:  # non-tensor arguments: 0.0 same, 1.0 different; only rows that have it
         if number.lower() == "same" and op == "==":
             number = "0"
         try:
             value = float(number)
         except ValueError:
-            raise OptionError(f"bad --gate {text!r}: {number!r} is not a number or 'same'; e.g. "
-                              f"{ARGUMENT_METRIC}==same") from None
-        return Bound(metric=ARGUMENT_METRIC, op=op, value=value, source=f"--gate {text.strip()}", if_present=True)
-    metric = metric_name(name)
-    if metric is None:
-        try:
-            (metric,) = resolve_algorithms(name)
-        except (OptionError, ValueError) as exc:
-            raise OptionError(f"bad --gate {text!r}: {exc}; statistics metrics: {', '.join(STAT_METRIC_NAMES)}; "
-                              f"{_FORM}") from None
-    if metric == "StandardDeviation":
-        raise OptionError(f"bad --gate {text!r}: StandardDeviation is not a single number and cannot be gated")
+            raise OptionError(f"{bad}: {number!r} is not a number or 'same'; e.g. {ARGUMENT_METRIC}==same") from None
+        return Bound(metric=ARGUMENT_METRIC, op=op, value=value, source=f"--gate {stripped}", if_present=True)
+    metric = _gate_metric(name, bad)
     if number.lower() == "same" and metric in CHECKSUM_METRICS and op == "==":
         number = "0"  # a checksum's metric is 0.0 when both sides are the same
     try:
         value = float(number)
     except ValueError:
-        raise OptionError(f"bad --gate {text!r}: {number!r} is not a number; {_FORM}") from None
+        raise OptionError(f"{bad}: {number!r} is not a number; {_FORM}") from None
     if math.isnan(value):
-        raise OptionError(f"bad --gate {text!r}: a bound cannot be NaN; {_FORM}")
-    return Bound(metric=metric, op=op, value=value, source=f"--gate {text.strip()}")
+        raise OptionError(f"{bad}: a bound cannot be NaN; {_FORM}")
+    return Bound(metric=metric, op=op, value=value, source=f"--gate {stripped}")
+
+
+#: The tensor metrics a gate can bound: all but StandardDeviation (four numbers, not one).
+_TENSOR_GATEABLE = tuple(m for m in METRIC_NAMES if m != "StandardDeviation")
+
+
+def gateable_metrics() -> tuple[str, ...]:
+    """Every metric a gate can bound, canonical names: the tensor metrics but StandardDeviation
+    (not a single number), the statistics metrics, ArgumentDiff."""
+    return (*_TENSOR_GATEABLE, *STAT_METRIC_NAMES, ARGUMENT_METRIC)
+
+
+def _gateable_text() -> str:
+    return (f"gateable metrics: {', '.join(_TENSOR_GATEABLE)} (or their -alg aliases and indexes); statistics rows: "
+            f"{', '.join(STAT_METRIC_NAMES)}; msprobe arguments: {ARGUMENT_METRIC}")
+
+
+def _gate_metric(name: str, bad: str) -> str:
+    """The canonical metric a gate's ``name`` is (a name, alias or -alg index); :class:`OptionError`
+    for anything else: a group of metrics (``all``: an -alg word, not one metric), StandardDeviation,
+    an unknown name (with the closest gateable ones)."""
+    metric = _named_metric(name)
+    if metric is None:
+        try:
+            group = resolve_algorithms(name)
+        except OptionError:
+            group = []
+        if len(group) > 1:
+            raise OptionError(f"{bad}: {name!r} is an -alg word that selects {len(group)} metrics, not a metric a "
+                              "gate can bound; give one --gate per metric; "
+                              f"{_gateable_text()}; {_FORM}")
+        near = did_you_mean(name, gateable_metrics())
+        raise OptionError(f"{bad}: unknown metric {name!r}; {near + ' ' if near else ''}{_gateable_text()}; {_FORM}")
+    if metric == "StandardDeviation":
+        raise OptionError(f"{bad}: StandardDeviation is not a single number and cannot be gated")
+    return metric
+
+
+def _named_metric(name: str) -> str | None:
+    """The canonical metric ``name`` spells (:func:`~compare.verdict.policy.metric_name`) or whose
+    -alg index it is; None otherwise."""
+    if _INDEX_RE.match(name):
+        return METRIC_NAMES[int(name)] if int(name) < len(METRIC_NAMES) else None
+    return metric_name(name)
+
+
+def _no_operator(text: str) -> str:
+    """The diagnosis of a gate without operator. A metric name alone is most likely ``--gate
+    cos>=0.99`` unquoted: the shell took ``>`` for a redirection, made a file ``=0.99`` and
+    passed ``cos``; the file is looked for in the working folder (an empty file named
+    ``=NUMBER`` or ``NUMBER``, the newest) to say so exactly."""
+    metric = _named_metric(text)
+    if metric is None:
+        near = did_you_mean(text, gateable_metrics())
+        return f"no comparison operator; {near + ' ' if near else ''}{_FORM}"
+    left_behind = _redirect_file(Path("."))
+    if left_behind is None:
+        return (f"no comparison operator; did you mean --gate '{metric}>=0.99'? (quote it: the shell reads > as a "
+                "redirection; a file named '=0.99' may have been created here)")
+    op = ">=" if left_behind.startswith("=") else ">"
+    bound = left_behind.removeprefix("=")
+    return (f"no comparison operator; did you mean --gate '{metric}{op}{bound}'? (quote it: the shell read > as a "
+            f"redirection and created the empty file {left_behind!r} here: remove it)")
+
+
+def _redirect_file(folder: Path) -> str | None:
+    """The name of the newest empty file in ``folder`` named ``=NUMBER`` or ``NUMBER`` (what an
+    unquoted ``>=NUMBER`` / ``>NUMBER`` leaves behind), or None."""
+    found: list[tuple[float, str]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return None
+    for entry in entries:
+        if not _LEFT_BEHIND_RE.match(entry.name):
+            continue
+        try:
+            stat = entry.stat(follow_symlinks=False)
+        except (ValueError, OSError):
+            continue
+        if entry.is_file(follow_symlinks=False) and stat.st_size == 0:
+            found.append((stat.st_mtime, entry.name))
+    return max(found)[1] if found else None
 
 
 def _row_text(row: MetricRow) -> str:
@@ -306,4 +410,4 @@ def _apply_waivers(failures: list[CheckFailure], waivers: list[Waiver], rows: Se
     return kept, waived
 
 
-__all__ = ["evaluate", "parse_gate", "violations"]
+__all__ = ["evaluate", "gateable_metrics", "parse_gate", "violations"]

@@ -217,7 +217,7 @@ def test_special_entries_under_dump_names_are_named_and_never_opened(demo: Path)
     pool1 = [row for row in document["rows"] if row["tensor_id"] == "pool1:output:0"]
     assert pool1 and any(fifo.name in reason and "FIFO" in reason for reason in pool1[0]["reasons"]), pool1
     assert {str(s.path) for s in api.skipped} == {str(p) for p in expected}
-    assert api.to_json()["skipped"] == document["skipped"]
+    assert api.to_dict()["skipped"] == document["skipped"]
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.validate(document, json.loads((ROOT / "docs" / "result-schema.json").read_text()))
 

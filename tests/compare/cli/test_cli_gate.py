@@ -287,10 +287,10 @@ def test_regate_api(tmp_path: Path) -> None:
 
     live = compare_network(DEMO / "npu", DEMO / "golden", DEMO / "model.json", gates=["cos>=0.9999"])
     path = tmp_path / "r.json"
-    path.write_text(json.dumps(live.to_json()))
+    path.write_text(json.dumps(live.to_dict()))
     again = regate(path, gates=["cos>=0.9999"])
     assert again.verdict == live.verdict and again.exit_code == live.exit_code == 1 and not again.passed
-    assert again.to_json()["verdict"] == live.to_json()["verdict"]
+    assert again.to_dict()["verdict"] == live.to_dict()["verdict"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -387,9 +387,9 @@ def test_api_result_object() -> None:
     result = compare_network(DEMO / "npu", DEMO / "golden", DEMO / "model.json")
     assert isinstance(result, ComparisonResult)
     assert result.verdict.outcome is Outcome.NOT_GATED and result.passed and result.exit_code == 0
-    assert len(result.frame) == len(result.rows) and result.to_json()["verdict"] is None
+    assert len(result.frame) == len(result.rows) and result.to_dict()["verdict"] is None
     gated = compare_network(DEMO / "npu", DEMO / "golden", DEMO / "model.json", gates=["cos>=0.9999"])
-    assert not gated.passed and gated.exit_code == 1 and gated.to_json()["verdict"]["outcome"] == "failed"
+    assert not gated.passed and gated.exit_code == 1 and gated.to_dict()["verdict"]["outcome"] == "failed"
     assert "<failure" in gated.to_junit()
 
 

@@ -51,7 +51,7 @@ def test_divergence_and_explain_lines(result: ComparisonResult) -> None:
     assert lines[0].startswith(f"first divergence: {FC} [Linear]") and "msprobe dump.json order" in lines[0]
     assert any("<- fc.weight (parameter) FAILS: MaxRelDiff = 0.0" in line for line in lines)
     assert "differing data: fc.weight" in "\n".join(lines)
-    explained = explain_lines(FC, chain(result.localisation, FC), result.localisation)
+    explained = explain_lines(FC, chain(result.localisation, FC))
     assert explained[0] == f"explain {FC}: 1 operator(s) back to the origin"
     assert explained[1].startswith(f"1. {FC} [Linear]: input-differs")
     assert f"   output {FC}:output:0 passes: error 0.0" in explained

@@ -91,13 +91,13 @@ def test_api_on_a_scheduler_graphs_and_a_shared_golden(local_cluster: object, tm
     every = dict(rank="all", iteration="all", graph="all")
     here = compare_network(trees["npy"], right, **every)
     there = compare_network(trees["npy"], right, **every, scheduler=address, on_dashboard=links.append)
-    assert comparable_result(here.to_json()) == comparable_result(there.to_json()) and len(links) == 1
+    assert comparable_result(here.to_dict()) == comparable_result(there.to_dict()) and len(links) == 1
     assert len(there.network.parts) == 8 and there.network.part_graphs[-1] == 1
     # a golden folder without levels: read once by the client and sent to the workers
     golden, mapping = one_op_golden(tmp_path)
     here = compare_network(trees["npy"], golden, rank="all", iteration="all", mapping=mapping)
     there = compare_network(trees["npy"], golden, rank="all", iteration="all", mapping=mapping, scheduler=address)
-    assert comparable_result(here.to_json()) == comparable_result(there.to_json())
+    assert comparable_result(here.to_dict()) == comparable_result(there.to_dict())
     assert there.network.right.path == golden
     assert there.network.right.ops  # the client's golden run itself, not the operator-less copy a task sends back
 
@@ -136,7 +136,7 @@ def test_a_worker_killed_mid_run_still_gives_the_whole_report(ranks: dict[str, P
                                 scheduler=running.scheduler_address)
     assert marker.exists()  # a worker did die
     here = compare_network(ranks["left"], ranks["right"], rank="all", iteration="all")
-    assert comparable_result(here.to_json()) == comparable_result(there.to_json())
+    assert comparable_result(here.to_dict()) == comparable_result(there.to_dict())
 
 
 @needs_dask
@@ -158,7 +158,7 @@ def test_a_part_failing_every_retry_is_lost_with_its_reason(ranks: dict[str, Pat
     # the missing parts come first among the gate's failures: the one without golden, then the lost one
     assert [f.part for f in result.verdict.failures[:2]] == ["rank 0 iteration 2", "rank 1 iteration 1"]
     assert any(n.startswith("[rank 1 iteration 1] not compared: its cluster task failed") for n in result.notes)
-    parts = result.to_json()["parts"]
+    parts = result.to_dict()["parts"]
     assert parts[4]["status"] == PartStatus.LOST.value and "breaks on purpose" in parts[4]["reason"]
     assert [p["status"] for p in parts].count("compared") == 4
     assert result.exit_code == 3  # the gate: incomplete, not passed
@@ -178,7 +178,7 @@ def test_parts_survive_a_regate(ranks: dict[str, Path], tmp_path: Path) -> None:
     assert first.exit_code == 0, first.output
     parts = json.loads(saved.read_text())["parts"]
     assert len(parts) == 6 and parts[2]["status"] == "not compared" and "selects nothing" in parts[2]["reason"]
-    assert regate(saved, gates=["CosineSimilarity>=0.5"]).to_json()["parts"] == parts
+    assert regate(saved, gates=["CosineSimilarity>=0.5"]).to_dict()["parts"] == parts
 
 
 def test_without_dask_the_options_say_how_to_install(ranks: dict[str, Path], tmp_path: Path,

@@ -120,7 +120,7 @@ def test_regating_the_saved_result_sees_the_missing_part(msprobe: dict[str, Mspr
         assert "gate: INCOMPLETE (exit 3)" in err and "rank 1 iteration 0" in err
     again = regate(js, gates=["CosineSimilarity>=0.9"])
     assert again.verdict.outcome is Outcome.INCOMPLETE and again.verdict.failures[0].part == "rank 1 iteration 0"
-    assert again.to_json()["verdict"]["failures"] == json.loads(js.read_text())["verdict"]["failures"]
+    assert again.to_dict()["verdict"]["failures"] == json.loads(js.read_text())["verdict"]["failures"]
 
 
 def test_a_non_strict_policy_and_a_waiver_do_not_pass_a_missing_part(msprobe: dict[str, MsprobeDump],
