@@ -76,7 +76,7 @@ def test_explain_keeps_the_ratio_when_the_inputs_differ() -> None:
     verdicts = [OpVerdict("a", "MatMul", 3, Verdict.INPUT_DIFFERS, outputs=(check,), error=0.5, input_error=0.25,
                           amplification=2.0),
                 OpVerdict("b", None, 2, Verdict.ORIGIN, error=0.25, input_error=0.0, amplification=float("inf"))]
-    lines = explain_lines("a", verdicts, None)  # type: ignore[arg-type] - a chain: the localisation is not read
+    lines = explain_lines("a", verdicts)
     assert lines[1] == "1. a [MatMul]: input-differs, output error 0.5, worst input error 0.25, amplification 2.0"
     assert lines[3] == "2. b: origin, inputs exact, output error 0.25: the error starts here"
 
