@@ -82,7 +82,7 @@ class CompareRequest:
 
     Outputs, as given: ``output`` (``-o``), ``csv`` (``-csv``), ``json_out`` / ``junit_out`` /
     ``html_out`` (``--json`` / ``--junit`` / ``--html``), ``verdicts``, ``layout`` (``vcompare`` or
-    ``msaccucmp``), ``digits`` / ``float_format``, ``quiet``, ``progress_bar``
+    ``msaccucmp``), ``digits`` / ``float_format``, ``quiet``, ``verbose``, ``progress_bar``
     (``--progress/--no-progress``; None: on a terminal after 2 s).
 
     Modes: single-operator ``op`` (``-d``), ``tensor_type`` (``-t``), ``index`` (``-i``),
@@ -135,6 +135,7 @@ class CompareRequest:
     digits: int | None = None
     float_format: str | None = None
     quiet: bool = False
+    verbose: bool = False
     progress_bar: bool | None = None
     # modes
     op: str | None = None

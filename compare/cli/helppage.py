@@ -1,0 +1,128 @@
+"""The ``--help`` page of every vcompare command: options in titled panels, examples verbatim.
+
+typer 0.28 draws ``rich_help_panel`` groups only in its rich markup modes, and those modes also
+(a) read ``[...]`` in a help text as markup (``[remote]`` and the ``[default]`` hints vanish),
+(b) split an option's spellings over four fixed columns that cut long ones short
+(``--right,--golden_dump_…``), (c) re-wrap the examples at the terminal's width and (d) draw
+every usage error in a box. Its plain mode (``rich_markup_mode=None``) ignores the panels and
+wraps everything, examples included, at 78 columns whatever the terminal.
+
+So the commands keep the plain mode (usage errors stay one grep-able ``Error:`` line) and take
+:class:`PanelHelp` as their class: it renders the help page itself -- the usage line(s), the
+description, one panel per ``rich_help_panel`` (in the order the options are declared; an
+option's spellings, value and help as click gives them, nothing cut), the extra panels of
+:attr:`PanelHelp.panels`, and the epilog (the examples) line by line as written, at any width.
+rich is imported here only, when a help page is asked for: never on a run or on ``--version``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from dataclasses import dataclass
+
+from typing import TYPE_CHECKING
+
+import typer
+from typer.core import TyperArgument, TyperCommand, TyperOption
+
+if TYPE_CHECKING:
+    from typer._click.formatting import HelpFormatter
+
+#: The panel of a parameter declared without ``rich_help_panel`` (and of ``-h`` / ``--help``).
+OPTIONS_PANEL = "Options"
+#: The panel of the positional arguments declared without ``rich_help_panel``.
+ARGUMENTS_PANEL = "Arguments"
+#: The widest the spellings column gets; a longer spelling list wraps at its commas.
+NAMES_MAX_WIDTH = 36
+
+
+@dataclass(frozen=True)
+class HelpRow:
+    """One line of a help panel: a name (an option's spellings, a subcommand) and what it does."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class HelpPanel:
+    """A titled panel of rows that are not the command's own parameters (the subcommands)."""
+
+    title: str
+    rows: tuple[HelpRow, ...]
+
+
+class PanelHelp(TyperCommand):
+    """A typer command whose ``--help`` page is drawn by :func:`render_help` (module doc).
+
+    Subclasses add :attr:`usage_lines` (more ``Usage:`` lines under the command's own) and
+    :attr:`panels` (drawn after the parameters' panels, before the examples).
+    """
+
+    usage_lines: tuple[str, ...] = ()
+    panels: tuple[HelpPanel, ...] = ()
+
+    def format_help(self, ctx: typer.Context, formatter: HelpFormatter) -> None:
+        """The whole page into ``formatter`` (click prints it: ``--help`` on stdout, a bare command
+        with ``no_args_is_help`` on stderr)."""
+        formatter.write(render_help(self, ctx))
+
+    def parameter_panels(self, ctx: typer.Context) -> tuple[HelpPanel, ...]:
+        """The parameters' panels, in the order of each panel's first parameter; hidden ones left out.
+
+        A parameter's panel is its ``rich_help_panel``, else Arguments / Options; ``-h`` /
+        ``--help`` (typer adds it last, with no panel) joins the panel of the parameter before it.
+        """
+        panels: dict[str, list[HelpRow]] = {}
+        title = OPTIONS_PANEL
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                title = param.rich_help_panel or ARGUMENTS_PANEL
+            elif not set(param.opts) & set(ctx.help_option_names):
+                title = (param.rich_help_panel if isinstance(param, TyperOption) else None) or OPTIONS_PANEL
+            names, text = record
+            panels.setdefault(title, []).append(HelpRow(names, text))
+        return tuple(HelpPanel(title, tuple(rows)) for title, rows in panels.items())
+
+
+def render_help(command: PanelHelp, ctx: typer.Context) -> str:
+    """The help page of ``command`` as text, as wide as the terminal (``COLUMNS`` first), with
+    ANSI styles that click's ``echo`` strips when the output is not a terminal (none with
+    ``NO_COLOR``)."""
+    # here: rich (~25 ms of imports) only for a help page
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    width = max(40, shutil.get_terminal_size().columns)
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal="NO_COLOR" not in os.environ,
+                      color_system="standard", highlight=False, emoji=False, markup=False)
+    usage = f"Usage: {ctx.command_path} {' '.join(command.collect_usage_pieces(ctx))}"
+    console.print(Text(usage, style="bold"), soft_wrap=True)
+    for line in command.usage_lines:
+        console.print(Text(f"{' ' * len('Usage: ')}{line}", style="bold"), soft_wrap=True)
+    for paragraph in (command.help or "").strip().split("\n\n"):
+        console.print()
+        console.print(Text(" ".join(paragraph.split())))
+    console.print()
+    panels = command.parameter_panels(ctx) + command.panels
+    names_width = min(NAMES_MAX_WIDTH, width * 2 // 5, max(len(row.name) for panel in panels for row in panel.rows))
+    for panel in panels:
+        table = Table(show_header=False, box=None, expand=True, padding=(0, 1), pad_edge=False)
+        table.add_column(style="bold cyan", width=names_width, overflow="fold")
+        table.add_column(ratio=1, overflow="fold")
+        for row in panel.rows:
+            table.add_row(row.name, row.text)
+        console.print(Panel(table, title=panel.title, title_align="left", border_style="dim"))
+    if command.epilog:
+        console.print()
+        for line in command.epilog.strip("\n").splitlines():
+            console.print(Text(line), soft_wrap=True)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
