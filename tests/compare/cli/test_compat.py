@@ -296,7 +296,7 @@ def test_vcompare_help_lists_compare(capsys: pytest.CaptureFixture[str]) -> None
     assert run(["--help"]) == 0
     out = capsys.readouterr().out
     assert "Subcommands" in out
-    assert re.search(r"^  compare +msaccucmp's", out, re.MULTILINE)
+    assert re.search(r"^│ compare +msaccucmp's", out, re.MULTILINE)
 
 
 def test_entry_point_runs_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
