@@ -565,7 +565,7 @@ def compat_command(ctx: typer.Context) -> None:
         typer.echo(help_text())
         raise typer.Exit(EXIT_OK)
     if not argv:  # a bare ``vcompare compare``: the help on stderr, exit 2 (as the main command)
-        err(help_text())
+        typer.echo(help_text(), err=True)
         raise typer.Exit(EXIT_CANNOT_RUN)
     try:
         translation = translate(argv)
