@@ -20,9 +20,9 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sys
 from dataclasses import dataclass
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
@@ -90,17 +90,28 @@ class PanelHelp(TyperCommand):
         return tuple(HelpPanel(title, tuple(rows)) for title, rows in panels.items())
 
 
+def _can_write(stream: TextIO, text: str) -> bool:
+    """Whether ``stream``'s encoding holds ``text`` (the panels' box lines; else ASCII boxes)."""
+    try:
+        text.encode(stream.encoding or "utf-8")
+    except (LookupError, UnicodeEncodeError):
+        return False
+    return True
+
+
 def render_help(command: PanelHelp, ctx: typer.Context) -> str:
     """The help page of ``command`` as text, as wide as the terminal (``COLUMNS`` first), with
     ANSI styles that click's ``echo`` strips when the output is not a terminal (none with
     ``NO_COLOR``)."""
     # here: rich (~25 ms of imports) only for a help page
+    from rich.box import ASCII, ROUNDED
     from rich.console import Console
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
 
     width = max(40, shutil.get_terminal_size().columns)
+    box_style = ROUNDED if all(_can_write(stream, "╭─╮│╰╯") for stream in (sys.stdout, sys.stderr)) else ASCII
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal="NO_COLOR" not in os.environ,
                       color_system="standard", highlight=False, emoji=False, markup=False)
@@ -120,7 +131,7 @@ def render_help(command: PanelHelp, ctx: typer.Context) -> str:
         table.add_column(ratio=1, overflow="fold")
         for row in panel.rows:
             table.add_row(row.name, row.text)
-        console.print(Panel(table, title=panel.title, title_align="left", border_style="dim"))
+        console.print(Panel(table, box=box_style, title=panel.title, title_align="left", border_style="dim"))
     if command.epilog:
         console.print()
         for line in command.epilog.strip("\n").splitlines():

@@ -6,6 +6,7 @@ rich is loaded for a help page only; ``scripts/make_demo.py --help`` prints its 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -167,3 +168,12 @@ def test_make_demo_help_writes_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == [] and "Traceback" not in done.stderr
     done = subprocess.run([sys.executable, str(script), "demo"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0 and (tmp_path / "demo" / "model.json").is_file()
+
+
+def test_help_on_a_stream_that_holds_ascii_only() -> None:
+    """A terminal whose encoding has no box-drawing characters gets ASCII panels, not a traceback."""
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "COLUMNS": "80"}
+    done = subprocess.run([sys.executable, "-m", "compare.cli", "--help"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, encoding="ascii")
+    assert done.returncode == 0 and done.stderr == ""
+    assert "+- Inputs " in done.stdout and "Examples:" in done.stdout
