@@ -24,7 +24,8 @@ FILE_COMPARE_EXAMPLES = """Examples:
 
 
 # no_args_is_help: a bare ``vcompare file_compare`` prints this help on stderr and exits 2
-@file_compare_app.command(cls=PanelHelp, no_args_is_help=True, epilog=FILE_COMPARE_EXAMPLES, help="Compare two .npy files of identical shape with metrics 0,1,2,3,6,7,8,9 "
+@file_compare_app.command(cls=PanelHelp, no_args_is_help=True, epilog=FILE_COMPARE_EXAMPLES,
+                          help="Compare two .npy files of identical shape with metrics 0,1,2,3,6,7,8,9 "
                                "(CosineSimilarity ... MeanRelativeError) and write "
                                "DIR/file_result_{YYYYmmddHHMMSS}.txt (docs/modes.md). Exit 2 when a file is "
                                "not .npy, the shapes differ or the result cannot be written.")

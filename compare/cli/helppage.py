@@ -103,37 +103,33 @@ def render_help(command: PanelHelp, ctx: typer.Context) -> str:
     """The help page of ``command`` as text, as wide as the terminal (``COLUMNS`` first), with
     ANSI styles that click's ``echo`` strips when the output is not a terminal (none with
     ``NO_COLOR``)."""
-    # here: rich (~25 ms of imports) only for a help page
-    from rich.box import ASCII, ROUNDED
-    from rich.console import Console
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
+    from rich import box, console, panel, table, text  # here: rich (~12 ms of imports) only for a help page
 
     width = max(40, shutil.get_terminal_size().columns)
-    box_style = ROUNDED if all(_can_write(stream, "╭─╮│╰╯") for stream in (sys.stdout, sys.stderr)) else ASCII
+    unicode = all(_can_write(stream, "╭─╮│╰╯") for stream in (sys.stdout, sys.stderr))
+    boxes = box.ROUNDED if unicode else box.ASCII
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal="NO_COLOR" not in os.environ,
-                      color_system="standard", highlight=False, emoji=False, markup=False)
+    page = console.Console(file=out, width=width, force_terminal="NO_COLOR" not in os.environ,
+                           color_system="standard", highlight=False, emoji=False, markup=False)
     usage = f"Usage: {ctx.command_path} {' '.join(command.collect_usage_pieces(ctx))}"
-    console.print(Text(usage, style="bold"), soft_wrap=True)
+    page.print(text.Text(usage, style="bold"), soft_wrap=True)
     for line in command.usage_lines:
-        console.print(Text(f"{' ' * len('Usage: ')}{line}", style="bold"), soft_wrap=True)
+        page.print(text.Text(f"{' ' * len('Usage: ')}{line}", style="bold"), soft_wrap=True)
     for paragraph in (command.help or "").strip().split("\n\n"):
-        console.print()
-        console.print(Text(" ".join(paragraph.split())))
-    console.print()
+        page.print()
+        page.print(text.Text(" ".join(paragraph.split())))
+    page.print()
     panels = command.parameter_panels(ctx) + command.panels
-    names_width = min(NAMES_MAX_WIDTH, width * 2 // 5, max(len(row.name) for panel in panels for row in panel.rows))
-    for panel in panels:
-        table = Table(show_header=False, box=None, expand=True, padding=(0, 1), pad_edge=False)
-        table.add_column(style="bold cyan", width=names_width, overflow="fold")
-        table.add_column(ratio=1, overflow="fold")
-        for row in panel.rows:
-            table.add_row(row.name, row.text)
-        console.print(Panel(table, box=box_style, title=panel.title, title_align="left", border_style="dim"))
+    names_width = min(NAMES_MAX_WIDTH, width * 2 // 5, max(len(row.name) for group in panels for row in group.rows))
+    for group in panels:
+        rows = table.Table(show_header=False, box=None, expand=True, padding=(0, 1), pad_edge=False)
+        rows.add_column(style="bold cyan", width=names_width, overflow="fold")
+        rows.add_column(ratio=1, overflow="fold")
+        for row in group.rows:
+            rows.add_row(row.name, row.text)
+        page.print(panel.Panel(rows, box=boxes, title=group.title, title_align="left", border_style="dim"))
     if command.epilog:
-        console.print()
+        page.print()
         for line in command.epilog.strip("\n").splitlines():
-            console.print(Text(line), soft_wrap=True)
+            page.print(text.Text(line), soft_wrap=True)
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())

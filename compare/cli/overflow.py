@@ -27,7 +27,8 @@ OVERFLOW_EXAMPLES = """Examples:
 
 
 # no_args_is_help: a bare ``vcompare overflow`` prints this help on stderr and exits 2
-@overflow_app.command(cls=PanelHelp, no_args_is_help=True, epilog=OVERFLOW_EXAMPLES, help="Decode the overflow records (Opdebug.Node_OpDebug.*) under a dump folder, link each to "
+@overflow_app.command(cls=PanelHelp, no_args_is_help=True, epilog=OVERFLOW_EXAMPLES,
+                      help="Decode the overflow records (Opdebug.Node_OpDebug.*) under a dump folder, link each to "
                            "the operator dump it reports and write overflow_summary_{time}.txt and .json "
                            "(docs/overflow.md). Exit 0 analysed, 1 some record could not be decoded, 2 cannot run.")
 def overflow_command(
