@@ -103,7 +103,7 @@ def render_help(command: PanelHelp, ctx: typer.Context) -> str:
     """The help page of ``command`` as text, as wide as the terminal (``COLUMNS`` first), with
     ANSI styles that click's ``echo`` strips when the output is not a terminal (none with
     ``NO_COLOR``)."""
-    from rich import box, console, panel, table, text  # here: rich (~12 ms of imports) only for a help page
+    from rich import box, console, panel, table, text  # here: rich (~15 ms of imports) only for a help page
 
     width = max(40, shutil.get_terminal_size().columns)
     unicode = all(_can_write(stream, "╭─╮│╰╯") for stream in (sys.stdout, sys.stderr))
