@@ -82,7 +82,7 @@ class CompareRequest:
 
     Outputs, as given: ``output`` (``-o``), ``csv`` (``-csv``), ``json_out`` / ``junit_out`` /
     ``html_out`` (``--json`` / ``--junit`` / ``--html``), ``verdicts``, ``layout`` (``vcompare`` or
-    ``msaccucmp``), ``digits`` / ``float_format``, ``quiet``, ``verbose``, ``progress_bar``
+    ``msaccucmp``), ``digits`` / ``float_format``, ``quiet``, ``verbose`` (every note of every part, not grouped), ``progress_bar``
     (``--progress/--no-progress``; None: on a terminal after 2 s).
 
     Modes: single-operator ``op`` (``-d``), ``tensor_type`` (``-t``), ``index`` (``-i``),
