@@ -564,6 +564,9 @@ def compat_command(ctx: typer.Context) -> None:
     if any(token in ("-h", "--help") for token in before_extra):
         typer.echo(help_text())
         raise typer.Exit(EXIT_OK)
+    if not argv:  # a bare ``vcompare compare``: the help on stderr, exit 2 (as the main command)
+        typer.echo(help_text(), err=True)
+        raise typer.Exit(EXIT_CANNOT_RUN)
     try:
         translation = translate(argv)
     except OptionError as exc:

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from .helppage import PanelHelp
+
 gate_app = typer.Typer(add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
                        rich_markup_mode=None, pretty_exceptions_enable=False)
 
@@ -15,22 +17,21 @@ policy_app = typer.Typer(add_completion=False, context_settings={"help_option_na
                          rich_markup_mode=None, pretty_exceptions_enable=False)
 
 
-GATE_EXAMPLES = """
-Examples:
+GATE_EXAMPLES = """Examples:
 
-
   # the saved run of a CI job against the team's policy, with a JUnit report:
   vcompare gate out/result.json --policy gates.toml --junit out/junit.xml
 
-
   # a stricter bound on an older CSV result (CSV keeps the printed digits only):
   vcompare gate result.csv --gate "CosineSimilarity>=0.999"
 """
 
 
-@gate_app.command(help="Check a saved result (--json .json, -o .csv or .parquet) against a policy and/or "
+# no_args_is_help: a bare ``vcompare gate`` prints this help on stderr and exits 2
+@gate_app.command(cls=PanelHelp, no_args_is_help=True, epilog=GATE_EXAMPLES,
+                  help="Check a saved result (--json .json, -o .csv or .parquet) against a policy and/or "
                        "gates again, without recomputing. Same exit codes, JSON verdict and JUnit as the live "
-                       "run.\n" + GATE_EXAMPLES)
+                       "run.")
 def gate_command(
     saved: Path = typer.Argument(..., metavar="RESULT", help="A saved result: .json (--json), .csv or .parquet (-o)."),
     policy: Optional[Path] = typer.Option(None, "--policy", help="Accuracy policy file (TOML, docs/policy.md)."),
@@ -50,9 +51,16 @@ def gate_command(
 DEFAULT_POLICY = "gates.toml"
 
 
-@policy_app.command(help="Write the commented starter policy file (docs/policy.md).\n\nExamples:\n\n\n"
-                         "  vcompare policy --init                # ./gates.toml\n\n"
-                         "  vcompare policy --init ci/gates.toml --force")
+POLICY_EXAMPLES = """Examples:
+
+  vcompare policy --init                # ./gates.toml
+
+  vcompare policy --init ci/gates.toml --force
+"""
+
+
+@policy_app.command(cls=PanelHelp, epilog=POLICY_EXAMPLES,
+                    help="Write the commented starter policy file (docs/policy.md).")
 def policy_command(
     path: Optional[Path] = typer.Argument(None, metavar="[PATH]", help=f"Where to write it [{DEFAULT_POLICY}]."),
     init: bool = typer.Option(False, "--init", help="Write the starter policy file."),

@@ -49,20 +49,10 @@ def normalise_argv(argv: list[str]) -> list[str]:
     return out
 
 
-#: Subcommands, by their first argument (the main command takes options only).
+#: Subcommands, by their first argument (the main command takes options only; ``vcompare --help``
+#: describes them: :data:`compare.cli.network.SUBCOMMAND_ROWS`).
 SUBCOMMANDS = {"gate": gate_app, "policy": policy_app, "consistency": consistency_app,
                "file_compare": file_compare_app, "overflow": overflow_app, "compare": compat_app}
-
-#: What ``vcompare --help`` adds after the main command's help: the subcommands, one line each.
-SUBCOMMANDS_HELP = """Subcommands (vcompare SUBCOMMAND --help):
-  compare       msaccucmp's (compare -m MY -g GOLDEN -f RULE -out DIR) and msprobe's (compare -tp T -gp G -o DIR,
-                compare -i compare.json) command lines, translated to this command (docs/migration.md)
-  gate          check a saved result against a policy again, without recomputing
-  policy        write the starter policy file (policy --init gates.toml)
-  consistency   the replicas of each rank group of one tree
-  file_compare  two .npy files, msaccucmp's file_result_{ts}.txt
-  overflow      the overflow records of a dump linked to their operators"""
-
 
 def run(argv: Sequence[str]) -> int:
     """Run one command line (without the program name) and return its exit code.
@@ -70,7 +60,8 @@ def run(argv: Sequence[str]) -> int:
     The first argument picks the subcommand (``gate``, ``policy``, ``consistency``, ``file_compare``,
     ``overflow``, ``compare``: msaccucmp's and msprobe's lines, :mod:`~compare.cli.compat`); anything
     else is the main comparison, whose msaccucmp spellings are normalised first
-    (:func:`normalise_argv`); its ``--help`` ends with the subcommands (:data:`SUBCOMMANDS_HELP`).
+    (:func:`normalise_argv`); its ``--help`` lists the subcommands
+    (:data:`compare.cli.network.SUBCOMMAND_ROWS`), and so does a bare ``vcompare`` (on stderr, exit 2).
     Ctrl-C / SIGTERM give 130 / 143.
     """
     args = list(argv)
@@ -89,8 +80,6 @@ def run(argv: Sequence[str]) -> int:
     except Interrupted as stop:
         err(stop_message(stop))
         code = stop.exit_code
-    if target is app and code == 0 and any(token in ("-h", "--help") for token in args):
-        print(f"\n{SUBCOMMANDS_HELP}")
     return code
 
 

@@ -11,27 +11,26 @@ from convert.exits import EXIT_CANNOT_RUN, EXIT_OK, EXIT_SOME_FAILED
 
 from ..errors import CompareError
 from .echo import err
+from .helppage import PanelHelp
 
 overflow_app = typer.Typer(add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
                            rich_markup_mode=None, pretty_exceptions_enable=False)
 
-OVERFLOW_EXAMPLES = """
-Examples:
-
+OVERFLOW_EXAMPLES = """Examples:
 
   # the first overflow record below a dump tree, by timestamp, its operator:
   vcompare overflow -d npu_dump/20240315101530 -o out/overflow
-
 
   # the first five overflow records, with the reference tool's option names:
   vcompare overflow -d npu_dump -out out/overflow -n 5
 """
 
 
-@overflow_app.command(help="Decode the overflow records (Opdebug.Node_OpDebug.*) under a dump folder, link each to "
+# no_args_is_help: a bare ``vcompare overflow`` prints this help on stderr and exits 2
+@overflow_app.command(cls=PanelHelp, no_args_is_help=True, epilog=OVERFLOW_EXAMPLES,
+                      help="Decode the overflow records (Opdebug.Node_OpDebug.*) under a dump folder, link each to "
                            "the operator dump it reports and write overflow_summary_{time}.txt and .json "
-                           "(docs/overflow.md). Exit 0 analysed, 1 some record could not be decoded, 2 cannot run.\n"
-                           + OVERFLOW_EXAMPLES)
+                           "(docs/overflow.md). Exit 0 analysed, 1 some record could not be decoded, 2 cannot run.")
 def overflow_command(
     dump: Path = typer.Option(..., "-d", "--dump", "--dump_path",
                               help="Dump folder; overflow records are looked for up to 30 levels below it."),

@@ -239,7 +239,7 @@ def test_msprobe_real_tree(tmp_path: Path) -> None:
     (["-tp", "a", "-gp", "b", "-out", "o"], "mixed spellings: -out (msaccucmp) with -tp, -gp (msprobe)"),
     (["-tp", "a", "-gp", "b", "-q", "q.json"], "mixed spellings: -q is msaccucmp's option"),
     (["-l", "a", "-r", "b"], "-l / -r are vcompare's own spelling"),
-    ([], "name the two dumps in msaccucmp's or msprobe's form"),
+    (["-f", "m.json"], "name the two dumps in msaccucmp's or msprobe's form"),
     (["-m", "a", "-g", "b", "--fusion_rule", "x"], "did you mean --fusion_rule_file?"),
     (["-m", "a", "-g", "b", "--gate", "CosineSimilarity>=0.9"], "--gate is vcompare's own option: put it after --"),
     (["-m", "a", "-g", "b", "-advisor"], "--verdicts"),
@@ -296,7 +296,7 @@ def test_vcompare_help_lists_compare(capsys: pytest.CaptureFixture[str]) -> None
     assert run(["--help"]) == 0
     out = capsys.readouterr().out
     assert "Subcommands" in out
-    assert re.search(r"^  compare +msaccucmp's", out, re.MULTILINE)
+    assert re.search(r"^│ compare +msaccucmp's", out, re.MULTILINE)
 
 
 def test_entry_point_runs_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
