@@ -6,7 +6,8 @@ Modules: :mod:`~compare.cli.main` (entry point, subcommand dispatch), :mod:`~com
 ``gate`` / ``policy`` / ``consistency`` runners), :mod:`~compare.cli.gate` (``gate``, ``policy``),
 :mod:`~compare.cli.consistency` (``consistency``), :mod:`~compare.cli.compat` (``compare``), :mod:`~compare.cli.file_compare` (``file_compare``),
 :mod:`~compare.cli.two_files` (the runners of two files: ``-l FILE -r FILE`` and ``file_compare``),
-:mod:`~compare.cli.output` (messages, summary, progress bar, output files) and
+:mod:`~compare.cli.output` (messages, summary, progress bar, output files),
+:mod:`~compare.cli.helppage` (every ``--help`` page: options in panels, examples verbatim) and
 :mod:`~compare.cli.startup` (every start-up trick). Runners return exit codes; only the typer
 command functions end with ``typer.Exit``.
 

@@ -104,7 +104,6 @@ def test_cli_prints_one_line_per_kind(trees: dict[str, Path], tmp_path: Path,
     assert sum(1 for line in err.splitlines() if "dump folder" in line) == 2
 
 
-@pytest.mark.xfail(strict=False, reason="--verbose option lands with the help part")
 def test_cli_verbose_lists_every_note(trees: dict[str, Path], tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _cli(capsys, "-l", trees["left"], "-r", trees["right"], "--rank", "all", "--iteration", "all",
