@@ -5,6 +5,7 @@ the reference tool, in one run.
     python scripts/bench.py --size-gb 1.8 --small-ops 10000 --scale 10000,30000,100000   # the issue's suite
     python scripts/bench.py --size-gb 0.02 --ops 10 --runs 1 --no-baseline               # CI smoke test
     python scripts/bench.py --size-gb 0 --ranks 8 --dask local:2                         # issue 18: Dask overhead
+    python scripts/bench.py --size-gb 0 --msprobe-stats 706 --rows 10000,100000,1000000     # issue 31: per row
     VCOMPARE_REFERENCE='python3 msaccucmp.py compare -m {left} -g {right} -f {fusion} -out {out}' \
         python scripts/bench.py --size-gb 1.8 --small-ops 10000 --write-doc docs/performance.md --label after
 
@@ -16,6 +17,20 @@ Cases (each generated once, cached in --workdir and keyed by its parameters, wit
 the warm times shows the per-row cost and how linear it is), and the **multi-rank** case
 (``--ranks N``: ``compare.testing.synthetic_rank_trees``, N ranks x ``--iterations`` of ``--rank-ops``
 operators of small tensors) compared in turn and on the Dask cluster ``--dask`` alternately.
+
+The **msprobe statistics** cases (``--msprobe-stats REPEAT``, ``--rows``) are the real statistics
+trees ``../shared/msprobe-real/trees/s_L1_perturb`` / ``s_L1_base`` (105 calls, 380 report rows)
+with their calls repeated (``scripts/bench_msprobe_stats.py``'s ``repeat_tree``): REPEAT 706 is the
+issue's 74,130 calls a side, timed beside ``msprobe compare`` when ``--msprobe`` /
+``VCOMPARE_MSPROBE`` names its entry point (skipped with a note otherwise). ``--rows`` sizes such
+cases by report rows (10,000 / 100,000 / 1,000,000): the 1,000,000-row case is of this family
+because LLM dumps at that scale are statistics dumps (msprobe's default task: one ``dump.json`` of
+max / min / mean / norm a tensor -- dumping every tensor of a large model is terabytes), its files
+are two JSON documents (~0.37 GB, generated in seconds, where a million small tensor files would be
+two million files), and its cost is vcompare's per-row Python alone, no kernel and no bytes:
+exactly what a columnar engine removes. Every case measured by rows, the tensor cases of the run
+included, goes into one **per-row table**: us a row (wall and CPU), peak RSS, bytes a row, the
+marginal CPU a row between sizes and the CPU a row against the smallest size (flat = 1.00).
 
 Each case runs ``vcompare`` as a subprocess: once **cold** (a fresh process with empty user kernel
 caches: it uses the kernel objects built at install time, or builds them, and says which; the
@@ -49,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import bench_msprobe_stats  # noqa: E402 - the statistics cases' generator, beside this script
+import bench_msprobe_stats  # the statistics cases' generator, beside this script (after the path above)
 
 VCOMPARE = [sys.executable, "-c", "from compare.cli import main; main()"]
 
@@ -550,10 +565,10 @@ def _msprobe_result(case: StatsCase, msprobe: str, workdir: Path) -> Timing | st
 def stats_lines(case: StatsCase, point: RowsPoint, msprobe: str | None, workdir: Path) -> list[str]:
     """The msprobe statistics case: vcompare's warm runs and, given its entry point, one run of
     ``msprobe compare`` on the same trees, with the ratios (wall, CPU, peak RSS)."""
-    lines = [f"case msprobe-stats: {case.calls} calls a side ({case.repeat} repeats of the real trees' calls), "
-             f"{point.rows} tensor rows, dump.json {case.json_bytes / 1e6:.0f} MB a side",
-             f"  vcompare -o result.csv: median {point.wall:.2f} s over {point.runs} runs, CPU median {point.cpu:.2f} s, "
-             f"{point.cpu / max(point.rows, 1) * 1e6:.0f} us CPU per tensor row, peak RSS {point.rss} MiB"]
+    lines = [(f"case msprobe-stats: {case.calls} calls a side ({case.repeat} repeats of the real trees' calls), "
+              f"{point.rows} tensor rows, dump.json {case.json_bytes / 1e6:.0f} MB a side"),
+             (f"  vcompare -o result.csv: median {point.wall:.2f} s over {point.runs} runs, CPU median {point.cpu:.2f} s, "
+              f"{point.cpu / max(point.rows, 1) * 1e6:.0f} us CPU per tensor row, peak RSS {point.rss} MiB")]
     if msprobe is None:
         lines.append("  msprobe compare: not given (--msprobe PATH or VCOMPARE_MSPROBE: the msprobe entry point of a "
                      "venv with mindstudio-probe and torch); skipped")
@@ -575,8 +590,8 @@ def rows_table(points: list[RowsPoint]) -> list[str]:
     of one more row without the start-up) and the CPU a row against the family's first point
     (flat = 1.00)."""
     lines = ["per-row cost (one run of this script; CPU figures are the ones to compare on a shared machine):",
-             "| family | rows | calls / ops | warm wall s | CPU s | us a row (wall) | us a row (CPU) | peak RSS MiB | "
-             "KiB a row (RSS) | bytes a row (RSS rise) | marginal us a row (CPU) | CPU a row / first |",
+             ("| family | rows | calls / ops | warm wall s | CPU s | us a row (wall) | us a row (CPU) | peak RSS MiB | "
+              "KiB a row (RSS) | bytes a row (RSS rise) | marginal us a row (CPU) | CPU a row / first |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     first: dict[str, RowsPoint] = {}
     previous: dict[str, RowsPoint] = {}
