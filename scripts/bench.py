@@ -80,18 +80,50 @@ class Timing:
     code: int
 
 
+#: The measuring parent of every timed command (``python -S -c _MEASURE FD CMD...``): a fresh, small
+#: interpreter forks and execs CMD, waits for it and writes "wall cpu maxrss" to the pipe FD. Linux counts
+#: in a child's ``ru_maxrss`` the memory of the process it was forked from (measured: a child
+#: ``python -c pass`` of a parent holding 500 MiB reports 513 MiB), so a command spawned straight
+#: from this script would report this script's own RSS (the generated cases, the parsed JSON) as
+#: its peak; forked from this small parent, its peak is its own.
+_MEASURE = """
+import os, sys, time
+start = time.perf_counter()
+out = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    try:
+        os.close(out)
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+os.write(out, f"{wall} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}".encode())
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+
+
 def _timed(cmd: list[str], env: dict[str, str] | None = None, *, check: bool = True) -> Timing:
-    """Run ``cmd`` and measure it. With ``check``, an exit code other than 0, 1 or 3 (1 / 3: a gate
-    failed / was incomplete -- the run itself worked) stops the benchmark with the command's stderr."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    """Run ``cmd`` and measure it (through :data:`_MEASURE`: its own wall and CPU seconds, its own
+    peak RSS). With ``check``, an exit code other than 0, 1 or 3 (1 / 3: a gate failed / was
+    incomplete -- the run itself worked) stops the benchmark with the command's stderr."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-S", "-c", _MEASURE, str(write_end), *cmd],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, pass_fds=(write_end,))
+    finally:
+        os.close(write_end)
     err = proc.stderr.read() if proc.stderr else b""  # drained while it runs: a full pipe would block it
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
+    code = proc.wait()
+    with os.fdopen(read_end, "rb") as handle:
+        measured = handle.read().split()
     if check and code not in (0, 1, 3):
         raise SystemExit(f"command failed ({code}): {' '.join(cmd)}\n{err.decode(errors='replace')}")
-    return Timing(wall=wall, cpu=usage.ru_utime + usage.ru_stime, rss=usage.ru_maxrss // 1024, code=code)
+    if len(measured) != 3:  # the measuring parent itself failed (cannot happen short of a kill)
+        raise SystemExit(f"no measurement of: {' '.join(cmd)}\n{err.decode(errors='replace')}")
+    wall, cpu, rss = measured
+    return Timing(wall=float(wall), cpu=float(cpu), rss=int(rss) // 1024, code=code)
 
 
 def _case(workdir: Path, size_gb: float, n_ops: int, seed: int) -> dict[str, Path]:
