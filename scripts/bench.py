@@ -5,6 +5,7 @@ the reference tool, in one run.
     python scripts/bench.py --size-gb 1.8 --small-ops 10000 --scale 10000,30000,100000   # the issue's suite
     python scripts/bench.py --size-gb 0.02 --ops 10 --runs 1 --no-baseline               # CI smoke test
     python scripts/bench.py --size-gb 0 --ranks 8 --dask local:2                         # issue 18: Dask overhead
+    python scripts/bench.py --size-gb 0 --msprobe-stats 706 --rows 10000,100000,1000000     # issue 31: per row
     VCOMPARE_REFERENCE='python3 msaccucmp.py compare -m {left} -g {right} -f {fusion} -out {out}' \
         python scripts/bench.py --size-gb 1.8 --small-ops 10000 --write-doc docs/performance.md --label after
 
@@ -16,6 +17,20 @@ Cases (each generated once, cached in --workdir and keyed by its parameters, wit
 the warm times shows the per-row cost and how linear it is), and the **multi-rank** case
 (``--ranks N``: ``compare.testing.synthetic_rank_trees``, N ranks x ``--iterations`` of ``--rank-ops``
 operators of small tensors) compared in turn and on the Dask cluster ``--dask`` alternately.
+
+The **msprobe statistics** cases (``--msprobe-stats REPEAT``, ``--rows``) are the real statistics
+trees ``../shared/msprobe-real/trees/s_L1_perturb`` / ``s_L1_base`` (105 calls, 380 report rows)
+with their calls repeated (``scripts/bench_msprobe_stats.py``'s ``repeat_tree``): REPEAT 706 is the
+issue's 74,130 calls a side, timed beside ``msprobe compare`` when ``--msprobe`` /
+``VCOMPARE_MSPROBE`` names its entry point (skipped with a note otherwise). ``--rows`` sizes such
+cases by report rows (10,000 / 100,000 / 1,000,000): the 1,000,000-row case is of this family
+because LLM dumps at that scale are statistics dumps (msprobe's default task: one ``dump.json`` of
+max / min / mean / norm a tensor -- dumping every tensor of a large model is terabytes), its files
+are two JSON documents (~0.37 GB, generated in seconds, where a million small tensor files would be
+two million files), and its cost is vcompare's per-row Python alone, no kernel and no bytes:
+exactly what a columnar engine removes. Every case measured by rows, the tensor cases of the run
+included, goes into one **per-row table**: us a row (wall and CPU), peak RSS, bytes a row, the
+marginal CPU a row between sizes and the CPU a row against the smallest size (flat = 1.00).
 
 Each case runs ``vcompare`` as a subprocess: once **cold** (a fresh process with empty user kernel
 caches: it uses the kernel objects built at install time, or builds them, and says which; the
@@ -32,6 +47,7 @@ on these numbers; they are for humans and docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -46,21 +62,68 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_msprobe_stats  # the statistics cases' generator, beside this script (after the path above)
 
 VCOMPARE = [sys.executable, "-c", "from compare.cli import main; main()"]
 
 
-def _timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, int]:
-    """Run ``cmd``; return (wall seconds, peak RSS in MiB, exit code)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1, 3):  # 1 / 3: a gate failed / was incomplete -- the run itself worked
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        raise SystemExit(f"command failed ({code}): {' '.join(cmd)}\n{err}")
-    return wall, usage.ru_maxrss // 1024, code
+@dataclass(frozen=True)
+class Timing:
+    """One run of a command as a whole process: wall and CPU seconds (user + system of the child,
+    ``os.wait4``), its peak RSS in MiB and its exit code."""
+
+    wall: float
+    cpu: float
+    rss: int
+    code: int
+
+
+#: The measuring parent of every timed command (``python -S -c _MEASURE FD CMD...``): a fresh, small
+#: interpreter forks and execs CMD, waits for it and writes "wall cpu maxrss" to the pipe FD. Linux counts
+#: in a child's ``ru_maxrss`` the memory of the process it was forked from (measured: a child
+#: ``python -c pass`` of a parent holding 500 MiB reports 513 MiB), so a command spawned straight
+#: from this script would report this script's own RSS (the generated cases, the parsed JSON) as
+#: its peak; forked from this small parent, its peak is its own.
+_MEASURE = """
+import os, sys, time
+start = time.perf_counter()
+out = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    try:
+        os.close(out)
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+os.write(out, f"{wall} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}".encode())
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+
+
+def _timed(cmd: list[str], env: dict[str, str] | None = None, *, check: bool = True) -> Timing:
+    """Run ``cmd`` and measure it (through :data:`_MEASURE`: its own wall and CPU seconds, its own
+    peak RSS). With ``check``, an exit code other than 0, 1 or 3 (1 / 3: a gate failed / was
+    incomplete -- the run itself worked) stops the benchmark with the command's stderr."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-S", "-c", _MEASURE, str(write_end), *cmd],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, pass_fds=(write_end,))
+    finally:
+        os.close(write_end)
+    err = proc.stderr.read() if proc.stderr else b""  # drained while it runs: a full pipe would block it
+    code = proc.wait()
+    with os.fdopen(read_end, "rb") as handle:
+        measured = handle.read().split()
+    if check and code not in (0, 1, 3):
+        raise SystemExit(f"command failed ({code}): {' '.join(cmd)}\n{err.decode(errors='replace')}")
+    if len(measured) != 3:  # the measuring parent itself failed (cannot happen short of a kill)
+        raise SystemExit(f"no measurement of: {' '.join(cmd)}\n{err.decode(errors='replace')}")
+    wall, cpu, rss = measured
+    return Timing(wall=float(wall), cpu=float(cpu), rss=int(rss) // 1024, code=code)
 
 
 def _case(workdir: Path, size_gb: float, n_ops: int, seed: int) -> dict[str, Path]:
@@ -165,7 +228,7 @@ def _regate_line(cmd: list[str], saved: Path, gate: str, runs: int) -> str:
     _timed(cmd + ["--json", str(saved)])
     rows = len(json.loads(saved.read_text())["rows"])
     size = saved.stat().st_size / 2**20
-    walls = [_timed(VCOMPARE + ["gate", str(saved), "--gate", gate, "--quiet"])[0] for _ in range(max(1, runs))]
+    walls = [_timed(VCOMPARE + ["gate", str(saved), "--gate", gate, "--quiet"]).wall for _ in range(max(1, runs))]
     from compare.api import regate
 
     regate(saved, gates=[gate])  # imports done once, as in a running process
@@ -199,6 +262,7 @@ class CaseResult:
     cold_rss: int | None
     cold_built: bool | None
     warm: list[float]
+    warm_cpu: list[float]
     warm_rss: int
     baseline: float | None = None
     baseline_rss: int | None = None
@@ -211,8 +275,9 @@ class CaseResult:
 
 
 def _pairs_in(result_csv: Path) -> int:
-    with result_csv.open() as handle:
-        return max(sum(1 for _ in handle) - 1, 0)
+    """Rows of a CSV report (records, not lines: a statistics report's cells may hold line breaks)."""
+    with result_csv.open(newline="") as handle:
+        return max(sum(1 for _ in csv.reader(handle)) - 1, 0)
 
 
 def _reference_cmd(template: str, paths: dict[str, Path], out: Path) -> list[str]:
@@ -236,23 +301,25 @@ def measure(name: str, paths: dict[str, Path], workdir: Path, *, runs: int, cold
             _read_all([paths["left"], paths["right"]])
             # a fresh user: empty kernel caches (the objects packaged at install time, if any, are used)
             cold_env = dict(env, VCOMPARE_CACHE_DIR=cache, NUMBA_CACHE_DIR=cache)
-            cold_wall, cold_rss, _ = _timed(cmd, cold_env)
+            first = _timed(cmd, cold_env)
+            cold_wall, cold_rss = first.wall, first.rss
             built = any(Path(cache).iterdir())
             env = cold_env
         warm = [_timed(cmd, env) for _ in range(runs)]
     result = CaseResult(name=name, ops=ops, pairs=_pairs_in(out), dump_gb=_dump_bytes(paths["left"]) / 1e9,
                         golden_gb=_dump_bytes(paths["right"]) / 1e9, cold=cold_wall, cold_rss=cold_rss,
-                        cold_built=built, warm=[w for w, _, _ in warm], warm_rss=max(r for _, r, _ in warm))
+                        cold_built=built, warm=[t.wall for t in warm], warm_cpu=[t.cpu for t in warm],
+                        warm_rss=max(t.rss for t in warm))
     if baseline_runs:
         base = [_timed([sys.executable, __file__, "--_baseline", str(paths["left"]), str(paths["right"]),
                         str(paths["fusion_rule"])]) for _ in range(baseline_runs)]
-        result.baseline = statistics.median(w for w, _, _ in base)
-        result.baseline_rss = max(r for _, r, _ in base)
+        result.baseline = statistics.median(t.wall for t in base)
+        result.baseline_rss = max(t.rss for t in base)
     if reference:
         ref_out = workdir / f"reference_{name}"
         ref_out.mkdir(parents=True, exist_ok=True)
-        wall, rss, _ = _timed(_reference_cmd(reference, paths, ref_out))
-        result.reference, result.reference_rss = wall, rss
+        ref = _timed(_reference_cmd(reference, paths, ref_out))
+        result.reference, result.reference_rss = ref.wall, ref.rss
     return result
 
 
@@ -273,7 +340,7 @@ def report_lines(case: CaseResult) -> list[str]:
     walls = case.warm
     lines.append(f"  warm: median {case.median:.2f} s over {len(walls)} runs (min {min(walls):.2f}, max {max(walls):.2f}), "
                  f"{case.dump_gb / case.median:.2f} GB/s, {case.median / max(case.pairs, 1) * 1e6:.0f} us per tensor row, "
-                 f"peak RSS {case.warm_rss} MiB")
+                 f"peak RSS {case.warm_rss} MiB, CPU median {statistics.median(case.warm_cpu):.2f} s")
     if case.baseline is not None:
         lines.append(f"  numpy float64 baseline: {case.baseline:.2f} s, peak RSS {case.baseline_rss} MiB; vcompare "
                      f"{_ratio(case.baseline, case.median)} faster, RSS ratio {case.baseline_rss / case.warm_rss:.2f}")
@@ -401,15 +468,15 @@ def rank_lines(paths: dict[str, Path], workdir: Path, cluster: str, runs: int, r
     part_seconds = sum(p["seconds"] for p in document["parts"])
     workers = sorted({p["worker"] for p in document["parts"]})
     data_gb = (_dump_bytes(paths["left"]) + _dump_bytes(paths["right"])) / 1e9
-    h, t = statistics.median(w for w, _, _ in here), statistics.median(w for w, _, _ in there)
+    h, t = statistics.median(r.wall for r in here), statistics.median(r.wall for r in there)
     mib = (_dump_bytes(paths["left"]) + _dump_bytes(paths["right"])) / rows / 2**20
     lines = [f"case ranks: {ranks} ranks x {iterations} iterations x {ops} ops, {mib:.3f} MiB a tensor pair "
              f"(MindSpore .npy trees, {len(document['parts'])} parts, {rows} tensor rows, {data_gb:.3f} GB both sides)",
-             f"  in turn here: median {h:.2f} s over {len(here)} runs (min {min(w for w, _, _ in here):.2f}, "
-             f"max {max(w for w, _, _ in here):.2f}), peak RSS {max(r for _, r, _ in here)} MiB; parts "
+             f"  in turn here: median {h:.2f} s over {len(here)} runs (min {min(r.wall for r in here):.2f}, "
+             f"max {max(r.wall for r in here):.2f}), peak RSS {max(r.rss for r in here)} MiB; parts "
              f"{sum(p['seconds'] for p in local_doc['parts']):.2f} s",
-             f"  on Dask {cluster} ({len(workers)} workers): median {t:.2f} s (min {min(w for w, _, _ in there):.2f}, "
-             f"max {max(w for w, _, _ in there):.2f}), peak RSS {max(r for _, r, _ in there)} MiB (largest process); "
+             f"  on Dask {cluster} ({len(workers)} workers): median {t:.2f} s (min {min(r.wall for r in there):.2f}, "
+             f"max {max(r.wall for r in there):.2f}), peak RSS {max(r.rss for r in there)} MiB (largest process); "
              f"{t / h:.2f}x the in-turn time, overhead {(t - h) / h * 100:+.1f} % of it",
              f"  the same CSV byte for byte: {'yes' if same else 'NO'}",
              f"  per worker: {part_seconds:.2f} s of parts over {len(workers)} workers = "
@@ -423,6 +490,158 @@ def rank_lines(paths: dict[str, Path], workdir: Path, cluster: str, runs: int, r
     return lines
 
 
+# --------------------------------------------------------------------------- msprobe statistics at LLM scale
+
+
+#: The issue's msprobe-statistics case: the real trees' 105 calls repeated 706 times (74,130 calls a side).
+STATS_REPEAT = 706
+
+
+@dataclass(frozen=True)
+class StatsCase:
+    """A generated msprobe statistics case: the two dump roots (``step0/proc*/dump.json`` under
+    each), the repeat count, the calls a side and the bytes of one side's ``dump.json``."""
+
+    left: Path
+    right: Path
+    repeat: int
+    calls: int
+    json_bytes: int
+
+
+def _stats_case(workdir: Path, repeat: int) -> StatsCase:
+    """The real msprobe statistics trees (``s_L1_perturb`` / ``s_L1_base``, 105 calls) with their
+    calls repeated ``repeat`` times by :func:`bench_msprobe_stats.repeat_tree` (each repeat's call
+    counters shifted, so names stay unique), written once into ``workdir`` and cached by its
+    parameters."""
+    source = Path(bench_msprobe_stats.TREES)
+    key = {"repeat": repeat, "source": str(source), "version": 1}
+    stamp = workdir / "params.json"
+    left, right = workdir / "perturb", workdir / "base"
+    if not (stamp.exists() and json.loads(stamp.read_text()) == key):
+        if not (source / "s_L1_perturb").is_dir():
+            raise SystemExit(f"{source} has no s_L1_perturb: the msprobe statistics cases need ../shared/msprobe-real")
+        if workdir.exists():
+            import shutil
+
+            shutil.rmtree(workdir)
+        print(f"generating msprobe statistics, {repeat} repeats of the real calls, in {workdir} ...", flush=True)
+        t0 = time.perf_counter()
+        bench_msprobe_stats.repeat_tree(source / "s_L1_perturb", left, repeat)
+        bench_msprobe_stats.repeat_tree(source / "s_L1_base", right, repeat)
+        print(f"  generated in {time.perf_counter() - t0:.1f} s", flush=True)
+        stamp.write_text(json.dumps(key))
+    (dump,) = sorted(left.glob("step*/*/dump.json"))
+    return StatsCase(left=left, right=right, repeat=repeat, calls=len(json.loads(dump.read_text())["data"]),
+                     json_bytes=dump.stat().st_size)
+
+
+@dataclass(frozen=True)
+class RowsPoint:
+    """One case of the per-row table: its dump family, rows (report lines), calls or operators,
+    and the medians of its warm runs (wall and CPU seconds) with the largest peak RSS."""
+
+    family: str
+    rows: int
+    calls: int
+    wall: float
+    cpu: float
+    rss: int
+    runs: int
+
+    @classmethod
+    def of_case(cls, family: str, case: CaseResult) -> RowsPoint:
+        return cls(family=family, rows=case.pairs, calls=case.ops, wall=case.median,
+                   cpu=statistics.median(case.warm_cpu), rss=case.warm_rss, runs=len(case.warm))
+
+
+def _warm_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: Python's byte-code cache on
+    return env
+
+
+def measure_stats(case: StatsCase, workdir: Path, runs: int) -> RowsPoint:
+    """``vcompare -l PERTURB -r BASE -o result.csv`` on a statistics case, ``runs`` times (the
+    case was just written or read: its files are in the page cache)."""
+    out = workdir / f"result_stats_{case.repeat}.csv"
+    cmd = VCOMPARE + ["-l", str(case.left), "-r", str(case.right), "-o", str(out), "--quiet"]
+    env = _warm_env()
+    timings = [_timed(cmd, env) for _ in range(max(1, runs))]
+    return RowsPoint(family="msprobe statistics", rows=_pairs_in(out), calls=case.calls,
+                     wall=statistics.median(t.wall for t in timings), cpu=statistics.median(t.cpu for t in timings),
+                     rss=max(t.rss for t in timings), runs=len(timings))
+
+
+def _stats_rows_per_repeat(workdir: Path) -> int:
+    """Report rows of one repeat of the real trees (measured: one vcompare run on the unrepeated
+    pair), to size the cases of ``--rows`` by their rows."""
+    return measure_stats(_stats_case(workdir / "stats_x1", 1), workdir, 1).rows
+
+
+def _msprobe_result(case: StatsCase, msprobe: str, workdir: Path) -> Timing | str:
+    """One run of ``msprobe compare -tp PERTURB/step0 -gp BASE/step0 -o DIR``: its timing, or why
+    it did not give a result (then the case is reported without it)."""
+    import shutil
+
+    out = workdir / f"msprobe_stats_{case.repeat}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    timing = _timed([msprobe, "compare", "-tp", str(case.left / "step0"), "-gp", str(case.right / "step0"),
+                     "-o", str(out)], check=False)
+    if timing.code != 0 or not any(out.glob("compare_result_*")):
+        return f"msprobe compare exited {timing.code} without a result in {out}"
+    return timing
+
+
+def stats_lines(case: StatsCase, point: RowsPoint, msprobe: str | None, workdir: Path) -> list[str]:
+    """The msprobe statistics case: vcompare's warm runs and, given its entry point, one run of
+    ``msprobe compare`` on the same trees, with the ratios (wall, CPU, peak RSS)."""
+    lines = [(f"case msprobe-stats: {case.calls} calls a side ({case.repeat} repeats of the real trees' calls), "
+              f"{point.rows} tensor rows, dump.json {case.json_bytes / 1e6:.0f} MB a side"),
+             (f"  vcompare -o result.csv: median {point.wall:.2f} s over {point.runs} runs, CPU median {point.cpu:.2f} s, "
+              f"{point.cpu / max(point.rows, 1) * 1e6:.0f} us CPU per tensor row, peak RSS {point.rss} MiB")]
+    if msprobe is None:
+        lines.append("  msprobe compare: not given (--msprobe PATH or VCOMPARE_MSPROBE: the msprobe entry point of a "
+                     "venv with mindstudio-probe and torch); skipped")
+        return lines
+    theirs = _msprobe_result(case, msprobe, workdir)
+    if isinstance(theirs, str):
+        lines.append(f"  msprobe compare: {theirs}; no ratio")
+        return lines
+    lines.append(f"  msprobe compare (one run): {theirs.wall:.2f} s, CPU {theirs.cpu:.2f} s, peak RSS {theirs.rss} MiB; "
+                 f"vcompare {_ratio(theirs.wall, point.wall)} faster (wall), {_ratio(theirs.cpu, point.cpu)} (CPU), "
+                 f"RSS ratio {theirs.rss / max(point.rss, 1):.2f}")
+    return lines
+
+
+def rows_table(points: list[RowsPoint]) -> list[str]:
+    """Per-row cost and memory of every case measured by rows, one Markdown table: us a row (wall
+    and CPU), peak RSS, bytes a row (whole RSS, and the rise from the family's previous point: the
+    memory one more row holds), the marginal CPU a row (from the family's previous point: the cost
+    of one more row without the start-up) and the CPU a row against the family's first point
+    (flat = 1.00)."""
+    lines = ["per-row cost (one run of this script; CPU figures are the ones to compare on a shared machine):",
+             ("| family | rows | calls / ops | warm wall s | CPU s | us a row (wall) | us a row (CPU) | peak RSS MiB | "
+              "KiB a row (RSS) | bytes a row (RSS rise) | marginal us a row (CPU) | CPU a row / first |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    first: dict[str, RowsPoint] = {}
+    previous: dict[str, RowsPoint] = {}
+    for p in points:
+        base = first.setdefault(p.family, p)
+        before = previous.get(p.family)
+        grown = before is not None and p.rows > before.rows
+        rise = f"{(p.rss - before.rss) * 2**20 / (p.rows - before.rows):.0f}" if grown else "-"
+        marginal = f"{(p.cpu - before.cpu) / (p.rows - before.rows) * 1e6:.1f}" if grown else "-"
+        per_row = p.cpu / max(p.rows, 1)
+        lines.append(f"| {p.family} | {p.rows} | {p.calls} | {p.wall:.2f} | {p.cpu:.2f} | "
+                     f"{p.wall / max(p.rows, 1) * 1e6:.1f} | {per_row * 1e6:.1f} | {p.rss} | "
+                     f"{p.rss * 1024 / max(p.rows, 1):.2f} | {rise} | {marginal} | "
+                     f"{per_row / max(base.cpu / max(base.rows, 1), 1e-12):.2f} |")
+        previous[p.family] = p
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-gb", type=float, default=1.8, help="the large case: GB of left dumps")
@@ -433,6 +652,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", default="",
                         help="a scaling curve of many-small-tensors cases: comma-separated tensor counts "
                              "(e.g. 10000,30000,100000)")
+    parser.add_argument("--msprobe-stats", type=int, default=0, metavar="REPEAT",
+                        help="also the msprobe statistics case: the real trees' 105 calls repeated REPEAT times "
+                             f"(the issue's: {STATS_REPEAT} = 74,130 calls a side; needs ../shared/msprobe-real)")
+    parser.add_argument("--msprobe", default=os.environ.get("VCOMPARE_MSPROBE"),
+                        help="msprobe's entry point (a venv's bin/msprobe), timed on the msprobe statistics case "
+                             "(default: $VCOMPARE_MSPROBE; skipped when unset)")
+    parser.add_argument("--rows", default="",
+                        help="per-row table: msprobe statistics cases of about these many report rows, comma-separated "
+                             "(the issue's: 10000,100000,1000000); the tensor cases of the run join the table")
     parser.add_argument("--ranks", type=int, default=0,
                         help="also the multi-rank case: this many ranks of MindSpore .npy trees (with --dask: "
                              "compared in turn here and on the cluster)")
@@ -462,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     base_runs = 0 if args.no_baseline else max(1, min(3, args.runs))
-    help_wall = min(_timed(VCOMPARE + ["--help"])[0] for _ in range(3))
+    help_wall = min(_timed(VCOMPARE + ["--help"]).wall for _ in range(3))
     lines = [f"machine: {_machine()}", f"vcompare --help: {help_wall:.3f} s",
              "reference tool: " + ("command from --reference / VCOMPARE_REFERENCE" if args.reference
                                    else "not installed here (set VCOMPARE_REFERENCE to measure it; skipped)")]
@@ -474,11 +702,14 @@ def main(argv: list[str] | None = None) -> int:
         cmd = VCOMPARE + ["-l", str(paths["left"]), "-r", str(paths["right"]), "-f", str(paths["fusion_rule"]),
                           "-o", str(workdir / "result.csv"), "--quiet"]
         lines.append("  " + _regate_line(cmd, workdir / "result.json", args.gate, args.runs))
+    table: list[RowsPoint] = []
     if args.small_ops > 0:
         gb = args.small_ops * SMALL_BYTES_PER_OP / 1e9
         paths = _case(workdir / f"{gb:g}gb_{args.small_ops}ops", gb, args.small_ops, args.seed)
-        lines += report_lines(measure("many-small", paths, workdir, runs=args.runs, cold=True,
-                                      baseline_runs=base_runs, reference=args.reference, ops=args.small_ops))
+        small = measure("many-small", paths, workdir, runs=args.runs, cold=True, baseline_runs=base_runs,
+                        reference=args.reference, ops=args.small_ops)
+        lines += report_lines(small)
+        table.append(RowsPoint.of_case("many small tensors", small))
     if args.scale:
         points = []
         for tensors in (int(t) for t in args.scale.split(",") if t.strip()):
@@ -488,6 +719,24 @@ def main(argv: list[str] | None = None) -> int:
             points.append(measure(f"scale-{tensors}", paths, workdir, runs=max(1, min(3, args.runs)), cold=False,
                                   baseline_runs=0, reference=None, ops=ops))
         lines += scaling_lines(points)
+        table += [RowsPoint.of_case("many small tensors", p) for p in points]
+    if args.msprobe_stats > 0:
+        case = _stats_case(workdir / f"stats_x{args.msprobe_stats}", args.msprobe_stats)
+        point = measure_stats(case, workdir, args.runs)
+        lines += stats_lines(case, point, args.msprobe, workdir)
+        table.append(point)
+    if args.rows:
+        per_repeat = _stats_rows_per_repeat(workdir)
+        measured = {args.msprobe_stats}  # repeats already measured (0: none)
+        for rows in (int(r) for r in args.rows.split(",") if r.strip()):
+            repeat = max(1, round(rows / per_repeat))
+            if repeat in measured:  # the --msprobe-stats case (or an earlier target) already is this point
+                continue
+            measured.add(repeat)
+            table.append(measure_stats(_stats_case(workdir / f"stats_x{repeat}", repeat), workdir,
+                                       max(1, min(3, args.runs))))
+    if table:
+        lines += rows_table(sorted(table, key=lambda p: (p.family, p.rows)))
     if args.ranks > 0:
         paths = _rank_case(workdir / f"ranks{args.ranks}_it{args.iterations}_ops{args.rank_ops}_el{args.rank_elements}",
                            args.ranks, args.iterations, args.rank_ops, args.rank_elements, args.seed)
