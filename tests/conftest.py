@@ -27,9 +27,9 @@ FIXTURES = ROOT / "fixtures"
 SHARED = Path(os.environ.get("VCOMPARE_SHARED", ROOT.parent / "shared")).resolve()
 
 
-#: The reason of every test skipped because ../shared is absent (a user's clone). One reason
-#: raised from one line: ``-ra`` folds these skips into a single summary line, while every other
-#: skip reason still prints on its own.
+#: The reason of every test skipped because ../shared is absent (a user's clone): one reason,
+#: reported from one place (:func:`pytest_runtest_makereport`), so ``-ra`` folds these skips into
+#: a single summary line while every other skip reason still prints on its own.
 SHARED_ABSENT = "../shared not available (set VCOMPARE_SHARED or clone beside it)"
 
 
@@ -47,7 +47,7 @@ def shared_path(*parts: str) -> Path:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Report every skip for an absent ../shared from one place (this file, no line), whichever
-    test or fixture asked: ``-ra`` then folds them into one line, ``SKIPPED [114]
+    test or fixture asked: ``-ra`` then folds them into one line, ``SKIPPED [N]
     tests/conftest.py: ../shared not available (...)``, instead of a line per test (a skip raised
     in a fixture is reported at its test's line, so they would not fold by themselves)."""
     outcome = yield
