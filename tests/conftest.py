@@ -8,6 +8,7 @@ meaningful on its own.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,12 +27,34 @@ FIXTURES = ROOT / "fixtures"
 SHARED = Path(os.environ.get("VCOMPARE_SHARED", ROOT.parent / "shared")).resolve()
 
 
+#: The reason of every test skipped because ../shared is absent (a user's clone): one reason,
+#: reported from one place (:func:`pytest_runtest_makereport`), so ``-ra`` folds these skips into
+#: a single summary line while every other skip reason still prints on its own.
+SHARED_ABSENT = "../shared not available (set VCOMPARE_SHARED or clone beside it)"
+
+
 def shared_path(*parts: str) -> Path:
-    """Path inside ../shared, or skip the test with a message saying why."""
+    """Path inside ../shared, or skip the test: with :data:`SHARED_ABSENT` when ../shared itself
+    is absent, else naming the missing part (a partial ../shared is worth a line of its own)."""
     path = SHARED.joinpath(*parts)
+    if not SHARED.is_dir():
+        pytest.skip(SHARED_ABSENT)
     if not path.exists():
-        pytest.skip(f"../shared not available ({path} missing): shared-case test skipped")
+        pytest.skip(f"{path} missing from ../shared: shared-case test skipped")
     return path
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Report every skip for an absent ../shared from one place (this file, no line), whichever
+    test or fixture asked: ``-ra`` then folds them into one line, ``SKIPPED [N]
+    tests/conftest.py: ../shared not available (...)``, instead of a line per test (a skip raised
+    in a fixture is reported at its test's line, so they would not fold by themselves)."""
+    outcome = yield
+    report = outcome.get_result()
+    if (report.skipped and call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception)
+            and call.excinfo.value.msg == SHARED_ABSENT):
+        report.longrepr = (__file__, None, f"Skipped: {SHARED_ABSENT}")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import shared_path
 from typer.testing import CliRunner
 
 from compare.cli import app
@@ -17,8 +18,6 @@ from compare.reports.network import render_csv
 from compare.testing.synthetic_msprobe import CALLS, write_msprobe_dump
 
 runner = CliRunner()
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "msprobe-real"
-TREES = SHARED / "trees"
 STACK = ["File /venv/lib/python3.11/site-packages/torch/nn/functional.py, line 10, in split, \n return x",
          "File /home/user/model.py, line 42, in forward, \n a, b = torch.split(x, 3, dim=1)",
          "File /home/user/train.py, line 7, in <module>, \n main()"]
@@ -152,8 +151,8 @@ def test_argument_row_kind_and_undefined(trees, tmp_path: Path) -> None:
 # msprobe's own trees and compare CSVs (../shared/msprobe-real)
 # ----------------------------------------------------------------------------------------------
 
-def _msprobe_names(case: str) -> list[str]:
-    (found,) = (SHARED / "msprobe_compare" / case / "step0").glob("compare_result_*.csv")
+def _msprobe_names(msprobe_real: Path, case: str) -> list[str]:
+    (found,) = (msprobe_real / "msprobe_compare" / case / "step0").glob("compare_result_*.csv")
     return [r["NPU Name"] for r in _rows(found)]
 
 
@@ -161,14 +160,16 @@ def _msprobe_names(case: str) -> list[str]:
                                                      ("s_mix_perturb", "s_mix_perturb", "s_mix_base"),
                                                      ("s_L1_bf16", "s_L1_bf16", "s_L1_base")])
 def test_every_msprobe_name_is_a_row(case: str, left: str, right: str, tmp_path: Path) -> None:
-    if not (TREES / left).is_dir() or not (SHARED / "msprobe_compare" / case).is_dir():
-        pytest.skip(f"../shared/msprobe-real ({case}) not present: msprobe's own trees and CSVs")
+    msprobe_real = shared_path("msprobe-real")
+    trees = msprobe_real / "trees"
+    if not (trees / left).is_dir() or not (msprobe_real / "msprobe_compare" / case).is_dir():
+        pytest.skip(f"{msprobe_real} ({case}) not present: msprobe's own trees and CSVs")
     out = tmp_path / "r.csv"
-    result = _run("-l", TREES / left, "-r", TREES / right, "-o", out)
+    result = _run("-l", trees / left, "-r", trees / right, "-o", out)
     assert result.exit_code == 0, result.output
     rows = _rows(out)
     ours = {r["LeftName"] for r in rows}
-    expected = _msprobe_names(case)
+    expected = _msprobe_names(msprobe_real, case)
     assert [n for n in expected if n not in ours] == []
     assert len(rows) == len(expected)
     if case == "t_L1_perturb":

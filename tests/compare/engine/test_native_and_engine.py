@@ -47,8 +47,10 @@ from compare.records import TensorKind
 
 DEMO = ROOT / "fixtures" / "demo"
 
-pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1",
-                                reason="compiled-kernel tests (too slow as plain Python)")
+pytestmark = [pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1",
+                                 reason="compiled-kernel tests (too slow as plain Python)"),
+              # numba's kernels are compiled on first use: one xdist worker compiles them once
+              pytest.mark.xdist_group("numba")]
 
 KL_NAME = "KullbackLeiblerDivergence"
 

@@ -124,15 +124,24 @@ def _peak_rss(tmp_path: Path, dtype: str, n: int) -> int:
     return int(proc.stdout.split()[-1])
 
 
+#: Elements of each file of the streaming tests (48 Mi).
+STREAMED = 48 * 2**20
+
+
+@pytest.fixture(scope="module")
+def float16_peak(tmp_path_factory: pytest.TempPathFactory) -> int:
+    """The yardstick of the streaming tests, measured once for all of them: the peak RSS of
+    comparing two float16 files of :data:`STREAMED` elements."""
+    return _peak_rss(tmp_path_factory.mktemp("float16"), "float16", STREAMED)
+
+
 @pytest.mark.parametrize("dtype", ["int8", "int32", "bool"])
-def test_integer_pairs_stream_like_float_pairs(tmp_path: Path, dtype: str) -> None:
+def test_integer_pairs_stream_like_float_pairs(tmp_path: Path, dtype: str, float16_peak: int) -> None:
     """Comparing two 48 Mi-element integer (or bool) files costs about the memory of comparing
     two float16 ones: pages of the mapped files, no widened copy (which would be 192-384 MiB a side)."""
-    n = 48 * 2**20
-    (tmp_path / "f").mkdir()
-    (tmp_path / "i").mkdir()
-    floats = _peak_rss(tmp_path / "f", "float16", n)
-    ints = _peak_rss(tmp_path / "i", dtype, n)
+    n = STREAMED
+    floats = float16_peak
+    ints = _peak_rss(tmp_path, dtype, n)
     widened = 2 * n * 4 // 1024  # what astype(float32) of both sides would add, in KiB
     assert ints <= floats + n * np.dtype(dtype).itemsize * 2 // 1024 + 48 * 1024, (dtype, ints, floats)
     assert ints < widened / 2, (ints, widened)

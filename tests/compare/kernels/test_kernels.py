@@ -622,7 +622,7 @@ def test_import_does_not_load_numba():
 def test_suite_subset_without_jit():
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider", "-n", "0",  # in this process
          "-k", "edge_table or relative_error or kl_properties"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )

@@ -7,12 +7,12 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import shared_path
 from typer.testing import CliRunner
 
 from compare.kernels import compare_arrays
@@ -20,8 +20,6 @@ from compare.kernels.metrics import DEFAULT_METRICS, MSPROBE_METRICS
 from compare.testing.naive import close, reference_metrics
 
 EUC, R1, R5 = MSPROBE_METRICS
-SHARED = Path(os.environ.get("VCOMPARE_SHARED", "/work/shared"))
-MSPROBE_REAL = SHARED / "msprobe-real"
 
 
 def _values(x, y, dtype=np.float32) -> dict:
@@ -120,10 +118,11 @@ COLUMNS = {"EucDist": EUC, "One Thousandth Err Ratio": R1, "Five Thousandths Err
 def test_msprobe_csv_values(case, tmp_path):
     """Every value msprobe's CSV gives for the three metrics equals ours to 1e-6 (rows matched
     by name: msprobe's ``X.input.0`` is our ``X:input:0``)."""
-    found = sorted((MSPROBE_REAL / "msprobe_compare" / case / "step0").glob("compare_result_*.csv"))
-    left, right = (MSPROBE_REAL / "trees" / t for t in CASES[case])
+    msprobe_real = shared_path("msprobe-real")
+    found = sorted((msprobe_real / "msprobe_compare" / case / "step0").glob("compare_result_*.csv"))
+    left, right = (msprobe_real / "trees" / t for t in CASES[case])
     if not found or not left.is_dir() or not right.is_dir():
-        pytest.skip(f"msprobe's compare CSV or trees for {case} not found under {MSPROBE_REAL} (../shared absent)")
+        pytest.skip(f"msprobe's compare CSV or trees for {case} not found under {msprobe_real}")
     from compare.cli import app
 
     out = tmp_path / "r.json"

@@ -41,6 +41,8 @@ from compare.records import ValueCounts as RowCounts
 from conftest import ROOT
 
 DEMO = ROOT / "fixtures" / "demo"
+#: numba's kernels are compiled on first use: one xdist worker compiles them once
+pytestmark = pytest.mark.xdist_group("numba")
 F16_MAX = 65504.0
 #: Whether the kernels run as plain Python here (then the arrays stay small).
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import shared_path
 
 from compare.api import pair_runs
 from compare.errors import OptionError, PairingError
@@ -18,7 +19,8 @@ from compare.pairing.msprobe_mapping import cell_target, fuzzy_key
 from compare.pairing.msprobe_names import DataName, argument_indexes, split_data_name
 from compare.records import PairStatus, TensorKind
 
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "real_device" / "msprobe_ms_vs_pt_stats"
+#: msprobe's MindSpore-vs-PyTorch fixture, inside ../shared
+MSPROBE_MS_VS_PT = ("real_device", "msprobe_ms_vs_pt_stats")
 
 
 def tensor(value: float, dtype: str = "float32", shape: tuple[int, ...] = (2, 2)) -> dict:
@@ -211,10 +213,10 @@ EXPECTED = {
 }
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason=f"msprobe's MindSpore-vs-PyTorch fixture not found at {SHARED}")
 def test_msprobe_fixture_layer_mapping_makes_msprobes_pairs():
-    pairing = pair_runs(load_run(SHARED / "mindspore_data"), load_run(SHARED / "pytorch_data"),
-                        layer_mapping=SHARED / "layer_mapping.yaml")
+    fixture = shared_path(*MSPROBE_MS_VS_PT)
+    pairing = pair_runs(load_run(fixture / "mindspore_data"), load_run(fixture / "pytorch_data"),
+                        layer_mapping=fixture / "layer_mapping.yaml")
     for left, right in EXPECTED.items():
         rows = [p for p in pairing.pairs if p.left_op == left]
         assert rows, left

@@ -6,12 +6,13 @@ import csv
 import json
 from pathlib import Path
 
-import pytest
+from conftest import shared_path
 from typer.testing import CliRunner
 
 from compare.cli import app
 
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "real_device" / "msprobe_ms_vs_pt_stats"
+#: msprobe's MindSpore-vs-PyTorch fixture, inside ../shared
+MSPROBE_MS_VS_PT = ("real_device", "msprobe_ms_vs_pt_stats")
 
 
 def _tree(folder: Path, framework: str, calls: dict) -> Path:
@@ -73,10 +74,10 @@ def test_options_refused_where_they_do_not_apply(tmp_path):
     assert result.exit_code == 2 and "-lm" in result.output
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason=f"msprobe's MindSpore-vs-PyTorch fixture not found at {SHARED}")
 def test_layer_mapping_on_msprobes_fixture(tmp_path):
+    fixture = shared_path(*MSPROBE_MS_VS_PT)
     out = tmp_path / "lm.csv"
-    result = _run("-l", SHARED / "mindspore_data", "-r", SHARED / "pytorch_data", "-lm", SHARED / "layer_mapping.yaml",
+    result = _run("-l", fixture / "mindspore_data", "-r", fixture / "pytorch_data", "-lm", fixture / "layer_mapping.yaml",
                   "-o", out)
     assert result.exit_code == 0, result.output
     assert "13 pair(s) made by the layer mapping" in result.output

@@ -449,16 +449,20 @@ def test_newer_or_foreign_json_is_refused_with_the_file_named(tmp_path: Path) ->
 
 
 def test_loading_a_large_json_result(tmp_path: Path) -> None:
-    """100 000 rows (the 1.8 GB benchmark case has ~1 000): timed and printed, not asserted."""
+    """20 000 rows, 20 times the 1.8 GB benchmark case (~1 000), read back whole: every row, in
+    order, the last one's metrics intact (its load time is printed, not asserted; the time of
+    larger results is scripts/bench.py's to measure)."""
     base = _rows()[1]
+    count = 20_000
     rows = [MetricRow(i, "Conv2D", f"op{i}", f"op{i}", f"op{i}:output:0", "float16", "float32", (1, 16),
-                      dict(base.metrics), base.std) for i in range(100_000)]
+                      dict(base.metrics), base.std) for i in range(count)]
     path = write_json(_document(rows), tmp_path / "big.json")
     start = time.perf_counter()
     saved = load_result(path)
     elapsed = time.perf_counter() - start
-    print(f"\nload_result: 100000-row JSON ({path.stat().st_size / 1e6:.1f} MB) read in {elapsed:.3f} s")
-    assert len(saved.rows) == 100_000 and saved.rows[-1].metrics == base.metrics
+    print(f"\nload_result: {count}-row JSON ({path.stat().st_size / 1e6:.1f} MB) read in {elapsed:.3f} s")
+    assert len(saved.rows) == count and saved.rows[-1].metrics == base.metrics
+    assert [r.left_op for r in saved.rows[::997]] == [f"op{i}" for i in range(0, count, 997)]
 
 
 # ------------------------------------------------------------------------------------------------
