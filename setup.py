@@ -29,7 +29,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 
@@ -74,14 +74,27 @@ class BuildPyWithKernels(build_py):
             sys.path.remove(str(ROOT))
 
 
+class KernelDistribution(Distribution):
+    """The distribution, platform-specific once the build holds kernel objects (set by
+    :class:`HonestBdistWheel` after the build): then the wheel installs into ``platlib``."""
+
+    carries_objects = False
+
+    def has_ext_modules(self) -> bool:
+        return self.carries_objects
+
+
 class HonestBdistWheel(bdist_wheel):
     """``bdist_wheel`` tagged ``py3-none-<platform>`` when the wheel carries kernel objects."""
+
+    distribution: KernelDistribution
 
     def run(self) -> None:
         if not self.skip_build:
             self.run_command("build")  # run once; bdist_wheel's own call is then a no-op
         build_lib = Path(self.get_finalized_command("build_py").build_lib)
-        self.root_is_pure = not any((build_lib / AOT).glob("*.o"))
+        self.distribution.carries_objects = any((build_lib / AOT).glob("*.o"))
+        self.root_is_pure = not self.distribution.carries_objects
         super().run()
 
     def get_tag(self) -> tuple[str, str, str]:
@@ -93,6 +106,7 @@ class HonestBdistWheel(bdist_wheel):
 
 
 setup(
+    distclass=KernelDistribution,
     cmdclass={"build_py": BuildPyWithKernels, "bdist_wheel": HonestBdistWheel},
     setup_requires=["numba>=0.58", "numpy>=1.24"] if build_requested() else [],
 )
