@@ -3,11 +3,16 @@
 Subcommands (the manual's option spellings are kept; see ``docs/convert.md``):
 
 - ``dump``  -- the reference's ``convert``: dump files -> ``.npy`` / ``.bin`` (optionally in another layout);
+- ``convert`` -- ``dump`` under the reference's name, with the same options, so that the MindSpore
+  manuals' ``msaccucmp.py convert -d FILE -out DIR -f NCHW -t npy`` works as ``vconvert convert ...``;
 - ``data``  -- ``dump_data_conversion``: golden ``.npy`` <-> dump files;
 - ``shape`` -- ``shape_conversion``: one dump file's tensors to a layout;
 - ``txt``   -- "view a dump file": tensors as text, one value per line;
 - ``inplace`` -- ``inplace_layer_process``: a Caffe prototxt without in-place layers;
 - ``rename-npy`` -- golden ``.npy`` files (tfdbg, by hand) renamed to ``{op}.{index}.{timestamp}.npy``.
+
+``vconvert --version`` prints ``vconvert X.Y.Z`` (the installed vcompare distribution's version,
+as ``vcompare --version`` prints it).
 
 Exit codes: **0** every file converted; **1** some files failed (listed in
 ``OUT/convert_failed_file_list.txt`` with the reason -- on stderr when the list cannot be written,
@@ -51,6 +56,26 @@ app = typer.Typer(
 
 def _err(message: str) -> None:
     typer.echo(f"vconvert: {message}", err=True)
+
+
+def _version_callback(value: bool) -> None:
+    """``--version``: print the installed version and exit (the form of ``vcompare --version``)."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version  # here: only --version reads it
+
+        try:
+            typer.echo(f"vconvert {version('vcompare')}")
+        except PackageNotFoundError:  # a source tree that was never installed
+            typer.echo("vconvert (version unknown: vcompare is not installed, only its source tree is on the path)")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version_callback,
+                                 help="Print the version and exit."),
+) -> None:
+    """The options of ``vconvert`` itself (before a subcommand)."""
 
 
 def _run_safely(action: Callable[[], T]) -> T:
@@ -144,6 +169,11 @@ def dump_command(
         return convert_dumps(dump_path, out, options)
 
     _finish(_run_safely(action))
+
+
+app.command("convert", help="The reference tool's name for 'vconvert dump' (msaccucmp.py convert), with the "
+                            "same options: dump files -> .npy/.bin files; with -f converted to a layout.\n\n"
+                            "Example: vconvert convert -d DUMP_FILE -out ./output -f NCHW -t npy")(dump_command)
 
 
 @app.command("data", help="The manual's dump_data_conversion: golden .npy -> dump files (-target dump), "

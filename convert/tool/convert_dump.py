@@ -41,6 +41,7 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Callable
 
@@ -50,7 +51,7 @@ from ..codecs.dtypes import format_code, format_name, widened
 from ..codecs.dumpfile import DumpHeader, TensorInfo, read_header, read_tensor
 from ..errors import DumpFormatError, OptionError
 from ..layouts import LAYOUTS, LayoutError, LayoutWarning, PluginConverter, convert_layout, format_key
-from ..layouts.formats import PLAIN_4D, PLAIN_TARGETS
+from ..layouts.formats import AXIS_FORMATS, PLAIN_4D, PLAIN_TARGETS
 from ..layouts.prepare import paddable_axes, slice_to_golden
 from ..layouts.shapes import shape_text
 from .batch import (
@@ -102,6 +103,26 @@ def canonical_format(name: str) -> str:
         ) from None
 
 
+class Spelling(Enum):
+    """The command whose option names a message suggests (``vconvert dump`` / ``convert``, or
+    ``vconvert shape``)."""
+
+    DUMP = "dump"
+    SHAPE = "shape"
+
+    def shape_hint(self, info: TensorInfo, target_format: str) -> str:
+        """What to type when ``info`` cannot be converted to ``target_format`` because the dump
+        records no original shape for it: the target-shape option, and the selection of this
+        tensor alone (one ``-s`` applies to every selected tensor)."""
+        axes = ",".join(target_format) if target_format in AXIS_FORMATS | {"CHWN"} else "d0,d1,..."
+        if self is Spelling.SHAPE:
+            shape, alone = f"-shape {axes}", f"-tensor {info.kind} -index {info.index}"
+        else:
+            shape, alone = f"-s {axes}", f"-{info.kind[0]} {info.index}"
+        return (f"the dump records no original shape for {info.label}: give its {target_format} shape with "
+                f"{shape} (and {alone} to convert this tensor alone)")
+
+
 @dataclass(frozen=True)
 class DumpConvertOptions:
     """How :func:`convert_dumps` writes tensors (see the module doc for the policies).
@@ -110,7 +131,8 @@ class DumpConvertOptions:
     None. ``target_shape`` needs ``target_format``. ``kind``/``index`` select tensors (``index``
     needs ``kind``). ``version``: 1 or 2 forces the dump layout, None detects it per file.
     ``plugins``: converters from :func:`convert.layouts.load_plugins`. ``workers``: parallel
-    workers (None or 0: one per CPU; see :func:`convert.tool.batch.run_files`).
+    workers (None or 0: one per CPU; see :func:`convert.tool.batch.run_files`). ``spelling``: the
+    command whose options the messages suggest.
     """
 
     output_type: str = "npy"
@@ -121,6 +143,7 @@ class DumpConvertOptions:
     version: int | None = None
     plugins: Mapping | None = field(default=None, compare=False)
     workers: int | None = None
+    spelling: Spelling = Spelling.DUMP
 
     def __post_init__(self) -> None:
         if self.output_type not in OUTPUT_TYPES:
@@ -333,6 +356,8 @@ def _write_tensor(outcome: FileOutcome, out_dir: Path, header: DumpHeader, info:
         conv = convert_tensor(data, info, options.target_format, options.target_shape, plugins=options.plugins)
     except Exception as exc:  # noqa: BLE001
         reason = f"{info.label} ({info.format_name} {list(info.shape)}) -> {options.target_format}: {problem_of(exc)}"
+        if isinstance(exc, LayoutError) and options.target_shape is None and not info.original_shape:
+            reason += f"; {options.spelling.shape_hint(info, options.target_format or '')}"
         if options.output_type != "msnpy":
             outcome.errors.append(reason)
             return
@@ -418,7 +443,7 @@ def convert_shape(dump_file: str | Path, out_dir: str | Path, target_format: str
         why = "no such file" if not path.exists() else "not a file (give one dump file)"
         raise OptionError(f"{path}: {why}")
     options = DumpConvertOptions(target_format=target_format, target_shape=shape, kind=tensor, index=index,
-                                 plugins=plugins, version=version)
+                                 plugins=plugins, version=version, spelling=Spelling.SHAPE)
     return convert_dumps([path], out_dir, options)
 
 
@@ -426,6 +451,7 @@ __all__ = [
     "OUTPUT_TYPES",
     "Converted",
     "DumpConvertOptions",
+    "Spelling",
     "canonical_format",
     "convert_dump_file",
     "convert_dumps",

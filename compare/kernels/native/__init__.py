@@ -17,10 +17,13 @@ in :data:`notes`; a run never fails because of it).
 
 **Where the objects come from**, in this order:
 
-1. **Built at install time**, inside the package (``compare/kernels/_aot/``, written by
-   ``setup.py``'s build step; an editable install writes them into the source tree). No
-   user-writable cache is involved, and the first comparison after installing pays nothing
-   (``VCOMPARE_PACKAGED_KERNELS=0`` ignores them).
+1. **Built at install time**, when the install asked for it (``VCOMPARE_BUILD_KERNELS=1``;
+   docs/install.md says why it is off by default): inside the package (``compare/kernels/_aot/``,
+   written by ``setup.py``'s build step; an editable install writes them into the source tree).
+   No user-writable cache is involved, and the first comparison after installing pays nothing
+   (``VCOMPARE_PACKAGED_KERNELS=0`` ignores them). Objects built on another machine (a wheel
+   built elsewhere) carry that machine's key (below): they are not found under this machine's
+   key, or refused when an index records another key, and never linked.
 2. **The user's kernel cache**: ``VCOMPARE_CACHE_DIR``, else ``NUMBA_CACHE_DIR``, else
    ``$XDG_CACHE_HOME/vcompare`` (``~/.cache/vcompare``). Missing or damaged objects are built
    there, once, by the first run that needs them.
@@ -63,7 +66,8 @@ switch is off when its value is ``0``, ``no``, ``false`` or ``off``):
 - ``NUMBA_CACHE_DIR`` is also numba's own on-disk cache of the jitted kernels (default: the
   ``__pycache__`` beside :mod:`compare.kernels.fused`), under the same trust rule
   (:mod:`compare.kernels.native.jit`);
-- ``VCOMPARE_BUILD_KERNELS`` (default on; read by ``setup.py``): off = no build at install time.
+- ``VCOMPARE_BUILD_KERNELS`` (default off; read by ``setup.py``): on (``1``) = build the objects
+  at install time, into the package.
 
 The build's child process gets its own: ``NUMBA_CACHE_DIR`` (a fresh temporary folder),
 ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` (the wide vectors), ``PYTHONPATH`` (this source tree
