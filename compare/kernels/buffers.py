@@ -87,8 +87,12 @@ def code_of(dtype: np.dtype) -> int | None:
 
 
 def raw(buf: np.ndarray) -> tuple[np.ndarray, int]:
-    """A storage buffer as the kernels take it: its bytes and its type code."""
-    return buf.view(np.uint8), code_of(buf.dtype)  # type: ignore[return-value]
+    """A storage buffer as the kernels take it: its bytes (always a read-only view, whether the
+    buffer is a writable array or a read-only file map, so numba's dispatch compiles each pass for
+    one array type, not two) and its type code."""
+    view = buf.view(np.uint8)
+    view.flags.writeable = False
+    return view, code_of(buf.dtype)  # type: ignore[return-value]
 
 
 @functools.lru_cache(maxsize=64)
