@@ -92,11 +92,16 @@ def first_divergence(localisation: Localisation, rows: Sequence[MetricRow]) -> s
     worst_text = ("—" if worst is None else
                   f"{esc(worst.tensor_id)}: error {number(worst.error)}; bounds broken: {_broken(worst)}")
     blame = f"<p>Blamed inputs: {', '.join(esc(b) for b in verdict.blame)}</p>" if verdict.blame else ""
-    return (f'<div class="fd"><h3>First divergence: <span class="op">{esc(verdict.op)}</span> '
+    uncertain = "" if localisation.uncertain is None else f" (uncertain: {esc(localisation.uncertain)})"
+    # an infinite amplification (exact inputs, inexact output) is said in words, as --explain says it
+    amplification = ("— inputs exact: the error starts here"
+                     if verdict.amplification is not None and math.isinf(verdict.amplification)
+                     else number(verdict.amplification))
+    return (f'<div class="fd"><h3>First divergence{uncertain}: <span class="op">{esc(verdict.op)}</span> '
             f"{badge(verdict.verdict)}</h3>"
             f"<p>Type {esc(verdict.op_type)} · position {verdict.position} · worst output error "
             f"{number(verdict.error)} · worst input error {number(verdict.input_error)} · amplification "
-            f"{number(verdict.amplification)}</p><p>Worst output: {worst_text}</p>{blame}"
+            f"{amplification}</p><p>Worst output: {worst_text}</p>{blame}"
             f"{_evidence(verdict, tensors, is_statistics(rows))}{_source_block(verdict)}</div>")
 
 
