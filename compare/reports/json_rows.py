@@ -9,8 +9,13 @@ on every fixture family and on generated odd floats and names). Each value becom
 is read: strings through the json module's own C escaper (``ensure_ascii``: non-ASCII and the
 surrogate escapes of undecodable file names written as ``\\uXXXX``), finite floats by
 ``float.__repr__`` as the encoder writes them, non-finite floats as the strings of
-:func:`~compare.reports.result_json.encode_float`; a value of any other type goes through the
-encoder itself, so it is written as before whatever it is.
+:func:`~compare.reports.result_json.encode_float`. A field the records type as text (``left_op``,
+msprobe's names ...) must be text; where a record allows several types (whole numbers, flags,
+lists), a value of an unusual type goes through the encoder itself, so it is written as before.
+
+The cost left is mostly ``float.__repr__`` (the shortest round-trip text, ~0.3-0.5 us a float
+on the 2-core session machine; ~20 floats a statistics row): a statistic both sides recorded
+alike, and a metric that repeats a statistic's diff or rel, are made into text once a row.
 
 :func:`write_result` and :func:`render_result` stream the document: the head (every key but
 ``rows``, from :func:`~compare.reports.result_json.result_document` with ``with_rows=False``),
@@ -95,12 +100,25 @@ def _counts(counts: ValueCounts | None) -> str:
     return f'{{"nan":{_plain(counts.nan)},"inf":{_plain(counts.inf)},"saturated":{_plain(counts.saturated)}}}'
 
 
-def _statistics(statistics: Mapping[str, StatDiff] | None) -> str:
-    if statistics is None:
-        return "null"
-    return "{" + ",".join([f'{_text(name)}:{{"left":{_stat(v.left)},"right":{_stat(v.right)},'
-                           f'"diff":{_stat(v.diff)},"rel":{_number(v.rel)}}}'
-                           for name, v in statistics.items()]) + "}"
+def _statistics(statistics: Mapping[str, StatDiff], seen: dict[float, str]) -> str:
+    """A statistics row's ``statistics``; the texts of the non-zero float diffs and rels are kept in
+    ``seen`` (the row's metrics are mostly the same values: their text is made once)."""
+    return "{" + ",".join([_text(name) + _stat_diff(v, seen) for name, v in statistics.items()]) + "}"
+
+
+def _stat_diff(stat: StatDiff, seen: dict[float, str]) -> str:
+    """One statistic's object (with the ``:`` before it). Both sides often recorded the same value:
+    its text is then made once. Only texts of non-zero floats are shared: equal values of one type
+    have one text then (0.0 and -0.0 are equal but written apart)."""
+    left, right, diff, rel = stat.left, stat.right, stat.diff, stat.rel
+    left_text = _stat(left)
+    right_text = left_text if right == left and right and type(right) is type(left) else _stat(right)
+    diff_text, rel_text = _stat(diff), _number(rel)
+    if type(diff) is float and diff:
+        seen[diff] = diff_text
+    if type(rel) is float and rel:
+        seen[rel] = rel_text
+    return f':{{"left":{left_text},"right":{right_text},"diff":{diff_text},"rel":{rel_text}}}'
 
 
 def _grade(grade: RowGrade | None) -> str:
@@ -110,10 +128,10 @@ def _grade(grade: RowGrade | None) -> str:
 
 
 def _msprobe(cells: MsprobeCells) -> str:
-    return (f',"msprobe":{{"left_name":{_plain(cells.left_name)},"right_name":{_plain(cells.right_name)},'
-            f'"left_data":{_plain(cells.left_data)},"right_data":{_plain(cells.right_data)},'
+    return (f',"msprobe":{{"left_name":{_text(cells.left_name)},"right_name":{_text(cells.right_name)},'
+            f'"left_data":{_text(cells.left_data)},"right_data":{_text(cells.right_data)},'
             f'"left_requires_grad":{_plain(cells.left_grad)},"right_requires_grad":{_plain(cells.right_grad)},'
-            f'"requires_grad_consistent":{_plain(cells.grad_consistent)},"source":{_plain(cells.source)},'
+            f'"requires_grad_consistent":{_plain(cells.grad_consistent)},"source":{_text(cells.source)},'
             f'"stack":{_texts(cells.stack)}}}')
 
 
@@ -132,9 +150,14 @@ class RowEncoder:
         self._names = MetricNames(metrics)
         self._keyed = tuple((name, _text(name) + ":") for name in self._names.names)
 
-    def _metrics(self, values: Mapping[str, float | None]) -> str:
+    def _metrics(self, values: Mapping[str, float | None], seen: dict[float, str]) -> str:
+        """The row's ``metrics``; a value already written in its statistics (``seen``) is not made again."""
         get = values.get
-        parts = [key + _number(get(name)) for name, key in self._keyed]
+        if seen:
+            parts = [key + (seen.get(value) or _number(value)) for name, key in self._keyed
+                     for value in (get(name),)]
+        else:
+            parts = [key + _number(get(name)) for name, key in self._keyed]
         if not self._names.known.issuperset(values):
             parts += [_text(name) + ":" + _number(values[name]) for name in self._names.others(values)]
         return "{" + ",".join(parts) + "}"
@@ -142,18 +165,28 @@ class RowEncoder:
     def line(self, position: int, row: MetricRow) -> str:
         """The row's object on one line (no indentation, no trailing comma)."""
         plain = _plain
-        text = (f'{{"row":{int.__repr__(position)},"index":{plain(row.index)},"op_type":{plain(row.op_type)},'
-                f'"left_op":{plain(row.left_op)},"right_op":{plain(row.right_op)},'
-                f'"tensor_id":{plain(row.tensor_id)},"rank":{plain(row.rank)},"graph":{plain(row.graph)},'
-                f'"iteration":{plain(row.iteration)},"left_dtype":{plain(row.left_dtype)},'
-                f'"right_dtype":{plain(row.right_dtype)},"shape":{_shape(row.shape)},'
-                f'"status":{_text(row.status.value)},"metrics":{self._metrics(row.metrics)},'
-                f'"std":{_std(row.std)},"reasons":{_texts(row.reasons)},'
-                f'"left_address":{plain(row.left_address)},"right_address":{plain(row.right_address)},'
-                f'"op_sequence":{plain(row.op_sequence)},"expected_gap":{plain(row.expected_gap)},'
+        seen: dict[float, str] = {}
+        statistics = "null" if row.statistics is None else _statistics(row.statistics, seen)
+        text = (f'{{"row":{int.__repr__(position)},"index":{plain(row.index)},'
+                f'"op_type":{"null" if row.op_type is None else _text(row.op_type)},'
+                f'"left_op":{_text(row.left_op)},"right_op":{_text(row.right_op)},'
+                f'"tensor_id":{"null" if row.tensor_id is None else _text(row.tensor_id)},'
+                f'"rank":{"null" if row.rank is None else plain(row.rank)},'
+                f'"graph":{"null" if row.graph is None else plain(row.graph)},'
+                f'"iteration":{"null" if row.iteration is None else plain(row.iteration)},'
+                f'"left_dtype":{"null" if row.left_dtype is None else _text(row.left_dtype)},'
+                f'"right_dtype":{"null" if row.right_dtype is None else _text(row.right_dtype)},'
+                f'"shape":{_shape(row.shape)},"status":{_text(row.status.value)},'
+                f'"metrics":{self._metrics(row.metrics, seen)},"std":{_std(row.std)},'
+                f'"reasons":{_texts(row.reasons)},'
+                f'"left_address":{"null" if row.left_address is None else plain(row.left_address)},'
+                f'"right_address":{"null" if row.right_address is None else plain(row.right_address)},'
+                f'"op_sequence":{"null" if row.op_sequence is None else plain(row.op_sequence)},'
+                f'"expected_gap":{"null" if row.expected_gap is None else _text(row.expected_gap)},'
                 f'"left_counts":{_counts(row.left_counts)},"right_counts":{_counts(row.right_counts)},'
-                f'"kind":{_text(row.kind.value)},"undefined":{_texts(sorted(row.undefined))},'
-                f'"statistics":{_statistics(row.statistics)},"grade":{_grade(row.grade)}')
+                f'"kind":{_text(row.kind.value)},'
+                f'"undefined":{_texts(sorted(row.undefined)) if row.undefined else "[]"},'
+                f'"statistics":{statistics},"grade":{_grade(row.grade)}')
         if row.msprobe is not None:
             text += _msprobe(row.msprobe)
         if row.argument is not None:
