@@ -14,8 +14,9 @@ msprobe's names ...) must be text; where a record allows several types (whole nu
 lists), a value of an unusual type goes through the encoder itself, so it is written as before.
 
 The cost left is mostly ``float.__repr__`` (the shortest round-trip text, ~0.3-0.5 us a float
-on the 2-core session machine; ~20 floats a statistics row): a statistic both sides recorded
-alike, and a metric that repeats a statistic's diff or rel, are made into text once a row.
+on the 2-core session machine; 13-16 floats a row): a row's metrics, std and statistics are each
+turned into text by one ``map`` when they are all finite floats (the usual case), value by value
+otherwise.
 
 :func:`write_result` and :func:`render_result` stream the document: the head (every key but
 ``rows``, from :func:`~compare.reports.result_json.result_document` with ``with_rows=False``),
@@ -26,13 +27,14 @@ ever held (:func:`write_result`), and the file is what
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..records import ArgumentDiff, MetricRow, MsprobeCells, RowGrade, StatDiff, ValueCounts
+from ..records import ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, StatDiff, ValueCounts
 from .files import atomic_write
 from .result_json import ROW_ENCODER, STD_KEYS, MetricNames, dumps, encode_float, head_and_tail, write_json
 
@@ -43,6 +45,10 @@ _text = encode_basestring_ascii  # a str as its quoted JSON text, exactly as the
 _encode = ROW_ENCODER.encode
 _repr = float.__repr__  # the encoder's text of a finite float
 _STD_KEYS = tuple(_text(key) + ":" for key in STD_KEYS)
+#: The text of each member of the closed sets a row holds (an enum's ``.value`` is a slow descriptor).
+_STATUS = {status: _text(status.value) for status in PairStatus}
+_KIND = {kind: _text(kind.value) for kind in RowKind}
+_GRADE = {grade: _text(grade.value) for grade in Grade}
 
 
 def _plain(value: object) -> str:
@@ -54,6 +60,8 @@ def _plain(value: object) -> str:
         return "null"
     if kind is int:
         return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
     return _encode(value)
 
 
@@ -62,6 +70,16 @@ def _number(value: float | None) -> str:
     if type(value) is float and value - value == 0.0:
         return _repr(value)
     return "null" if value is None else _encode(encode_float(value))
+
+
+def _numbers(values: Iterable[float | None]) -> list[str]:
+    """:func:`_number` of each value; finite floats all turned into text by one map (the usual case)."""
+    values = list(values)
+    try:
+        texts = list(map(_repr, values))
+    except TypeError:  # None, or a value that is not a float
+        return list(map(_number, values))
+    return list(map(_number, values)) if "n" in "".join(texts) else texts  # "nan", "inf": not JSON numbers
 
 
 def _stat(value: float | str | None) -> str:
@@ -89,9 +107,7 @@ def _shape(shape: tuple[int, ...] | None) -> str:
 
 
 def _std(std: tuple[float, float, float, float] | None) -> str:
-    if std is None:
-        return "null"
-    return "{" + ",".join([key + _number(v) for key, v in zip(_STD_KEYS, std)]) + "}"
+    return "null" if std is None else "{" + ",".join(map(str.__add__, _STD_KEYS, _numbers(std))) + "}"
 
 
 def _counts(counts: ValueCounts | None) -> str:
@@ -100,31 +116,41 @@ def _counts(counts: ValueCounts | None) -> str:
     return f'{{"nan":{_plain(counts.nan)},"inf":{_plain(counts.inf)},"saturated":{_plain(counts.saturated)}}}'
 
 
-def _statistics(statistics: Mapping[str, StatDiff], seen: dict[float, str]) -> str:
-    """A statistics row's ``statistics``; the texts of the non-zero float diffs and rels are kept in
-    ``seen`` (the row's metrics are mostly the same values: their text is made once)."""
-    return "{" + ",".join([_text(name) + _stat_diff(v, seen) for name, v in statistics.items()]) + "}"
+def _statistics(statistics: Mapping[str, StatDiff]) -> str:
+    """A statistics row's ``statistics``: all values turned into text in one go when they are all
+    finite floats (one map over them), else one by one."""
+    values = [value for stat in statistics.values() for value in (stat.left, stat.right, stat.diff, stat.rel)]
+    try:
+        texts = list(map(_repr, values))
+    except TypeError:  # a checksum, a missing value ...
+        texts = None
+    if texts is None or "n" in "".join(texts):  # ... or a NaN or an infinity
+        return "{" + ",".join([_text(name) + _stat_diff(stat) for name, stat in statistics.items()]) + "}"
+    return "{" + _stat_layout(len(statistics)).format(*map(_text, statistics), *texts) + "}"
 
 
-def _stat_diff(stat: StatDiff, seen: dict[float, str]) -> str:
-    """One statistic's object (with the ``:`` before it). Both sides often recorded the same value:
-    its text is then made once. Only texts of non-zero floats are shared: equal values of one type
-    have one text then (0.0 and -0.0 are equal but written apart)."""
-    left, right, diff, rel = stat.left, stat.right, stat.diff, stat.rel
-    left_text = _stat(left)
-    right_text = left_text if right == left and right and type(right) is type(left) else _stat(right)
-    diff_text, rel_text = _stat(diff), _number(rel)
-    if type(diff) is float and diff:
-        seen[diff] = diff_text
-    if type(rel) is float and rel:
-        seen[rel] = rel_text
-    return f':{{"left":{left_text},"right":{right_text},"diff":{diff_text},"rel":{rel_text}}}'
+def _stat_diff(stat: StatDiff) -> str:
+    """One statistic's object (with the ``:`` before it), value by value."""
+    return (f':{{"left":{_stat(stat.left)},"right":{_stat(stat.right)},"diff":{_stat(stat.diff)},'
+            f'"rel":{_number(stat.rel)}}}')
+
+
+@functools.lru_cache(maxsize=32)
+def _stat_layout(count: int) -> str:
+    """The ``str.format`` text of ``count`` statistics: the names are arguments 0 .. count-1, then
+    each statistic's left, right, diff and rel."""
+    entries = []
+    for i in range(count):
+        first = count + 4 * i
+        entries.append("{%d}:{{\"left\":{%d},\"right\":{%d},\"diff\":{%d},\"rel\":{%d}}}"
+                       % (i, first, first + 1, first + 2, first + 3))
+    return ",".join(entries)
 
 
 def _grade(grade: RowGrade | None) -> str:
     if grade is None:
         return "null"
-    return f'{{"result":{_text(grade.grade.value)},"messages":{_texts(grade.messages)}}}'
+    return f'{{"result":{_GRADE[grade.grade]},"messages":{_texts(grade.messages)}}}'
 
 
 def _msprobe(cells: MsprobeCells) -> str:
@@ -148,25 +174,19 @@ class RowEncoder:
 
     def __init__(self, metrics: Sequence[str]) -> None:
         self._names = MetricNames(metrics)
-        self._keyed = tuple((name, _text(name) + ":") for name in self._names.names)
+        self._keys = tuple(_text(name) + ":" for name in self._names.names)
 
-    def _metrics(self, values: Mapping[str, float | None], seen: dict[float, str]) -> str:
-        """The row's ``metrics``; a value already written in its statistics (``seen``) is not made again."""
-        get = values.get
-        if seen:
-            parts = [key + (seen.get(value) or _number(value)) for name, key in self._keyed
-                     for value in (get(name),)]
-        else:
-            parts = [key + _number(get(name)) for name, key in self._keyed]
+    def _metrics(self, values: Mapping[str, float | None]) -> str:
+        names, keys = self._names.names, self._keys
         if not self._names.known.issuperset(values):
-            parts += [_text(name) + ":" + _number(values[name]) for name in self._names.others(values)]
-        return "{" + ",".join(parts) + "}"
+            others = self._names.others(values)
+            names, keys = names + tuple(others), keys + tuple(_text(name) + ":" for name in others)
+        return "{" + ",".join(map(str.__add__, keys, _numbers(map(values.get, names)))) + "}"
 
     def line(self, position: int, row: MetricRow) -> str:
         """The row's object on one line (no indentation, no trailing comma)."""
         plain = _plain
-        seen: dict[float, str] = {}
-        statistics = "null" if row.statistics is None else _statistics(row.statistics, seen)
+        statistics = "null" if row.statistics is None else _statistics(row.statistics)
         text = (f'{{"row":{int.__repr__(position)},"index":{plain(row.index)},'
                 f'"op_type":{"null" if row.op_type is None else _text(row.op_type)},'
                 f'"left_op":{_text(row.left_op)},"right_op":{_text(row.right_op)},'
@@ -176,15 +196,15 @@ class RowEncoder:
                 f'"iteration":{"null" if row.iteration is None else plain(row.iteration)},'
                 f'"left_dtype":{"null" if row.left_dtype is None else _text(row.left_dtype)},'
                 f'"right_dtype":{"null" if row.right_dtype is None else _text(row.right_dtype)},'
-                f'"shape":{_shape(row.shape)},"status":{_text(row.status.value)},'
-                f'"metrics":{self._metrics(row.metrics, seen)},"std":{_std(row.std)},'
+                f'"shape":{_shape(row.shape)},"status":{_STATUS[row.status]},'
+                f'"metrics":{self._metrics(row.metrics)},"std":{_std(row.std)},'
                 f'"reasons":{_texts(row.reasons)},'
                 f'"left_address":{"null" if row.left_address is None else plain(row.left_address)},'
                 f'"right_address":{"null" if row.right_address is None else plain(row.right_address)},'
                 f'"op_sequence":{"null" if row.op_sequence is None else plain(row.op_sequence)},'
                 f'"expected_gap":{"null" if row.expected_gap is None else _text(row.expected_gap)},'
                 f'"left_counts":{_counts(row.left_counts)},"right_counts":{_counts(row.right_counts)},'
-                f'"kind":{_text(row.kind.value)},'
+                f'"kind":{_KIND[row.kind]},'
                 f'"undefined":{_texts(sorted(row.undefined)) if row.undefined else "[]"},'
                 f'"statistics":{statistics},"grade":{_grade(row.grade)}')
         if row.msprobe is not None:

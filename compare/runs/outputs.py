@@ -42,10 +42,10 @@ from ..heap import paused_gc
 from ..reports.cells import DEFAULT_FLOAT_FORMAT, FloatFormat
 from ..reports.divergence import verdict_map
 from ..reports.files import preflight
+from ..reports.json_rows import write_result
 from ..reports.junit import write_junit
 from ..reports.network import Layout, TableFormat, render_csv, resolve_output, write_report
 from ..reports.overflow import OverflowColumn, add_overflow_to_document
-from ..reports.json_rows import write_result
 from ..reports.result_json import write_json
 from ..reports.stats import render_stats_csv, write_stats_report
 from ..reports.xlsx import mark_rule, row_marks, summary_items, write_workbook
