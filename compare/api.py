@@ -31,7 +31,8 @@ from .reports.divergence import localisation_document
 from .reports.files import tool_version
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.result_json import decode_float, dumps, parts_from_document, result_document, skipped_from_document
+from .reports.json_rows import render_result
+from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
 from .reports.saved import load_result
 from .request import CompareRequest, Mode, PathLike, RuleArg
 from .runs.folders import op_choice, run_request
@@ -160,8 +161,9 @@ class ComparisonResult:
 
     def to_json(self) -> str:
         """The JSON result as text: exactly what ``--json`` writes (without ``--overflow``), the
-        document of :meth:`to_dict` (docs/result-json.md)."""
-        return dumps(self.to_dict())
+        document of :meth:`to_dict` (docs/result-json.md), its rows encoded straight to text
+        (:func:`compare.reports.json_rows.render_result`)."""
+        return render_result(self.to_dict(with_rows=False), self.rows, self.metrics)
 
     def to_dict(self, *, with_rows: bool = True) -> dict:
         """The versioned JSON result document as a dict (docs/result-json.md); ``verdict`` is null

@@ -34,7 +34,7 @@ from convert.jsonsafe import MAX_DEPTH, deeper_than, load_json, too_deep
 from ..errors import DumpFormatError
 from ..records import (ArgumentDiff, Bound, CheckFailure, MetricRow, MsprobeCells, PartReport, PartStatus,
                        SkippedFile, StatDiff, Verdict, count_by_status)
-from .files import atomic_write, atomic_write_bytes
+from .files import atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
 SCHEMA_VERSION = 2
@@ -72,24 +72,28 @@ def decode_float(value: object, where: str = "value") -> float | None:
     raise ValueError(f"{where}: expected a number, null, \"nan\", \"inf\" or \"-inf\", not {value!r}")
 
 
-class _MetricNames:
+class MetricNames:
     """The metric keys of every row of a document, worked out once: the document's metrics (not
-    StandardDeviation) in order, then a row's own others (checked per row with one set test)."""
+    StandardDeviation, each once) in order, then a row's own others (checked per row with one set test)."""
 
     def __init__(self, metrics: Sequence[str]) -> None:
-        self.names = tuple(m for m in metrics if m != STD_NAME)
+        self.names = tuple(dict.fromkeys(m for m in metrics if m != STD_NAME))
         self.known = frozenset(self.names) | {STD_NAME}
+
+    def others(self, values: Mapping[str, float | None]) -> list[str]:
+        """A row's metrics that are not among the document's, in the row's order."""
+        return [m for m in values if m not in self.known]
 
     def of(self, row: MetricRow) -> dict[str, JsonFloat]:
         values = row.metrics
         names: Sequence[str] = self.names
         if not self.known.issuperset(values):
-            names = list(names) + [m for m in values if m not in self.known]
+            names = list(names) + self.others(values)
         get = values.get
         return {name: encode_float(get(name)) for name in names}
 
 
-def row_document(position: int, row: MetricRow, metrics: Sequence[str] | _MetricNames) -> dict[str, Any]:
+def row_document(position: int, row: MetricRow, metrics: Sequence[str] | MetricNames) -> dict[str, Any]:
     """One row of the ``rows`` list (``position`` = its place in the list, which verdicts cite).
     Rows of msprobe runs add ``msprobe`` (:func:`msprobe_document`) and argument rows ``argument``
     (:func:`argument_document`); other rows do not have these keys."""
@@ -119,7 +123,7 @@ def argument_document(argument: ArgumentDiff) -> dict[str, Any]:
             "right": argument.right, "same": argument.same, "diff": encode_float(argument.diff)}
 
 
-def _row_fields(position: int, row: MetricRow, metrics: Sequence[str] | _MetricNames) -> dict[str, Any]:
+def _row_fields(position: int, row: MetricRow, metrics: Sequence[str] | MetricNames) -> dict[str, Any]:
     return {
         "row": position,
         "index": row.index,
@@ -134,7 +138,7 @@ def _row_fields(position: int, row: MetricRow, metrics: Sequence[str] | _MetricN
         "right_dtype": row.right_dtype,
         "shape": None if row.shape is None else [int(d) for d in row.shape],
         "status": row.status.value,
-        "metrics": (metrics if isinstance(metrics, _MetricNames) else _MetricNames(metrics)).of(row),
+        "metrics": (metrics if isinstance(metrics, MetricNames) else MetricNames(metrics)).of(row),
         "std": None if row.std is None else dict(zip(STD_KEYS, (encode_float(v) for v in row.std))),
         "reasons": list(row.reasons),
         # duplicates: the row and statistics-row documents list their fields one by one (the JSON schema in
@@ -289,7 +293,7 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
     """The JSON result document of one run (keys and types: docs/result-json.md).
 
     ``with_rows`` False: ``rows`` is left empty (everything else, the counts included, is of
-    ``rows``): the head that :func:`write_json` streams the rows after.
+    ``rows``): the head that :func:`compare.reports.json_rows.write_result` streams the rows after.
 
     ``inputs``: what was compared (``left``, ``right``, ``fusion_rule`` ... as resolved paths);
     ``options``: the options that shaped the result; both are copied with paths as text.
@@ -303,7 +307,7 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
     name the statistics metrics that broke their bounds (``MaxRelDiff`` ...).
     """
     stamp = time.gmtime(time.time() if created is None else created)
-    names = _MetricNames(metrics)
+    names = MetricNames(metrics)
     return {
         "schema": SCHEMA_ID,
         "version": SCHEMA_VERSION,
@@ -324,25 +328,24 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
 
 
 #: One encoder for every row line (``json.dumps`` with options builds a new one per call).
-_ROW_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+ROW_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 #: A top-level value whose compact text is longer than this is written compact, on one line (the
 #: localisation block or the failures of a run of 200,000 rows), not indented.
 _INDENT_LIMIT = 65536
-#: Rows encoded per write when streaming (:func:`write_json`).
-_ROWS_PER_WRITE = 2048
 
 
-def _head_and_tail(document: Mapping[str, Any]) -> tuple[str, str]:
+def head_and_tail(document: Mapping[str, Any]) -> tuple[str, str]:
     """The text before the first row line and after the last (the rows go last, one compact
-    object per line, so the file stays readable and diffable)."""
+    object per line, so the file stays readable and diffable); :mod:`compare.reports.json_rows`
+    writes the row lines between them."""
     parts = []
     for key, value in document.items():
         if key == "rows":
             continue
-        text = _ROW_ENCODER.encode(value)  # C-accelerated; indent=1 goes through the pure-Python encoder
+        text = ROW_ENCODER.encode(value)  # C-accelerated; indent=1 goes through the pure-Python encoder
         if len(text) <= _INDENT_LIMIT:
             text = json.dumps(value, ensure_ascii=True, allow_nan=False, indent=1).replace("\n", "\n ")
-        parts.append(f" {_ROW_ENCODER.encode(key)}: {text}")
+        parts.append(f" {ROW_ENCODER.encode(key)}: {text}")
     return "{\n" + ",\n".join(parts) + ',\n "rows": [\n', "\n ]\n}\n"
 
 
@@ -351,36 +354,16 @@ def dumps(document: Mapping[str, Any]) -> str:
     rows = document.get("rows", [])
     if not rows:
         return json.dumps(dict(document), ensure_ascii=True, allow_nan=False, indent=1) + "\n"
-    head, tail = _head_and_tail(document)
-    encode = _ROW_ENCODER.encode
+    head, tail = head_and_tail(document)
+    encode = ROW_ENCODER.encode
     return head + ",\n".join("  " + encode(r) for r in rows) + tail
 
 
-def write_json(document: Mapping[str, Any], path: str | os.PathLike[str], rows: Sequence[MetricRow] | None = None,
-               metrics: Sequence[str] = ()) -> Path:
-    """Write ``document`` atomically (umask honoured); :class:`OutputError` when it cannot be.
-
-    ``rows`` (with ``metrics``): the document's rows, as records, for a document made with
-    ``with_rows=False``: each row is encoded and written in turn, a few thousand at a time, so a
-    run of 200,000 rows never holds their documents, nor the whole text, at once. The file is
-    the same as :func:`dumps` of the full document."""
-    if rows is None or not rows:
-        if rows is not None and not rows:
-            document = {**document, "rows": []}
-        return atomic_write_bytes(Path(path), dumps(document).encode("ascii"))
-    head, tail = _head_and_tail(document)
-    names = _MetricNames(metrics)
-    encode = _ROW_ENCODER.encode
-
-    def write(handle: Any) -> None:
-        handle.write(head.encode("ascii"))
-        for start in range(0, len(rows), _ROWS_PER_WRITE):
-            chunk = ",\n".join("  " + encode(row_document(i, rows[i], names))
-                                for i in range(start, min(start + _ROWS_PER_WRITE, len(rows))))
-            handle.write((chunk if start == 0 else ",\n" + chunk).encode("ascii"))
-        handle.write(tail.encode("ascii"))
-
-    return atomic_write(Path(path), write)
+def write_json(document: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write :func:`dumps` of ``document`` atomically (umask honoured); :class:`OutputError` when it
+    cannot be. A run's result with its rows as records is streamed instead
+    (:func:`compare.reports.json_rows.write_result`: the same bytes, never the whole document)."""
+    return atomic_write_bytes(Path(path), dumps(document).encode("ascii"))
 
 
 def load_document(path: str | os.PathLike[str], text: str) -> dict[str, Any]:

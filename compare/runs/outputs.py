@@ -42,6 +42,7 @@ from ..heap import paused_gc
 from ..reports.cells import DEFAULT_FLOAT_FORMAT, FloatFormat
 from ..reports.divergence import verdict_map
 from ..reports.files import preflight
+from ..reports.json_rows import write_result
 from ..reports.junit import write_junit
 from ..reports.network import Layout, TableFormat, render_csv, resolve_output, write_report
 from ..reports.overflow import OverflowColumn, add_overflow_to_document
@@ -175,9 +176,10 @@ def write_parquet_table(result: "ComparisonResult", target: Target, options: Wri
 
 def write_json_result(result: "ComparisonResult", target: Target, options: WriteOptions) -> Path:
     """``--json``: the JSON result (docs/result-json.md, :meth:`compare.api.ComparisonResult.to_dict`),
-    its rows encoded and written in turn; with ``--overflow``, each row's OverFlow added."""
+    its rows encoded and written in turn (:func:`compare.reports.json_rows.write_result`); with ``--overflow``,
+    the whole document with each row's OverFlow added."""
     if options.overflow is None:
-        return write_json(result.to_dict(with_rows=False), target.path, result.rows, result.metrics)
+        return write_result(result.to_dict(with_rows=False), target.path, result.rows, result.metrics)
     return write_json(add_overflow_to_document(result.to_dict(), options.overflow, result.rows), target.path)
 
 

@@ -1,0 +1,258 @@
+"""The JSON result streamed: its head, then each row's line written as text, never as a dict.
+
+:func:`compare.reports.result_json.row_document` describes a row as a dict (what
+``ComparisonResult.to_dict`` holds). Building that dict, then encoding it, costs ~25 us a
+statistics row; ``--json`` and ``ComparisonResult.to_json`` write millions of rows, so they go
+through :class:`RowEncoder` instead: one row's line of compact JSON built directly from the
+record, **byte for byte what the JSON encoder writes for the row's dict** (tests compare the two
+on every fixture family and on generated odd floats and names). Each value becomes text where it
+is read: strings through the json module's own C escaper (``ensure_ascii``: non-ASCII and the
+surrogate escapes of undecodable file names written as ``\\uXXXX``), finite floats by
+``float.__repr__`` as the encoder writes them, non-finite floats as the strings of
+:func:`~compare.reports.result_json.encode_float`. A field the records type as text (``left_op``,
+msprobe's names ...) must be text; where a record allows several types (whole numbers, flags,
+lists), a value of an unusual type goes through the encoder itself, so it is written as before.
+
+The cost left is mostly ``float.__repr__`` (the shortest round-trip text, ~0.3-0.5 us a float
+on the 2-core session machine; 13-16 floats a row): a row's metrics, std and statistics are each
+turned into text by one ``map`` when they are all finite floats (the usual case), value by value
+otherwise.
+
+:func:`write_result` and :func:`render_result` stream the document: the head (every key but
+``rows``, from :func:`~compare.reports.result_json.result_document` with ``with_rows=False``),
+the row lines a few thousand at a time, the tail. Neither the rows' dicts nor the whole text are
+ever held (:func:`write_result`), and the file is what
+:func:`~compare.reports.result_json.dumps` makes of the full document.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from json.encoder import encode_basestring_ascii
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..records import ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, StatDiff, ValueCounts
+from .files import atomic_write
+from .result_json import ROW_ENCODER, STD_KEYS, MetricNames, dumps, encode_float, head_and_tail, write_json
+
+#: Rows encoded per write (and per piece of :func:`render_result`).
+ROWS_PER_WRITE = 2048
+
+_text = encode_basestring_ascii  # a str as its quoted JSON text, exactly as the C encoder writes it
+_encode = ROW_ENCODER.encode
+_repr = float.__repr__  # the encoder's text of a finite float
+_STD_KEYS = tuple(_text(key) + ":" for key in STD_KEYS)
+#: The text of each member of the closed sets a row holds (an enum's ``.value`` is a slow descriptor).
+_STATUS = {status: _text(status.value) for status in PairStatus}
+_KIND = {kind: _text(kind.value) for kind in RowKind}
+_GRADE = {grade: _text(grade.value) for grade in Grade}
+
+
+def _plain(value: object) -> str:
+    """A value written as it is (a text, a whole number, null, a flag ...), as the encoder writes it."""
+    kind = type(value)
+    if kind is str:
+        return _text(value)
+    if value is None:
+        return "null"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    return _encode(value)
+
+
+def _number(value: float | None) -> str:
+    """A float through :func:`encode_float`: ``repr`` when finite, ``"nan"`` / ``"inf"`` / ``"-inf"``, null."""
+    if type(value) is float and value - value == 0.0:
+        return _repr(value)
+    return "null" if value is None else _encode(encode_float(value))
+
+
+def _numbers(values: Iterable[float | None]) -> list[str]:
+    """:func:`_number` of each value; finite floats all turned into text by one map (the usual case)."""
+    values = list(values)
+    try:
+        texts = list(map(_repr, values))
+    except TypeError:  # None, or a value that is not a float
+        return list(map(_number, values))
+    return list(map(_number, values)) if "n" in "".join(texts) else texts  # "nan", "inf": not JSON numbers
+
+
+def _stat(value: float | str | None) -> str:
+    """A statistic's value: text (a checksum, ``same`` / ``different``) as it is, else a float."""
+    kind = type(value)
+    if kind is float and value - value == 0.0:
+        return _repr(value)
+    if kind is str:
+        return _text(value)
+    return _text(value) if isinstance(value, str) else _number(value)
+
+
+def _texts(items: Sequence[str]) -> str:
+    """A list of texts; a list holding anything else is written by the encoder."""
+    if not items:
+        return "[]"
+    try:
+        return "[" + ",".join(map(_text, items)) + "]"
+    except TypeError:  # not all texts
+        return _encode(list(items))
+
+
+def _shape(shape: tuple[int, ...] | None) -> str:
+    return "null" if shape is None else "[" + ",".join([int.__repr__(int(d)) for d in shape]) + "]"
+
+
+def _std(std: tuple[float, float, float, float] | None) -> str:
+    return "null" if std is None else "{" + ",".join(map(str.__add__, _STD_KEYS, _numbers(std))) + "}"
+
+
+def _counts(counts: ValueCounts | None) -> str:
+    if counts is None:
+        return "null"
+    return f'{{"nan":{_plain(counts.nan)},"inf":{_plain(counts.inf)},"saturated":{_plain(counts.saturated)}}}'
+
+
+def _statistics(statistics: Mapping[str, StatDiff]) -> str:
+    """A statistics row's ``statistics``: all values turned into text in one go when they are all
+    finite floats (one map over them), else one by one."""
+    values = [value for stat in statistics.values() for value in (stat.left, stat.right, stat.diff, stat.rel)]
+    try:
+        texts = list(map(_repr, values))
+    except TypeError:  # a checksum, a missing value ...
+        texts = None
+    if texts is None or "n" in "".join(texts):  # ... or a NaN or an infinity
+        return "{" + ",".join([_text(name) + _stat_diff(stat) for name, stat in statistics.items()]) + "}"
+    return "{" + _stat_layout(len(statistics)).format(*map(_text, statistics), *texts) + "}"
+
+
+def _stat_diff(stat: StatDiff) -> str:
+    """One statistic's object (with the ``:`` before it), value by value."""
+    return (f':{{"left":{_stat(stat.left)},"right":{_stat(stat.right)},"diff":{_stat(stat.diff)},'
+            f'"rel":{_number(stat.rel)}}}')
+
+
+@functools.lru_cache(maxsize=32)
+def _stat_layout(count: int) -> str:
+    """The ``str.format`` text of ``count`` statistics: the names are arguments 0 .. count-1, then
+    each statistic's left, right, diff and rel."""
+    entries = []
+    for i in range(count):
+        first = count + 4 * i
+        entries.append("{%d}:{{\"left\":{%d},\"right\":{%d},\"diff\":{%d},\"rel\":{%d}}}"
+                       % (i, first, first + 1, first + 2, first + 3))
+    return ",".join(entries)
+
+
+def _grade(grade: RowGrade | None) -> str:
+    if grade is None:
+        return "null"
+    return f'{{"result":{_GRADE[grade.grade]},"messages":{_texts(grade.messages)}}}'
+
+
+def _msprobe(cells: MsprobeCells) -> str:
+    return (f',"msprobe":{{"left_name":{_text(cells.left_name)},"right_name":{_text(cells.right_name)},'
+            f'"left_data":{_text(cells.left_data)},"right_data":{_text(cells.right_data)},'
+            f'"left_requires_grad":{_plain(cells.left_grad)},"right_requires_grad":{_plain(cells.right_grad)},'
+            f'"requires_grad_consistent":{_plain(cells.grad_consistent)},"source":{_text(cells.source)},'
+            f'"stack":{_texts(cells.stack)}}}')
+
+
+def _argument(argument: ArgumentDiff) -> str:
+    return (f',"argument":{{"left_type":{_plain(argument.left_type)},"right_type":{_plain(argument.right_type)},'
+            f'"left":{_plain(argument.left)},"right":{_plain(argument.right)},"same":{_plain(argument.same)},'
+            f'"diff":{_number(argument.diff)}}}')
+
+
+class RowEncoder:
+    """The line of each row of one document (its metric names worked out once, their keys
+    escaped once): ``line(position, row)`` is the compact JSON of ``row_document(position, row,
+    metrics)``, without building it."""
+
+    def __init__(self, metrics: Sequence[str]) -> None:
+        self._names = MetricNames(metrics)
+        self._keys = tuple(_text(name) + ":" for name in self._names.names)
+
+    def _metrics(self, values: Mapping[str, float | None]) -> str:
+        names, keys = self._names.names, self._keys
+        if not self._names.known.issuperset(values):
+            others = self._names.others(values)
+            names, keys = names + tuple(others), keys + tuple(_text(name) + ":" for name in others)
+        return "{" + ",".join(map(str.__add__, keys, _numbers(map(values.get, names)))) + "}"
+
+    def line(self, position: int, row: MetricRow) -> str:
+        """The row's object on one line (no indentation, no trailing comma)."""
+        plain = _plain
+        statistics = "null" if row.statistics is None else _statistics(row.statistics)
+        text = (f'{{"row":{int.__repr__(position)},"index":{plain(row.index)},'
+                f'"op_type":{"null" if row.op_type is None else _text(row.op_type)},'
+                f'"left_op":{_text(row.left_op)},"right_op":{_text(row.right_op)},'
+                f'"tensor_id":{"null" if row.tensor_id is None else _text(row.tensor_id)},'
+                f'"rank":{"null" if row.rank is None else plain(row.rank)},'
+                f'"graph":{"null" if row.graph is None else plain(row.graph)},'
+                f'"iteration":{"null" if row.iteration is None else plain(row.iteration)},'
+                f'"left_dtype":{"null" if row.left_dtype is None else _text(row.left_dtype)},'
+                f'"right_dtype":{"null" if row.right_dtype is None else _text(row.right_dtype)},'
+                f'"shape":{_shape(row.shape)},"status":{_STATUS[row.status]},'
+                f'"metrics":{self._metrics(row.metrics)},"std":{_std(row.std)},'
+                f'"reasons":{_texts(row.reasons)},'
+                f'"left_address":{"null" if row.left_address is None else plain(row.left_address)},'
+                f'"right_address":{"null" if row.right_address is None else plain(row.right_address)},'
+                f'"op_sequence":{"null" if row.op_sequence is None else plain(row.op_sequence)},'
+                f'"expected_gap":{"null" if row.expected_gap is None else _text(row.expected_gap)},'
+                f'"left_counts":{_counts(row.left_counts)},"right_counts":{_counts(row.right_counts)},'
+                f'"kind":{_KIND[row.kind]},'
+                f'"undefined":{_texts(sorted(row.undefined)) if row.undefined else "[]"},'
+                f'"statistics":{statistics},"grade":{_grade(row.grade)}')
+        if row.msprobe is not None:
+            text += _msprobe(row.msprobe)
+        if row.argument is not None:
+            text += _argument(row.argument)
+        return text + "}"
+
+
+def _pieces(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequence[str]) -> Iterator[str]:
+    """The text of a document with rows, in pieces: the head, row lines by :data:`ROWS_PER_WRITE`, the tail."""
+    head_text, tail = head_and_tail(head)
+    yield head_text
+    line = RowEncoder(metrics).line
+    lines: list[str] = []
+    separator = "  "
+    for position, row in enumerate(rows):
+        lines.append(line(position, row))
+        if len(lines) == ROWS_PER_WRITE:
+            yield separator + ",\n  ".join(lines)
+            lines.clear()
+            separator = ",\n  "
+    if lines:
+        yield separator + ",\n  ".join(lines)
+    yield tail
+
+
+def render_result(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequence[str]) -> str:
+    """The JSON result's text: ``head`` (a document made with ``with_rows=False``) with ``rows``
+    (its records, ``metrics`` the document's metric names) as its ``rows``; the same text as
+    :func:`~compare.reports.result_json.dumps` of the full document."""
+    if not rows:
+        return dumps({**head, "rows": []})
+    return "".join(_pieces(head, rows, metrics))
+
+
+def write_result(head: Mapping[str, Any], path: str | os.PathLike[str], rows: Sequence[MetricRow],
+                 metrics: Sequence[str]) -> Path:
+    """Write :func:`render_result`'s text atomically (umask honoured), the rows encoded and
+    written a few thousand at a time; :class:`OutputError` when it cannot be."""
+    if not rows:
+        return write_json({**head, "rows": []}, path)
+
+    def write(handle: BinaryIO) -> None:
+        for piece in _pieces(head, rows, metrics):
+            handle.write(piece.encode("ascii"))
+
+    return atomic_write(Path(path), write)
+
+
+__all__ = ["ROWS_PER_WRITE", "RowEncoder", "render_result", "write_result"]
