@@ -38,6 +38,7 @@ MindSpore ``str(tensor.dtype)`` (``Float32``, ``BFloat16``); both become numpy-s
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -84,8 +85,10 @@ class MsprobeName:
         return self.api if self.kind is CallKind.API else self.api.rsplit(".", 1)[-1]
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def parse_msprobe_name(name: str) -> MsprobeName | None:
-    """The parts of an msprobe data name, or None when it is in neither form."""
+    """The parts of an msprobe data name, or None when it is in neither form. Remembered (a frozen
+    record): the loader, the pairing and the call graph each ask, and both sides share most names."""
     module = _MODULE_RE.fullmatch(name)
     if module is not None:
         return MsprobeName(CallKind.MODULE, module["prefix"], f"{module['path']}.{module['cls']}",
