@@ -86,7 +86,7 @@ from ..errors import CompareError, DumpFormatError
 from ..records import Argument, DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef
 from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
-from .msprobe_graph import read_msprobe_graph, read_stacks
+from .msprobe_graph import dump_calls, dump_signature, read_msprobe_graph, read_stacks, remember_calls
 from .msprobe_json import SECTIONS, _is_tensor, is_leaf, named_leaves, read_dump_json
 from .reader import OpenRequest, RecordedGraph, TreeReader
 from .selection import Candidate, Selection
@@ -458,7 +458,9 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
     """
     folder = Path(folder)
     json_path = folder / DUMP_JSON
+    signature = dump_signature(json_path)
     dump = read_dump_json(json_path)
+    remember_calls(signature, dump_calls(dump.data))  # the call graph's part: dump.json is parsed once
     run = Run(root=Path(root) if root is not None else folder, path=folder, kind=RunKind.NUMPY,
               family=DumpLayout.MSPROBE, coords=dict(coords if coords is not None else folder_coords(folder)))
     data_dir = folder / DATA_DIR
