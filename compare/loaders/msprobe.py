@@ -343,11 +343,11 @@ def _json_text(value: object) -> str:
 _SECTION_KEYS = frozenset(key for key, _ in SECTIONS)
 
 
-def _flat_leaves(section: object) -> list[tuple[str, object]] | None:
+def _flat_leaves(section: object, prefix: str) -> list[tuple[str, object]] | None:
     """The leaves of a section msprobe wrote flat -- a list or object whose every item is a leaf
-    (:func:`~compare.loaders.msprobe_json.is_leaf`) -- with their places as text (list position,
-    object key), in :func:`~compare.loaders.msprobe_json.named_leaves` order; None for any other
-    section (nested items, a section that is itself a leaf: the general walk reads those)."""
+    (:func:`~compare.loaders.msprobe_json.is_leaf`) -- labelled ``prefix`` + their place (list
+    position, object key), in :func:`~compare.loaders.msprobe_json.named_leaves` order; None for
+    any other section (nested items, a section that is itself a leaf: the general walk reads those)."""
     if type(section) is list:
         places: object = map(str, range(len(section)))
         items: object = section
@@ -355,11 +355,12 @@ def _flat_leaves(section: object) -> list[tuple[str, object]] | None:
         places, items = map(str, section.keys()), section.values()
     else:
         return None
-    pairs = list(zip(places, items))  # type: ignore[call-overload]
-    for _, item in pairs:
+    labelled = []
+    for place, item in zip(places, items):  # type: ignore[call-overload]
         if item is not None and not (type(item) is dict and ("type" in item or "dtype" in item)):
             return None
-    return pairs
+        labelled.append((prefix + place, item))
+    return labelled
 
 
 def _entry_op(name: str, entry: object, position: int, files: _Files, json_path: Path,
@@ -388,11 +389,9 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
         if not isinstance(section, (list, dict)) and section is not None:
             problems.append(f"section {key!r} is a JSON {type(section).__name__}, not a list or object")
             continue
-        flat = None if grads else _flat_leaves(section)
-        if flat is not None:  # the shape msprobe writes: one level of items (labels without _label)
-            prefix = f"{name}.{SECTION_WORDS.get(key, key)}."
-            labelled = [(prefix + place, leaf) for place, leaf in flat]
-        else:
+        # the shape msprobe writes, one level of items, is labelled without _label
+        labelled = None if grads else _flat_leaves(section, f"{name}.{SECTION_WORDS.get(key, key)}.")
+        if labelled is None:
             try:
                 labelled = [(_label(name, key, place, section, grads), leaf) for place, leaf in named_leaves(section)]
             except ValueError as exc:

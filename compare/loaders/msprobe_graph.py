@@ -201,16 +201,12 @@ def parameter_slots(call: str, entry: object) -> tuple[ParameterSlot, ...]:
     parsed = parse_msprobe_name(call)
     if parsed is None or parsed.direction != "forward" or not isinstance(entry, dict):
         return ()
-    if parsed.kind is CallKind.MODULE:
-        wanted: dict[int, str] = {}
-        wanted_kw: dict[str, str] = {}
-    else:
-        known = PARAMETER_ARGS.get(parsed.api.rsplit(".", 1)[-1], ())
-        wanted = {a.position: a.name for a in known}
-        wanted_kw = {a.name: a.name for a in known}
+    known = () if parsed.kind is CallKind.MODULE else PARAMETER_ARGS.get(parsed.api.rsplit(".", 1)[-1], ())
     parameters = entry.get("parameters")
-    if not wanted and not isinstance(parameters, dict):
+    if not known and not isinstance(parameters, dict):
         return ()  # no argument is one, and no parameters section: the leaves need not be counted
+    wanted = {a.position: a.name for a in known}
+    wanted_kw = {a.name: a.name for a in known}
     slots: list[ParameterSlot] = []
     index = 0
     for section, names in ((entry.get("input_args"), wanted), (entry.get("input_kwargs"), wanted_kw)):
@@ -274,12 +270,13 @@ class DumpCalls:
 
 def dump_calls(data: Mapping[str, object]) -> DumpCalls:
     """The :class:`DumpCalls` of a parsed ``dump.json``'s ``data`` object."""
+    calls = tuple(map(str, data))
     slots: dict[str, tuple[ParameterSlot, ...]] = {}
-    for call, entry in data.items():
-        found = parameter_slots(str(call), entry)
+    for call, entry in zip(calls, data.values()):
+        found = parameter_slots(call, entry)
         if found:
-            slots[str(call)] = found
-    return DumpCalls(calls=tuple(str(call) for call in data), slots=slots)
+            slots[call] = found
+    return DumpCalls(calls=calls, slots=slots)
 
 
 #: ``dump.json`` files whose calls the loader handed over, by what identifies their content

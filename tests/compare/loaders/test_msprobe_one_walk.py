@@ -37,9 +37,9 @@ def _write(folder: Path, data: dict) -> Path:
     {},
 ])
 def test_flat_sections_are_the_general_walk(section: object) -> None:
-    flat = _flat_leaves(section)
+    flat = _flat_leaves(section, "call.input.")
     assert flat is not None
-    assert [(place, leaf) for place, leaf in flat] == [(str(p[0]), leaf) for p, leaf in named_leaves(section)]
+    assert flat == [(f"call.input.{p[0]}", leaf) for p, leaf in named_leaves(section)]
 
 
 @pytest.mark.parametrize("section", [
@@ -49,7 +49,7 @@ def test_flat_sections_are_the_general_walk(section: object) -> None:
     None,
 ])
 def test_other_sections_take_the_general_walk(section: object) -> None:
-    assert _flat_leaves(section) is None
+    assert _flat_leaves(section, "call.input.") is None
 
 
 def test_flat_and_nested_sections_give_msprobes_names_and_indexes(tmp_path: Path) -> None:
