@@ -67,7 +67,7 @@ class CallKind(str, Enum):
     MODULE = "module"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MsprobeName:
     """The parts of a ``dump.json`` data name (module doc). ``api`` is the API name, or
     ``{path}.{Class}`` for a module; ``path`` the module path (empty for an API)."""
@@ -85,10 +85,11 @@ class MsprobeName:
         return self.api if self.kind is CallKind.API else self.api.rsplit(".", 1)[-1]
 
 
-@functools.lru_cache(maxsize=1 << 18)
+@functools.lru_cache(maxsize=1 << 17)
 def parse_msprobe_name(name: str) -> MsprobeName | None:
     """The parts of an msprobe data name, or None when it is in neither form. Remembered (a frozen
-    record): the loader, the pairing and the call graph each ask, and both sides share most names."""
+    record; up to 131,072 names, ~300 bytes each): the loader, the pairing and the call graph each
+    ask, and both sides share most names."""
     module = _MODULE_RE.fullmatch(name)
     if module is not None:
         return MsprobeName(CallKind.MODULE, module["prefix"], f"{module['path']}.{module['cls']}",
