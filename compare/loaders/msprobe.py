@@ -80,14 +80,14 @@ import numpy as np
 from convert.codecs.npy import load_npy, read_npy_header
 from convert.codecs.torch_pt import load_pt, read_pt_header
 from convert.entries import list_entries, os_problem
-from convert.names.msprobe import item_name, msprobe_dtype, parse_msprobe_name
+from convert.names.msprobe import SECTION_WORDS, item_name, msprobe_dtype, parse_msprobe_name
 
 from ..errors import CompareError, DumpFormatError
 from ..records import Argument, DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef
 from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
-from .msprobe_graph import read_msprobe_graph, read_stacks
-from .msprobe_json import SECTIONS, _is_tensor, named_leaves, read_dump_json
+from .msprobe_graph import dump_calls, dump_signature, read_msprobe_graph, read_stacks, remember_calls
+from .msprobe_json import SECTIONS, _is_tensor, is_leaf, named_leaves, read_dump_json
 from .reader import OpenRequest, RecordedGraph, TreeReader
 from .selection import Candidate, Selection
 
@@ -153,18 +153,38 @@ def _read_pt(path: Path, trees: tuple[str, ...] = ()) -> np.ndarray:
     return load_pt(path, read_pt_header(path))
 
 
+#: ``_STATS`` as pairs, for the loop of :func:`_stats`.
+_STAT_PAIRS = tuple(_STATS.items())
+
+
 def _stats(item: dict) -> dict:
-    out: dict[str, float | str | None] = {}
-    for key, name in _STATS.items():
-        value = item.get(key)
-        if isinstance(value, (int, float)):  # bool included (an int)
+    """The recorded statistics of a tensor item (module doc). Four ``float`` statistics and a text
+    checksum or none (what msprobe writes) are taken as they are; other values go through the
+    general rules."""
+    high, low, mean, norm = item.get("Max"), item.get("Min"), item.get("Mean"), item.get("Norm")
+    if type(high) is float and type(low) is float and type(mean) is float and type(norm) is float:
+        out: dict[str, float | str | None] = {"max": high, "min": low, "avg": mean, "l2norm": norm}
+        checksum = item.get("md5")
+        if type(checksum) is str:
+            out["checksum"] = checksum
+            return out
+        if "md5" not in item:
+            return out
+    out = {}
+    for key, name in _STAT_PAIRS:
+        if key not in item:
+            continue
+        value = item[key]
+        if type(value) is float:
+            out[name] = value
+        elif isinstance(value, (int, float)):  # bool included (an int)
             try:
                 out[name] = float(value)
             except OverflowError:  # an integer beyond the float range: +-inf, as a float conversion overflows
                 out[name] = math.inf if value > 0 else -math.inf
         elif isinstance(value, str) and name == "checksum":
             out[name] = value
-        elif value is None and key in item:  # msprobe's null (no mean / norm of an integer tensor)
+        elif value is None:  # msprobe's null (no mean / norm of an integer tensor)
             out[name] = None
     return out
 
@@ -183,6 +203,40 @@ class _Files:
     missing: int = 0
     refused: int = 0
     linked_out: int = 0
+    #: Tensors without data (no ``data_name``: statistics only).
+    statistics_only: int = 0
+
+
+def _is_shape(value: object) -> bool:
+    """A list of non-negative integers (``bool`` excluded: JSON's ``true`` is no dimension)."""
+    return type(value) is list and _INT_ONLY.issuperset(map(type, value)) and (not value or min(value) >= 0)
+
+
+_INT_ONLY = frozenset({int})
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype(text: str) -> str:
+    """:func:`~convert.names.msprobe.msprobe_dtype`, remembered: a dump has a few types and 200,000 tensors."""
+    return msprobe_dtype(text)
+
+
+#: ``TensorKind.value`` by "is an input" (the enum's ``value`` and hash are Python-level calls:
+#: 200,000 tensors a side).
+_KIND_TEXT = {True: TensorKind.INPUT.value, False: TensorKind.OUTPUT.value}
+
+#: ``type`` texts of tensor items msprobe writes: known tensors without :func:`_is_tensor`'s tests.
+_TENSOR_TYPES = frozenset({"torch.Tensor", "mindspore.Tensor", "torch.nn.parameter.Parameter",
+                           "mindspore.common.parameter.Parameter"})
+
+
+def _tensor_leaf(leaf: object) -> bool:
+    """:func:`~compare.loaders.msprobe_json._is_tensor`, the ``type`` texts msprobe writes answered first."""
+    if type(leaf) is dict:
+        kind = leaf.get("type")
+        if type(kind) is str and kind in _TENSOR_TYPES:
+            return True
+    return _is_tensor(leaf)
 
 
 @functools.lru_cache(maxsize=256)
@@ -199,23 +253,24 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
             json_path: Path, label: str = "") -> tuple[TensorRef, str | None]:
     """The TensorRef of a tensor leaf, and what is wrong with its item (a malformed shape: the
     reader then refuses with that reason), None when nothing is."""
+    kind_text = _KIND_TEXT[kind is TensorKind.INPUT]
     grad_value = item.get("requires_grad")
-    grad = grad_value if isinstance(grad_value, bool) else None
+    grad = grad_value if grad_value is True or grad_value is False else None
     dtype_text = item.get("dtype")
-    dtype = msprobe_dtype(dtype_text) if isinstance(dtype_text, str) else "unknown"
+    dtype = _dtype(dtype_text) if isinstance(dtype_text, str) else "unknown"
     shape_value = item.get("shape")
-    if not isinstance(shape_value, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                                    for d in shape_value):
-        why = f"{op} {kind.value} {index}: shape {_SHOW.repr(shape_value)} is not a list of non-negative integers"
+    if not _is_shape(shape_value):
+        why = f"{op} {kind_text} {index}: shape {_SHOW.repr(shape_value)} is not a list of non-negative integers"
         return TensorRef(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=(), path=json_path,
                          reader=functools.partial(_refuse, json_path, why), label=label, requires_grad=grad), why
     shape = tuple(shape_value)
     stats = _stats(item)
-    source = f"{DUMP_JSON} {op} {kind.value} {index}"
+    source = f"{DUMP_JSON} {op} {kind_text} {index}"
     data_name = item.get("data_name")
     nbytes = math.prod(shape) * _itemsize(dtype)
     if not isinstance(data_name, str) or data_name in ("", "-1"):
         # statistics only; recorded statistics (possibly none: the row then says so) instead of data
+        files.statistics_only += 1
         return TensorRef(op, kind, index, dtype, _FORMAT, shape, json_path, nbytes=nbytes, stats=stats,
                          stats_source=source, label=label, requires_grad=grad), None
     base = dict(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=shape, nbytes=nbytes,
@@ -228,7 +283,7 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     files.used.add(data_name)
     if data_name not in files.names:
         files.missing += 1
-        reader = functools.partial(_refuse, path, f"missing: {DUMP_JSON} names it for {op} {kind.value} {index}")
+        reader = functools.partial(_refuse, path, f"missing: {DUMP_JSON} names it for {op} {kind_text} {index}")
     elif data_name in files.outside:
         files.linked_out += 1
         reader = functools.partial(_refuse, path, files.outside[data_name])
@@ -284,6 +339,30 @@ def _json_text(value: object) -> str:
         return _SHOW.repr(value)
 
 
+#: The sections of a forward / backward entry (:data:`~compare.loaders.msprobe_json.SECTIONS`).
+_SECTION_KEYS = frozenset(key for key, _ in SECTIONS)
+
+
+def _flat_leaves(section: object, prefix: str) -> list[tuple[str, object]] | None:
+    """The leaves of a section msprobe wrote flat -- a list or object whose every item is a leaf
+    (:func:`~compare.loaders.msprobe_json.is_leaf`) -- labelled ``prefix`` + their place (list
+    position, object key), in :func:`~compare.loaders.msprobe_json.named_leaves` order; None for
+    any other section (nested items, a section that is itself a leaf: the general walk reads those)."""
+    if type(section) is list:
+        places: object = map(str, range(len(section)))
+        items: object = section
+    elif type(section) is dict and not is_leaf(section):
+        places, items = map(str, section.keys()), section.values()
+    else:
+        return None
+    labelled = []
+    for place, item in zip(places, items):  # type: ignore[call-overload]
+        if item is not None and not (type(item) is dict and ("type" in item or "dtype" in item)):
+            return None
+        labelled.append((prefix + place, item))
+    return labelled
+
+
 def _entry_op(name: str, entry: object, position: int, files: _Files, json_path: Path,
               unknown: set[str], stack: tuple[str, ...] = ()) -> tuple[OpDump, list[str]]:
     """One ``data`` entry as an OpDump (module doc), and the problems of its items when the op
@@ -294,42 +373,50 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
         return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path,), timestamp=position, stack=stack,
                       error=f"{json_path}: entry {name!r} is a JSON {type(entry).__name__}, not an object"), []
     sections: list[tuple[str, TensorKind, object]]
-    if parsed is not None and parsed.direction == "parameters_grad":
+    grads = parsed is not None and parsed.direction == "parameters_grad"
+    if grads:
         sections = [(key, TensorKind.OUTPUT, value) for key, value in entry.items()]
     else:
         sections = [(key, kind, entry[key]) for key, kind in SECTIONS if key in entry]
-        unknown.update(key for key in entry if key not in dict(SECTIONS))
-    refs: dict[TensorKind, list[TensorRef]] = {TensorKind.INPUT: [], TensorKind.OUTPUT: []}
-    counters = {TensorKind.INPUT: 0, TensorKind.OUTPUT: 0}
+        if not _SECTION_KEYS.issuperset(entry):
+            unknown.update(key for key in entry if key not in _SECTION_KEYS)
+    inputs: list[TensorRef] = []
+    outputs: list[TensorRef] = []
+    counts = [0, 0]  # the next output and input index
     problems: list[str] = []
     arguments: list[Argument] = []
-    grads = parsed is not None and parsed.direction == "parameters_grad"
     for key, kind, section in sections:
         if not isinstance(section, (list, dict)) and section is not None:
             problems.append(f"section {key!r} is a JSON {type(section).__name__}, not a list or object")
             continue
-        try:
-            leaves = list(named_leaves(section))
-        except ValueError as exc:
-            problems.append(f"section {key!r}: {exc}")
-            continue
-        for place, leaf in leaves:
-            index = counters[kind]
-            counters[kind] += 1
-            label = _label(name, key, place, section, grads)
-            if _is_tensor(leaf):
+        # the shape msprobe writes, one level of items, is labelled without _label
+        labelled = None if grads else _flat_leaves(section, f"{name}.{SECTION_WORDS.get(key, key)}.")
+        if labelled is None:
+            try:
+                labelled = [(_label(name, key, place, section, grads), leaf) for place, leaf in named_leaves(section)]
+            except ValueError as exc:
+                problems.append(f"section {key!r}: {exc}")
+                continue
+        is_input = kind is TensorKind.INPUT
+        tensors = inputs if is_input else outputs
+        index = counts[is_input]
+        for label, leaf in labelled:
+            if _tensor_leaf(leaf):
                 ref, problem = _tensor(name, kind, index, leaf, files, json_path, label)  # type: ignore[arg-type]
-                refs[kind].append(ref)
+                tensors.append(ref)
                 if problem is not None:
                     problems.append(problem)
             else:
                 arguments.append(_argument(label, kind, index, leaf))
+            index += 1
+        counts[is_input] = index
     error = None
-    if problems and not (refs[TensorKind.INPUT] or refs[TensorKind.OUTPUT]):
+    if problems and not (inputs or outputs):
         error = f"{json_path}: entry {name!r}: " + "; ".join(problems)
-    data_files = tuple(dict.fromkeys(r.path for k in refs for r in refs[k] if r.path != json_path))
+    data_files = tuple(dict.fromkeys(r.path for r in (*inputs, *outputs)
+                                     if r.path is not json_path and r.path != json_path))
     return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path, *data_files),
-                  inputs=tuple(refs[TensorKind.INPUT]), outputs=tuple(refs[TensorKind.OUTPUT]), error=error,
+                  inputs=tuple(inputs), outputs=tuple(outputs), error=error,
                   timestamp=position, arguments=tuple(arguments), stack=stack), (problems if error is None else [])
 
 
@@ -370,7 +457,9 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
     """
     folder = Path(folder)
     json_path = folder / DUMP_JSON
+    signature = dump_signature(json_path)
     dump = read_dump_json(json_path)
+    remember_calls(signature, dump_calls(dump.data))  # the call graph's part: dump.json is parsed once
     run = Run(root=Path(root) if root is not None else folder, path=folder, kind=RunKind.NUMPY,
               family=DumpLayout.MSPROBE, coords=dict(coords if coords is not None else folder_coords(folder)))
     data_dir = folder / DATA_DIR
@@ -395,8 +484,7 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
         run.order[op.name] = position
         partial.extend(problems)
     tensors = sum(len(op.inputs) + len(op.outputs) for op in run.ops.values())
-    without_data = sum(1 for op in run.ops.values() for ref in (*op.inputs, *op.outputs)
-                       if ref.reader is None)
+    without_data = files.statistics_only
     run.notes.append(f"msprobe dump {folder} ({dump.framework or 'framework not given'}, task "
                      f"{dump.task or '?'}, level {dump.level or '?'}): {len(run.ops)} call(s), {tensors} tensor(s)")
     if without_data:

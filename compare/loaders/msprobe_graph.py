@@ -28,6 +28,11 @@ the next index):
 **Source line**: the innermost frame of the call's stack that is not inside ``site-packages`` /
 ``dist-packages`` (the user's line); the innermost frame when all are.
 
+``dump.json`` is parsed once: the loader hands what the graph needs of it over
+(:func:`remember_calls`: the calls and their parameter inputs, keyed by the file's real path, size,
+modification time and inode); the graph parses the file itself only when it was not loaded in this
+process or changed since.
+
 Edge-case policy: ``construct.json`` / ``stack.json`` missing, unreadable, not JSON or of another
 shape are ignored (a note says so when present but unusable); ``dump.json`` problems raise
 :class:`~compare.errors.DumpFormatError` (the loader read it already, so they do not arise).
@@ -36,6 +41,7 @@ shape are ignored (a note says so when present but unusable); ``dump.json`` prob
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -181,25 +187,29 @@ def _module_path(call: str | None) -> str | None:
     return parsed.path if parsed is not None and parsed.kind is CallKind.MODULE else None
 
 
-def parameter_inputs(call: str, entry: object, parent: str | None = None) -> tuple[InputEdge, ...]:
-    """The parameter inputs of one ``dump.json`` entry as producer-less PARAMETER edges (module doc)."""
+@dataclass(frozen=True)
+class ParameterSlot:
+    """A parameter input of a call as ``dump.json`` gives it: its input index and the name it has
+    below its owner (``weight``, a ``parameters`` key); :func:`parameter_inputs` adds the owner."""
+
+    index: int
+    name: str
+
+
+def parameter_slots(call: str, entry: object) -> tuple[ParameterSlot, ...]:
+    """The parameter inputs of one ``dump.json`` entry (module doc), before their owner is known."""
     parsed = parse_msprobe_name(call)
     if parsed is None or parsed.direction != "forward" or not isinstance(entry, dict):
         return ()
-    edges: list[InputEdge] = []
+    known = () if parsed.kind is CallKind.MODULE else PARAMETER_ARGS.get(parsed.api.rsplit(".", 1)[-1], ())
+    parameters = entry.get("parameters")
+    if not known and not isinstance(parameters, dict):
+        return ()  # no argument is one, and no parameters section: the leaves need not be counted
+    wanted = {a.position: a.name for a in known}
+    wanted_kw = {a.name: a.name for a in known}
+    slots: list[ParameterSlot] = []
     index = 0
-    args = entry.get("input_args")
-    kwargs = entry.get("input_kwargs")
-    if parsed.kind is CallKind.MODULE:
-        wanted: dict[int, str] = {}
-        wanted_kw: dict[str, str] = {}
-        owner = parsed.path
-    else:
-        known = PARAMETER_ARGS.get(parsed.api.rsplit(".", 1)[-1], ())
-        wanted = {a.position: a.name for a in known}
-        wanted_kw = {a.name: a.name for a in known}
-        owner = _module_path(parent) or call
-    for section, names in ((args, wanted), (kwargs, wanted_kw)):
+    for section, names in ((entry.get("input_args"), wanted), (entry.get("input_kwargs"), wanted_kw)):
         if not isinstance(section, (list, dict)):
             continue
         items = list(enumerate(section)) if isinstance(section, list) else list(section.items())
@@ -207,10 +217,10 @@ def parameter_inputs(call: str, entry: object, parent: str | None = None) -> tup
             try:
                 count = sum(1 for _ in _leaves(item))
             except ValueError:
-                return tuple(edges)  # nested too deeply: the indices after it are unknown
+                return tuple(slots)  # nested too deeply: the indices after it are unknown
             name = names.get(key)  # type: ignore[call-overload]  # int keys for args, str for kwargs
             if name is not None and count == 1 and _is_tensor(item):
-                edges.append(InputEdge(index=index, producer=None, role=NodeRole.PARAMETER, name=f"{owner}.{name}"))
+                slots.append(ParameterSlot(index, name))
             index += count
     for section_name in ("input", "grad_input"):  # not in a forward entry msprobe writes; kept for the numbering
         section = entry.get(section_name)
@@ -218,8 +228,7 @@ def parameter_inputs(call: str, entry: object, parent: str | None = None) -> tup
             try:
                 index += sum(1 for _ in _leaves(section))
             except ValueError:
-                return tuple(edges)
-    parameters = entry.get("parameters")
+                return tuple(slots)
     if isinstance(parameters, dict):
         for key, item in parameters.items():
             try:
@@ -228,25 +237,102 @@ def parameter_inputs(call: str, entry: object, parent: str | None = None) -> tup
                 break
             for leaf in leaves:
                 if _is_tensor(leaf):
-                    edges.append(InputEdge(index=index, producer=None, role=NodeRole.PARAMETER,
-                                           name=f"{owner}.{key}"))
+                    slots.append(ParameterSlot(index, str(key)))
                 index += 1
-    return tuple(edges)
+    return tuple(slots)
+
+
+def _edges(call: str, slots: tuple[ParameterSlot, ...], parent: str | None) -> tuple[InputEdge, ...]:
+    """``slots`` of ``call`` as producer-less PARAMETER edges named ``{owner}.{name}`` (module doc:
+    a module call owns its parameters; an API call's owner is the module it ran in, else itself)."""
+    if not slots:
+        return ()
+    owner = _module_path(call) or _module_path(parent) or call
+    return tuple(InputEdge(index=slot.index, producer=None, role=NodeRole.PARAMETER, name=f"{owner}.{slot.name}")
+                 for slot in slots)
+
+
+def parameter_inputs(call: str, entry: object, parent: str | None = None) -> tuple[InputEdge, ...]:
+    """The parameter inputs of one ``dump.json`` entry as producer-less PARAMETER edges (module doc)."""
+    return _edges(call, parameter_slots(call, entry), parent)
+
+
+@dataclass(frozen=True)
+class DumpCalls:
+    """What the call graph takes from one ``dump.json``: its calls in ``data`` order and the
+    parameter inputs of those that have some. Small (a reference a call): the loader, which parses
+    ``dump.json`` anyway, hands it over (:func:`remember_calls`) so that the graph does not parse
+    the file a second time."""
+
+    calls: tuple[str, ...]
+    slots: Mapping[str, tuple[ParameterSlot, ...]]
+
+
+def dump_calls(data: Mapping[str, object]) -> DumpCalls:
+    """The :class:`DumpCalls` of a parsed ``dump.json``'s ``data`` object."""
+    calls = tuple(map(str, data))
+    slots: dict[str, tuple[ParameterSlot, ...]] = {}
+    for call, entry in zip(calls, data.values()):
+        found = parameter_slots(call, entry)
+        if found:
+            slots[call] = found
+    return DumpCalls(calls=calls, slots=slots)
+
+
+#: ``dump.json`` files whose calls the loader handed over, by what identifies their content
+#: (:func:`_signature`); the few most recent only (a run has two sides).
+_REMEMBERED: dict[tuple[str, int, int, int], DumpCalls] = {}
+_REMEMBER_AT_MOST = 4
+
+
+def _signature(path: Path) -> tuple[str, int, int, int] | None:
+    """Real path, size, modification time and inode of a file (None when it cannot be stat'ed):
+    a file that changed since it was remembered is parsed again."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (os.path.realpath(path), info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def dump_signature(path: Path) -> tuple[str, int, int, int] | None:
+    """What :func:`remember_calls` keys a ``dump.json`` by: take it just before parsing the file."""
+    return _signature(path)
+
+
+def remember_calls(signature: tuple[str, int, int, int] | None, calls: DumpCalls) -> None:
+    """Keep the calls of the ``dump.json`` of ``signature`` (:func:`dump_signature`) for
+    :func:`read_msprobe_graph`."""
+    if signature is None:
+        return
+    _REMEMBERED.pop(signature, None)
+    _REMEMBERED[signature] = calls
+    while len(_REMEMBERED) > _REMEMBER_AT_MOST:
+        del _REMEMBERED[next(iter(_REMEMBERED))]
+
+
+def _calls_of(path: Path) -> DumpCalls:
+    """The calls of a ``dump.json``: as the loader handed them over when the file is unchanged,
+    else parsed here."""
+    signature = _signature(path)
+    found = _REMEMBERED.get(signature) if signature is not None else None
+    if found is not None:
+        return found
+    return dump_calls(read_dump_json(path).data)
 
 
 def read_msprobe_graph(folder: Path) -> OpGraph:
     """The call graph of one msprobe dump folder (module doc)."""
     folder = Path(folder)
-    dump = read_dump_json(folder / DUMP_JSON)
+    calls = _calls_of(folder / DUMP_JSON)
     notes: list[str] = []
     parents = _parents(folder, notes)
     sources = _sources(folder, notes)
     nodes: dict[str, OpNode] = {}
     with_parameters = 0
-    for call, entry in dump.data.items():
-        call = str(call)
+    for call in calls.calls:
         parsed = parse_msprobe_name(call)
-        inputs = parameter_inputs(call, entry, parents.get(call))
+        inputs = _edges(call, calls.slots.get(call, ()), parents.get(call))
         with_parameters += bool(inputs)
         nodes[call] = OpNode(name=call, op_type=parsed.op_type if parsed is not None else None, role=NodeRole.COMPUTE,
                              inputs=inputs, source=sources.get(call))
@@ -255,6 +341,6 @@ def read_msprobe_graph(folder: Path) -> OpGraph:
     return OpGraph(nodes=nodes, source=GraphSource.MSPROBE_CALLS, edges=False, notes=tuple(notes))
 
 
-__all__ = ["CONSTRUCT_JSON", "PARAMETER_ARGS", "ParameterArg", "STACK_JSON", "parameter_inputs", "read_stacks",
-           "user_frame",
-           "read_msprobe_graph"]
+__all__ = ["CONSTRUCT_JSON", "PARAMETER_ARGS", "STACK_JSON", "DumpCalls", "ParameterArg", "ParameterSlot",
+           "dump_calls", "dump_signature", "parameter_inputs", "parameter_slots", "read_msprobe_graph", "read_stacks",
+           "remember_calls", "user_frame"]

@@ -109,7 +109,9 @@ SECTIONS: tuple[tuple[str, TensorKind], ...] = (
 )
 
 
-def _is_leaf(item: object) -> bool:
+def is_leaf(item: object) -> bool:
+    """A leaf of a section: ``null``, or an object with a ``type`` or ``dtype`` key (module doc of
+    :mod:`compare.loaders.msprobe`)."""
     return item is None or (isinstance(item, dict) and ("type" in item or "dtype" in item))
 
 
@@ -117,7 +119,7 @@ def _leaves(section: object, depth: int = 0) -> Iterator[object]:
     """The leaves of a section, depth first (lists in order, objects in key order)."""
     if depth > 64:
         raise ValueError("nested more than 64 levels")
-    if _is_leaf(section):
+    if is_leaf(section):
         yield section
     elif isinstance(section, list):
         for item in section:
@@ -135,7 +137,7 @@ def named_leaves(section: object, path: tuple[str | int, ...] = (), depth: int =
     in :func:`_leaves` order. A section that is itself a leaf is at place ``(0,)``."""
     if depth > 64:
         raise ValueError("nested more than 64 levels")
-    if _is_leaf(section) or not isinstance(section, (list, dict)):
+    if is_leaf(section) or not isinstance(section, (list, dict)):
         yield (path or (0,)), section
     elif isinstance(section, list):
         for position, item in enumerate(section):
@@ -156,4 +158,4 @@ def _is_tensor(item: object) -> bool:
     return "dtype" in item and "shape" in item
 
 
-__all__ = ["MAX_JSON_BYTES", "SECTIONS", "DumpJson", "named_leaves", "read_dump_json"]
+__all__ = ["MAX_JSON_BYTES", "SECTIONS", "DumpJson", "is_leaf", "named_leaves", "read_dump_json"]

@@ -94,7 +94,13 @@ class QuantOutput(str, Enum):
     MIDDLE = "middle"
 
 
+#: Every pattern holds this: a text without it holds none (one test for most names).
+PATTERN_CORE = "uant"
+
+
 def _text_class(text: str) -> int:
+    if PATTERN_CORE not in text:
+        return 0
     quant = 2 if any(p in text for p in QUANT_PATTERNS) else 0
     dequant = 3 if any(p in text for p in DEQUANT_PATTERNS) else 0
     return quant + dequant
@@ -184,11 +190,23 @@ def _filter_reason(rule: FusionRule, name: str, types: dict[str, list[QuantOutpu
     return f"between a quant and a dequant op: int8/int32 data has no float golden; {after}{before}"
 
 
+#: The reason of an op a rule flagged already (built with ``quant_filtered`` set).
+_KEPT_FLAG = "between a quant and a dequant op: int8/int32 data has no float golden"
+
+
 def apply_quant_filter(rule: FusionRule) -> FusionRule:
     """The rule with the quant filter applied (module doc): flags, skip reasons and warnings added.
 
     Returns a new :class:`FusionRule` (groups unchanged); ``rule`` itself is not modified.
     """
+    if not any(name_class(op) for op in rule.ops.values()):
+        # no quant or dequant op (a float network): nothing is in pairs, no output is odd; only the
+        # flags a rule already carries get their reason (what the general path gives, without it)
+        reasons = dict(rule.skip_reasons)
+        for op in rule.ops.values():
+            if op.quant_filtered and op.name not in reasons:
+                reasons[op.name] = _KEPT_FLAG
+        return replace(rule, warnings=list(rule.warnings), skip_reasons=reasons, quant_filter_applied=True)
     types, in_pairs, warnings = quant_output_types(rule)
     consumers = _consumers(rule)
     reasons = dict(rule.skip_reasons)
@@ -198,8 +216,7 @@ def apply_quant_filter(rule: FusionRule) -> FusionRule:
         if computed or op.quant_filtered:
             flagged.add(op.name)
             if op.name not in reasons:
-                reasons[op.name] = (_filter_reason(rule, op.name, types, consumers) if computed else
-                                    "between a quant and a dequant op: int8/int32 data has no float golden")
+                reasons[op.name] = _filter_reason(rule, op.name, types, consumers) if computed else _KEPT_FLAG
     if all(rule.ops[name].quant_filtered for name in flagged):
         # nothing to flag (a float network): the groups stay as they are (rebuilding them is
         # ~0.3 s for 10,000 ops and gives the same groups)

@@ -111,6 +111,20 @@ def one_sided_pair(base: dict, ref: TensorRef, missing: str, why: str) -> Pair:
                 status=status, reason=why)
 
 
+def _same_indexes(lefts: tuple[TensorRef, ...], rights: tuple[TensorRef, ...]) -> bool:
+    """Whether both sides hold the same tensor indexes, each once and in increasing order (the
+    usual case: every tensor then pairs with the one at its place, no lookup needed)."""
+    if len(lefts) != len(rights):
+        return False
+    last = -1
+    for a, b in zip(lefts, rights):
+        index = a.index
+        if index != b.index or index <= last:
+            return False
+        last = index
+    return True
+
+
 def op_tensor_rows(index: int, kinds: tuple[TensorKind, ...], left: OpDump | None, right: OpDump | None,
                    pair_tensors: PairBuilder, why_missing: str = "") -> list[Pair]:
     """Rows of one op paired by name (either side may be absent): one per tensor index of ``kinds``.
@@ -130,6 +144,9 @@ def op_tensor_rows(index: int, kinds: tuple[TensorKind, ...], left: OpDump | Non
                      reason="; ".join(errors))]
     rows: list[Pair] = []
     for kind in kinds:
+        if left and right and _same_indexes(left.tensors(kind), right.tensors(kind)):
+            rows.extend(pair_tensors(base, a, b) for a, b in zip(left.tensors(kind), right.tensors(kind)))
+            continue
         lefts = {t.index: t for t in left.tensors(kind)} if left else {}
         rights = {t.index: t for t in right.tensors(kind)} if right else {}
         for i in sorted(lefts.keys() | rights.keys()):

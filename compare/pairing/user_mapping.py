@@ -105,12 +105,16 @@ class _Lookup:
 # --------------------------------------------------------------------------------------------
 
 
+#: The plain layout of an ``ND`` tensor by its rank (:func:`plain_axes`).
+_ND_AXES = {4: "NCHW", 5: "NCDHW"}
+
+
 def plain_axes(ref: TensorRef) -> str:
     """The plain layout of a host tensor: its own, or NCHW/NCDHW for a 4-D/5-D ``ND`` one."""
     fmt = (ref.format or "ND").upper()
     if fmt in PLAIN_FAMILY and fmt not in ("ND",):
         return fmt
-    return {4: "NCHW", 5: "NCDHW"}.get(len(ref.shape), "ND")
+    return _ND_AXES.get(len(ref.shape), "ND")
 
 
 def is_plain(ref: TensorRef) -> bool:
@@ -133,6 +137,11 @@ def _to_host(ref: TensorRef, dst: str, shape: tuple[int, ...]) -> np.ndarray:
 
 def tensor_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
     """The Pair of two tensors, with the layout handling of the module doc."""
+    if a.format == "ND" and b.format == "ND":  # both plain (msprobe's, most host dumps'): answered first
+        same_rank = len(a.shape) == len(b.shape)
+        return Pair(**base, tensor_id=a.tensor_id, left=a, right=b,
+                    golden_format=_ND_AXES.get(len(b.shape), "ND") if same_rank else None,
+                    target_shape=tuple(b.shape) if same_rank else None)
     if b.format == "RESERVED":
         return Pair(**base, tensor_id=a.tensor_id, left=a, right=b, target_shape=a.original_shape or b.shape or None)
     if is_plain(a) and is_plain(b):
@@ -228,16 +237,17 @@ def _plan(left: Run, right: Run, left_order: list[OpDump], entries: list[MapEntr
     mapped: dict[str, list[tuple[MapEntry, OpDump | None]]] = {}
     unknown: list[MapEntry] = []
     anchor: dict[str, str] = {}
-    find_left, find_right = _Lookup(left), _Lookup(right)
-    for entry in entries:
-        op = find_left(entry.left.name)
-        if op is None:
-            unknown.append(entry)
-            continue
-        other = find_right(entry.right.name)
-        mapped.setdefault(op.name, []).append((entry, other))
-        if other is not None:
-            anchor.setdefault(other.name, op.name)
+    if entries:  # the lookups key every op's name: built only when a mapping asks them
+        find_left, find_right = _Lookup(left), _Lookup(right)
+        for entry in entries:
+            op = find_left(entry.left.name)
+            if op is None:
+                unknown.append(entry)
+                continue
+            other = find_right(entry.right.name)
+            mapped.setdefault(op.name, []).append((entry, other))
+            if other is not None:
+                anchor.setdefault(other.name, op.name)
     free_left = [d.name for d in left_order if d.name not in mapped]
     free_right = [d.name for d in _order(right) if d.name not in anchor]
     named, used = match_names(free_left, free_right, SCOPE_RULES)

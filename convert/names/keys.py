@@ -15,6 +15,7 @@ The mixed-precision and short-kernel-name rules of family pairing build on rung 
 
 from __future__ import annotations
 
+import functools
 import re
 
 _KERNEL_ID_RE = re.compile(r"-op\d+$")
@@ -25,8 +26,11 @@ def normalize_golden_name(name: str) -> str:
     return name.replace("/", "_").replace(".", "_")
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def name_key(name: str) -> str:
-    """Rung 3, the scope key: ``--`` read as ``/``, then ``/ . \\`` and spaces turned into ``_``."""
+    """Rung 3, the scope key: ``--`` read as ``/``, then ``/ . \\`` and spaces turned into ``_``.
+    Remembered (up to 131,072 names, ~170 bytes each: the pairing asks for the key of each name
+    several times, and the two sides of a comparison share most names)."""
     key = name.replace("--", "/")
     for char in "/.\\ ":
         key = key.replace(char, "_")

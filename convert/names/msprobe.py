@@ -38,6 +38,7 @@ MindSpore ``str(tensor.dtype)`` (``Float32``, ``BFloat16``); both become numpy-s
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -66,7 +67,7 @@ class CallKind(str, Enum):
     MODULE = "module"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MsprobeName:
     """The parts of a ``dump.json`` data name (module doc). ``api`` is the API name, or
     ``{path}.{Class}`` for a module; ``path`` the module path (empty for an API)."""
@@ -84,8 +85,11 @@ class MsprobeName:
         return self.api if self.kind is CallKind.API else self.api.rsplit(".", 1)[-1]
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def parse_msprobe_name(name: str) -> MsprobeName | None:
-    """The parts of an msprobe data name, or None when it is in neither form."""
+    """The parts of an msprobe data name, or None when it is in neither form. Remembered (a frozen
+    record; up to 131,072 names, ~300 bytes each): the loader, the pairing and the call graph each
+    ask, and both sides share most names."""
     module = _MODULE_RE.fullmatch(name)
     if module is not None:
         return MsprobeName(CallKind.MODULE, module["prefix"], f"{module['path']}.{module['cls']}",

@@ -1,0 +1,115 @@
+"""The msprobe loader's shortcuts for the shapes msprobe writes (issue 31, load): the flat walk,
+the statistics read as written, and ``dump.json`` parsed once for the call graph. Each shortcut
+must give what the general path gives."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from compare.loaders import msprobe_graph
+from compare.loaders.msprobe import _flat_leaves, _stats, scan_msprobe
+from compare.loaders.msprobe_graph import read_msprobe_graph
+from compare.loaders.msprobe_json import named_leaves
+from compare.records import TensorKind
+from convert.names.msprobe import item_name
+
+
+def _tensor(*shape: int, **fields: object) -> dict:
+    return {"type": "torch.Tensor", "dtype": "torch.float32", "shape": list(shape), "Max": 1.0, "Min": -1.0,
+            "Mean": 0.0, "Norm": 2.0, "requires_grad": False, **fields}
+
+
+def _write(folder: Path, data: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dump.json").write_text(json.dumps({"task": "statistics", "level": "L1", "framework": "pytorch",
+                                                  "dump_data_dir": None, "data": data}))
+    return folder
+
+
+@pytest.mark.parametrize("section", [
+    [_tensor(2), None, {"type": "int", "value": 3}],
+    {"weight": _tensor(4), "bias": None},
+    [],
+    {},
+])
+def test_flat_sections_are_the_general_walk(section: object) -> None:
+    flat = _flat_leaves(section, "call.input.")
+    assert flat is not None
+    assert flat == [(f"call.input.{p[0]}", leaf) for p, leaf in named_leaves(section)]
+
+
+@pytest.mark.parametrize("section", [
+    [_tensor(2), [_tensor(3), _tensor(3)]],  # a nested list: the general walk numbers it
+    [_tensor(2), 5],  # a bare value
+    _tensor(2),  # a section that is itself a leaf
+    None,
+])
+def test_other_sections_take_the_general_walk(section: object) -> None:
+    assert _flat_leaves(section, "call.input.") is None
+
+
+def test_flat_and_nested_sections_give_msprobes_names_and_indexes(tmp_path: Path) -> None:
+    call = "Torch.cat.0.forward"
+    entry = {"input_args": [[_tensor(2), _tensor(3)], {"type": "int", "value": 0}],
+             "input_kwargs": {"out": None, "scale": _tensor(1)},
+             "output": [_tensor(5)]}
+    run = scan_msprobe(_write(tmp_path / "d", {call: entry}))
+    op = run.ops[call]
+    assert [(t.index, t.label) for t in op.inputs] == [
+        (0, item_name(call, "input_args", (0, 0))), (1, item_name(call, "input_args", (0, 1))),
+        (4, item_name(call, "input_kwargs", ("scale",)))]
+    assert [(a.index, a.label) for a in op.arguments] == [
+        (2, item_name(call, "input_args", (1,))), (3, item_name(call, "input_kwargs", ("out",)))]
+    assert [(t.index, t.label, t.kind) for t in op.outputs] == [(0, f"{call}.output.0", TensorKind.OUTPUT)]
+
+
+@pytest.mark.parametrize("item,expected", [
+    (_tensor(2), {"max": 1.0, "min": -1.0, "avg": 0.0, "l2norm": 2.0}),
+    (_tensor(2, md5="abc123"), {"max": 1.0, "min": -1.0, "avg": 0.0, "l2norm": 2.0, "checksum": "abc123"}),
+    (_tensor(2, md5=None), {"max": 1.0, "min": -1.0, "avg": 0.0, "l2norm": 2.0, "checksum": None}),
+    (_tensor(2, Max=3, Mean=None), {"max": 3.0, "min": -1.0, "avg": None, "l2norm": 2.0}),
+    (_tensor(2, Max=True, Norm=10 ** 400), {"max": 1.0, "min": -1.0, "avg": 0.0, "l2norm": math.inf}),
+    ({"type": "torch.Tensor", "Min": "x", "md5": 7}, {"checksum": 7.0}),
+])
+def test_statistics_as_written_and_by_the_general_rules(item: dict, expected: dict) -> None:
+    got = _stats(item)
+    assert got == expected and list(got) == list(expected)  # the order of the report's columns too
+
+
+def test_the_call_graph_uses_the_loaders_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = {"Functional.linear.0.forward": {"input_args": [_tensor(2, 8), _tensor(4, 8), _tensor(4)],
+                                            "input_kwargs": {}, "output": [_tensor(2, 4)]},
+            "Module.fc.Linear.forward.0": {"input_args": [_tensor(2, 8)], "parameters": {"weight": _tensor(4, 8)},
+                                           "output": [_tensor(2, 4)]}}
+    folder = _write(tmp_path / "d", data)
+    run = scan_msprobe(folder)
+    parses: list[Path] = []
+    real = msprobe_graph.read_dump_json
+    monkeypatch.setattr(msprobe_graph, "read_dump_json", lambda path: parses.append(path) or real(path))
+    shared = read_msprobe_graph(run.path)
+    assert parses == []  # handed over by the loader
+    monkeypatch.setattr(msprobe_graph, "_REMEMBERED", {})
+    parsed = read_msprobe_graph(run.path)
+    assert parses == [folder / "dump.json"]  # nothing remembered: parsed here
+    assert shared == parsed
+    assert [(e.index, e.name) for e in shared.nodes["Functional.linear.0.forward"].inputs] == [
+        (1, "Functional.linear.0.forward.weight"), (2, "Functional.linear.0.forward.bias")]
+    assert [(e.index, e.name) for e in shared.nodes["Module.fc.Linear.forward.0"].inputs] == [(1, "fc.weight")]
+
+
+def test_a_dump_json_changed_since_loading_is_parsed_again(tmp_path: Path) -> None:
+    folder = _write(tmp_path / "d", {"Functional.relu.0.forward": {"input_args": [_tensor(2)]}})
+    scan_msprobe(folder)
+    _write(folder, {"Functional.relu.0.forward": {"input_args": [_tensor(2)]},
+                    "Functional.relu.1.forward": {"input_args": [_tensor(2)]}})
+    assert list(read_msprobe_graph(folder).nodes) == ["Functional.relu.0.forward", "Functional.relu.1.forward"]
+
+
+def test_only_a_few_dump_jsons_are_remembered(tmp_path: Path) -> None:
+    for number in range(msprobe_graph._REMEMBER_AT_MOST + 3):
+        scan_msprobe(_write(tmp_path / str(number), {"Functional.relu.0.forward": {"input_args": [_tensor(2)]}}))
+    assert len(msprobe_graph._REMEMBERED) <= msprobe_graph._REMEMBER_AT_MOST
