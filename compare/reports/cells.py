@@ -216,15 +216,29 @@ def _grad(value: bool | None) -> str:
     return "N/A" if value is None else str(value)
 
 
+def requires_grad_cell(grads: tuple[bool | None, bool | None] | None) -> str:
+    """The RequiresGrad cell of a row's (left, right) requires-grad (``None``: no msprobe cells)."""
+    if grads is None or grads == (None, None):
+        return NOT_COMPUTED
+    return f"{_grad(grads[0])}/{_grad(grads[1])}"
+
+
+def grad_consistent_cell(consistent: bool | None) -> str:
+    """The RequiresGradConsistent cell: ``True`` / ``False``, ``NaN`` when a side did not record it."""
+    return NOT_COMPUTED if consistent is None else str(consistent)
+
+
+def data_name_text(cells: MsprobeCells | None) -> str | None:
+    """The DataName text of a row (both data files, ``-`` for a side without one; ``None``: none)."""
+    if cells is None or not (cells.left_data or cells.right_data):
+        return None
+    return f"{cells.left_data or '-'}, {cells.right_data or '-'}"
+
+
 def msprobe_row_cells(cells: MsprobeCells | None, argument: ArgumentDiff | None) -> list[str]:
     """The :data:`MSPROBE_COLUMNS` cells of one row (``NaN`` for a row without msprobe cells)."""
     if cells is None:
         return [NOT_COMPUTED] * len(MSPROBE_COLUMNS)
-    data = (f"{cells.left_data or '-'}, {cells.right_data or '-'}" if cells.left_data or cells.right_data
-            else NOT_COMPUTED)
-    grads = (f"{_grad(cells.left_grad)}/{_grad(cells.right_grad)}"
-             if cells.left_grad is not None or cells.right_grad is not None else NOT_COMPUTED)
-    consistent = cells.grad_consistent
-    return [text_cell(cells.left_name), text_cell(cells.right_name), text_cell(data), grads,
-            NOT_COMPUTED if consistent is None else str(consistent),
+    return [text_cell(cells.left_name), text_cell(cells.right_name), text_cell(data_name_text(cells)),
+            requires_grad_cell((cells.left_grad, cells.right_grad)), grad_consistent_cell(cells.grad_consistent),
             text_cell(argument.cell) if argument is not None else NOT_COMPUTED, text_cell(cells.source)]
