@@ -99,11 +99,20 @@ def _other_value(value: object) -> str:
 
 
 def value_column(values: Sequence[object]) -> list[str]:
-    """The CSV fields of a column of statistic values: :func:`value_cell` of each number (a float's
-    ``repr``, integral ones below 1e15 without ``.0``, which is ``repr``'s text cut), text
-    neutralised; a whole column in one comprehension."""
-    return [(text if (text := repr(value))[-2:] != ".0" else "0" if text == "0.0" else _integral(text))
+    """The CSV fields of a column of statistic values: :func:`value_cell` of each number (zero is
+    ``0``; a float's ``repr``, integral ones below 1e15 without ``.0``, which is ``repr``'s text
+    cut), text neutralised; a whole column in one comprehension."""
+    return [("0" if value == 0.0 else text if (text := repr(value))[-2:] != ".0" else _integral(text))
             if type(value) is float else NOT_COMPUTED if value is None else _other_value(value) for value in values]
+
+
+def right_value_column(lefts: Sequence[object], rights: Sequence[object], left_cells: Sequence[str]) -> list[str]:
+    """:func:`value_column` of ``rights``, reusing the left cell of a row whose two floats are equal
+    (equal floats print alike here, ``0.0`` and ``-0.0`` both ``0``): statistics of matching
+    runs are mostly equal, and a float's ``repr`` is the costly part of the table."""
+    return [(cell if right == left else "0" if right == 0.0
+             else text if (text := repr(right))[-2:] != ".0" else _integral(text)) if type(right) is float
+            else NOT_COMPUTED if right is None else _other_value(right) for left, right, cell in zip(lefts, rights, left_cells)]
 
 
 def _text_column(values: Sequence[object]) -> list[str]:
@@ -135,8 +144,9 @@ def _batch_columns(rows: Sequence[StatsRow], stats: Sequence[str], columns: Mapp
              each_distinct([_shape_field(r) for r in rows], lambda shape: csv_field(shape_cell(shape)))]
     for name in stats:
         diffs = [r.values.get(name) for r in rows]
-        cols += [value_column([None if d is None else d.left for d in diffs]),
-                 value_column([None if d is None else d.right for d in diffs]),
+        lefts = [None if d is None else d.left for d in diffs]
+        left_cells = value_column(lefts)
+        cols += [left_cells, right_value_column(lefts, [None if d is None else d.right for d in diffs], left_cells),
                  value_column([None if d is None else d.diff for d in diffs]),
                  value_column([None if d is None else d.rel for d in diffs])]
     cols += [_text_column([r.left_source for r in rows]), _text_column([r.right_source for r in rows])]
@@ -188,4 +198,5 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
 
 
 __all__ = ["CHECKSUM_METRIC", "VerdictKey", "grade_cells", "header", "render_stats_csv",
-           "stat_label", "stats_output_path", "value_cell", "value_column", "write_stats_report"]
+           "stat_label", "stats_output_path", "right_value_column", "value_cell",
+           "value_column", "write_stats_report"]
