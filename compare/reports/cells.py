@@ -145,6 +145,37 @@ def std_cell(std: Sequence[float] | None, float_format: FloatFormat = DEFAULT_FL
     return f"({lm};{ls}),({rm};{rs})"
 
 
+def metric_column(values: Sequence[float | None], float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> list[str]:
+    """:func:`metric_cell` of each value of a column, in one comprehension (a network report
+    formats ten metrics a row)."""
+    if float_format.shortest:
+        return [NOT_COMPUTED if value is None else repr(float(value)) if value - value == 0.0
+                else metric_cell(value, float_format) for value in values]
+    spec = _FIXED_SPECS[float_format.digits]
+    return [NOT_COMPUTED if value is None else format(value, spec) if value - value == 0.0
+            else metric_cell(value, float_format) for value in values]
+
+
+_INF = math.inf
+
+
+def _std_default(std: Sequence[float]) -> str:
+    """:func:`std_cell` in the default format: four finite values of magnitude
+    ``STD_ZERO_BELOW`` or more print at once, any other quadruple value by value."""
+    lm, ls, rm, rs = std
+    if (STD_ZERO_BELOW <= abs(lm) < _INF and STD_ZERO_BELOW <= abs(ls) < _INF
+            and STD_ZERO_BELOW <= abs(rm) < _INF and STD_ZERO_BELOW <= abs(rs) < _INF):
+        return f"({lm:.3f};{ls:.3f}),({rm:.3f};{rs:.3f})"
+    return std_cell(std)
+
+
+def std_column(stds: Sequence[Sequence[float] | None], float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> list[str]:
+    """:func:`std_cell` of each quadruple of a column (``NaN`` for ``None``)."""
+    if float_format.is_default:
+        return [NOT_COMPUTED if std is None else _std_default(std) for std in stds]
+    return [std_cell(std, float_format) for std in stds]
+
+
 def shape_cell(shape: Sequence[int] | None) -> str:
     """The Shape cell: ``[d0,d1,...]``, or the not-computed mark when there is no shape."""
     if shape is None:

@@ -24,9 +24,17 @@ from pathlib import Path
 
 from ..records import RowGrade
 from ..stats import StatsResult, StatsRow, stat_label, stat_metrics
-from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell, text_cell
+from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
-from .table_columns import BATCH_ROWS, batches, csv_field, csv_lines, each_distinct, msprobe_columns, text_column
+from .table_columns import (
+    BATCH_ROWS,
+    batches,
+    csv_field,
+    csv_lines,
+    each_distinct,
+    msprobe_columns,
+    text_column,
+)
 
 #: The metric of msprobe's checksum (``ChecksumDiff``: 0.0 same, 1.0 different).
 (CHECKSUM_METRIC,) = stat_metrics("checksum")
@@ -197,6 +205,16 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
     return atomic_write_text(stats_output_path(output), render_stats_csv(result, verdicts))
 
 
-__all__ = ["CHECKSUM_METRIC", "VerdictKey", "grade_cells", "header", "render_stats_csv",
-           "stat_label", "stats_output_path", "right_value_column", "value_cell",
-           "value_column", "write_stats_report"]
+__all__ = [
+    "CHECKSUM_METRIC",
+    "VerdictKey",
+    "grade_cells",
+    "header",
+    "render_stats_csv",
+    "right_value_column",
+    "stat_label",
+    "stats_output_path",
+    "value_cell",
+    "value_column",
+    "write_stats_report",
+]

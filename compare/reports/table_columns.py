@@ -26,7 +26,13 @@ from typing import TypeVar
 from convert.textcells import BLANKS, DANGEROUS_START
 
 from ..records import ArgumentDiff, MsprobeCells
-from .cells import NOT_COMPUTED, data_name_text, grad_consistent_cell, requires_grad_cell, text_cell
+from .cells import (
+    NOT_COMPUTED,
+    data_name_text,
+    grad_consistent_cell,
+    requires_grad_cell,
+    text_cell,
+)
 
 #: Rows formatted together: the columns of one batch are alive at a time, so a report's text is
 #: built without holding every cell of every row.
@@ -49,6 +55,8 @@ def csv_field(cell: str, lineterminator: str = "\n") -> str:
     quotes doubled) when the ``csv`` module says so, else as it is."""
     if _QUOTE_TRIGGER.search(cell) is None:
         return cell
+    if "\r" not in cell and "\n" not in cell:  # a delimiter or a quote: quoted, its quotes doubled
+        return '"' + cell.replace('"', '""') + '"'
     buf = io.StringIO()
     csv.writer(buf, lineterminator=lineterminator).writerow([cell, ""])
     return buf.getvalue()[: -1 - len(lineterminator)]
