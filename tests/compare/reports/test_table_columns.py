@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compare.records import ArgumentDiff, MsprobeCells
+from compare.records import ArgumentDiff, MetricRow, MsprobeCells
+from compare.reports import network
 from compare.reports.cells import (
     DEFAULT_FLOAT_FORMAT,
     REPR_FLOAT_FORMAT,
@@ -24,10 +28,12 @@ from compare.reports.cells import (
     metric_column,
     msprobe_row_cells,
     neutralise,
+    shape_cell,
     std_cell,
     std_column,
     text_cell,
 )
+from compare.reports.network import header
 from compare.reports.stats import right_value_column, value_cell, value_column
 from compare.reports.table_columns import (
     BATCH_ROWS,
@@ -161,3 +167,51 @@ def test_batches_cover_every_row_once() -> None:
     starts = list(batches(count))
     assert starts == [0, BATCH_ROWS, 2 * BATCH_ROWS]
     assert not list(batches(0))
+
+
+def _metric_rows(count: int, seed: int) -> list[MetricRow]:
+    """Rows with hostile names, repeated and unique, every kind of metric value and reasons."""
+    rng = random.Random(seed)
+    names = ["conv", "=cmd|' /C calc'!A0", " +1", "a,b", 'q"uote', "line\nbreak", "\ufeff-x", "Add", "", "\udcff"]
+    values = [0.0, -0.0, 1.0, 0.5, -1e-9, 1e300, math.nan, math.inf, -math.inf, None, 123456.789]
+
+    def value() -> float | None:
+        return rng.choice(values) if rng.random() < 0.5 else rng.uniform(-2, 2)
+
+    return [MetricRow(index=i, op_type=rng.choice(names) or None, left_op=rng.choice(names) + str(i % 7),
+                      right_op=rng.choice(names), tensor_id=rng.choice([None, "output:0", "input:1", rng.choice(names)]),
+                      left_dtype=rng.choice(["float16", None, "=x"]), right_dtype="float32",
+                      shape=rng.choice([None, (2, 3), (16,), ()]),
+                      metrics={"CosineSimilarity": value(), "MaxAbsoluteError": value()},
+                      std=rng.choice([None, (value() or 0.0, 0.25, 1e-4, -3.0)]),
+                      reasons=rng.choice([[], ["no data"], ["a", "=b"]])) for i in range(count)]
+
+
+def _reference_csv(rows: list[MetricRow], metrics: list[str], float_format: FloatFormat) -> str:
+    """The vcompare-layout CSV as the per-cell functions and csv.writer write it, row by row."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header(metrics))
+    for r in rows:
+        writer.writerow([str(r.index), text_cell(r.op_type), text_cell(r.left_op), text_cell(r.left_dtype),
+                         text_cell(r.right_op), text_cell(r.right_dtype), text_cell(r.tensor_id),
+                         shape_cell(r.shape) if r.tensor_id else "NaN",
+                         *[std_cell(r.std, float_format) if m == "StandardDeviation" else
+                           metric_cell(r.metrics.get(m), float_format) for m in metrics],
+                         neutralise("; ".join(r.reasons)) if r.reasons else ""])
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("float_format", [DEFAULT_FLOAT_FORMAT, REPR_FLOAT_FORMAT, FloatFormat(digits=9)])
+def test_network_csv_is_the_per_cell_table_across_batches(float_format: FloatFormat,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _metric_rows(41, seed=7)
+    metrics = ["CosineSimilarity", "StandardDeviation", "MaxAbsoluteError"]
+    whole = network.render_csv(rows, metrics, float_format=float_format)
+    assert whole == _reference_csv(rows, metrics, float_format)
+    txt = network.render_txt(rows, metrics, float_format=float_format)
+    monkeypatch.setattr(network, "BATCH_ROWS", 4)
+    monkeypatch.setattr(network, "batches", lambda count: range(0, count, 4))
+    assert network.render_csv(rows, metrics, float_format=float_format) == whole
+    assert network.render_txt(rows, metrics, float_format=float_format) == txt
+    assert len(txt.splitlines()) == len(rows) + 1
