@@ -156,24 +156,23 @@ def metric_column(values: Sequence[float | None], float_format: FloatFormat = DE
             else metric_cell(value, float_format) for value in values]
 
 
-_INF = math.inf
-
-
-def _std_default(std: Sequence[float]) -> str:
-    """:func:`std_cell` in the default format: four finite values of magnitude
-    ``STD_ZERO_BELOW`` or more print at once, any other quadruple value by value."""
-    lm, ls, rm, rs = std
-    if (STD_ZERO_BELOW <= abs(lm) < _INF and STD_ZERO_BELOW <= abs(ls) < _INF
-            and STD_ZERO_BELOW <= abs(rm) < _INF and STD_ZERO_BELOW <= abs(rs) < _INF):
-        return f"({lm:.3f};{ls:.3f}),({rm:.3f};{rs:.3f})"
-    return std_cell(std)
+def _std_parts(values: list[float], float_format: FloatFormat) -> list[str]:
+    """:func:`_std_part` of each value of a column."""
+    if not float_format.is_default:
+        return metric_column(values, float_format)  # finite: the format; else nan / inf / -inf
+    return [("0.000" if abs(value) < STD_ZERO_BELOW else format(value, ".3f")) if value - value == 0.0
+            else _non_finite(value) for value in values]
 
 
 def std_column(stds: Sequence[Sequence[float] | None], float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> list[str]:
-    """:func:`std_cell` of each quadruple of a column (``NaN`` for ``None``)."""
-    if float_format.is_default:
-        return [NOT_COMPUTED if std is None else _std_default(std) for std in stds]
-    return [std_cell(std, float_format) for std in stds]
+    """:func:`std_cell` of each quadruple of a column (``NaN`` for ``None``): the four values of
+    every row formatted as one column, then put back together."""
+    parts = iter(_std_parts([float(value) for std in stds if std is not None for value in std], float_format))
+    cells = [f"({lm};{ls}),({rm};{rs})" for lm, ls, rm, rs in zip(parts, parts, parts, parts)]
+    if len(cells) == len(stds):
+        return cells
+    present = iter(cells)
+    return [NOT_COMPUTED if std is None else next(present) for std in stds]
 
 
 def shape_cell(shape: Sequence[int] | None) -> str:
