@@ -157,7 +157,8 @@ def metric_column(values: Sequence[float | None], float_format: FloatFormat = DE
 
 
 def _std_parts(values: list[float], float_format: FloatFormat) -> list[str]:
-    """:func:`_std_part` of each value of a column."""
+    """:func:`_std_part` of each value of a column (``format`` and ``repr(float(v))`` print an
+    int or a numpy float as :func:`std_cell`'s ``float(v)`` does)."""
     if not float_format.is_default:
         return metric_column(values, float_format)  # finite: the format; else nan / inf / -inf
     return [("0.000" if abs(value) < STD_ZERO_BELOW else format(value, ".3f")) if value - value == 0.0
@@ -167,7 +168,7 @@ def _std_parts(values: list[float], float_format: FloatFormat) -> list[str]:
 def std_column(stds: Sequence[Sequence[float] | None], float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> list[str]:
     """:func:`std_cell` of each quadruple of a column (``NaN`` for ``None``): the four values of
     every row formatted as one column, then put back together."""
-    parts = iter(_std_parts([float(value) for std in stds if std is not None for value in std], float_format))
+    parts = iter(_std_parts([value for std in stds if std is not None for value in std], float_format))
     cells = [f"({lm};{ls}),({rm};{rs})" for lm, ls, rm, rs in zip(parts, parts, parts, parts)]
     if len(cells) == len(stds):
         return cells

@@ -14,6 +14,7 @@ import io
 import math
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -123,7 +124,8 @@ def test_metric_column_is_metric_cell_of_each_value(values: list[float | None], 
     assert metric_column(values, float_format) == [metric_cell(v, float_format) for v in values]
 
 
-STDS = st.one_of(st.none(), st.tuples(*[st.one_of(FLOATS, st.floats(-0.01, 0.01))] * 4))
+STDS = st.one_of(st.none(), st.tuples(*[st.one_of(FLOATS, st.floats(-0.01, 0.01), st.integers(-3, 3),
+                                               st.floats(-2, 2, width=32).map(np.float32))] * 4))
 
 
 @PROPS
