@@ -184,8 +184,7 @@ def _verdict_cell(row: MetricRow, verdicts: Mapping[tuple[int | None, int | None
     return verdicts.get((row.rank, row.iteration, row.left_op), "not-compared")
 
 
-def _table_columns(rows: Sequence[MetricRow], metrics: Sequence[str], address: Mapping[str, bool]) -> tuple[
-        list[str], bool, bool]:
+def _table_columns(rows: Sequence[MetricRow], metrics: Sequence[str]) -> tuple[list[str], bool, bool]:
     """The metric columns in table order, and whether the table has msprobe's and the grade columns."""
     msprobe = any(r.msprobe is not None for r in rows)
     return (msprobe_metric_order(metrics) if msprobe else list(metrics)), msprobe, any(r.grade is not None for r in rows)
@@ -213,7 +212,7 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
-    metrics, msprobe, graded = _table_columns(rows, metrics, address)
+    metrics, msprobe, graded = _table_columns(rows, metrics)
     buf = io.StringIO()
     names = _header(metrics, layout, overflow is not None, msprobe, graded, address)
     csv.writer(buf, lineterminator=terminator).writerow(names + (["Verdict"] if verdicts is not None else []))
@@ -243,7 +242,7 @@ def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     (``verdicts``: a Verdict column before them; ``overflow``: the OverFlow column after Shape)."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
-    metrics, msprobe, graded = _table_columns(rows, metrics, address)
+    metrics, msprobe, graded = _table_columns(rows, metrics)
     names = _header(metrics, layout, overflow is not None, msprobe, graded, address)
     columns = _batch_columns(rows, metrics, layout, float_format=float_format, overflow=overflow, msprobe=msprobe,
                              graded=graded, field=_as_is, **address)

@@ -38,7 +38,7 @@ from .table_columns import (
 
 #: The metric of msprobe's checksum (``ChecksumDiff``: 0.0 same, 1.0 different).
 (CHECKSUM_METRIC,) = stat_metrics("checksum")
-#: Key of :func:`row_cells`' ``verdicts``: (rank, iteration, left op name), as
+#: Key of :func:`render_stats_csv`'s ``verdicts``: (rank, iteration, left op name), as
 #: :func:`compare.reports.divergence.verdict_map` gives it.
 VerdictKey = tuple[int | None, int | None, str]
 
@@ -132,11 +132,6 @@ def _shape_field(row: StatsRow) -> tuple[int, ...] | None:
     return row.shape if row.tensor_id else None
 
 
-def _grade_fields(grade: RowGrade | None) -> tuple[str, str]:
-    result, message = grade_cells(grade)
-    return csv_field(neutralise(result)), csv_field(neutralise(message))
-
-
 def _batch_columns(rows: Sequence[StatsRow], stats: Sequence[str], columns: Mapping[str, bool],
                    verdicts: Mapping[VerdictKey, str] | None) -> list[list[str]]:
     """The CSV fields of a batch of rows, column by column, in :func:`header`'s order."""
@@ -161,8 +156,9 @@ def _batch_columns(rows: Sequence[StatsRow], stats: Sequence[str], columns: Mapp
     if columns["with_msprobe"]:
         cols += msprobe_columns([r.msprobe for r in rows], [r.argument for r in rows], csv_field)
     if columns["with_grade"]:
-        grades = each_distinct([r.grade for r in rows], lambda grade: ",".join(_grade_fields(grade)))
-        cols.append(grades)
+        grades = [r.grade for r in rows]
+        cols += [each_distinct(grades, lambda grade: csv_field(neutralise(grade_cells(grade)[0]))),
+                 each_distinct(grades, lambda grade: csv_field(neutralise(grade_cells(grade)[1])))]
     cols.append(each_distinct(["; ".join(r.reasons) for r in rows], lambda text: csv_field(neutralise(text))))
     if verdicts is not None:
         cols.append(each_distinct([verdicts.get((r.rank, r.iteration, r.left_op), "not-compared") for r in rows],
