@@ -48,6 +48,7 @@ T = TypeVar("T", bound=Hashable)
 #: is its own cell and its own CSV field.
 _GUARDED_FIRST = frozenset(DANGEROUS_START) | frozenset(BLANKS)
 _first = itemgetter(0)
+_ONLY_STR = frozenset({str})
 
 
 def csv_field(cell: str, lineterminator: str = "\n") -> str:
@@ -74,16 +75,18 @@ def each_distinct(values: Sequence[T], cell: Callable[[T], str]) -> list[str]:
 
 def plain_text(values: Sequence[object]) -> bool:
     """Whether every value of a column is text that :func:`~compare.reports.cells.text_cell` and
-    :func:`csv_field` leave as it is: a non-empty, printable ``str`` (no line break, no
-    unpaired surrogate) whose first character is not one the formula guard looks at, with no
-    ``,`` / ``"``. Checked on the column joined into one string, a few C passes for the lot."""
-    try:
-        joined = "a".join(values)  # type: ignore[arg-type]  # a value not str: TypeError
-        firsts = set(map(_first, values))  # an empty value: IndexError
-    except (TypeError, IndexError):
+    :func:`csv_field` leave as it is: a non-empty, printable ``str`` (exactly ``str``: a ``str``
+    enum prints otherwise; no line break, no unpaired surrogate) whose first character is not one
+    the formula guard looks at, with no ``,`` / ``"``. Checked on the column joined into one
+    string: a few C passes for the lot."""
+    if not _ONLY_STR.issuperset(map(type, values)):
         return False
-    return (_GUARDED_FIRST.isdisjoint(firsts) and joined.isprintable()
-            and "," not in joined and '"' not in joined)
+    try:
+        firsts = set(map(_first, values))
+    except IndexError:  # an empty value
+        return False
+    joined = "a".join(values)  # type: ignore[arg-type]  # all str
+    return _GUARDED_FIRST.isdisjoint(firsts) and joined.isprintable() and "," not in joined and '"' not in joined
 
 
 def text_column(values: Sequence[object], field: Callable[[str], str]) -> list[str]:

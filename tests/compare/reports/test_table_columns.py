@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compare.records import ArgumentDiff, MetricRow, MsprobeCells
+from compare.records import ArgumentDiff, MetricRow, MsprobeCells, PairStatus
 from compare.reports import network
 from compare.reports.cells import (
     DEFAULT_FLOAT_FORMAT,
@@ -102,6 +102,7 @@ def test_plain_text_leaves_no_guarded_cell_through() -> None:
     for bad in ["", "=1", " =1", "a,b", 'a"b', "a\nb", "\ud800", "\ufeffx", "-1"]:
         assert not plain_text(["ok", bad])
     assert not plain_text(["ok", None]) and not plain_text([1, 2])
+    assert not plain_text([PairStatus.COMPARED])  # a str enum: text_cell prints str() of it
 
 
 @PROPS
