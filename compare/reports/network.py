@@ -250,9 +250,10 @@ def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
         names.insert(-1, "Verdict")
         columns.insert(-1, [_verdict_cell(row, verdicts) for row in rows])
     widths = [max(len(name), max(map(len, column), default=0)) for name, column in zip(names, columns[:-1])]
-    padded = [[cell.ljust(width) for cell in column] for column, width in zip(columns[:-1], widths)]
+    for column, width in zip(columns, widths):  # padded in place: one column's copy alive at a time
+        column[:] = [cell.ljust(width) for cell in column]
     lines = ["  ".join([name.ljust(width) for name, width in zip(names, widths)] + [names[-1]]).rstrip()]
-    lines += [line.rstrip() for line in map("  ".join, zip(*padded, columns[-1]))]
+    lines += [line.rstrip() for line in map("  ".join, zip(*columns))]
     return "\n".join(lines) + "\n"
 
 
