@@ -145,6 +145,37 @@ def std_cell(std: Sequence[float] | None, float_format: FloatFormat = DEFAULT_FL
     return f"({lm};{ls}),({rm};{rs})"
 
 
+def metric_column(values: Sequence[float | None], float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> list[str]:
+    """:func:`metric_cell` of each value of a column, in one comprehension (a network report
+    formats ten metrics a row)."""
+    if float_format.shortest:
+        return [NOT_COMPUTED if value is None else repr(float(value)) if value - value == 0.0
+                else metric_cell(value, float_format) for value in values]
+    spec = _FIXED_SPECS[float_format.digits]
+    return [NOT_COMPUTED if value is None else format(value, spec) if value - value == 0.0
+            else metric_cell(value, float_format) for value in values]
+
+
+def _std_parts(values: list[float], float_format: FloatFormat) -> list[str]:
+    """:func:`_std_part` of each value of a column (``format`` and ``repr(float(v))`` print an
+    int or a numpy float as :func:`std_cell`'s ``float(v)`` does)."""
+    if not float_format.is_default:
+        return metric_column(values, float_format)  # finite: the format; else nan / inf / -inf
+    return [("0.000" if abs(value) < STD_ZERO_BELOW else format(value, ".3f")) if value - value == 0.0
+            else _non_finite(value) for value in values]
+
+
+def std_column(stds: Sequence[Sequence[float] | None], float_format: FloatFormat = DEFAULT_FLOAT_FORMAT) -> list[str]:
+    """:func:`std_cell` of each quadruple of a column (``NaN`` for ``None``): the four values of
+    every row formatted as one column, then put back together."""
+    parts = iter(_std_parts([value for std in stds if std is not None for value in std], float_format))
+    cells = [f"({lm};{ls}),({rm};{rs})" for lm, ls, rm, rs in zip(parts, parts, parts, parts)]
+    if len(cells) == len(stds):
+        return cells
+    present = iter(cells)
+    return [NOT_COMPUTED if std is None else next(present) for std in stds]
+
+
 def shape_cell(shape: Sequence[int] | None) -> str:
     """The Shape cell: ``[d0,d1,...]``, or the not-computed mark when there is no shape."""
     if shape is None:
@@ -216,15 +247,29 @@ def _grad(value: bool | None) -> str:
     return "N/A" if value is None else str(value)
 
 
+def requires_grad_cell(grads: tuple[bool | None, bool | None] | None) -> str:
+    """The RequiresGrad cell of a row's (left, right) requires-grad (``None``: no msprobe cells)."""
+    if grads is None or grads == (None, None):
+        return NOT_COMPUTED
+    return f"{_grad(grads[0])}/{_grad(grads[1])}"
+
+
+def grad_consistent_cell(consistent: bool | None) -> str:
+    """The RequiresGradConsistent cell: ``True`` / ``False``, ``NaN`` when a side did not record it."""
+    return NOT_COMPUTED if consistent is None else str(consistent)
+
+
+def data_name_text(cells: MsprobeCells | None) -> str | None:
+    """The DataName text of a row (both data files, ``-`` for a side without one; ``None``: none)."""
+    if cells is None or not (cells.left_data or cells.right_data):
+        return None
+    return f"{cells.left_data or '-'}, {cells.right_data or '-'}"
+
+
 def msprobe_row_cells(cells: MsprobeCells | None, argument: ArgumentDiff | None) -> list[str]:
     """The :data:`MSPROBE_COLUMNS` cells of one row (``NaN`` for a row without msprobe cells)."""
     if cells is None:
         return [NOT_COMPUTED] * len(MSPROBE_COLUMNS)
-    data = (f"{cells.left_data or '-'}, {cells.right_data or '-'}" if cells.left_data or cells.right_data
-            else NOT_COMPUTED)
-    grads = (f"{_grad(cells.left_grad)}/{_grad(cells.right_grad)}"
-             if cells.left_grad is not None or cells.right_grad is not None else NOT_COMPUTED)
-    consistent = cells.grad_consistent
-    return [text_cell(cells.left_name), text_cell(cells.right_name), text_cell(data), grads,
-            NOT_COMPUTED if consistent is None else str(consistent),
+    return [text_cell(cells.left_name), text_cell(cells.right_name), text_cell(data_name_text(cells)),
+            requires_grad_cell((cells.left_grad, cells.right_grad)), grad_consistent_cell(cells.grad_consistent),
             text_cell(argument.cell) if argument is not None else NOT_COMPUTED, text_cell(cells.source)]

@@ -27,7 +27,7 @@ import csv
 import io
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 
@@ -37,18 +37,25 @@ from .cells import (
     DEFAULT_FLOAT_FORMAT,
     MSPROBE_COLUMNS,
     FloatFormat,
-    metric_cell,
+    metric_column,
     msprobe_metric_order,
-    msprobe_row_cells,
     neutralise,
     shape_cell,
-    std_cell,
-    text_cell,
+    std_column,
 )
 from .files import atomic_write_text, is_stream, stamped_in_folder
 from .overflow import OverflowColumn
 from .parquet import require_pyarrow, write_parquet
 from .stats import GRADE_COLUMNS, grade_cells
+from .table_columns import (
+    BATCH_ROWS,
+    batches,
+    csv_field,
+    csv_lines,
+    each_distinct,
+    msprobe_columns,
+    text_column,
+)
 from .xlsx import mark_rule, require_openpyxl, row_marks, summary_items, write_workbook
 
 STD_NAME = "StandardDeviation"
@@ -99,64 +106,67 @@ def header(metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *, left_add
             *metrics, "FailReason"]
 
 
-def _metric_cells(row: MetricRow, metrics: Sequence[str], float_format: FloatFormat) -> list[str]:
-    """The metric cells of one row: :func:`metric_cell` for each value, :func:`std_cell` for
-    StandardDeviation (inlined: a network report formats ten of these per row, 350,000 for a
-    dump of 35,000 tensors)."""
-    finite = float_format.finite
-    values = row.metrics
-    cells = []
-    for name in metrics:
-        if name == STD_NAME:
-            cells.append(std_cell(row.std, float_format))
-            continue
-        value = values.get(name)
-        if value is None:
-            cells.append(metric_cell(None))
-        elif value - value == 0.0:  # finite (inf - inf and nan - nan are nan)
-            cells.append(finite(value))
-        else:
-            cells.append(metric_cell(value, float_format))
-    return cells
-
-
-def _address(value: int | None) -> str:
+def _address_cell(value: int | None) -> str:
     return str(value) if value else "NaN"
 
 
-def row_cells(row: MetricRow, metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
-              left_address: bool = True, right_address: bool = True, selection: bool = False,
-              graph: bool = False, float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
-              overflow: str | None = None, op_sequence: bool = False) -> list[str]:
-    """The text cells of one row, in :func:`header` order (``overflow``: the OverFlow cell, when
-    the report has the column).
+def _shape_key(row: MetricRow) -> tuple[int, ...] | None:
+    return row.shape if row.tensor_id else None
 
-    Every cell is safe for a spreadsheet: the names come through :func:`text_cell`, the numbers
-    are numbers, and the reasons cell is neutralised here.
-    """
-    sel = ([text_cell(row.rank), text_cell(row.graph), text_cell(row.iteration)] if graph
-           else [text_cell(row.rank), text_cell(row.iteration)] if selection else [])
+
+def _std_column(rows: Sequence[MetricRow], float_format: FloatFormat, field: Callable[[str], str]) -> list[str]:
+    """The StandardDeviation cells of a batch (:func:`~compare.reports.cells.std_column`), through ``field``."""
+    return [field(cell) for cell in std_column([r.std for r in rows], float_format)]
+
+
+def _batch_columns(rows: Sequence[MetricRow], metrics: Sequence[str], layout: Layout, *, float_format: FloatFormat,
+                   overflow: OverflowColumn | None, msprobe: bool, graded: bool, field: Callable[[str], str],
+                   left_address: bool = True, right_address: bool = True, selection: bool = False,
+                   graph: bool = False, op_sequence: bool = False) -> list[list[str]]:
+    """The cells of a batch of rows column by column, in :func:`header` order, then msprobe's
+    columns (``msprobe``) and Result / Err_message (``graded``) before the reasons, which come last;
+    every text cell passed through ``field`` (:func:`~compare.reports.table_columns.csv_field` for
+    CSV, as it is for txt). Numbers are never quoted."""
+    cols: list[list[str]] = [list(map(str, [r.index for r in rows]))]
     if op_sequence:  # the rule op id; NaN for a row without one (a right-only row)
-        sel = [str(row.op_sequence) if row.op_sequence is not None else "NaN", *sel]
+        cols.append(["NaN" if r.op_sequence is None else str(r.op_sequence) for r in rows])
+    if graph:
+        cols += [text_column([r.rank for r in rows], field), text_column([r.graph for r in rows], field),
+                 text_column([r.iteration for r in rows], field)]
+    elif selection:
+        cols += [text_column([r.rank for r in rows], field), text_column([r.iteration for r in rows], field)]
+    op_type, left_op, left_dtype = (text_column([r.op_type for r in rows], field),
+                                    text_column([r.left_op for r in rows], field),
+                                    text_column([r.left_dtype for r in rows], field))
+    right_op, right_dtype = text_column([r.right_op for r in rows], field), text_column([r.right_dtype for r in rows], field)
+    tensor_id = text_column([r.tensor_id for r in rows], field)
+    shape = each_distinct([_shape_key(r) for r in rows], lambda key: field(shape_cell(key)))
     if layout is Layout.MSACCUCMP:
-        cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype)]
+        cols += [op_type, left_op, left_dtype]
         if left_address:
-            cells.append(_address(row.left_address))
-        cells += [text_cell(row.right_op), text_cell(row.right_dtype)]
+            cols.append([_address_cell(r.left_address) for r in rows])
+        cols += [right_op, right_dtype]
         if right_address:
-            cells.append(_address(row.right_address))
-        cells += [text_cell(row.tensor_id), shape_cell(row.shape) if row.tensor_id else "NaN"]
-        cells += [overflow] if overflow is not None else []
-        cells += _metric_cells(row, metrics, float_format)
-        cells.append(neutralise(",".join(row.reasons)))
+            cols.append([_address_cell(r.right_address) for r in rows])
+        cols += [tensor_id, shape]
     else:
-        cells = [str(row.index), *sel, text_cell(row.op_type), text_cell(row.left_op), text_cell(row.left_dtype),
-                 text_cell(row.right_op), text_cell(row.right_dtype), text_cell(row.tensor_id),
-                 shape_cell(row.shape) if row.tensor_id else "NaN"]
-        cells += [overflow] if overflow is not None else []
-        cells += _metric_cells(row, metrics, float_format)
-        cells.append(neutralise("; ".join(row.reasons)) if row.reasons else "")
-    return cells
+        cols += [op_type, left_op, left_dtype, right_op, right_dtype, tensor_id, shape]
+    if overflow is not None:
+        cols.append(each_distinct(overflow.cells(rows), field))
+    for name in metrics:
+        if name == STD_NAME:
+            cols.append(_std_column(rows, float_format, field))
+        else:
+            cols.append(metric_column([r.metrics.get(name) for r in rows], float_format))
+    if msprobe:
+        cols += msprobe_columns([r.msprobe for r in rows], [r.argument for r in rows], field)
+    if graded:
+        grades = [r.grade for r in rows]
+        cols += [each_distinct(grades, lambda grade: field(neutralise(grade_cells(grade)[0]))),
+                 each_distinct(grades, lambda grade: field(neutralise(grade_cells(grade)[1])))]
+    joiner = "," if layout is Layout.MSACCUCMP else "; "
+    cols.append(each_distinct([joiner.join(r.reasons) for r in rows], lambda text: field(neutralise(text))))
+    return cols
 
 
 def _has_selection(rows: Sequence[MetricRow]) -> bool:
@@ -174,39 +184,54 @@ def _verdict_cell(row: MetricRow, verdicts: Mapping[tuple[int | None, int | None
     return verdicts.get((row.rank, row.iteration, row.left_op), "not-compared")
 
 
+def _table_columns(rows: Sequence[MetricRow], metrics: Sequence[str]) -> tuple[list[str], bool, bool]:
+    """The metric columns in table order, and whether the table has msprobe's and the grade columns."""
+    msprobe = any(r.msprobe is not None for r in rows)
+    return (msprobe_metric_order(metrics) if msprobe else list(metrics)), msprobe, any(r.grade is not None for r in rows)
+
+
+def _header(metrics: Sequence[str], layout: Layout, overflow: bool, msprobe: bool, graded: bool,
+            address: Mapping[str, bool]) -> list[str]:
+    """The header of a text table, msprobe's and the grade columns before the reasons."""
+    names = header(metrics, layout, overflow=overflow, **address)
+    if msprobe:  # msprobe's own columns, before Result / Err_message and the reasons
+        names[-1:-1] = list(MSPROBE_COLUMNS)
+    if graded:  # msprobe's Result and Err_message, before the reasons (FailReason stays the last cell)
+        names[-1:-1] = list(GRADE_COLUMNS)
+    return names
+
+
 def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
                float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
                verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None,
                overflow: OverflowColumn | None = None, **address: bool) -> str:
     """The CSV report as text (the column layout, float format and address columns as for
     write_report). ``verdicts``: add a last ``Verdict`` column, (rank, iteration, op) -> verdict;
-    ``overflow``: add the OverFlow column after Shape."""
+    ``overflow``: add the OverFlow column after Shape. Built
+    :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time, a column at a time."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
-    buf = io.StringIO()
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
-    writer = csv.writer(buf, lineterminator=terminator)
-    graded = any(r.grade is not None for r in rows)
-    msprobe = any(r.msprobe is not None for r in rows)
-    if msprobe:
-        metrics = msprobe_metric_order(metrics)
-    names = header(metrics, layout, overflow=overflow is not None, **address)
-    if msprobe:  # msprobe's own columns, before Result / Err_message and the reasons
-        names[-1:-1] = list(MSPROBE_COLUMNS)
-    if graded:  # msprobe's Result and Err_message, before the reasons (FailReason stays the last cell)
-        names[-1:-1] = list(GRADE_COLUMNS)
-    writer.writerow(names + (["Verdict"] if verdicts is not None else []))
-    for row in rows:
-        cells = row_cells(row, metrics, layout, float_format=float_format,
-                          overflow=None if overflow is None else overflow.cell(row), **address)
-        if msprobe:
-            cells[-1:-1] = msprobe_row_cells(row.msprobe, row.argument)
-        if graded:
-            cells[-1:-1] = [neutralise(c) for c in grade_cells(row.grade)]
+    metrics, msprobe, graded = _table_columns(rows, metrics)
+    buf = io.StringIO()
+    names = _header(metrics, layout, overflow is not None, msprobe, graded, address)
+    csv.writer(buf, lineterminator=terminator).writerow(names + (["Verdict"] if verdicts is not None else []))
+
+    def field(cell: str) -> str:
+        return csv_field(cell, terminator)
+
+    for start in batches(len(rows)):
+        batch = rows[start:start + BATCH_ROWS]
+        columns = _batch_columns(batch, metrics, layout, float_format=float_format, overflow=overflow,
+                                 msprobe=msprobe, graded=graded, field=field, **address)
         if verdicts is not None:
-            cells.append(_verdict_cell(row, verdicts))
-        writer.writerow(cells)
+            columns.append(each_distinct([_verdict_cell(row, verdicts) for row in batch], field))
+        buf.write(csv_lines(columns, terminator))
     return buf.getvalue()
+
+
+def _as_is(cell: str) -> str:
+    return cell
 
 
 def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
@@ -217,29 +242,18 @@ def render_txt(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     (``verdicts``: a Verdict column before them; ``overflow``: the OverFlow column after Shape)."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
-    msprobe = any(r.msprobe is not None for r in rows)
-    if msprobe:
-        metrics = msprobe_metric_order(metrics)
-    table = [header(metrics, layout, overflow=overflow is not None, **address)]
-    table += [row_cells(r, metrics, layout, float_format=float_format,
-                        overflow=None if overflow is None else overflow.cell(r), **address) for r in rows]
-    if msprobe:  # msprobe's own columns, before Result / Err_message and the reasons
-        table[0][-1:-1] = list(MSPROBE_COLUMNS)
-        for row, line in zip(rows, table[1:]):
-            line[-1:-1] = msprobe_row_cells(row.msprobe, row.argument)
-    if any(r.grade is not None for r in rows):
-        table[0][-1:-1] = list(GRADE_COLUMNS)
-        for row, line in zip(rows, table[1:]):
-            line[-1:-1] = [neutralise(c) for c in grade_cells(row.grade)]
+    metrics, msprobe, graded = _table_columns(rows, metrics)
+    names = _header(metrics, layout, overflow is not None, msprobe, graded, address)
+    columns = _batch_columns(rows, metrics, layout, float_format=float_format, overflow=overflow, msprobe=msprobe,
+                             graded=graded, field=_as_is, **address)
     if verdicts is not None:
-        table[0].insert(-1, "Verdict")
-        for row, line in zip(rows, table[1:]):
-            line.insert(-1, _verdict_cell(row, verdicts))
-    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
-    lines = []
-    for line in table:
-        padded = [cell.ljust(w) for cell, w in zip(line[:-1], widths)]
-        lines.append("  ".join(padded + [line[-1]]).rstrip())
+        names.insert(-1, "Verdict")
+        columns.insert(-1, [_verdict_cell(row, verdicts) for row in rows])
+    widths = [max(len(name), max(map(len, column), default=0)) for name, column in zip(names, columns[:-1])]
+    for column, width in zip(columns, widths):  # padded in place: one column's copy alive at a time
+        column[:] = [cell.ljust(width) for cell in column]
+    lines = ["  ".join([name.ljust(width) for name, width in zip(names, widths)] + [names[-1]]).rstrip()]
+    lines += [line.rstrip() for line in map("  ".join, zip(*columns))]
     return "\n".join(lines) + "\n"
 
 

@@ -22,14 +22,23 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..records import RowGrade, StatDiff
+from ..records import RowGrade
 from ..stats import StatsResult, StatsRow, stat_label, stat_metrics
-from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, msprobe_row_cells, neutralise, shape_cell, text_cell
+from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
+from .table_columns import (
+    BATCH_ROWS,
+    batches,
+    csv_field,
+    csv_lines,
+    each_distinct,
+    msprobe_columns,
+    text_column,
+)
 
 #: The metric of msprobe's checksum (``ChecksumDiff``: 0.0 same, 1.0 different).
 (CHECKSUM_METRIC,) = stat_metrics("checksum")
-#: Key of :func:`row_cells`' ``verdicts``: (rank, iteration, left op name), as
+#: Key of :func:`render_stats_csv`'s ``verdicts``: (rank, iteration, left op name), as
 #: :func:`compare.reports.divergence.verdict_map` gives it.
 VerdictKey = tuple[int | None, int | None, str]
 
@@ -62,16 +71,6 @@ def value_cell(value: object) -> str:
     return repr(number)
 
 
-_ABSENT = [NOT_COMPUTED] * 4
-
-
-def _value_cells(value: StatDiff) -> list[str]:
-    """The four cells of one statistic: numbers as :func:`value_cell` writes them (a number is
-    never formula-like), text (a checksum, ``same`` / ``different``) neutralised."""
-    return [neutralise(item) if isinstance(item, str) else value_cell(item)
-            for item in (value.left, value.right, value.diff, value.rel)]
-
-
 def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bool = False, with_grade: bool = False,
            with_msprobe: bool = False,
            with_verdict: bool = False) -> list[str]:
@@ -91,49 +90,94 @@ def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bo
             + (["Verdict"] if with_verdict else []))
 
 
-def row_cells(row: StatsRow, stats: Sequence[str], *, with_selection: bool = False,
-              with_graph: bool = False, verdicts: Mapping[VerdictKey, str] | None = None,
-              with_grade: bool = False, with_msprobe: bool = False) -> list[str]:
-    """The cells of one statistics row, in :func:`header`'s order (``verdicts``: the Verdict cell
-    of the row's call, ``not-compared`` when the call has none)."""
-    # text cells are neutralised as they are made (text_cell, neutralise); numbers need not be
-    cells = [str(row.index), text_cell(row.op_type), text_cell(row.left_op), text_cell(row.right_op),
-             text_cell(row.tensor_id)]
-    if with_graph:
-        cells += [text_cell(row.rank), text_cell(row.graph), text_cell(row.iteration)]
-    elif with_selection:
-        cells += [text_cell(row.rank), text_cell(row.iteration)]
-    cells += [text_cell(row.left_dtype), text_cell(row.right_dtype),
-              shape_cell(row.shape) if row.tensor_id else NOT_COMPUTED]
-    values = row.values
+def _integral(text: str) -> str:
+    """:func:`value_cell` of a finite float whose ``repr`` is ``text`` and ends in ``.0``: the
+    integer digits below 1e15 (``-0.0`` is ``0``), else ``text`` itself."""
+    if text == "-0.0":
+        return "0"
+    return text[:-2] if len(text) - 2 - (text[0] == "-") <= 15 else text
+
+
+def _other_value(value: object) -> str:
+    """The cell of a statistic that is not a float: text neutralised (and CSV-quoted: a checksum,
+    ``same`` / ``different``), ``NaN`` for None, other numbers as :func:`value_cell` writes them."""
+    if isinstance(value, str):
+        return csv_field(neutralise(value))
+    return value_cell(value)
+
+
+def value_column(values: Sequence[object]) -> list[str]:
+    """The CSV fields of a column of statistic values: :func:`value_cell` of each number (zero is
+    ``0``; a float's ``repr``, integral ones below 1e15 without ``.0``, which is ``repr``'s text
+    cut), text neutralised; a whole column in one comprehension."""
+    return [("0" if value == 0.0 else text if (text := repr(value))[-2:] != ".0" else _integral(text))
+            if type(value) is float else NOT_COMPUTED if value is None else _other_value(value) for value in values]
+
+
+def right_value_column(lefts: Sequence[object], rights: Sequence[object], left_cells: Sequence[str]) -> list[str]:
+    """:func:`value_column` of ``rights``, reusing the left cell of a row whose two floats are equal
+    (equal floats print alike here, ``0.0`` and ``-0.0`` both ``0``): statistics of matching
+    runs are mostly equal, and a float's ``repr`` is the costly part of the table."""
+    return [(cell if right == left else "0" if right == 0.0
+             else text if (text := repr(right))[-2:] != ".0" else _integral(text)) if type(right) is float
+            else NOT_COMPUTED if right is None else _other_value(right) for left, right, cell in zip(lefts, rights, left_cells)]
+
+
+def _text_column(values: Sequence[object]) -> list[str]:
+    """The CSV fields of a column of text from the inputs (:func:`text_cell`)."""
+    return text_column(values, csv_field)
+
+
+def _shape_field(row: StatsRow) -> tuple[int, ...] | None:
+    return row.shape if row.tensor_id else None
+
+
+def _batch_columns(rows: Sequence[StatsRow], stats: Sequence[str], columns: Mapping[str, bool],
+                   verdicts: Mapping[VerdictKey, str] | None) -> list[list[str]]:
+    """The CSV fields of a batch of rows, column by column, in :func:`header`'s order."""
+    cols = [list(map(str, [r.index for r in rows])), _text_column([r.op_type for r in rows]),
+            _text_column([r.left_op for r in rows]), _text_column([r.right_op for r in rows]),
+            _text_column([r.tensor_id for r in rows])]
+    if columns["with_graph"]:
+        cols += [_text_column([r.rank for r in rows]), _text_column([r.graph for r in rows]),
+                 _text_column([r.iteration for r in rows])]
+    elif columns["with_selection"]:
+        cols += [_text_column([r.rank for r in rows]), _text_column([r.iteration for r in rows])]
+    cols += [_text_column([r.left_dtype for r in rows]), _text_column([r.right_dtype for r in rows]),
+             each_distinct([_shape_field(r) for r in rows], lambda shape: csv_field(shape_cell(shape)))]
     for name in stats:
-        value = values.get(name)
-        if value is None:
-            cells += _ABSENT
-        else:
-            cells += _value_cells(value)
-    cells += [text_cell(row.left_source), text_cell(row.right_source)]
-    if with_msprobe:
-        cells += msprobe_row_cells(row.msprobe, row.argument)
-    if with_grade:
-        cells += [neutralise(c) for c in grade_cells(row.grade)]
-    cells.append(neutralise("; ".join(row.reasons)))
+        diffs = [r.values.get(name) for r in rows]
+        lefts = [None if d is None else d.left for d in diffs]
+        left_cells = value_column(lefts)
+        cols += [left_cells, right_value_column(lefts, [None if d is None else d.right for d in diffs], left_cells),
+                 value_column([None if d is None else d.diff for d in diffs]),
+                 value_column([None if d is None else d.rel for d in diffs])]
+    cols += [_text_column([r.left_source for r in rows]), _text_column([r.right_source for r in rows])]
+    if columns["with_msprobe"]:
+        cols += msprobe_columns([r.msprobe for r in rows], [r.argument for r in rows], csv_field)
+    if columns["with_grade"]:
+        grades = [r.grade for r in rows]
+        cols += [each_distinct(grades, lambda grade: csv_field(neutralise(grade_cells(grade)[0]))),
+                 each_distinct(grades, lambda grade: csv_field(neutralise(grade_cells(grade)[1])))]
+    cols.append(each_distinct(["; ".join(r.reasons) for r in rows], lambda text: csv_field(neutralise(text))))
     if verdicts is not None:
-        cells.append(verdicts.get((row.rank, row.iteration, row.left_op), "not-compared"))
-    return cells
+        cols.append(each_distinct([verdicts.get((r.rank, r.iteration, r.left_op), "not-compared") for r in rows],
+                                  csv_field))
+    return cols
 
 
 def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> str:
-    """The statistics report as CSV text (``verdicts``: add the Verdict column, module doc)."""
-    columns = {"with_selection": any(r.rank is not None or r.iteration is not None for r in result.rows),
-               "with_graph": any(r.graph is not None for r in result.rows),
-               "with_grade": any(r.grade is not None for r in result.rows),
-               "with_msprobe": any(r.msprobe is not None for r in result.rows)}
+    """The statistics report as CSV text (``verdicts``: add the Verdict column, module doc),
+    built :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time, a column at a time."""
+    rows = result.rows
+    columns = {"with_selection": any(r.rank is not None or r.iteration is not None for r in rows),
+               "with_graph": any(r.graph is not None for r in rows),
+               "with_grade": any(r.grade is not None for r in rows),
+               "with_msprobe": any(r.msprobe is not None for r in rows)}
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header(result.stats, **columns, with_verdict=verdicts is not None))
-    for row in result.rows:
-        writer.writerow(row_cells(row, result.stats, **columns, verdicts=verdicts))
+    csv.writer(buf, lineterminator="\n").writerow(header(result.stats, **columns, with_verdict=verdicts is not None))
+    for start in batches(len(rows)):
+        buf.write(csv_lines(_batch_columns(rows[start:start + BATCH_ROWS], result.stats, columns, verdicts), "\n"))
     return buf.getvalue()
 
 
@@ -157,5 +201,16 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
     return atomic_write_text(stats_output_path(output), render_stats_csv(result, verdicts))
 
 
-__all__ = ["CHECKSUM_METRIC", "VerdictKey", "grade_cells", "header", "render_stats_csv", "row_cells",
-           "stat_label", "stats_output_path", "value_cell", "write_stats_report"]
+__all__ = [
+    "CHECKSUM_METRIC",
+    "VerdictKey",
+    "grade_cells",
+    "header",
+    "render_stats_csv",
+    "right_value_column",
+    "stat_label",
+    "stats_output_path",
+    "value_cell",
+    "value_column",
+    "write_stats_report",
+]
