@@ -418,7 +418,6 @@ def _client_costs(paths: dict[str, Path], workdir: Path, cluster: str) -> str:
     the parts (to the last arrival), the localisation, the CSV and the JSON (seconds, and us a row)."""
     from compare.api import compare_network
     from compare.reports.network import write_report
-    from compare.reports.result_json import write_json
 
     where = {"cluster": cluster} if cluster.startswith("local:") else {"scheduler": cluster}
     arrivals: list[float] = []
@@ -430,7 +429,7 @@ def _client_costs(paths: dict[str, Path], workdir: Path, cluster: str) -> str:
     localised = time.perf_counter()
     write_report(result.rows, workdir / "ranks_costs.csv", result.metrics)
     csv_done = time.perf_counter()
-    write_json(result.to_dict(), workdir / "ranks_costs.json")
+    result.write_json(workdir / "ranks_costs.json")  # the --json writer (rows streamed)
     json_done = time.perf_counter()
     rows = max(1, len(result.rows))
     last = (arrivals[-1] if arrivals else merged) - start
