@@ -229,9 +229,15 @@ _APPLY: dict[NameRule, Callable[[_State], None]] = {
 
 
 def match_names(left: Sequence[str], right: Sequence[str], rules: Sequence[NameRule] = SCOPE_RULES) -> NameMatch:
-    """left name -> right name by ``rules`` (module doc), in the order given; counts per rule."""
+    """left name -> right name by ``rules`` (module doc), in the order given; counts per rule.
+
+    Every rule pairs a left name not yet matched with a right name not yet taken, so once either
+    side has none left (each left name matched, or each right name taken) the later rules are not
+    run: their keys would be computed for nothing (an msprobe tree's names all match exactly)."""
     state = _State(list(left), list(right))
     for rule in rules:
+        if len(state.matched) == len(state.left) or len(state.taken) == len(state.right):
+            break
         _APPLY[rule](state)
     return NameMatch(state.matched, state.used)
 
