@@ -114,7 +114,12 @@ class PairStatus(str, Enum):
     MISSING_RIGHT = "missing on right"
 
 
-@dataclass(frozen=True)
+#: ``object.__setattr__``: the hand-written ``__init__`` of the frozen records below fills the
+#: instance's ``__dict__`` in one step with it.
+_set = object.__setattr__
+
+
+@dataclass(frozen=True, init=False)
 class TensorRef:
     """Metadata of one tensor of a dump plus a lazy reader for its data.
 
@@ -152,6 +157,23 @@ class TensorRef:
     #: The ``requires_grad`` a dump recorded (msprobe), None when not recorded.
     requires_grad: bool | None = field(default=None, compare=False)
 
+    def __init__(self, op_name: str, kind: TensorKind, index: int, dtype: str, format: str,  # noqa: A002
+                 shape: tuple[int, ...], path: Path, original_shape: tuple[int, ...] = (), address: int = 0,
+                 sub_format: int = 0, nbytes: int = 0, reader: Callable[[], np.ndarray] | None = None,
+                 stats: dict | None = None, stats_source: str = "", remark: str = "", label: str = "",
+                 requires_grad: bool | None = None) -> None:
+        """The fields above, in their order and with their defaults (a test holds the two lists
+        equal). Written out, not generated, because the generated ``__init__`` of a frozen
+        dataclass sets each of the 17 fields through ``object.__setattr__``: ~2.1 us a tensor,
+        while filling ``__dict__`` in one step is ~0.7 us -- and loaders make 10^5-10^6 of these
+        (one per leaf of an msprobe ``dump.json``). Equality, hashing, ``repr`` and
+        :func:`dataclasses.replace` stay the dataclass's."""
+        _set(self, "__dict__", {
+            "op_name": op_name, "kind": kind, "index": index, "dtype": dtype, "format": format, "shape": shape,
+            "path": path, "original_shape": original_shape, "address": address, "sub_format": sub_format,
+            "nbytes": nbytes, "reader": reader, "stats": stats, "stats_source": stats_source, "remark": remark,
+            "label": label, "requires_grad": requires_grad})
+
     @property
     def tensor_id(self) -> str:
         """``{op_name}:{input|output}:{index}`` -- the TensorIndex of report rows."""
@@ -171,7 +193,7 @@ class TensorRef:
         return self.reader()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class OpDump:
     """One operator of a run: the chosen dump file and its tensors.
 
@@ -192,6 +214,15 @@ class OpDump:
     arguments: tuple[Argument, ...] = ()
     #: The call stack its tool recorded (msprobe's ``stack.json`` frames, innermost first); ``()`` when none.
     stack: tuple[str, ...] = ()
+
+    def __init__(self, name: str, op_type: str | None, path: Path, files: tuple[Path, ...] = (),
+                 inputs: tuple[TensorRef, ...] = (), outputs: tuple[TensorRef, ...] = (), error: str | None = None,
+                 timestamp: int = 0, arguments: tuple[Argument, ...] = (), stack: tuple[str, ...] = ()) -> None:
+        """The fields above, in their order and with their defaults; ``__dict__`` filled in one step
+        (why: :meth:`TensorRef.__init__`; one OpDump per call of a dump)."""
+        _set(self, "__dict__", {
+            "name": name, "op_type": op_type, "path": path, "files": files, "inputs": inputs, "outputs": outputs,
+            "error": error, "timestamp": timestamp, "arguments": arguments, "stack": stack})
 
     def tensors(self, kind: TensorKind) -> tuple[TensorRef, ...]:
         return self.inputs if kind is TensorKind.INPUT else self.outputs
@@ -389,7 +420,7 @@ class Run:
         return op
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Pair:
     """One row-to-be of the report: a left tensor and its golden counterpart (either may be absent).
 
@@ -420,6 +451,19 @@ class Pair:
     #: fusion rule gives no golden, a Data/Const op the device does not dump); None otherwise.
     #: Gates count such rows and do not fail them (docs/policy.md).
     expected_gap: str | None = None
+
+    def __init__(self, index: int, op_type: str | None, left_op: str, right_op: str, tensor_id: str | None,
+                 left: TensorRef | None, right: TensorRef | None, status: PairStatus = PairStatus.COMPARED,
+                 reason: str | None = None, golden_format: str | None = None,
+                 target_shape: tuple[int, ...] | None = None, convert: bool = True, op_sequence: int | None = None,
+                 expected_gap: str | None = None) -> None:
+        """The fields above, in their order and with their defaults; ``__dict__`` filled in one step
+        (why: :meth:`TensorRef.__init__`; one Pair per row)."""
+        _set(self, "__dict__", {
+            "index": index, "op_type": op_type, "left_op": left_op, "right_op": right_op, "tensor_id": tensor_id,
+            "left": left, "right": right, "status": status, "reason": reason, "golden_format": golden_format,
+            "target_shape": target_shape, "convert": convert, "op_sequence": op_sequence,
+            "expected_gap": expected_gap})
 
 
 @dataclass

@@ -1,0 +1,86 @@
+"""The hand-written ``__init__`` of the frozen records loaders and pairing make by the 10^5
+(:class:`TensorRef`, :class:`OpDump`, :class:`Pair`): the same parameters, order and defaults as the
+dataclass fields, and the same record as the generated constructor would build."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pickle
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from compare.records import OpDump, Pair, PairStatus, TensorKind, TensorRef
+
+RECORDS = (TensorRef, OpDump, Pair)
+
+
+@pytest.mark.parametrize("record", RECORDS)
+def test_init_parameters_are_the_fields(record: type) -> None:
+    """Every field is a parameter, in the field order, with the field's default (no field
+    forgotten when one is added)."""
+    params = list(inspect.signature(record.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(record)
+    assert [p.name for p in params] == [f.name for f in fields]
+    for param, f in zip(params, fields):
+        assert param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        expected = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        assert param.default == expected, f.name
+        assert f.default_factory is dataclasses.MISSING, f"{f.name}: a factory default is not written out"
+
+
+def _generated(record: type) -> type:
+    """The same fields, with the constructor :func:`dataclasses.dataclass` generates."""
+    fields = [(f.name, f.type, dataclasses.field(default=f.default, compare=f.compare, hash=f.hash, repr=f.repr))
+              for f in dataclasses.fields(record)]
+    return dataclasses.make_dataclass(f"Generated{record.__name__}", fields, frozen=True)
+
+
+texts = st.text(max_size=8)
+optional_texts = st.none() | texts
+shapes = st.lists(st.integers(0, 9), max_size=4).map(tuple)
+
+
+@st.composite
+def tensors(draw: st.DrawFn) -> dict:
+    return dict(op_name=draw(texts), kind=draw(st.sampled_from(TensorKind)), index=draw(st.integers(0, 99)),
+                dtype=draw(texts), format=draw(texts), shape=draw(shapes), path=Path("x") / draw(texts),
+                original_shape=draw(shapes), address=draw(st.integers(0, 9)), nbytes=draw(st.integers(0, 99)),
+                stats=draw(st.none() | st.dictionaries(texts, st.floats(allow_nan=True) | texts, max_size=3)),
+                stats_source=draw(texts), remark=draw(texts), label=draw(texts),
+                requires_grad=draw(st.none() | st.booleans()))
+
+
+def _same(record: type, kwargs: dict, positional: int) -> None:
+    names = [f.name for f in dataclasses.fields(record)]
+    args = [kwargs[n] for n in names[:positional]]
+    rest = {n: v for n, v in kwargs.items() if n not in names[:positional]}
+    made = record(*args, **rest)
+    generated = _generated(record)(*args, **rest)
+    assert vars(made) == vars(generated)
+    assert list(vars(made)) == names
+    assert made == record(**kwargs) and hash(made) == hash(record(**kwargs))
+    assert pickle.loads(pickle.dumps(made)) == made
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.index = 1  # type: ignore[misc]
+
+
+@given(tensors(), st.integers(0, 7))
+def test_tensor_ref_as_generated(kwargs: dict, positional: int) -> None:
+    _same(TensorRef, kwargs, positional)
+    ref = TensorRef(**kwargs)
+    assert dataclasses.replace(ref, index=ref.index + 1).index == ref.index + 1
+
+
+@given(tensors(), texts, optional_texts, st.integers(0, 9), st.integers(0, 3))
+def test_op_dump_and_pair_as_generated(tensor: dict, name: str, error: str | None, index: int,
+                                       positional: int) -> None:
+    ref = TensorRef(**tensor)
+    _same(OpDump, dict(name=name, op_type=error, path=Path(name or "p"), files=(Path("f"),), inputs=(ref,),
+                       outputs=(), error=error, timestamp=index, arguments=(), stack=(name,)), positional)
+    _same(Pair, dict(index=index, op_type=error, left_op=name, right_op="*", tensor_id=error, left=ref, right=None,
+                     status=PairStatus.MISSING_RIGHT, reason=error, golden_format=None, target_shape=(index,),
+                     convert=False, op_sequence=index, expected_gap=error), positional)
