@@ -205,20 +205,16 @@ class _Files:
     linked_out: int = 0
     #: Tensors without data (no ``data_name``: statistics only).
     statistics_only: int = 0
+    #: Tensors given a file of ``folder`` as their path (named by a safe ``data_name``).
+    with_files: int = 0
+    #: ``dtype`` text -> (numpy-style name, bytes per element): :func:`_dtype_info`'s memo for this
+    #: ``dump.json`` (a few types, 10^5 tensors; per file, so a crafted file's many texts go with it).
+    dtypes: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
-def _is_shape(value: object) -> bool:
-    """A list of non-negative integers (``bool`` excluded: JSON's ``true`` is no dimension)."""
-    return type(value) is list and _INT_ONLY.issuperset(map(type, value)) and (not value or min(value) >= 0)
-
-
+#: The shape of a tensor item is a list of non-negative integers whose types are all in here
+#: (``bool`` excluded: JSON's ``true`` is no dimension).
 _INT_ONLY = frozenset({int})
-
-
-@functools.lru_cache(maxsize=256)
-def _dtype(text: str) -> str:
-    """:func:`~convert.names.msprobe.msprobe_dtype`, remembered: a dump has a few types and 200,000 tensors."""
-    return msprobe_dtype(text)
 
 
 #: ``TensorKind.value`` by "is an input" (the enum's ``value`` and hash are Python-level calls:
@@ -230,60 +226,69 @@ _TENSOR_TYPES = frozenset({"torch.Tensor", "mindspore.Tensor", "torch.nn.paramet
                            "mindspore.common.parameter.Parameter"})
 
 
-def _tensor_leaf(leaf: object) -> bool:
-    """:func:`~compare.loaders.msprobe_json._is_tensor`, the ``type`` texts msprobe writes answered first."""
-    if type(leaf) is dict:
-        kind = leaf.get("type")
-        if type(kind) is str and kind in _TENSOR_TYPES:
-            return True
-    return _is_tensor(leaf)
-
-
-@functools.lru_cache(maxsize=256)
-def _itemsize(dtype: str) -> int:
-    """Bytes per element of a data-type name (0 for a name numpy does not know); remembered: a
-    dump has a few types and 200,000 tensors."""
-    try:
-        return np.dtype(dtype).itemsize
-    except (TypeError, ValueError):  # not a numpy name; a name that is not even text numpy reads (UnicodeError)
-        return 0
+def _dtype_info(text: str, files: _Files) -> tuple[str, int]:
+    """:func:`~convert.names.msprobe.msprobe_dtype` of a ``dtype`` text and the bytes per element of
+    that name (0 for a name numpy does not know), remembered in ``files.dtypes``."""
+    found = files.dtypes.get(text)
+    if found is None:
+        dtype = msprobe_dtype(text)
+        try:
+            itemsize = np.dtype(dtype).itemsize
+        except (TypeError, ValueError):  # not a numpy name; a name that is not even text numpy reads (UnicodeError)
+            itemsize = 0
+        found = files.dtypes[text] = (dtype, itemsize)
+    return found
 
 
 def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
             json_path: Path, label: str = "") -> tuple[TensorRef, str | None]:
     """The TensorRef of a tensor leaf, and what is wrong with its item (a malformed shape: the
-    reader then refuses with that reason), None when nothing is."""
-    kind_text = _KIND_TEXT[kind is TensorKind.INPUT]
-    grad_value = item.get("requires_grad")
-    grad = grad_value if grad_value is True or grad_value is False else None
+    reader then refuses with that reason), None when nothing is.
+
+    Written for 10^5-10^6 leaves a dump: the recorded statistics are read by :func:`_stats`'s
+    first case here (four floats and a text or no ``md5``: what msprobe writes), types are
+    remembered per file (:func:`_dtype_info`), the record is built positionally."""
+    grad = item.get("requires_grad")
+    if grad is not True and grad is not False:
+        grad = None
     dtype_text = item.get("dtype")
-    dtype = _dtype(dtype_text) if isinstance(dtype_text, str) else "unknown"
+    dtype, itemsize = _dtype_info(dtype_text, files) if type(dtype_text) is str else ("unknown", 0)
     shape_value = item.get("shape")
-    if not _is_shape(shape_value):
-        why = f"{op} {kind_text} {index}: shape {_SHOW.repr(shape_value)} is not a list of non-negative integers"
-        return TensorRef(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=(), path=json_path,
-                         reader=functools.partial(_refuse, json_path, why), label=label, requires_grad=grad), why
+    if not (type(shape_value) is list and _INT_ONLY.issuperset(map(type, shape_value))
+            and (not shape_value or min(shape_value) >= 0)):
+        why = (f"{op} {_KIND_TEXT[kind is TensorKind.INPUT]} {index}: shape {_SHOW.repr(shape_value)} is not a list "
+               "of non-negative integers")
+        return TensorRef(op, kind, index, dtype, _FORMAT, (), json_path, reader=functools.partial(_refuse, json_path, why),
+                         label=label, requires_grad=grad), why
     shape = tuple(shape_value)
-    stats = _stats(item)
-    source = f"{DUMP_JSON} {op} {kind_text} {index}"
+    high, low, mean, norm = item.get("Max"), item.get("Min"), item.get("Mean"), item.get("Norm")
+    checksum = item.get("md5")
+    if (type(high) is float and type(low) is float and type(mean) is float and type(norm) is float
+            and (type(checksum) is str or "md5" not in item)):
+        stats: dict = ({"max": high, "min": low, "avg": mean, "l2norm": norm, "checksum": checksum}
+                       if checksum is not None else {"max": high, "min": low, "avg": mean, "l2norm": norm})
+    else:
+        stats = _stats(item)
+    source = f"{DUMP_JSON} {op} {_KIND_TEXT[kind is TensorKind.INPUT]} {index}"
+    nbytes = math.prod(shape) * itemsize
     data_name = item.get("data_name")
-    nbytes = math.prod(shape) * _itemsize(dtype)
-    if not isinstance(data_name, str) or data_name in ("", "-1"):
+    if type(data_name) is not str or data_name in ("", "-1"):
         # statistics only; recorded statistics (possibly none: the row then says so) instead of data
         files.statistics_only += 1
-        return TensorRef(op, kind, index, dtype, _FORMAT, shape, json_path, nbytes=nbytes, stats=stats,
-                         stats_source=source, label=label, requires_grad=grad), None
-    base = dict(op_name=op, kind=kind, index=index, dtype=dtype, format=_FORMAT, shape=shape, nbytes=nbytes,
-                stats=stats or None, stats_source=source, label=label, requires_grad=grad)
+        return TensorRef(op, kind, index, dtype, _FORMAT, shape, json_path, (), 0, 0, nbytes, None, stats, source,
+                         "", label, grad), None
     if not _safe_name(data_name):
         files.refused += 1
         why = f"data_name {_SHOW.repr(data_name)} of {op} refused: not a file name inside {DATA_DIR}"
-        return TensorRef(**base, path=json_path, reader=functools.partial(_refuse, json_path, why)), None
+        return TensorRef(op, kind, index, dtype, _FORMAT, shape, json_path, (), 0, 0, nbytes,
+                         functools.partial(_refuse, json_path, why), stats or None, source, "", label, grad), None
     path = files.folder / data_name
     files.used.add(data_name)
+    files.with_files += 1
     if data_name not in files.names:
         files.missing += 1
-        reader = functools.partial(_refuse, path, f"missing: {DUMP_JSON} names it for {op} {kind_text} {index}")
+        reader = functools.partial(_refuse, path, f"missing: {DUMP_JSON} names it for {op} "
+                                                  f"{_KIND_TEXT[kind is TensorKind.INPUT]} {index}")
     elif data_name in files.outside:
         files.linked_out += 1
         reader = functools.partial(_refuse, path, files.outside[data_name])
@@ -293,7 +298,8 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
         reader = functools.partial(_read_pt, path, files.trees)
     else:
         reader = functools.partial(_refuse, path, "neither .pt nor .npy: not a tensor file vcompare reads")
-    return TensorRef(**base, path=path, reader=reader), None
+    return TensorRef(op, kind, index, dtype, _FORMAT, shape, path, (), 0, 0, nbytes, reader, stats or None, source,
+                     "", label, grad), None
 
 
 def _label(call: str, key: str, place: tuple[str | int, ...], section: object, grads: bool) -> str:
@@ -385,6 +391,7 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
     counts = [0, 0]  # the next output and input index
     problems: list[str] = []
     arguments: list[Argument] = []
+    with_files = files.with_files  # unchanged after the items: no tensor of the op has a data file
     for key, kind, section in sections:
         if not isinstance(section, (list, dict)) and section is not None:
             problems.append(f"section {key!r} is a JSON {type(section).__name__}, not a list or object")
@@ -401,7 +408,8 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
         tensors = inputs if is_input else outputs
         index = counts[is_input]
         for label, leaf in labelled:
-            if _tensor_leaf(leaf):
+            leaf_type = leaf.get("type") if type(leaf) is dict else None  # type: ignore[attr-defined]
+            if (type(leaf_type) is str and leaf_type in _TENSOR_TYPES) or _is_tensor(leaf):
                 ref, problem = _tensor(name, kind, index, leaf, files, json_path, label)  # type: ignore[arg-type]
                 tensors.append(ref)
                 if problem is not None:
@@ -413,8 +421,8 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
     error = None
     if problems and not (inputs or outputs):
         error = f"{json_path}: entry {name!r}: " + "; ".join(problems)
-    data_files = tuple(dict.fromkeys(r.path for r in (*inputs, *outputs)
-                                     if r.path is not json_path and r.path != json_path))
+    data_files = () if files.with_files == with_files else tuple(dict.fromkeys(
+        r.path for r in (*inputs, *outputs) if r.path is not json_path and r.path != json_path))
     return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path, *data_files),
                   inputs=tuple(inputs), outputs=tuple(outputs), error=error,
                   timestamp=position, arguments=tuple(arguments), stack=stack), (problems if error is None else [])
