@@ -176,8 +176,11 @@ class TensorRef:
 
     @property
     def tensor_id(self) -> str:
-        """``{op_name}:{input|output}:{index}`` -- the TensorIndex of report rows."""
-        return f"{self.op_name}:{self.kind.value}:{self.index}"
+        """``{op_name}:{input|output}:{index}`` -- the TensorIndex of report rows. (The two kinds
+        are told apart by identity: ``Enum.value`` is a Python-level descriptor, asked once a row.)"""
+        kind = self.kind
+        text = "input" if kind is TensorKind.INPUT else "output" if kind is TensorKind.OUTPUT else kind.value
+        return f"{self.op_name}:{text}:{self.index}"
 
     def load(self) -> np.ndarray:
         """Read and decode the tensor (native dtype, reshaped to ``shape`` when sizes agree).

@@ -4,6 +4,7 @@ records, and the texts and markers they share (``*`` for a missing side, the exp
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import repeat
 
 from convert.names.keys import normalize_golden_name
 
@@ -138,17 +139,19 @@ def op_tensor_rows(index: int, kinds: tuple[TensorKind, ...], left: OpDump | Non
     right_name = right.name if right else NO_COUNTERPART
     op_type = (left.op_type if left else None) or (right.op_type if right else None)
     base = dict(index=index, op_type=op_type, left_op=left_name, right_op=right_name, op_sequence=index)
-    errors = dump_errors(left, right)
-    if errors:
+    if (left is not None and left.error) or (right is not None and right.error):
         return [Pair(**base, tensor_id=None, left=None, right=None, status=PairStatus.NOT_COMPARABLE,
-                     reason="; ".join(errors))]
+                     reason="; ".join(dump_errors(left, right)))]
     rows: list[Pair] = []
     for kind in kinds:
-        if left and right and _same_indexes(left.tensors(kind), right.tensors(kind)):
-            rows.extend(pair_tensors(base, a, b) for a, b in zip(left.tensors(kind), right.tensors(kind)))
+        is_input = kind is TensorKind.INPUT
+        left_tensors = (left.inputs if is_input else left.outputs) if left else ()
+        right_tensors = (right.inputs if is_input else right.outputs) if right else ()
+        if left and right and _same_indexes(left_tensors, right_tensors):
+            rows.extend(map(pair_tensors, repeat(base), left_tensors, right_tensors))
             continue
-        lefts = {t.index: t for t in left.tensors(kind)} if left else {}
-        rights = {t.index: t for t in right.tensors(kind)} if right else {}
+        lefts = {t.index: t for t in left_tensors}
+        rights = {t.index: t for t in right_tensors}
         for i in sorted(lefts.keys() | rights.keys()):
             a, b = lefts.get(i), rights.get(i)
             if a is not None and b is not None:

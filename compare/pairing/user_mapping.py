@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,11 +138,12 @@ def _to_host(ref: TensorRef, dst: str, shape: tuple[int, ...]) -> np.ndarray:
 
 def tensor_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
     """The Pair of two tensors, with the layout handling of the module doc."""
-    if a.format == "ND" and b.format == "ND":  # both plain (msprobe's, most host dumps'): answered first
-        same_rank = len(a.shape) == len(b.shape)
-        return Pair(**base, tensor_id=a.tensor_id, left=a, right=b,
-                    golden_format=_ND_AXES.get(len(b.shape), "ND") if same_rank else None,
-                    target_shape=tuple(b.shape) if same_rank else None)
+    if a.format == "ND" and b.format == "ND":  # both plain (msprobe's, most host dumps'): answered first, positionally
+        rank = len(b.shape)
+        same_rank = len(a.shape) == rank
+        return Pair(base["index"], base["op_type"], base["left_op"], base["right_op"], a.tensor_id, a, b,
+                    PairStatus.COMPARED, None, _ND_AXES.get(rank, "ND") if same_rank else None,
+                    tuple(b.shape) if same_rank else None, True, base["op_sequence"])
     if b.format == "RESERVED":
         return Pair(**base, tensor_id=a.tensor_id, left=a, right=b, target_shape=a.original_shape or b.shape or None)
     if is_plain(a) and is_plain(b):
@@ -199,13 +201,17 @@ def pair_families(left: Run, right: Run, *,
         mapping = load_mapping(mapping)
     pairing = _pair(left, right, mapping)
     pairing.notes.extend(extra)
-    start = max((p.index for p in pairing.pairs), default=-1) + 1
+    start = max(map(_INDEX, pairing.pairs), default=-1) + 1
     pairing.pairs.extend(overflow_rows(start, left, right))
     overflow = sum(len(r.overflow) for r in (left, right))
     if overflow:
         pairing.notes.append(f"{overflow} overflow record(s) (Opdebug) listed, not compared")
-    pairing.pairs.sort(key=lambda p: p.index)
+    pairing.pairs.sort(key=_INDEX)
     return pairing
+
+
+#: A Pair's ``index`` (the rows' sort key).
+_INDEX = operator.attrgetter("index")
 
 
 def _sample(names, limit: int = 5) -> str:
@@ -232,7 +238,7 @@ class _Plan:
     anchor: dict[str, str]
 
 
-def _plan(left: Run, right: Run, left_order: list[OpDump], entries: list[MapEntry]) -> _Plan:
+def _plan(left: Run, right: Run, left_order: list[OpDump], right_order: list[OpDump], entries: list[MapEntry]) -> _Plan:
     """Mapping entries first; the name rules then pair every op the mapping does not mention."""
     mapped: dict[str, list[tuple[MapEntry, OpDump | None]]] = {}
     unknown: list[MapEntry] = []
@@ -249,7 +255,7 @@ def _plan(left: Run, right: Run, left_order: list[OpDump], entries: list[MapEntr
             if other is not None:
                 anchor.setdefault(other.name, op.name)
     free_left = [d.name for d in left_order if d.name not in mapped]
-    free_right = [d.name for d in _order(right) if d.name not in anchor]
+    free_right = [d.name for d in right_order if d.name not in anchor]
     named, used = match_names(free_left, free_right, SCOPE_RULES)
     anchor.update({r: l for l, r in named.items()})
     return _Plan(mapped, unknown, named, used, anchor)
@@ -348,8 +354,8 @@ def _unknown_rows(start: int, unknown: list[MapEntry]) -> list[Pair]:
 
 def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
     """Rows of both runs in execution order (see :func:`_merge_order`), mapping pairs first."""
-    left_order = _order(left)
-    plan = _plan(left, right, left_order, entries or [])
+    left_order, right_order = _order(left), _order(right)
+    plan = _plan(left, right, left_order, right_order, entries or [])
     if not plan.mapped and not plan.named and (left.ops or right.ops):
         raise _no_pair_error(left, right, entries)
     kinds, notes = _kinds(left, right)
@@ -362,16 +368,19 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
         notes.insert(0, f"paired through the mapping file ({len(entries)} entries), then by operator scope name "
                         "for the operators it does not mention")
     notes += _rule_notes(plan.used)
-    amp = {"left": any(map(is_amp_name, left.ops)), "right": any(map(is_amp_name, right.ops))}
+    amp: dict[str, bool] = {}  # whether each run is a mixed-precision one: asked only for an op paired with nothing
     pairs: list[Pair] = []
     casts: Counter = Counter()
-    merged = _merge_order(left_order, _order(right), plan.anchor)
+    merged = _merge_order(left_order, right_order, plan.anchor)
+    mapped, named, right_ops = plan.mapped, plan.named, right.ops
     for index, (side, dump) in enumerate(merged):
-        if side == "left" and dump.name in plan.mapped:
-            pairs.extend(_mapped_rows(index, kinds, dump, plan.mapped[dump.name]))
-        elif side == "left" and dump.name in plan.named:
-            pairs.extend(op_tensor_rows(index, kinds, dump, right.ops[plan.named[dump.name]], tensor_pair))
+        if side == "left" and dump.name in mapped:
+            pairs.extend(_mapped_rows(index, kinds, dump, mapped[dump.name]))
+        elif side == "left" and dump.name in named:
+            pairs.extend(op_tensor_rows(index, kinds, dump, right_ops[named[dump.name]], tensor_pair))
         else:
+            if not amp:
+                amp.update(left=any(map(is_amp_name, left.ops)), right=any(map(is_amp_name, right.ops)))
             why = _one_sided_why(dump, side, amp, _RULES if entries and all(e.rule for e in entries)
                                  else entries is not None)
             amp_cast = why.startswith("Cast kernel inserted")
@@ -387,7 +396,7 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
         notes.append(f"{len(plan.unknown)} mapping line(s) name a left operator the left folder does not have "
                      f"({_sample(e.source for e in plan.unknown)})")
     unmatched_left = [d.name for d in left_order if d.name not in plan.mapped and d.name not in plan.named]
-    unmatched_right = [d.name for d in _order(right) if d.name not in plan.anchor]
+    unmatched_right = [d.name for d in right_order if d.name not in plan.anchor]
     return Pairing(pairs, unmatched_left, unmatched_right, MODE_FAMILY if entries is None else MODE_MAPPING, notes)
 
 
