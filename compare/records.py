@@ -114,11 +114,6 @@ class PairStatus(str, Enum):
     MISSING_RIGHT = "missing on right"
 
 
-#: ``object.__setattr__``: the hand-written ``__init__`` of the frozen records below fills the
-#: instance's ``__dict__`` in one step with it.
-_set = object.__setattr__
-
-
 @dataclass(frozen=True, init=False)
 class TensorRef:
     """Metadata of one tensor of a dump plus a lazy reader for its data.
@@ -164,15 +159,30 @@ class TensorRef:
                  requires_grad: bool | None = None) -> None:
         """The fields above, in their order and with their defaults (a test holds the two lists
         equal). Written out, not generated, because the generated ``__init__`` of a frozen
-        dataclass sets each of the 17 fields through ``object.__setattr__``: ~2.1 us a tensor,
-        while filling ``__dict__`` in one step is ~0.7 us -- and loaders make 10^5-10^6 of these
-        (one per leaf of an msprobe ``dump.json``). Equality, hashing, ``repr`` and
-        :func:`dataclasses.replace` stay the dataclass's."""
-        _set(self, "__dict__", {
-            "op_name": op_name, "kind": kind, "index": index, "dtype": dtype, "format": format, "shape": shape,
-            "path": path, "original_shape": original_shape, "address": address, "sub_format": sub_format,
-            "nbytes": nbytes, "reader": reader, "stats": stats, "stats_source": stats_source, "remark": remark,
-            "label": label, "requires_grad": requires_grad})
+        dataclass sets each of the 17 fields through a call of ``object.__setattr__``: ~2.1 us a
+        tensor, while storing them into the instance's ``__dict__`` is ~0.8 us -- and loaders make
+        10^5-10^6 of these (one per leaf of an msprobe ``dump.json``). Stored one by one, in field
+        order, so that the dicts of all instances share one key table (a dict built whole and
+        assigned to ``__dict__`` would not: ~560 bytes a record instead of ~300). Equality,
+        hashing, ``repr``, pickling and :func:`dataclasses.replace` stay the dataclass's."""
+        values = self.__dict__
+        values["op_name"] = op_name
+        values["kind"] = kind
+        values["index"] = index
+        values["dtype"] = dtype
+        values["format"] = format
+        values["shape"] = shape
+        values["path"] = path
+        values["original_shape"] = original_shape
+        values["address"] = address
+        values["sub_format"] = sub_format
+        values["nbytes"] = nbytes
+        values["reader"] = reader
+        values["stats"] = stats
+        values["stats_source"] = stats_source
+        values["remark"] = remark
+        values["label"] = label
+        values["requires_grad"] = requires_grad
 
     @property
     def tensor_id(self) -> str:
@@ -221,11 +231,19 @@ class OpDump:
     def __init__(self, name: str, op_type: str | None, path: Path, files: tuple[Path, ...] = (),
                  inputs: tuple[TensorRef, ...] = (), outputs: tuple[TensorRef, ...] = (), error: str | None = None,
                  timestamp: int = 0, arguments: tuple[Argument, ...] = (), stack: tuple[str, ...] = ()) -> None:
-        """The fields above, in their order and with their defaults; ``__dict__`` filled in one step
+        """The fields above, in their order and with their defaults; fields stored into ``__dict__``
         (why: :meth:`TensorRef.__init__`; one OpDump per call of a dump)."""
-        _set(self, "__dict__", {
-            "name": name, "op_type": op_type, "path": path, "files": files, "inputs": inputs, "outputs": outputs,
-            "error": error, "timestamp": timestamp, "arguments": arguments, "stack": stack})
+        values = self.__dict__
+        values["name"] = name
+        values["op_type"] = op_type
+        values["path"] = path
+        values["files"] = files
+        values["inputs"] = inputs
+        values["outputs"] = outputs
+        values["error"] = error
+        values["timestamp"] = timestamp
+        values["arguments"] = arguments
+        values["stack"] = stack
 
     def tensors(self, kind: TensorKind) -> tuple[TensorRef, ...]:
         return self.inputs if kind is TensorKind.INPUT else self.outputs
@@ -460,13 +478,23 @@ class Pair:
                  reason: str | None = None, golden_format: str | None = None,
                  target_shape: tuple[int, ...] | None = None, convert: bool = True, op_sequence: int | None = None,
                  expected_gap: str | None = None) -> None:
-        """The fields above, in their order and with their defaults; ``__dict__`` filled in one step
+        """The fields above, in their order and with their defaults; fields stored into ``__dict__``
         (why: :meth:`TensorRef.__init__`; one Pair per row)."""
-        _set(self, "__dict__", {
-            "index": index, "op_type": op_type, "left_op": left_op, "right_op": right_op, "tensor_id": tensor_id,
-            "left": left, "right": right, "status": status, "reason": reason, "golden_format": golden_format,
-            "target_shape": target_shape, "convert": convert, "op_sequence": op_sequence,
-            "expected_gap": expected_gap})
+        values = self.__dict__
+        values["index"] = index
+        values["op_type"] = op_type
+        values["left_op"] = left_op
+        values["right_op"] = right_op
+        values["tensor_id"] = tensor_id
+        values["left"] = left
+        values["right"] = right
+        values["status"] = status
+        values["reason"] = reason
+        values["golden_format"] = golden_format
+        values["target_shape"] = target_shape
+        values["convert"] = convert
+        values["op_sequence"] = op_sequence
+        values["expected_gap"] = expected_gap
 
 
 @dataclass
