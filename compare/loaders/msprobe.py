@@ -349,13 +349,17 @@ def _json_text(value: object) -> str:
 _SECTION_KEYS = frozenset(key for key, _ in SECTIONS)
 
 
+#: The places of the first items of a list section as text (``"0"``, ``"1"`` ...), made once.
+_PLACES = tuple(map(str, range(64)))
+
+
 def _flat_leaves(section: object, prefix: str) -> list[tuple[str, object]] | None:
     """The leaves of a section msprobe wrote flat -- a list or object whose every item is a leaf
     (:func:`~compare.loaders.msprobe_json.is_leaf`) -- labelled ``prefix`` + their place (list
     position, object key), in :func:`~compare.loaders.msprobe_json.named_leaves` order; None for
     any other section (nested items, a section that is itself a leaf: the general walk reads those)."""
     if type(section) is list:
-        places: object = map(str, range(len(section)))
+        places: object = _PLACES[:len(section)] if len(section) <= len(_PLACES) else map(str, range(len(section)))
         items: object = section
     elif type(section) is dict and not is_leaf(section):
         places, items = map(str, section.keys()), section.values()

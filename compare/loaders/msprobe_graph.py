@@ -196,6 +196,14 @@ class ParameterSlot:
     name: str
 
 
+def _one_leaf(item: object) -> bool:
+    """Whether ``item`` is its own one leaf (what :func:`~compare.loaders.msprobe_json._leaves` yields
+    alone: ``null``, an object with ``type`` / ``dtype``, a bare value) -- msprobe's usual item,
+    answered without the walk's generator."""
+    return item is None or (type(item) is dict and ("type" in item or "dtype" in item)) or \
+        not isinstance(item, (list, dict))
+
+
 def parameter_slots(call: str, entry: object) -> tuple[ParameterSlot, ...]:
     """The parameter inputs of one ``dump.json`` entry (module doc), before their owner is known."""
     parsed = parse_msprobe_name(call)
@@ -214,10 +222,13 @@ def parameter_slots(call: str, entry: object) -> tuple[ParameterSlot, ...]:
             continue
         items = list(enumerate(section)) if isinstance(section, list) else list(section.items())
         for key, item in items:
-            try:
-                count = sum(1 for _ in _leaves(item))
-            except ValueError:
-                return tuple(slots)  # nested too deeply: the indices after it are unknown
+            if _one_leaf(item):
+                count = 1
+            else:
+                try:
+                    count = sum(1 for _ in _leaves(item))
+                except ValueError:
+                    return tuple(slots)  # nested too deeply: the indices after it are unknown
             name = names.get(key)  # type: ignore[call-overload]  # int keys for args, str for kwargs
             if name is not None and count == 1 and _is_tensor(item):
                 slots.append(ParameterSlot(index, name))
@@ -232,7 +243,7 @@ def parameter_slots(call: str, entry: object) -> tuple[ParameterSlot, ...]:
     if isinstance(parameters, dict):
         for key, item in parameters.items():
             try:
-                leaves = list(_leaves(item))
+                leaves = [item] if _one_leaf(item) else list(_leaves(item))
             except ValueError:
                 break
             for leaf in leaves:
