@@ -152,7 +152,7 @@ class TensorRef:
     #: The ``requires_grad`` a dump recorded (msprobe), None when not recorded.
     requires_grad: bool | None = field(default=None, compare=False)
 
-    def __init__(self, op_name: str, kind: TensorKind, index: int, dtype: str, format: str,  # noqa: A002
+    def __init__(self, op_name: str, kind: TensorKind, index: int, dtype: str, format: str,
                  shape: tuple[int, ...], path: Path, original_shape: tuple[int, ...] = (), address: int = 0,
                  sub_format: int = 0, nbytes: int = 0, reader: Callable[[], np.ndarray] | None = None,
                  stats: dict | None = None, stats_source: str = "", remark: str = "", label: str = "",
