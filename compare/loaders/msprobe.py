@@ -158,19 +158,11 @@ _STAT_PAIRS = tuple(_STATS.items())
 
 
 def _stats(item: dict) -> dict:
-    """The recorded statistics of a tensor item (module doc). Four ``float`` statistics and a text
-    checksum or none (what msprobe writes) are taken as they are; other values go through the
-    general rules."""
-    high, low, mean, norm = item.get("Max"), item.get("Min"), item.get("Mean"), item.get("Norm")
-    if type(high) is float and type(low) is float and type(mean) is float and type(norm) is float:
-        out: dict[str, float | str | None] = {"max": high, "min": low, "avg": mean, "l2norm": norm}
-        checksum = item.get("md5")
-        if type(checksum) is str:
-            out["checksum"] = checksum
-            return out
-        if "md5" not in item:
-            return out
-    out = {}
+    """The recorded statistics of a tensor item (module doc), by the general rules: numbers as
+    floats (an integer beyond the float range as +-inf), a text checksum, null kept as None, other
+    values left out. (:func:`_tensor` takes msprobe's usual item -- four floats and a text or no
+    ``md5`` -- as it is, without this; a property test holds the two equal.)"""
+    out: dict[str, float | str | None] = {}
     for key, name in _STAT_PAIRS:
         if key not in item:
             continue
@@ -245,9 +237,10 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     """The TensorRef of a tensor leaf, and what is wrong with its item (a malformed shape: the
     reader then refuses with that reason), None when nothing is.
 
-    Written for 10^5-10^6 leaves a dump: the recorded statistics are read by :func:`_stats`'s
-    first case here (four floats and a text or no ``md5``: what msprobe writes), types are
-    remembered per file (:func:`_dtype_info`), the record is built positionally."""
+    Written for 10^5-10^6 leaves a dump: msprobe's usual statistics (four floats and a text or no
+    ``md5``) are taken as they are here, any other item goes through :func:`_stats`'s general
+    rules (a property test holds the two equal); types are remembered per file
+    (:func:`_dtype_info`); the record is built positionally."""
     grad = item.get("requires_grad")
     if grad is not True and grad is not False:
         grad = None
@@ -258,8 +251,8 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
             and (not shape_value or min(shape_value) >= 0)):
         why = (f"{op} {_KIND_TEXT[kind is TensorKind.INPUT]} {index}: shape {_SHOW.repr(shape_value)} is not a list "
                "of non-negative integers")
-        return TensorRef(op, kind, index, dtype, _FORMAT, (), json_path, reader=functools.partial(_refuse, json_path, why),
-                         label=label, requires_grad=grad), why
+        return TensorRef(op, kind, index, dtype, _FORMAT, (), json_path,
+                         reader=functools.partial(_refuse, json_path, why), label=label, requires_grad=grad), why
     shape = tuple(shape_value)
     high, low, mean, norm = item.get("Max"), item.get("Min"), item.get("Mean"), item.get("Norm")
     checksum = item.get("md5")

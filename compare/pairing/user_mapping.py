@@ -238,7 +238,8 @@ class _Plan:
     anchor: dict[str, str]
 
 
-def _plan(left: Run, right: Run, left_order: list[OpDump], right_order: list[OpDump], entries: list[MapEntry]) -> _Plan:
+def _plan(left: Run, right: Run, left_order: list[OpDump], right_order: list[OpDump],
+          entries: list[MapEntry]) -> _Plan:
     """Mapping entries first; the name rules then pair every op the mapping does not mention."""
     mapped: dict[str, list[tuple[MapEntry, OpDump | None]]] = {}
     unknown: list[MapEntry] = []

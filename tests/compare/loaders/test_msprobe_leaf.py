@@ -26,9 +26,15 @@ dtypes = st.sampled_from(["torch.float32", "torch.bfloat16", "Float16", "torch.i
 @st.composite
 def leaves(draw: st.DrawFn) -> dict:
     item: dict = {"type": "torch.Tensor"}
-    for key in ("Max", "Min", "Mean", "Norm", "md5"):
+    if draw(st.booleans()):  # msprobe's usual item: four floats, a text or no md5
+        for key in ("Max", "Min", "Mean", "Norm"):
+            item[key] = draw(st.floats(allow_nan=True, allow_infinity=True))
         if draw(st.booleans()):
-            item[key] = draw(values)
+            item["md5"] = draw(st.text(max_size=8))
+    else:
+        for key in ("Max", "Min", "Mean", "Norm", "md5"):
+            if draw(st.booleans()):
+                item[key] = draw(values)
     if draw(st.booleans()):
         item["dtype"] = draw(dtypes | st.integers())
     item["shape"] = draw(st.lists(st.integers(0, 5), max_size=3) | st.lists(values, max_size=2) | values)
