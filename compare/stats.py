@@ -51,11 +51,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -332,11 +334,10 @@ def _prepared(pair: Pair) -> tuple[StatsRow, _Sides | None]:
 _FLOAT_ONLY = frozenset({float})
 
 
-@dataclass(frozen=True, slots=True)
-class _Sides:
+class _Sides(NamedTuple):
     """The statistics both sides of a row have (names in report order) and their values;
     ``floats``: every value a Python float and no checksum among them (:func:`compare_stats`
-    computes those rows in one numpy column)."""
+    computes those rows in one numpy column). A NamedTuple: one is built per row, in C."""
 
     names: list[str]
     left: tuple
@@ -576,8 +577,8 @@ def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
             todo.append((len(rows), sides))
         rows.append(row)
     column = [sides for _, sides in todo if sides.floats]
-    lefts = [v for sides in column for v in sides.left]
-    rights = [v for sides in column for v in sides.right]
+    lefts = list(itertools.chain.from_iterable([sides.left for sides in column]))
+    rights = list(itertools.chain.from_iterable([sides.right for sides in column]))
     diffs, rels = _float_diffs(np.array(lefts, dtype=np.float64), np.array(rights, dtype=np.float64))
     made = iter(list(map(StatDiff, lefts, rights, diffs.tolist(), rels.tolist())))
     for position, sides in todo:

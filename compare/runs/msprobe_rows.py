@@ -187,7 +187,6 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
         j = i
         while j < count and pairs[j].left_op == pair.left_op and pairs[j].right_op == pair.right_op:
             j += 1
-        group = list(zip(rows[i:j], pairs[i:j]))
         base = rows[i]
         key = (pair.left_op, pair.right_op, base.rank, base.iteration, base.graph)
         lop = left.ops.get(pair.left_op) if pair.left_op != _NO_COUNTERPART else None
@@ -200,7 +199,7 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
         if not extra:
             out.extend(rows[i:j])
         else:
-            placed = [(_place(p), 0, n, r) for n, (r, p) in enumerate(group)]
+            placed = [(_place(p), 0, n, r) for n, (r, p) in enumerate(zip(rows[i:j], pairs[i:j]))]
             placed += [(place, 1, n, r) for n, (place, r) in enumerate(extra)]
             placed.sort(key=lambda item: (item[0], item[1], item[2]))
             out.extend(r for _, _, _, r in placed)
