@@ -277,6 +277,8 @@ def _prepared(pair: Pair) -> tuple[StatsRow, _Sides | None]:
     two sides' statistics to compare (None when there is nothing to compare). Raises nothing
     for a side's problem: an unreadable tensor is the row's reason."""
     lref, rref = pair.left, pair.right
+    # index, op_type, left_op, right_op, tensor_id, left_dtype, right_dtype, shape, values, left_source,
+    # right_source, reasons, status (positional: built once a row)
     row = StatsRow(pair.index, pair.op_type, pair.left_op, pair.right_op, pair.tensor_id,
                    lref.dtype if lref else None, rref.dtype if rref else None,
                    tuple(lref.shape) if lref else (tuple(rref.shape) if rref else None), {}, "", "", [], pair.status)

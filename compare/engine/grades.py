@@ -284,11 +284,9 @@ def _output_index(place: TensorPlace | None) -> int:
     return place.index if place is not None else 0
 
 
-def _judged(group: _Group | None, place: TensorPlace | None) -> bool:
-    """Whether msprobe judges this row at all (the unjudged / outputs-only API names); a row of
-    no group is judged."""
-    if group is None:
-        return True
+def _judged(group: _Group, place: TensorPlace | None) -> bool:
+    """Whether msprobe judges a row of this call at all (the unjudged / outputs-only API names;
+    a row of no call is always judged)."""
     if group.unjudged:
         return False
     if group.outputs_only:
