@@ -51,10 +51,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import math
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -149,13 +152,17 @@ def tensor_stats(array: np.ndarray, *, with_hash: bool = False) -> dict[str, flo
 
 
 def diff_stat(name: str, left: float | str | None, right: float | str | None) -> StatDiff:
-    """Left, right, ``left - right`` and ``|diff| / |right|`` (text statistics: same/different)."""
+    """Left, right, ``left - right`` and ``|diff| / |right|`` (text statistics: same/different).
+
+    The definition for one statistic, any value types: a value ``None`` gives no difference; a
+    checksum or a text value ``same`` / ``different``; NaN on a side gives NaN and NaN; an infinity
+    on a side gives ``0`` and ``0`` when both are equal, else ``inf`` (two opposite infinities) or
+    ``left - right`` and ``rel = inf``; else ``diff = left - right`` and ``rel = |diff| / |right|``
+    (``0`` when ``diff`` and ``right`` are 0, ``inf`` when only ``right`` is 0). :func:`stat_diffs`
+    computes the same for many statistics at once (floats in numpy columns; this function for
+    the others); ``tests/compare/test_stat_columns.py`` holds the two equal."""
     if left is None or right is None:
         return StatDiff(left, right)
-    if type(left) is float and type(right) is float and name not in TEXT_STATS:
-        diff = left - right  # the common case: two finite floats
-        if diff - diff == 0.0 and right - right == 0.0:
-            return StatDiff(left, right, diff, abs(diff) / abs(right) if right != 0 else (0.0 if diff == 0 else math.inf))
     if name in TEXT_STATS or isinstance(left, str) or isinstance(right, str):
         return StatDiff(left, right, "same" if str(left) == str(right) else "different")
     a, b = float(left), float(right)
@@ -231,11 +238,24 @@ def side_stats(ref: TensorRef, wanted: Iterable[str] = ()) -> tuple[dict[str, fl
     return tensor_stats(array, with_hash="md5" in set(wanted)), f"computed from {ref.path.name}"
 
 
+@dataclass(frozen=True)
+class _Common:
+    """The statistics two sides both have, in report order, and ``values(stats)``: a statistics
+    dict's values of those names, as a tuple (one C call)."""
+
+    names: list[str]
+    values: Callable[[dict], tuple]
+
+
 @functools.lru_cache(maxsize=1024)
-def _common_stats(left: tuple[str, ...], right: tuple[str, ...]) -> list[str]:
+def _common_stats(left: tuple[str, ...], right: tuple[str, ...]) -> _Common:
     """:func:`ordered_stats` of the statistics both sides have, remembered (a dump records the
-    same few statistic sets for every tensor). The list is shared: never changed."""
-    return ordered_stats(set(left) & set(right))
+    same few statistic sets for every tensor). The record is shared: never changed."""
+    names = ordered_stats(set(left) & set(right))
+    if len(names) == 1:
+        only = names[0]
+        return _Common(names, lambda stats: (stats[only],))
+    return _Common(names, operator.itemgetter(*names) if names else lambda stats: ())
 
 
 def ordered_stats(names: Iterable[str]) -> list[str]:
@@ -246,53 +266,85 @@ def ordered_stats(names: Iterable[str]) -> list[str]:
 
 
 def compare_stats_pair(pair: Pair) -> StatsRow:
-    """Compare the statistics of one pair (never raises for one pair's problem)."""
-    row = StatsRow(index=pair.index, op_type=pair.op_type, left_op=pair.left_op, right_op=pair.right_op,
-                   tensor_id=pair.tensor_id, left_dtype=pair.left.dtype if pair.left else None,
-                   right_dtype=pair.right.dtype if pair.right else None,
-                   shape=tuple(pair.left.shape) if pair.left else (tuple(pair.right.shape) if pair.right else None),
-                   status=pair.status)
+    """Compare the statistics of one pair (never raises for one pair's problem): the row
+    :func:`compare_stats` makes of it."""
+    return compare_stats((pair,)).rows[0]
+
+
+def _prepared(pair: Pair) -> tuple[StatsRow, _Sides | None]:
+    """The row of one pair without its values (names, data types, shape, status and reasons in
+    their order: the pair's own reason, a null statistic's, a mismatch's or a shape note) and the
+    two sides' statistics to compare (None when there is nothing to compare). Raises nothing
+    for a side's problem: an unreadable tensor is the row's reason."""
+    lref, rref = pair.left, pair.right
+    # index, op_type, left_op, right_op, tensor_id, left_dtype, right_dtype, shape, values, left_source,
+    # right_source, reasons, status (positional: built once a row)
+    row = StatsRow(pair.index, pair.op_type, pair.left_op, pair.right_op, pair.tensor_id,
+                   lref.dtype if lref else None, rref.dtype if rref else None,
+                   tuple(lref.shape) if lref else (tuple(rref.shape) if rref else None), {}, "", "", [], pair.status)
     if pair.reason:
         row.reasons.append(pair.reason)
-    if pair.status is not PairStatus.COMPARED or pair.left is None or pair.right is None:
+    if pair.status is not PairStatus.COMPARED or lref is None or rref is None:
         if row.status is PairStatus.COMPARED:
-            row.status = PairStatus.MISSING_LEFT if pair.left is None else PairStatus.MISSING_RIGHT
-        return row
+            row.status = PairStatus.MISSING_LEFT if lref is None else PairStatus.MISSING_RIGHT
+        return row, None
 # duplicates: the two sides' statistics are read in turn (left, right): alike by shape, each with its own
 # side's error
     try:
-        left, row.left_source = side_stats(pair.left, pair.right.stats or ())
+        left, row.left_source = side_stats(lref, rref.stats or ())
     except CompareError as exc:
         row.status = PairStatus.NOT_COMPARABLE
         row.reasons.append(f"left tensor unreadable: {exc}")
-        return row
+        return row, None
     try:
-        right, row.right_source = side_stats(pair.right, pair.left.stats or ())
+        right, row.right_source = side_stats(rref, lref.stats or ())
     except CompareError as exc:
         row.status = PairStatus.NOT_COMPARABLE
         row.reasons.append(f"golden tensor unreadable: {exc}")
-        return row
-    common = _common_stats(tuple(left), tuple(right))
+        return row, None
+    both = _common_stats(tuple(left), tuple(right))
+    common = both.names
     if not common:
         row.status = PairStatus.NOT_COMPARABLE
         row.reasons.append(f"no statistic recorded on both sides (left: {', '.join(ordered_stats(left)) or 'none'}; "
                            f"right: {', '.join(ordered_stats(right)) or 'none'})")
-        return row
-    row.values = _diffs(left, right, common)
-    null = null_reason(left, right, common)
-    if null:
-        row.reasons.append(null)
-    mismatch = mismatch_reason(pair.left, pair.right)
+        return row, None
+    lvalues, rvalues = both.values(left), both.values(right)
+    floats = (_FLOAT_ONLY.issuperset(map(type, lvalues)) and _FLOAT_ONLY.issuperset(map(type, rvalues))
+              and TEXT_STATS.isdisjoint(common))
+    if not floats:  # a null statistic is None: never among floats
+        null = null_reason(left, right, common)
+        if null:
+            row.reasons.append(null)
+    sides = _Sides(common, lvalues, rvalues, floats)
+    if lref.dtype == rref.dtype and lref.format == rref.format and lref.shape == rref.shape:
+        return row, sides  # the common case: same data type, layout and shape, nothing to say
+    mismatch = mismatch_reason(lref, rref)
     if mismatch:
         row.status = PairStatus.NOT_COMPARABLE
         row.reasons.append(mismatch)
-    elif pair.left.shape and pair.right.shape and math.prod(pair.left.shape) != math.prod(pair.right.shape):
-        row.reasons.append(count_reason(pair.left, pair.right))
+    elif lref.shape and rref.shape and math.prod(lref.shape) != math.prod(rref.shape):
+        row.reasons.append(count_reason(lref, rref))
     else:
-        note = shape_note(pair.left, pair.right)
+        note = shape_note(lref, rref)
         if note:
             row.reasons.append(note)
-    return row
+    return row, sides
+
+
+#: The value type of :class:`_Sides` ``floats``.
+_FLOAT_ONLY = frozenset({float})
+
+
+class _Sides(NamedTuple):
+    """The statistics both sides of a row have (names in report order) and their values;
+    ``floats``: every value a Python float and no checksum among them (:func:`compare_stats`
+    computes those rows in one numpy column). A NamedTuple: one is built per row, in C."""
+
+    names: list[str]
+    left: tuple
+    right: tuple
+    floats: bool
 
 
 def null_reason(left: dict, right: dict, common: Sequence[str]) -> str:
@@ -384,13 +436,55 @@ def recorded_statistics(left: TensorRef, right: TensorRef) -> dict[str, StatDiff
     :func:`diff_stat` does; None when a side recorded none. No tensor is read."""
     if not left.stats or not right.stats:
         return None
-    common = _common_stats(tuple(left.stats), tuple(right.stats))
-    return _diffs(left.stats, right.stats, common) if common else None
+    both = _common_stats(tuple(left.stats), tuple(right.stats))
+    if not both.names:
+        return None
+    return dict(zip(both.names, stat_diffs(both.names, both.values(left.stats), both.values(right.stats))))
 
 
-def _diffs(left: dict, right: dict, common: Sequence[str]) -> dict[str, StatDiff]:
-    """:func:`diff_stat` of each statistic of ``common`` (report order), keyed by its name."""
-    return {name: diff_stat(name, left[name], right[name]) for name in common}
+def stat_diffs(names: Sequence[str], lefts: Sequence[object], rights: Sequence[object]) -> list[StatDiff]:
+    """:func:`diff_stat` of many statistics at once (``names[i]`` with values ``lefts[i]`` and
+    ``rights[i]``), the same records: where both values are Python floats and the statistic is not
+    a checksum, ``diff`` and ``rel`` are computed in float64 numpy columns with the policy of
+    :func:`diff_stat` as masks (NaN on a side: NaN, NaN; an infinity on a side: 0, 0 when equal,
+    else ``inf`` for two infinities or ``left - right``, and ``rel = inf``; else ``left - right``
+    and ``|diff| / |right|``, 0 / inf when ``right`` is 0), the same IEEE operations in the same
+    order, so the floats are bit-identical; any other entry (``None``, text, an integer, a
+    checksum) goes through :func:`diff_stat`. Raises what :func:`diff_stat` raises."""
+    count = len(names)
+    floats = [i for i in range(count) if type(lefts[i]) is float and type(rights[i]) is float
+              and names[i] not in TEXT_STATS]
+    out: list[StatDiff | None] = [None] * count
+    if len(floats) < count:
+        chosen = set(floats)
+        for i in range(count):
+            if i not in chosen:
+                out[i] = diff_stat(names[i], lefts[i], rights[i])  # type: ignore[arg-type]
+    if floats:
+        left = np.array([lefts[i] for i in floats], dtype=np.float64)
+        right = np.array([rights[i] for i in floats], dtype=np.float64)
+        diffs, rels = _float_diffs(left, right)
+        for i, a, b, d, r in zip(floats, left.tolist(), right.tolist(), diffs.tolist(), rels.tolist()):
+            out[i] = StatDiff(a, b, d, r)
+    return out  # type: ignore[return-value]
+
+
+def _float_diffs(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``diff`` and ``rel`` of float64 columns by :func:`diff_stat`'s policy (see :func:`stat_diffs`)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        diff = left - right
+        rel = np.abs(diff) / np.abs(right)
+    nan = np.isnan(left) | np.isnan(right)
+    inf = ~nan & (np.isinf(left) | np.isinf(right))
+    equal = left == right
+    zero_right = right == 0
+    rel = np.where(zero_right, np.where(diff == 0, 0.0, np.inf), rel)
+    inf_diff = np.where(equal, 0.0, np.where(np.isinf(left) & np.isinf(right), np.inf, diff))
+    diff = np.where(inf, inf_diff, diff)
+    rel = np.where(inf, np.where(equal, 0.0, np.inf), rel)
+    diff = np.where(nan, np.nan, diff)
+    rel = np.where(nan, np.nan, rel)
+    return diff, rel
 
 
 def statistics_metrics(values: dict[str, StatDiff]) -> tuple[dict[str, float | None], frozenset[str]]:
@@ -398,17 +492,26 @@ def statistics_metrics(values: dict[str, StatDiff]) -> tuple[dict[str, float | N
     ``LRelDiff``, checksums 0.0 / 1.0) and the metrics a null statistic leaves undefined."""
     metrics: dict[str, float | None] = {}
     nulls: list[str] = []
-    for name, value in values.items():
-        names = stat_metrics(name)
+    for (text, names), value in zip(_metric_plan(tuple(values)), values.values()):
         diff = value.diff
-        if name in TEXT_STATS:
+        if text:
             metrics[names[0]] = None if diff is None else (0.0 if diff == "same" else 1.0)
         else:
             metrics[names[0]] = abs(diff) if isinstance(diff, float) else None
             metrics[names[1]] = value.rel
         if value.left is None or value.right is None:
             nulls += names
-    return metrics, frozenset(nulls) if nulls else frozenset()
+    return metrics, frozenset(nulls) if nulls else _NO_NULLS
+
+
+_NO_NULLS: frozenset[str] = frozenset()
+
+
+@functools.lru_cache(maxsize=1024)
+def _metric_plan(names: tuple[str, ...]) -> tuple[tuple[bool, tuple[str, ...]], ...]:
+    """For each statistic of a row (a dump records the same few sets for every tensor):
+    whether it is a checksum, and its metric names (:func:`stat_metrics`)."""
+    return tuple((name in TEXT_STATS, stat_metrics(name)) for name in names)
 
 
 def metric_row(row: StatsRow) -> MetricRow:
@@ -459,19 +562,45 @@ class StatsResult:
 
 
 def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
-    """Compare every pair's statistics; columns are the statistics any row compared."""
-    rows = []
+    """Compare every pair's statistics; columns are the statistics any row compared.
+
+    Two passes: each pair's row without values (:func:`_prepared`), then the values: of all
+    rows whose values are floats at once (one float64 column of every such statistic,
+    :func:`_float_diffs`), of the others by :func:`stat_diffs`. A pair whose work raises becomes
+    a NOT_COMPARABLE row that says so (one pair never aborts the run)."""
+    rows: list[StatsRow] = []
+    todo: list[tuple[int, _Sides]] = []
     for pair in pairs:
         try:
-            rows.append(compare_stats_pair(pair))
+            row, sides = _prepared(pair)
         except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
-            row = StatsRow(index=pair.index, op_type=pair.op_type, left_op=pair.left_op, right_op=pair.right_op,
-                           tensor_id=pair.tensor_id, status=PairStatus.NOT_COMPARABLE)
-            row.reasons.append(f"internal error while comparing statistics of {pair.tensor_id or pair.left_op}: "
-                               f"{type(exc).__name__}: {exc} (please report)")
-            rows.append(row)
-    names = ordered_stats({n for row in rows for n in row.values})
-    return StatsResult(rows, names)
+            row, sides = _internal_error_row(pair, exc), None
+        if sides is not None:
+            todo.append((len(rows), sides))
+        rows.append(row)
+    column = [sides for _, sides in todo if sides.floats]
+    lefts = list(itertools.chain.from_iterable([sides.left for sides in column]))
+    rights = list(itertools.chain.from_iterable([sides.right for sides in column]))
+    diffs, rels = _float_diffs(np.array(lefts, dtype=np.float64), np.array(rights, dtype=np.float64))
+    made = iter(list(map(StatDiff, lefts, rights, diffs.tolist(), rels.tolist())))
+    for position, sides in todo:
+        if sides.floats:
+            rows[position].values = dict(zip(sides.names, made))  # zip stops at the names: ``made`` moves on
+            continue
+        try:
+            rows[position].values = dict(zip(sides.names, stat_diffs(sides.names, sides.left, sides.right)))
+        except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
+            rows[position] = _internal_error_row(pairs[position], exc)
+    return StatsResult(rows, ordered_stats({n for row in rows for n in row.values}))
+
+
+def _internal_error_row(pair: Pair, exc: Exception) -> StatsRow:
+    """The row of a pair whose comparison raised: NOT_COMPARABLE, the error as its reason."""
+    row = StatsRow(index=pair.index, op_type=pair.op_type, left_op=pair.left_op, right_op=pair.right_op,
+                   tensor_id=pair.tensor_id, status=PairStatus.NOT_COMPARABLE)
+    row.reasons.append(f"internal error while comparing statistics of {pair.tensor_id or pair.left_op}: "
+                       f"{type(exc).__name__}: {exc} (please report)")
+    return row
 
 
 def needs_stats_mode(left: object, right: object) -> bool:
@@ -483,5 +612,5 @@ def needs_stats_mode(left: object, right: object) -> bool:
 __all__ = ["NOT_SAME_TENSOR", "NULL_STATISTIC", "STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER",
            "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
            "diff_stat", "dtype_class", "metric_row", "mismatch_reason", "needs_stats_mode", "null_reason",
-           "ordered_stats", "recorded_statistics", "shape_note", "side_stats", "stat_label", "stat_metrics",
+           "ordered_stats", "recorded_statistics", "shape_note", "side_stats", "stat_diffs", "stat_label", "stat_metrics",
            "statistics_metrics", "stats_row", "tensor_stats"]

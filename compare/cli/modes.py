@@ -40,7 +40,7 @@ from ..runs.single_op import operator_request
 from ..verdict.policy_file import starter_policy
 from .echo import err
 from .output import ProgressBar, check_readable, failure_text, finish, note_lines, outcome_line
-from .startup import start_up_done
+from .startup import keep_until_exit, start_up_done
 from .two_files import run_two_files
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -256,6 +256,7 @@ def _network(request: CompareRequest, policy: "Policy | None", *, layout: Layout
         raise
     finally:
         bar.close()
+    keep_until_exit(result)
     result.options.update(layout=layout.value, float_format=number_format.text, csv=o.csv,
                           verdicts=o.verdicts, explain=o.explain)
     swept = [sweep_leftovers(folder, before=started) for folder in outputs.folders()]

@@ -142,8 +142,11 @@ class GroupKey(NamedTuple):
 
 @dataclass
 class _Group:
-    """The rows of one call: positions into the row list, by kind."""
+    """The rows of one call: positions into the row list, by kind; ``unjudged`` /
+    ``outputs_only``: its API name is one msprobe does not judge / judges by the outputs only."""
 
+    unjudged: bool
+    outputs_only: bool
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
 
@@ -161,12 +164,12 @@ def tensor_place(tensor_id: str | None) -> TensorPlace | None:
     parts = tensor_id.rsplit(":", 2)
     if len(parts) != 3 or not parts[0] or not parts[2].isdigit():
         return None
-    call, kind, index = parts
-    if kind == TensorKind.INPUT.value:
-        return TensorPlace(call, TensorKind.INPUT, int(index))
-    if kind == TensorKind.OUTPUT.value:
-        return TensorPlace(call, TensorKind.OUTPUT, int(index))
-    return None
+    kind = _PLACE_KINDS.get(parts[1])
+    return TensorPlace(parts[0], kind, int(parts[2])) if kind is not None else None
+
+
+#: The TensorIndex kinds a call rule reads, by their text.
+_PLACE_KINDS = {TensorKind.INPUT.value: TensorKind.INPUT, TensorKind.OUTPUT.value: TensorKind.OUTPUT}
 
 
 def api_name(call: str) -> str:
@@ -185,12 +188,13 @@ def _value(row: MetricRow, key: str) -> float | None:
 
 
 def _largest_norm(rows: Sequence[MetricRow], positions: Iterable[int]) -> float:
-    """The largest finite ``L2NormRelDiff`` (absolute) of those rows; 0 when none."""
+    """The largest finite ``L2NormRelDiff`` (absolute) of those rows; 0 when none (NaN, None:
+    not finite)."""
     largest = 0.0
     for i in positions:
-        value = _value(rows[i], NORM_KEY)
+        value = rows[i].metrics.get(NORM_KEY)
         if value is not None and math.isfinite(value):
-            largest = max(largest, abs(value))
+            largest = max(largest, abs(float(value)))
     return largest
 
 
@@ -266,7 +270,8 @@ def _groups(rows: Sequence[MetricRow]) -> tuple[dict[GroupKey, _Group], list[Gro
         key = GroupKey(row.rank, row.iteration, row.graph, place.call)
         group = groups.get(key)
         if group is None:
-            group = groups[key] = _Group()
+            name = api_name(place.call)
+            group = groups[key] = _Group(name in UNJUDGED_APIS, name in OUTPUTS_ONLY_APIS)
         (group.inputs if place.kind is TensorKind.INPUT else group.outputs).append(i)
         keys.append(key)
     for group in groups.values():
@@ -279,22 +284,19 @@ def _output_index(place: TensorPlace | None) -> int:
     return place.index if place is not None else 0
 
 
-def _judged(key: GroupKey | None, place: TensorPlace | None) -> bool:
-    """Whether msprobe judges this row at all (the unjudged / outputs-only API names)."""
-    if key is None:
-        return True
-    name = api_name(key.call)
-    if name in UNJUDGED_APIS:
+def _judged(group: _Group, place: TensorPlace | None) -> bool:
+    """Whether msprobe judges a row of this call at all (the unjudged / outputs-only API names;
+    a row of no call is always judged)."""
+    if group.unjudged:
         return False
-    if name in OUTPUTS_ONLY_APIS:
+    if group.outputs_only:
         return place is not None and place.kind is TensorKind.OUTPUT
     return True
 
 
-def _has_call_rules(key: GroupKey) -> bool:
+def _has_call_rules(key: GroupKey, group: _Group) -> bool:
     """Whether the call rules apply to a call (not unjudged, not outputs-only, not weight gradients)."""
-    name = api_name(key.call)
-    if name in UNJUDGED_APIS or name in OUTPUTS_ONLY_APIS:
+    if group.unjudged or group.outputs_only:
         return False
     parsed = parse_msprobe_name(key.call)
     return parsed is None or parsed.direction != "parameters_grad"
@@ -355,16 +357,16 @@ def row_grades(rows: Sequence[MetricRow], *, mode: GradeMode) -> list[RowGrade]:
     call_found: dict[int, list[_Finding]] = {}
     if not checksums:
         for key, group in groups.items():
-            if _has_call_rules(key):
+            if _has_call_rules(key, group):
                 call_found.update(_call_findings(rows, group, mode))
     grades = []
     for i, row in enumerate(rows):
-        if not _judged(keys[i], places[i]):
+        key = keys[i]
+        if key is not None and not _judged(groups[key], places[i]):
             grades.append(_PASSED)
             continue
-        missing = _missing_findings(row)
-        if missing is not None:
-            grades.append(_grade(missing))
+        if row.expected_gap or row.status is PairStatus.MISSING_RIGHT or row.status is PairStatus.MISSING_LEFT:
+            grades.append(_grade(_missing_findings(row)))  # type: ignore[arg-type]
             continue
         if row.kind is RowKind.ARGUMENT:  # compared by value (an error when not the same), plus its call's findings
             differs = [_Finding(Grade.ERROR, MSG_ARGUMENT)] if row.metrics.get(ARGUMENT_METRIC) else []

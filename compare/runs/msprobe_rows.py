@@ -61,9 +61,12 @@ def msprobe_sides(left: Run, right: Run) -> bool:
 
 
 def _data_name(ref: TensorRef | None) -> str:
-    if ref is None or ref.path.name == "dump.json" or (ref.reader is None and ref.stats is not None):
+    """The Data_name cell of a side: its data file's name; ``""`` for no side, a statistics-only
+    tensor (checked first: no path is looked at) or a tensor of ``dump.json``."""
+    if ref is None or (ref.reader is None and ref.stats is not None):
         return ""
-    return ref.path.name
+    name = ref.path.name
+    return "" if name == "dump.json" else name
 
 
 def _stack(left: Run, right: Run, left_op: str, right_op: str) -> tuple[str, ...]:
@@ -86,11 +89,11 @@ def annotate(rows: Sequence[MetricRow], pairs: Sequence[Pair], left: Run, right:
         if source is None:
             source = sources[stack] = user_frame(stack) if stack else ""
         lref, rref = pair.left, pair.right
-        row.msprobe = MsprobeCells(
-            left_name=lref.label if lref is not None else "", right_name=rref.label if rref is not None else "",
-            left_data=_data_name(lref), right_data=_data_name(rref),
-            left_grad=lref.requires_grad if lref is not None else None,
-            right_grad=rref.requires_grad if rref is not None else None, stack=stack, source=source)
+        row.msprobe = MsprobeCells(  # left_name, right_name, left_data, right_data, left_grad, right_grad, stack, source
+            lref.label if lref is not None else "", rref.label if rref is not None else "",
+            _data_name(lref), _data_name(rref),
+            lref.requires_grad if lref is not None else None,
+            rref.requires_grad if rref is not None else None, stack, source)
 
 
 def _same(a: Argument, b: Argument) -> bool:
@@ -184,7 +187,6 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
         j = i
         while j < count and pairs[j].left_op == pair.left_op and pairs[j].right_op == pair.right_op:
             j += 1
-        group = list(zip(rows[i:j], pairs[i:j]))
         base = rows[i]
         key = (pair.left_op, pair.right_op, base.rank, base.iteration, base.graph)
         lop = left.ops.get(pair.left_op) if pair.left_op != _NO_COUNTERPART else None
@@ -197,7 +199,7 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
         if not extra:
             out.extend(rows[i:j])
         else:
-            placed = [(_place(p), 0, n, r) for n, (r, p) in enumerate(group)]
+            placed = [(_place(p), 0, n, r) for n, (r, p) in enumerate(zip(rows[i:j], pairs[i:j]))]
             placed += [(place, 1, n, r) for n, (place, r) in enumerate(extra)]
             placed.sort(key=lambda item: (item[0], item[1], item[2]))
             out.extend(r for _, _, _, r in placed)

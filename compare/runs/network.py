@@ -247,15 +247,15 @@ class SameDataError(OptionError):
 
 
 def _file_ids(run: Run) -> set[tuple[int, int]]:
-    """(device, inode) of every dump file of a run (files that cannot be stat'ed are left out)."""
+    """(device, inode) of every dump file of a run (files that cannot be stat'ed are left out).
+    Each distinct path is stat'ed once (the calls of an msprobe run all name one ``dump.json``)."""
     ids = set()
-    for op in run.ops.values():
-        for path in op.files or (op.path,):
-            try:
-                st = os.stat(path)
-            except (OSError, ValueError):  # ValueError: a name no file can have (NUL, a lone surrogate)
-                continue
-            ids.add((st.st_dev, st.st_ino))
+    for path in {path for op in run.ops.values() for path in op.files or (op.path,)}:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):  # ValueError: a name no file can have (NUL, a lone surrogate)
+            continue
+        ids.add((st.st_dev, st.st_ino))
     return ids
 
 
