@@ -43,6 +43,7 @@ from ..kernels import bind_plan, compare_arrays, compare_planned, is_scalar_like
 from ..records import MetricRow, Pair, PairStatus, ValueCounts
 from .goldens import GoldenCache, PlanEntry
 from .prepare import NO_LAYOUT, LayoutRequest, layout_request, prepare_flat
+from .wire import RowBatch
 
 #: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
 MAX_WORKERS = 4
@@ -423,11 +424,13 @@ def die_with_parent() -> None:
         pass
 
 
-def _child_run(chunk: tuple[int, int]) -> list[MetricRow]:
+def _child_run(chunk: tuple[int, int]) -> RowBatch:
+    """A worker process: the rows of the pairs ``[start, stop)``, as the columns the parent lays
+    over the base rows of its own pairs (:class:`~compare.engine.wire.RowBatch`)."""
     assert _FORKED is not None
     pairs, options = _FORKED
     goldens = _CHILD_GOLDENS
-    return [_safe_compare(pair, options, goldens) for pair in pairs[chunk[0]:chunk[1]]]
+    return RowBatch.of([_safe_compare(pair, options, goldens) for pair in pairs[chunk[0]:chunk[1]]])
 
 
 _CHILD_GOLDENS = GoldenCache()
@@ -435,7 +438,8 @@ _CHILD_GOLDENS = GoldenCache()
 
 def _iter_processes(pairs: list[Pair], options: EngineOptions, workers: int) -> Iterator[MetricRow]:
     """:func:`iter_compare` on forked worker processes: the children inherit the pairs (nothing
-    is pickled on the way in) and send back their rows, chunk by chunk, in pair order. A worker
+    is pickled on the way in) and send back their rows, chunk by chunk, in pair order (as
+    :class:`~compare.engine.wire.RowBatch` columns over the base rows made here). A worker
     that dies (killed, out of memory) does not hang or abort the run: the pairs not compared yet
     are compared in this process, on threads."""
     import multiprocessing  # here: only when worker processes are used (~5 ms)
@@ -451,8 +455,9 @@ def _iter_processes(pairs: list[Pair], options: EngineOptions, workers: int) -> 
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                  initializer=_child_start) as pool:
             try:
-                for rows in pool.map(_child_run, _chunks(pairs)):
-                    for row in rows:
+                chunks = _chunks(pairs)
+                for (start, stop), batch in zip(chunks, pool.map(_child_run, chunks)):
+                    for row in batch.rows([_base_row(pair) for pair in pairs[start:stop]]):
                         done += 1
                         yield row
                         if options.progress is not None:
