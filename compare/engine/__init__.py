@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from convert.codecs.fastread import file_snapshots
 from convert.layouts import LayoutDecision, LayoutError
 from convert.layouts.lazy import Unsupported, kernel_plan
 
@@ -301,6 +302,14 @@ def _safe_compare(pair: Pair, options: EngineOptions, goldens: GoldenCache) -> M
                              f"{type(exc).__name__}: {exc} (please report)", PairStatus.NOT_COMPARABLE)
 
 
+def _run_group(group: Sequence[Pair], options: EngineOptions, goldens: GoldenCache) -> list[MetricRow]:
+    """The rows of consecutive pairs (a thread's group, a worker process's chunk), their small dump
+    files each read once (:func:`convert.codecs.fastread.file_snapshots`: an operator's tensors
+    are in one file)."""
+    with file_snapshots():
+        return [_safe_compare(pair, options, goldens) for pair in group]
+
+
 def _workers(options: EngineOptions, count: int) -> int:
     wanted = options.workers if options.workers > 0 else min(os.cpu_count() or 1, MAX_WORKERS)
     return max(1, min(wanted, count))
@@ -323,14 +332,15 @@ def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) ->
         yield from _iter_processes(pairs, options, workers)
         return
     if workers == 1:
-        for done, pair in enumerate(pairs, start=1):
-            yield _safe_compare(pair, options, goldens)
-            if options.progress is not None:
-                options.progress(done, total)
+        with file_snapshots():  # ends when the rows do (or when the consumer drops this generator)
+            for done, pair in enumerate(pairs, start=1):
+                yield _safe_compare(pair, options, goldens)
+                if options.progress is not None:
+                    options.progress(done, total)
         return
 
     def run(group: list[Pair]) -> list[MetricRow]:
-        return [_safe_compare(pair, options, goldens) for pair in group]
+        return _run_group(group, options, goldens)
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vcompare") as pool:
         pending = _groups(pairs)
@@ -430,7 +440,7 @@ def _child_run(chunk: tuple[int, int]) -> RowBatch:
     assert _FORKED is not None
     pairs, options = _FORKED
     goldens = _CHILD_GOLDENS
-    return RowBatch.of([_safe_compare(pair, options, goldens) for pair in pairs[chunk[0]:chunk[1]]])
+    return RowBatch.of(_run_group(pairs[chunk[0]:chunk[1]], options, goldens))
 
 
 _CHILD_GOLDENS = GoldenCache()
