@@ -156,8 +156,6 @@ def _pread(path: str | os.PathLike[str], offset: int, count: int) -> bytes | Non
 
 def read_tensor_mapped(header, info) -> np.ndarray:
     """:func:`convert.codecs.dumpfile.read_tensor` with the data memory-mapped (see the module docstring)."""
-    from . import dumpfile  # here: protobuf costs ~22 ms at start-up; the .npy codec needs only map_bytes
-
     code = int(info.data_type)
     shape = info.shape if type(info.shape) is tuple else tuple(int(d) for d in info.shape)
     if code in _MAPPED_CODES and shape and 0 < min(shape) and max(shape) < (1 << 63):
@@ -171,6 +169,8 @@ def read_tensor_mapped(header, info) -> np.ndarray:
                 raw = map_bytes(header.path, offset, needed)
             if raw is not None:
                 return view_plain(raw, code, shape)
+    from . import dumpfile  # here: protobuf costs ~22 ms at start-up; the .npy codec needs only map_bytes
+
     return dumpfile.read_tensor(header, info)
 
 

@@ -75,8 +75,9 @@ def test_outside_snapshots_every_read_reads_the_file(tmp_path, opens):
     with file_snapshots():
         first = read_tensor_mapped(header, header.tensors[0])
     header = _dump(path, [np.ones(8, np.float32)])  # the same size, other values
+    opens[0] = 0
     assert read_tensor_mapped(header, header.tensors[0]).tolist() == [1.0] * 8
-    assert first.tolist() == [0.0] * 8 and opens[0] == 2
+    assert first.tolist() == [0.0] * 8 and opens[0] == 1
 
 
 def test_snapshots_nest_and_take_turns_between_files(tmp_path, opens):
