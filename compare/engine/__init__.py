@@ -23,6 +23,7 @@ Performance (docs/performance.md):
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import signal
 import sys
@@ -277,19 +278,28 @@ def _finish(row: MetricRow, result: KernelResult, pair: Pair) -> MetricRow:
     row.std = result.std
     row.left_counts = row_counts(result.left_counts)
     row.right_counts = row_counts(result.right_counts)
-    for note in sorted(result.notes, key=lambda n: n.name):
-        if note.name not in _QUIET_NOTES:
-            row.reasons.append(note_text(note, pair))
+    if result.notes:
+        for note in sorted(result.notes, key=lambda n: n.name):
+            if note.name not in _QUIET_NOTES:
+                row.reasons.append(note_text(note, pair))
     if pair.reason:
         row.reasons.insert(0, pair.reason)
     return row
 
 
 def row_counts(counts: KernelCounts | None) -> ValueCounts | None:
-    """The kernels' counts as the record the rows carry (records do not import the kernels)."""
+    """The kernels' counts as the record the rows carry (records do not import the kernels).
+
+    One record per distinct count (:func:`_shared_counts`): almost every side of a network counts
+    ``(0, 0, 0)``, and a frozen record can be shared by any number of rows."""
     if counts is None:
         return None
-    return ValueCounts(nan=counts.nan, inf=counts.inf, saturated=counts.saturated)
+    return _shared_counts(counts.nan, counts.inf, counts.saturated)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_counts(nan: int, inf: int, saturated: int) -> ValueCounts:
+    return ValueCounts(nan=nan, inf=inf, saturated=saturated)
 
 
 def _safe_compare(pair: Pair, options: EngineOptions, goldens: GoldenCache) -> MetricRow:
