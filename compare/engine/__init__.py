@@ -23,6 +23,7 @@ Performance (docs/performance.md):
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import signal
 import sys
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from convert.codecs.fastread import file_snapshots
 from convert.layouts import LayoutDecision, LayoutError
 from convert.layouts.lazy import Unsupported, kernel_plan
 
@@ -43,6 +45,7 @@ from ..kernels import bind_plan, compare_arrays, compare_planned, is_scalar_like
 from ..records import MetricRow, Pair, PairStatus, ValueCounts
 from .goldens import GoldenCache, PlanEntry
 from .prepare import NO_LAYOUT, LayoutRequest, layout_request, prepare_flat
+from .wire import RowBatch
 
 #: Default thread count (``EngineOptions.workers == 0``): the cores, at most this many.
 MAX_WORKERS = 4
@@ -275,19 +278,28 @@ def _finish(row: MetricRow, result: KernelResult, pair: Pair) -> MetricRow:
     row.std = result.std
     row.left_counts = row_counts(result.left_counts)
     row.right_counts = row_counts(result.right_counts)
-    for note in sorted(result.notes, key=lambda n: n.name):
-        if note.name not in _QUIET_NOTES:
-            row.reasons.append(note_text(note, pair))
+    if result.notes:
+        for note in sorted(result.notes, key=lambda n: n.name):
+            if note.name not in _QUIET_NOTES:
+                row.reasons.append(note_text(note, pair))
     if pair.reason:
         row.reasons.insert(0, pair.reason)
     return row
 
 
 def row_counts(counts: KernelCounts | None) -> ValueCounts | None:
-    """The kernels' counts as the record the rows carry (records do not import the kernels)."""
+    """The kernels' counts as the record the rows carry (records do not import the kernels).
+
+    One record per distinct count (:func:`_shared_counts`): almost every side of a network counts
+    ``(0, 0, 0)``, and a frozen record can be shared by any number of rows."""
     if counts is None:
         return None
-    return ValueCounts(nan=counts.nan, inf=counts.inf, saturated=counts.saturated)
+    return _shared_counts(counts.nan, counts.inf, counts.saturated)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_counts(nan: int, inf: int, saturated: int) -> ValueCounts:
+    return ValueCounts(nan=nan, inf=inf, saturated=saturated)
 
 
 def _safe_compare(pair: Pair, options: EngineOptions, goldens: GoldenCache) -> MetricRow:
@@ -298,6 +310,14 @@ def _safe_compare(pair: Pair, options: EngineOptions, goldens: GoldenCache) -> M
         return _not_compared(_base_row(pair), algorithms,
                              f"internal error while comparing {pair.tensor_id or pair.left_op}: "
                              f"{type(exc).__name__}: {exc} (please report)", PairStatus.NOT_COMPARABLE)
+
+
+def _run_group(group: Sequence[Pair], options: EngineOptions, goldens: GoldenCache) -> list[MetricRow]:
+    """The rows of consecutive pairs (a thread's group, a worker process's chunk), their small dump
+    files each read once (:func:`convert.codecs.fastread.file_snapshots`: an operator's tensors
+    are in one file)."""
+    with file_snapshots():
+        return [_safe_compare(pair, options, goldens) for pair in group]
 
 
 def _workers(options: EngineOptions, count: int) -> int:
@@ -322,14 +342,15 @@ def iter_compare(pairs: Iterable[Pair], options: EngineOptions | None = None) ->
         yield from _iter_processes(pairs, options, workers)
         return
     if workers == 1:
-        for done, pair in enumerate(pairs, start=1):
-            yield _safe_compare(pair, options, goldens)
-            if options.progress is not None:
-                options.progress(done, total)
+        with file_snapshots():  # ends when the rows do (or when the consumer drops this generator)
+            for done, pair in enumerate(pairs, start=1):
+                yield _safe_compare(pair, options, goldens)
+                if options.progress is not None:
+                    options.progress(done, total)
         return
 
     def run(group: list[Pair]) -> list[MetricRow]:
-        return [_safe_compare(pair, options, goldens) for pair in group]
+        return _run_group(group, options, goldens)
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vcompare") as pool:
         pending = _groups(pairs)
@@ -423,11 +444,13 @@ def die_with_parent() -> None:
         pass
 
 
-def _child_run(chunk: tuple[int, int]) -> list[MetricRow]:
+def _child_run(chunk: tuple[int, int]) -> RowBatch:
+    """A worker process: the rows of the pairs ``[start, stop)``, as the columns the parent lays
+    over the base rows of its own pairs (:class:`~compare.engine.wire.RowBatch`)."""
     assert _FORKED is not None
     pairs, options = _FORKED
     goldens = _CHILD_GOLDENS
-    return [_safe_compare(pair, options, goldens) for pair in pairs[chunk[0]:chunk[1]]]
+    return RowBatch.of(_run_group(pairs[chunk[0]:chunk[1]], options, goldens))
 
 
 _CHILD_GOLDENS = GoldenCache()
@@ -435,7 +458,8 @@ _CHILD_GOLDENS = GoldenCache()
 
 def _iter_processes(pairs: list[Pair], options: EngineOptions, workers: int) -> Iterator[MetricRow]:
     """:func:`iter_compare` on forked worker processes: the children inherit the pairs (nothing
-    is pickled on the way in) and send back their rows, chunk by chunk, in pair order. A worker
+    is pickled on the way in) and send back their rows, chunk by chunk, in pair order (as
+    :class:`~compare.engine.wire.RowBatch` columns over the base rows made here). A worker
     that dies (killed, out of memory) does not hang or abort the run: the pairs not compared yet
     are compared in this process, on threads."""
     import multiprocessing  # here: only when worker processes are used (~5 ms)
@@ -451,8 +475,9 @@ def _iter_processes(pairs: list[Pair], options: EngineOptions, workers: int) -> 
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                  initializer=_child_start) as pool:
             try:
-                for rows in pool.map(_child_run, _chunks(pairs)):
-                    for row in rows:
+                chunks = _chunks(pairs)
+                for (start, stop), batch in zip(chunks, pool.map(_child_run, chunks)):
+                    for row in batch.rows([_base_row(pair) for pair in pairs[start:stop]]):
                         done += 1
                         yield row
                         if options.progress is not None:

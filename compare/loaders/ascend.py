@@ -89,9 +89,14 @@ def clean_op_name(name: str, *, fusion_rule: bool = False, keep_raw_names: bool 
     return name
 
 
+#: Any of QUANT_MARKERS, anywhere in a name (one search instead of 11 substring tests: asked for
+#: every op of both sides).
+_QUANT_RE = re.compile("|".join(re.escape(marker) for marker in QUANT_MARKERS))
+
+
 def is_quantized_name(name: str) -> bool:
-    """Whether an op name carries one of the quantization markers of §2.8."""
-    return any(marker in name for marker in QUANT_MARKERS)
+    """Whether an op name carries one of the quantization markers of §2.8 (as a substring)."""
+    return _QUANT_RE.search(name) is not None
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,6 +215,13 @@ def _format_codes() -> frozenset[int]:
     return frozenset(int(f) for f in Format)
 
 
+@functools.lru_cache(maxsize=256)
+def _format_name(code: int) -> str:
+    """:func:`convert.codecs.dtypes.format_name`, remembered (asked for every tensor of a scan: an
+    enum lookup each time otherwise)."""
+    return format_name(code)
+
+
 def tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...], tuple[TensorRef, ...]]:
     """TensorRefs (metadata + lazy reader) for the inputs and outputs of a parsed dump header."""
     read_tensor = read_dump_tensor
@@ -223,10 +235,10 @@ def tensor_refs(op_name: str, header, path: Path) -> tuple[tuple[TensorRef, ...]
                     kind=kind,
                     index=int(info.index),
                     dtype=dtype_name(info.data_type),
-                    format=format_name(info.format),
-                    shape=tuple(int(d) for d in info.shape),
+                    format=_format_name(int(info.format)),
+                    shape=tuple(map(int, info.shape)),
                     path=path,
-                    original_shape=tuple(int(d) for d in info.original_shape),
+                    original_shape=tuple(map(int, info.original_shape)),
                     address=int(info.address),
                     sub_format=int(info.sub_format),
                     nbytes=int(info.size),

@@ -145,10 +145,11 @@ def list_folder(folder: Path) -> FolderListing:
     mapping: dict[str, str] | None = None
     refused: dict[str, str] = {}
     trailing: list[str] = []
+    base = Path(folder)
     for entry in entries:
         if entry.name in IGNORED_FILES:
             continue
-        path = Path(entry.path)
+        path = base / entry.name  # entry.path is this path as text; joining a name costs half of parsing it
         name = entry.name
         if is_hashed_name(name):
             if mapping is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -106,9 +107,16 @@ class BackgroundRule:
 
 def _parse_rule_quietly(path: str) -> FusionRule | None:
     """The worker of :class:`BackgroundRule`: the parsed rule, or None on any error (then the
-    caller parses it and reports the error itself)."""
+    caller parses it and reports the error itself).
+
+    The cyclic collector is off in this process (forked for this one parse, shut down after it):
+    it would walk the parse's objects, and then the same objects again while the result is
+    pickled, to find no garbage -- the 8.5 MB rule of 10,000 operators took 1.17 s to parse and
+    0.25 s to pickle with it, 0.48 s and 0.13 s without.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
+    gc.disable()
     try:
         return load_fusion_rule(path)
     except Exception:  # noqa: BLE001 - reported by the caller's own parse

@@ -249,18 +249,24 @@ def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
         raise ValueError(f"dump version must be 1, 2 or None (auto), not {version!r}")
     path = path if isinstance(path, Path) else Path(path)
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        # a descriptor, not a buffered file object (~15 us less a file, which counts with tens of
+        # thousands of dumps); the buffered object only for the readers that need one
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
             if size == 0:
                 raise DumpFormatError(path, "empty file (0 bytes)", offset=0)
             if version != 1:
-                quick = _quick_v2(path, f, size)
+                quick = _quick_v2(path, fd, size)
                 if quick is not None:
                     return quick
-            nano_header = _nano_header(path, f, size)
-            if nano_header is not None:
-                return nano_header
-            return _read_any(path, f, size, version)
+            with open(fd, "rb", closefd=False) as f:
+                nano_header = _nano_header(path, f, size)
+                if nano_header is not None:
+                    return nano_header
+                return _read_any(path, f, size, version)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise DumpFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
 
@@ -270,12 +276,13 @@ def read_header(path: PathLike, version: int | None = None) -> DumpHeader:
 QUICK_READ_BYTES = 4096
 
 
-def _quick_v2(path: Path, f: BinaryIO, size: int) -> DumpHeader | None:
+def _quick_v2(path: Path, f: BinaryIO | int, size: int) -> DumpHeader | None:
     """A version-2 dump whose header is small and sound, from one read of its first bytes; None
     for anything else (a nano dump, a long or undecodable header, sizes that do not add up):
     then the full reader diagnoses it. A dump of many small tensors spends its header time in
-    system calls; this reads each file once instead of four times."""
-    head = os.pread(f.fileno(), min(size, QUICK_READ_BYTES), 0)
+    system calls; this reads each file once instead of four times. ``f``: the open file, or its
+    descriptor (what :func:`read_header` has)."""
+    head = os.pread(f if isinstance(f, int) else f.fileno(), min(size, QUICK_READ_BYTES), 0)
     if len(head) < HEADER_LENGTH_BYTES + 4:
         return None
     if int.from_bytes(head[NANO_MAGIC_OFFSET : NANO_MAGIC_OFFSET + 4], "little") == NANO_MAGIC:

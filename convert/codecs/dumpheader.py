@@ -99,16 +99,26 @@ class DumpHeader:
         return self.inputs + self.outputs
 
 
-def _tensor_info(kind: str, index: int, msg: Message, offset: int, size: int) -> TensorInfo:
+def _tensor_info(path: Path, kind: str, index: int, msg: Message, offset: int, size: int) -> TensorInfo:
+    """One tensor's :class:`TensorInfo`; a shape or original shape of more than :data:`MAX_RANK`
+    dimensions is refused (DumpFormatError at ``offset``, the tensor's data). Each repeated field
+    of the message is read once (protobuf attribute access is most of a small header's cost)."""
     has_shape = msg.HasField("shape")
+    has_original = msg.HasField("original_shape")
+    dims = msg.shape.dim
+    original_dims = msg.original_shape.dim
+    for shape_name, found in (("shape", dims), ("original_shape", original_dims)):
+        rank = len(found)
+        if rank > MAX_RANK:
+            problem = (f"{kind} {index}: its {shape_name} has {rank} dimensions (more than {MAX_RANK}): "
+                       "not a tensor shape")
+            raise DumpFormatError(path, problem, offset=offset)
     code = int(msg.data_type)
     if has_shape:
-        shape = tuple(int(d) for d in msg.shape.dim)
+        shape = tuple(map(int, dims))
     else:
         shape = (elements_in(code, size),)
-    original = ()
-    if msg.HasField("original_shape"):
-        original = tuple(int(d) for d in msg.original_shape.dim)
+    original = tuple(map(int, original_dims)) if has_original else ()
     return TensorInfo(
         kind=kind,
         index=index,
@@ -206,13 +216,9 @@ def assemble(
     msg: Message,
     spans: dict[int, list[tuple[int, int]]],
 ) -> DumpHeader:
-    _check_ranks(path, msg, spans)
-    inputs = tuple(
-        _tensor_info("input", i, m, *spans[DUMP_INPUT][i]) for i, m in enumerate(msg.input)
-    )
-    outputs = tuple(
-        _tensor_info("output", i, m, *spans[DUMP_OUTPUT][i]) for i, m in enumerate(msg.output)
-    )
+    # inputs then outputs, each in order: the first shape of too many dimensions is the one refused
+    inputs = tuple(_tensor_info(path, "input", i, m, *spans[DUMP_INPUT][i]) for i, m in enumerate(msg.input))
+    outputs = tuple(_tensor_info(path, "output", i, m, *spans[DUMP_OUTPUT][i]) for i, m in enumerate(msg.output))
     return DumpHeader(
         path=path,
         version=version,
@@ -226,20 +232,6 @@ def assemble(
         spaces=tuple(spans[DUMP_SPACE]),
         attrs=tuple((a.name, a.value) for a in msg.attr),
     )
-
-
-def _check_ranks(path: Path, msg: Message, spans: dict[int, list[tuple[int, int]]]) -> None:
-    """Refuse a shape of more than :data:`MAX_RANK` dimensions (offset: that tensor's data)."""
-    for kind, field, items in (("input", DUMP_INPUT, msg.input), ("output", DUMP_OUTPUT, msg.output)):
-        for i, item in enumerate(items):
-            for shape_name, shape in (("shape", item.shape), ("original_shape", item.original_shape)):
-                rank = len(shape.dim)
-                if rank > MAX_RANK:
-                    problem = (
-                        f"{kind} {i}: its {shape_name} has {rank} dimensions (more than {MAX_RANK}): "
-                        "not a tensor shape"
-                    )
-                    raise DumpFormatError(path, problem, offset=spans[field][i][0])
 
 
 def v2_spans(msg: Message, data_start: int) -> tuple[dict[int, list[tuple[int, int]]], int]:
