@@ -188,7 +188,9 @@ def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None
             srow.msprobe = row.msprobe
         by_row = {id(row): srow for srow, row in zip(stats.rows, rows)}
         rows = with_arguments(rows, pairing.pairs, left_run, right_run, stats.metrics)
-        stats.rows = [by_row.get(id(row)) or stats_row(row) for row in rows]
+        # ``is not None``, not ``or``: a StatsRow is falsy unless compared, and a not-comparable row
+        # keeps its statistics (shown for reference)
+        stats.rows = [srow if (srow := by_row.get(id(row))) is not None else stats_row(row) for row in rows]
     if graded:
         grade_rows(rows, mode=GradeMode.STATISTICS)
         for srow, row in zip(stats.rows, rows):
