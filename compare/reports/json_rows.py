@@ -125,15 +125,15 @@ def _counts(counts: ValueCounts | None) -> str:
 
 def _statistics(statistics: Mapping[str, StatDiff]) -> str:
     """A statistics row's ``statistics``: all values turned into text in one go when they are all
-    finite floats (one map over them), else one by one."""
+    finite floats (one map over them, then one ``%`` of the layout of these names), else one by one."""
     values = [value for stat in statistics.values() for value in (stat.left, stat.right, stat.diff, stat.rel)]
     try:
-        texts = list(map(_repr, values))
+        texts = tuple(map(_repr, values))
     except TypeError:  # a checksum, a missing value ...
         texts = None
     if texts is None or "n" in "".join(texts):  # ... or a NaN or an infinity
         return "{" + ",".join([_text(name) + _stat_diff(stat) for name, stat in statistics.items()]) + "}"
-    return "{" + _stat_layout(len(statistics)).format(*map(_text, statistics), *texts) + "}"
+    return _stat_layout(tuple(statistics)) % texts
 
 
 def _stat_diff(stat: StatDiff) -> str:
@@ -142,16 +142,12 @@ def _stat_diff(stat: StatDiff) -> str:
             f'"rel":{_number(stat.rel)}}}')
 
 
-@functools.lru_cache(maxsize=32)
-def _stat_layout(count: int) -> str:
-    """The ``str.format`` text of ``count`` statistics: the names are arguments 0 .. count-1, then
-    each statistic's left, right, diff and rel."""
-    entries = []
-    for i in range(count):
-        first = count + 4 * i
-        entries.append("{%d}:{{\"left\":{%d},\"right\":{%d},\"diff\":{%d},\"rel\":{%d}}}"
-                       % (i, first, first + 1, first + 2, first + 3))
-    return ",".join(entries)
+@functools.lru_cache(maxsize=256)
+def _stat_layout(names: tuple[str, ...]) -> str:
+    """The ``%`` template of a ``statistics`` object of these names (their text escaped once, a
+    ``%`` in a name doubled): each statistic's left, right, diff and rel are its ``%s``."""
+    return "{" + ",".join(_text(name).replace("%", "%%") + ':{"left":%s,"right":%s,"diff":%s,"rel":%s}'
+                          for name in names) + "}"
 
 
 def _grade(grade: RowGrade | None) -> str:
@@ -196,12 +192,14 @@ class RowEncoder:
     def __init__(self, metrics: Sequence[str]) -> None:
         self._names = MetricNames(metrics)
         self._keys = tuple(_text(name) + ":" for name in self._names.names)
+        self._layout = "{" + ",".join(key.replace("%", "%%") + "%s" for key in self._keys) + "}"
 
     def _metrics(self, values: Mapping[str, float | None]) -> str:
-        names, keys = self._names.names, self._keys
-        if not self._names.known.issuperset(values):
-            others = self._names.others(values)
-            names, keys = names + tuple(others), keys + tuple(_text(name) + ":" for name in others)
+        names = self._names.names
+        if self._names.known.issuperset(values):  # the usual row: one ``%`` of the document's layout
+            return self._layout % tuple(_numbers(map(values.get, names)))
+        names += tuple(self._names.others(values))
+        keys = self._keys + tuple(_text(name) + ":" for name in names[len(self._keys):])
         return "{" + ",".join(map(str.__add__, keys, _numbers(map(values.get, names)))) + "}"
 
     def line(self, position: int, row: MetricRow) -> str:

@@ -130,7 +130,7 @@ def test_no_rows_is_the_whole_document_indented(tmp_path: Path) -> None:
 _FLOATS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6),
                     st.sampled_from([0.0, -0.0, 5e-324, 1.7976931348623157e308, 1e16, 1e-7, 0.1 + 0.2]))
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=()) | st.sampled_from(["\udcff", "\udc80", "\"", "\\",
-                                                                                       "\n", "\x00", "\u2028"]),
+                                                                                       "\n", "\x00", "\u2028", "%", "s"]),
                 max_size=12)
 _STAT = st.one_of(_FLOATS, _TEXT)
 _METRICS = ["CosineSimilarity", "StandardDeviation", "MaxAbsoluteError", "MaxDiff"]
