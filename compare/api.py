@@ -31,7 +31,7 @@ from .reports.divergence import localisation_document
 from .reports.files import tool_version
 from .reports.frame import frame_of
 from .reports.junit import render_junit
-from .reports.json_rows import render_result
+from .reports.json_rows import full_document, render_result
 from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
 from .reports.saved import load_result
 from .request import CompareRequest, Mode, PathLike, RuleArg
@@ -168,6 +168,8 @@ class ComparisonResult:
     def to_dict(self, *, with_rows: bool = True) -> dict:
         """The versioned JSON result document as a dict (docs/result-json.md); ``verdict`` is null
         when not gated; ``with_rows=False``: its ``rows`` left empty (``--json`` writes them in turn).
+        The rows are the lines of :meth:`to_json` read back (:func:`compare.reports.json_rows.row_documents`:
+        one encoder), so the rows of ``json.loads(to_json())`` are those of ``to_dict()``.
 
         For a saved JSON result re-checked by :func:`regate`, inputs, options, notes, timing and
         creation time are the saved run's, so only the verdict can differ.
@@ -182,10 +184,11 @@ class ComparisonResult:
             tool = self.document.get("tool")
             if isinstance(tool, dict) and isinstance(tool.get("version"), str):
                 version = tool["version"]
-        return result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
+        head = result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
                                verdict=self.verdict if self.gated else None, timing=self.timing,
                                tool_version=version, created=created, localisation=localisation,
-                               skipped=self.skipped, parts=self.parts, with_rows=with_rows)
+                               skipped=self.skipped, parts=self.parts)
+        return full_document(head, self.rows, self.metrics) if with_rows else head
 
     def write_json(self, path: "str | os.PathLike[str]") -> Path:
         """Write the JSON result (:meth:`to_json`'s text) to ``path`` through its writer of the output table

@@ -1,33 +1,40 @@
-"""The JSON result streamed: its head, then each row's line written as text, never as a dict.
+"""The rows of the JSON result: the one encoder of a row, its line of text; the document streamed.
 
-:func:`compare.reports.result_json.row_document` describes a row as a dict (what
-``ComparisonResult.to_dict`` holds). Building that dict, then encoding it, costs ~25 us a
-statistics row; ``--json`` and ``ComparisonResult.to_json`` write millions of rows, so they go
-through :class:`RowEncoder` instead: one row's line of compact JSON built directly from the
-record, **byte for byte what the JSON encoder writes for the row's dict** (tests compare the two
-on every fixture family and on generated odd floats and names). Each value becomes text where it
-is read: strings through the json module's own C escaper (``ensure_ascii``: non-ASCII and the
-surrogate escapes of undecodable file names written as ``\\uXXXX``), finite floats by
+A row is never built as a dict to be encoded: :class:`RowEncoder` writes each row's line of
+compact JSON straight from the record (a dict then the encoder cost ~25 us a statistics row;
+``--json`` and ``ComparisonResult.to_json`` write millions of rows). Each value becomes text
+where it is read: strings through the json module's own C escaper (``ensure_ascii``: non-ASCII
+and the surrogate escapes of undecodable file names written as ``\\uXXXX``), finite floats by
 ``float.__repr__`` as the encoder writes them, non-finite floats as the strings of
-:func:`~compare.reports.result_json.encode_float`. A field the records type as text (``left_op``,
-msprobe's names ...) must be text; where a record allows several types (whole numbers, flags,
-lists), a value of an unusual type goes through the encoder itself, so it is written as before.
+:func:`~compare.reports.result_json.encode_float`, ``None`` as null. A field the records type as
+text (``left_op``, msprobe's names ...) must be text; where a record allows several types (whole
+numbers, flags, lists), a value of an unusual type goes through the encoder itself. Keys, their
+order and every rule are docs/result-json.md's; the tests hold the lines to an independent
+dict-built reference on every fixture family and on generated odd values.
 
-The cost left is mostly ``float.__repr__`` (the shortest round-trip text, ~0.3-0.5 us a float
+The rows as dicts (``ComparisonResult.to_dict``, ``--overflow``) are these lines read back
+(:func:`row_documents`, ``json.loads``): one encoder, so the dict and the text cannot disagree,
+and ``dumps(to_dict())`` is ``to_json()`` byte for byte.
+
+The cost left is mostly ``float.__repr__`` (the shortest round-trip text, ~0.35-0.5 us a float
 on the 2-core session machine; 13-16 floats a row): a row's metrics, std and statistics are each
 turned into text by one ``map`` when they are all finite floats (the usual case), value by value
-otherwise.
+otherwise. (Measured for issue 31: a batch of rows encoded column by column -- each field by one
+comprehension, each line by one ``%`` of a template -- is no faster at 256 rows a batch and
+slower beyond, the floats' ``repr`` being the same work and the records read in a worse order;
+numpy's ``astype(str)`` of a float64 column gives the same texts at the same cost.)
 
 :func:`write_result` and :func:`render_result` stream the document: the head (every key but
-``rows``, from :func:`~compare.reports.result_json.result_document` with ``with_rows=False``),
-the row lines a few thousand at a time, the tail. Neither the rows' dicts nor the whole text are
-ever held (:func:`write_result`), and the file is what
-:func:`~compare.reports.result_json.dumps` makes of the full document.
+``rows``, :func:`~compare.reports.result_json.result_document`), the row lines a few thousand at
+a time, the tail. Neither the rows' dicts nor the whole text are ever held
+(:func:`write_result`), and the file is what :func:`~compare.reports.result_json.dumps` makes of
+the full document (:func:`full_document`).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring_ascii
@@ -36,7 +43,7 @@ from typing import Any, BinaryIO
 
 from ..records import ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, StatDiff, ValueCounts
 from .files import atomic_write
-from .result_json import ROW_ENCODER, STD_KEYS, MetricNames, dumps, encode_float, head_and_tail, write_json
+from .result_json import ROW_ENCODER, STD_KEYS, STD_NAME, dumps, encode_float, head_and_tail, write_json
 
 #: Rows encoded per write (and per piece of :func:`render_result`).
 ROWS_PER_WRITE = 2048
@@ -118,15 +125,15 @@ def _counts(counts: ValueCounts | None) -> str:
 
 def _statistics(statistics: Mapping[str, StatDiff]) -> str:
     """A statistics row's ``statistics``: all values turned into text in one go when they are all
-    finite floats (one map over them), else one by one."""
+    finite floats (one map over them, then one ``%`` of the layout of these names), else one by one."""
     values = [value for stat in statistics.values() for value in (stat.left, stat.right, stat.diff, stat.rel)]
     try:
-        texts = list(map(_repr, values))
+        texts = tuple(map(_repr, values))
     except TypeError:  # a checksum, a missing value ...
         texts = None
     if texts is None or "n" in "".join(texts):  # ... or a NaN or an infinity
         return "{" + ",".join([_text(name) + _stat_diff(stat) for name, stat in statistics.items()]) + "}"
-    return "{" + _stat_layout(len(statistics)).format(*map(_text, statistics), *texts) + "}"
+    return _stat_layout(tuple(statistics)) % texts
 
 
 def _stat_diff(stat: StatDiff) -> str:
@@ -135,16 +142,12 @@ def _stat_diff(stat: StatDiff) -> str:
             f'"rel":{_number(stat.rel)}}}')
 
 
-@functools.lru_cache(maxsize=32)
-def _stat_layout(count: int) -> str:
-    """The ``str.format`` text of ``count`` statistics: the names are arguments 0 .. count-1, then
-    each statistic's left, right, diff and rel."""
-    entries = []
-    for i in range(count):
-        first = count + 4 * i
-        entries.append("{%d}:{{\"left\":{%d},\"right\":{%d},\"diff\":{%d},\"rel\":{%d}}}"
-                       % (i, first, first + 1, first + 2, first + 3))
-    return ",".join(entries)
+@functools.lru_cache(maxsize=256)
+def _stat_layout(names: tuple[str, ...]) -> str:
+    """The ``%`` template of a ``statistics`` object of these names (their text escaped once, a
+    ``%`` in a name doubled): each statistic's left, right, diff and rel are its ``%s``."""
+    return "{" + ",".join(_text(name).replace("%", "%%") + ':{"left":%s,"right":%s,"diff":%s,"rel":%s}'
+                          for name in names) + "}"
 
 
 def _grade(grade: RowGrade | None) -> str:
@@ -167,20 +170,36 @@ def _argument(argument: ArgumentDiff) -> str:
             f'"diff":{_number(argument.diff)}}}')
 
 
+class MetricNames:
+    """The metric keys of every row of a document, worked out once: the document's metrics (not
+    StandardDeviation, each once) in order, then a row's own others (checked per row with one set test)."""
+
+    def __init__(self, metrics: Sequence[str]) -> None:
+        self.names = tuple(dict.fromkeys(m for m in metrics if m != STD_NAME))
+        self.known = frozenset(self.names) | {STD_NAME}
+
+    def others(self, values: Mapping[str, float | None]) -> list[str]:
+        """A row's metrics that are not among the document's, in the row's order."""
+        return [m for m in values if m not in self.known]
+
+
 class RowEncoder:
     """The line of each row of one document (its metric names worked out once, their keys
-    escaped once): ``line(position, row)`` is the compact JSON of ``row_document(position, row,
-    metrics)``, without building it."""
+    escaped once): ``line(position, row)`` is the row's object at ``position`` of the document's
+    ``rows``, as compact JSON (docs/result-json.md: its keys in order; ``msprobe`` only in rows of
+    msprobe runs, ``argument`` only in argument rows)."""
 
     def __init__(self, metrics: Sequence[str]) -> None:
         self._names = MetricNames(metrics)
         self._keys = tuple(_text(name) + ":" for name in self._names.names)
+        self._layout = "{" + ",".join(key.replace("%", "%%") + "%s" for key in self._keys) + "}"
 
     def _metrics(self, values: Mapping[str, float | None]) -> str:
-        names, keys = self._names.names, self._keys
-        if not self._names.known.issuperset(values):
-            others = self._names.others(values)
-            names, keys = names + tuple(others), keys + tuple(_text(name) + ":" for name in others)
+        names = self._names.names
+        if self._names.known.issuperset(values):  # the usual row: one ``%`` of the document's layout
+            return self._layout % tuple(_numbers(map(values.get, names)))
+        names += tuple(self._names.others(values))
+        keys = self._keys + tuple(_text(name) + ":" for name in names[len(self._keys):])
         return "{" + ",".join(map(str.__add__, keys, _numbers(map(values.get, names)))) + "}"
 
     def line(self, position: int, row: MetricRow) -> str:
@@ -232,8 +251,23 @@ def _pieces(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequenc
     yield tail
 
 
+def row_documents(rows: Sequence[MetricRow], metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """The ``rows`` of a document as dicts: each row's line (:meth:`RowEncoder.line`) read back
+    by ``json.loads`` -- the one encoder, so a dict holds exactly what the text says (floats,
+    ``"nan"`` / ``"inf"`` strings, lists where the record has tuples)."""
+    line = RowEncoder(metrics).line
+    return [json.loads(line(position, row)) for position, row in enumerate(rows)]
+
+
+def full_document(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequence[str]) -> dict[str, Any]:
+    """``head`` (a document of :func:`~compare.reports.result_json.result_document`) with ``rows``
+    (its records, ``metrics`` the document's metric names) as its ``rows``, as dicts
+    (:func:`row_documents`): the whole document, what ``ComparisonResult.to_dict`` returns."""
+    return {**head, "rows": row_documents(rows, metrics)}
+
+
 def render_result(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequence[str]) -> str:
-    """The JSON result's text: ``head`` (a document made with ``with_rows=False``) with ``rows``
+    """The JSON result's text: ``head`` (a document of :func:`~compare.reports.result_json.result_document`) with ``rows``
     (its records, ``metrics`` the document's metric names) as its ``rows``; the same text as
     :func:`~compare.reports.result_json.dumps` of the full document."""
     if not rows:
@@ -255,4 +289,5 @@ def write_result(head: Mapping[str, Any], path: str | os.PathLike[str], rows: Se
     return atomic_write(Path(path), write)
 
 
-__all__ = ["ROWS_PER_WRITE", "RowEncoder", "render_result", "write_result"]
+__all__ = ["ROWS_PER_WRITE", "MetricNames", "RowEncoder", "full_document", "render_result", "row_documents",
+           "write_result"]

@@ -32,8 +32,7 @@ from typing import Any
 from convert.jsonsafe import MAX_DEPTH, deeper_than, load_json, too_deep
 
 from ..errors import DumpFormatError
-from ..records import (ArgumentDiff, Bound, CheckFailure, MetricRow, MsprobeCells, PartReport, PartStatus,
-                       SkippedFile, StatDiff, Verdict, count_by_status)
+from ..records import Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, Verdict, count_by_status
 from .files import atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
@@ -70,103 +69,6 @@ def decode_float(value: object, where: str = "value") -> float | None:
     if isinstance(value, str) and value in NON_FINITE:
         return NON_FINITE[value]
     raise ValueError(f"{where}: expected a number, null, \"nan\", \"inf\" or \"-inf\", not {value!r}")
-
-
-class MetricNames:
-    """The metric keys of every row of a document, worked out once: the document's metrics (not
-    StandardDeviation, each once) in order, then a row's own others (checked per row with one set test)."""
-
-    def __init__(self, metrics: Sequence[str]) -> None:
-        self.names = tuple(dict.fromkeys(m for m in metrics if m != STD_NAME))
-        self.known = frozenset(self.names) | {STD_NAME}
-
-    def others(self, values: Mapping[str, float | None]) -> list[str]:
-        """A row's metrics that are not among the document's, in the row's order."""
-        return [m for m in values if m not in self.known]
-
-    def of(self, row: MetricRow) -> dict[str, JsonFloat]:
-        values = row.metrics
-        names: Sequence[str] = self.names
-        if not self.known.issuperset(values):
-            names = list(names) + self.others(values)
-        get = values.get
-        return {name: encode_float(get(name)) for name in names}
-
-
-def row_document(position: int, row: MetricRow, metrics: Sequence[str] | MetricNames) -> dict[str, Any]:
-    """One row of the ``rows`` list (``position`` = its place in the list, which verdicts cite).
-    Rows of msprobe runs add ``msprobe`` (:func:`msprobe_document`) and argument rows ``argument``
-    (:func:`argument_document`); other rows do not have these keys."""
-    document = _row_fields(position, row, metrics)
-    if row.msprobe is not None:
-        document["msprobe"] = msprobe_document(row.msprobe)
-    if row.argument is not None:
-        document["argument"] = argument_document(row.argument)
-    return document
-
-
-def msprobe_document(cells: MsprobeCells) -> dict[str, Any]:
-    """A row's msprobe fields: ``left_name`` / ``right_name`` (msprobe's NPU / Bench Name),
-    ``left_data`` / ``right_data`` (data file names, ``""`` when none), ``left_requires_grad`` /
-    ``right_requires_grad`` / ``requires_grad_consistent`` (null when not recorded), ``source``
-    (the user's ``file:line``) and ``stack`` (every frame, innermost first)."""
-    return {"left_name": cells.left_name, "right_name": cells.right_name, "left_data": cells.left_data,
-            "right_data": cells.right_data, "left_requires_grad": cells.left_grad,
-            "right_requires_grad": cells.right_grad, "requires_grad_consistent": cells.grad_consistent,
-            "source": cells.source, "stack": list(cells.stack)}
-
-
-def argument_document(argument: ArgumentDiff) -> dict[str, Any]:
-    """An argument row's values: ``left_type`` / ``right_type``, ``left`` / ``right`` (the values as
-    text, null for a missing side), ``same``, ``diff`` (``left - right`` when both are numbers)."""
-    return {"left_type": argument.left_type, "right_type": argument.right_type, "left": argument.left,
-            "right": argument.right, "same": argument.same, "diff": encode_float(argument.diff)}
-
-
-def _row_fields(position: int, row: MetricRow, metrics: Sequence[str] | MetricNames) -> dict[str, Any]:
-    return {
-        "row": position,
-        "index": row.index,
-        "op_type": row.op_type,
-        "left_op": row.left_op,
-        "right_op": row.right_op,
-        "tensor_id": row.tensor_id,
-        "rank": row.rank,
-        "graph": row.graph,
-        "iteration": row.iteration,
-        "left_dtype": row.left_dtype,
-        "right_dtype": row.right_dtype,
-        "shape": None if row.shape is None else [int(d) for d in row.shape],
-        "status": row.status.value,
-        "metrics": (metrics if isinstance(metrics, MetricNames) else MetricNames(metrics)).of(row),
-        "std": None if row.std is None else dict(zip(STD_KEYS, (encode_float(v) for v in row.std))),
-        "reasons": list(row.reasons),
-        # duplicates: the row and statistics-row documents list their fields one by one (the JSON schema in
-        # docs/result-json.md)
-        "left_address": row.left_address,
-        "right_address": row.right_address,
-        "op_sequence": row.op_sequence,
-        "expected_gap": row.expected_gap,
-        "left_counts": None if row.left_counts is None else dataclasses.asdict(row.left_counts),
-        "right_counts": None if row.right_counts is None else dataclasses.asdict(row.right_counts),
-        "kind": row.kind.value,
-        "undefined": sorted(row.undefined),
-        "statistics": None if row.statistics is None else statistics_document(row.statistics),
-        "grade": None if row.grade is None else {"result": row.grade.grade.value,
-                                                 "messages": list(row.grade.messages)},
-    }
-
-
-def _stat_value(value: float | str | None) -> JsonFloat:
-    """A statistic's value: text (a checksum, ``same`` / ``different``) as it is, else a float."""
-    return value if isinstance(value, str) else encode_float(value)
-
-
-def statistics_document(statistics: Mapping[str, StatDiff]) -> dict[str, dict[str, JsonFloat]]:
-    """A statistics row's ``statistics``: per statistic, ``left``, ``right``, ``diff`` (signed,
-    ``left - right``; ``same`` / ``different`` for a checksum) and ``rel``."""
-    return {name: {"left": _stat_value(v.left), "right": _stat_value(v.right), "diff": _stat_value(v.diff),
-                   "rel": encode_float(v.rel)} for name, v in statistics.items()}
 
 
 def bound_document(bound: Bound | None) -> dict[str, Any] | None:
@@ -288,12 +190,12 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
                     options: Mapping[str, object], notes: Sequence[str], verdict: Verdict | None,
                     timing: Mapping[str, float], tool_version: str,
                     created: float | None = None, localisation: Mapping[str, Any] | None = None,
-                    skipped: Sequence[SkippedFile] = (), parts: Sequence[PartReport] = (),
-                    with_rows: bool = True) -> dict[str, Any]:
-    """The JSON result document of one run (keys and types: docs/result-json.md).
-
-    ``with_rows`` False: ``rows`` is left empty (everything else, the counts included, is of
-    ``rows``): the head that :func:`compare.reports.json_rows.write_result` streams the rows after.
+                    skipped: Sequence[SkippedFile] = (), parts: Sequence[PartReport] = ()) -> dict[str, Any]:
+    """The JSON result document of one run (keys and types: docs/result-json.md) without its rows:
+    ``rows`` is left empty, everything else (the counts included) is of ``rows``. The rows are
+    encoded by the one row encoder, :mod:`compare.reports.json_rows`: streamed after this head
+    (:func:`~compare.reports.json_rows.write_result`), or read back as dicts into it
+    (:func:`~compare.reports.json_rows.full_document`).
 
     ``inputs``: what was compared (``left``, ``right``, ``fusion_rule`` ... as resolved paths);
     ``options``: the options that shaped the result; both are copied with paths as text.
@@ -307,7 +209,6 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
     name the statistics metrics that broke their bounds (``MaxRelDiff`` ...).
     """
     stamp = time.gmtime(time.time() if created is None else created)
-    names = MetricNames(metrics)
     return {
         "schema": SCHEMA_ID,
         "version": SCHEMA_VERSION,
@@ -319,7 +220,7 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
         "skipped": skipped_document(skipped),
         "counts": status_counts(rows),
         "metrics": list(metrics),
-        "rows": [row_document(i, row, names) for i, row in enumerate(rows)] if with_rows else [],
+        "rows": [],
         "verdict": verdict_document(verdict),
         "localisation": None if localisation is None else dict(localisation),
         "timing": {str(k): encode_float(v) for k, v in timing.items()},

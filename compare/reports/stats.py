@@ -20,9 +20,10 @@ import io
 import os
 import time
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 
-from ..records import RowGrade
+from ..records import RowGrade, StatDiff
 from ..stats import StatsResult, StatsRow, stat_label, stat_metrics
 from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
@@ -132,9 +133,23 @@ def _shape_field(row: StatsRow) -> tuple[int, ...] | None:
     return row.shape if row.tensor_id else None
 
 
+_STAT_FIELDS = attrgetter("left", "right", "diff", "rel")
+
+
+def _stat_fields(stats: list[StatDiff | None]) -> tuple[Sequence[object], ...]:
+    """The left, right, diff and rel columns of one statistic over a batch (None where a row has
+    no such statistic): one call a row when every row has it (the usual case)."""
+    try:
+        return tuple(zip(*map(_STAT_FIELDS, stats))) if stats else ([], [], [], [])
+    except AttributeError:  # a row without it
+        fields = [(None, None, None, None) if d is None else _STAT_FIELDS(d) for d in stats]
+        return tuple(zip(*fields))
+
+
 def _batch_columns(rows: Sequence[StatsRow], stats: Sequence[str], columns: Mapping[str, bool],
                    verdicts: Mapping[VerdictKey, str] | None) -> list[list[str]]:
-    """The CSV fields of a batch of rows, column by column, in :func:`header`'s order."""
+    """The CSV fields of a batch of rows, column by column, in :func:`header`'s order (a column
+    may hold two fields joined by ``,``: a line is its columns joined by ``,``)."""
     cols = [list(map(str, [r.index for r in rows])), _text_column([r.op_type for r in rows]),
             _text_column([r.left_op for r in rows]), _text_column([r.right_op for r in rows]),
             _text_column([r.tensor_id for r in rows])]
@@ -146,19 +161,15 @@ def _batch_columns(rows: Sequence[StatsRow], stats: Sequence[str], columns: Mapp
     cols += [_text_column([r.left_dtype for r in rows]), _text_column([r.right_dtype for r in rows]),
              each_distinct([_shape_field(r) for r in rows], lambda shape: csv_field(shape_cell(shape)))]
     for name in stats:
-        diffs = [r.values.get(name) for r in rows]
-        lefts = [None if d is None else d.left for d in diffs]
+        lefts, rights, diffs, rels = _stat_fields([r.values.get(name) for r in rows])
         left_cells = value_column(lefts)
-        cols += [left_cells, right_value_column(lefts, [None if d is None else d.right for d in diffs], left_cells),
-                 value_column([None if d is None else d.diff for d in diffs]),
-                 value_column([None if d is None else d.rel for d in diffs])]
+        cols += [left_cells, right_value_column(lefts, rights, left_cells), value_column(diffs), value_column(rels)]
     cols += [_text_column([r.left_source for r in rows]), _text_column([r.right_source for r in rows])]
     if columns["with_msprobe"]:
         cols += msprobe_columns([r.msprobe for r in rows], [r.argument for r in rows], csv_field)
-    if columns["with_grade"]:
-        grades = [r.grade for r in rows]
-        cols += [each_distinct(grades, lambda grade: csv_field(neutralise(grade_cells(grade)[0]))),
-                 each_distinct(grades, lambda grade: csv_field(neutralise(grade_cells(grade)[1])))]
+    if columns["with_grade"]:  # Result and Err_message: two fields of one text, each distinct grade once
+        cols.append(each_distinct([r.grade for r in rows],
+                                  lambda grade: ",".join([csv_field(neutralise(cell)) for cell in grade_cells(grade)])))
     cols.append(each_distinct(["; ".join(r.reasons) for r in rows], lambda text: csv_field(neutralise(text))))
     if verdicts is not None:
         cols.append(each_distinct([verdicts.get((r.rank, r.iteration, r.left_op), "not-compared") for r in rows],

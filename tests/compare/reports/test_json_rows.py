@@ -1,11 +1,16 @@
 """The JSON result streamed (issue 31): each row's line encoded straight from the record is byte for
-byte the compact JSON of the row's dict, on every fixture family and on generated odd values."""
+byte the compact JSON of the row's dict as docs/result-json.md describes it (:func:`_reference`, an
+independent dict-built reference kept here), on every fixture family and on generated odd values;
+``to_dict()`` holds those lines read back (one encoder: its dumps is ``to_json()``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import FIXTURES
@@ -16,8 +21,8 @@ from compare import compare_network, regate
 from compare.records import (ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, StatDiff,
                              ValueCounts)
 from compare.reports import json_rows
-from compare.reports.json_rows import RowEncoder, render_result, write_result
-from compare.reports.result_json import ROW_ENCODER, MetricNames, dumps, row_document
+from compare.reports.json_rows import MetricNames, RowEncoder, full_document, render_result, row_documents, write_result
+from compare.reports.result_json import ROW_ENCODER, STD_KEYS, dumps, encode_float
 
 MSPROBE = FIXTURES / "msprobe_real"
 MINDSPORE = FIXTURES / "mindspore"
@@ -38,9 +43,53 @@ CASES = {
 }
 
 
+def _stat_value(value: float | str | None) -> Any:
+    return value if isinstance(value, str) else encode_float(value)
+
+
+def _reference(position: int, row: MetricRow, names: MetricNames) -> dict[str, Any]:
+    """A row's dict, field by field as docs/result-json.md lists them: the reference the encoder's
+    text is held to (encoded by the json module's encoder)."""
+    values = row.metrics
+    metric_names = list(names.names) + (names.others(values) if not names.known.issuperset(values) else [])
+    document: dict[str, Any] = {
+        "row": position, "index": row.index, "op_type": row.op_type, "left_op": row.left_op, "right_op": row.right_op,
+        "tensor_id": row.tensor_id, "rank": row.rank, "graph": row.graph, "iteration": row.iteration,
+        "left_dtype": row.left_dtype, "right_dtype": row.right_dtype,
+        "shape": None if row.shape is None else [int(d) for d in row.shape], "status": row.status.value,
+        "metrics": {name: encode_float(values.get(name)) for name in metric_names},
+        "std": None if row.std is None else dict(zip(STD_KEYS, (encode_float(v) for v in row.std))),
+        "reasons": list(row.reasons), "left_address": row.left_address, "right_address": row.right_address,
+        "op_sequence": row.op_sequence, "expected_gap": row.expected_gap,
+        "left_counts": None if row.left_counts is None else dataclasses.asdict(row.left_counts),
+        "right_counts": None if row.right_counts is None else dataclasses.asdict(row.right_counts),
+        "kind": row.kind.value, "undefined": sorted(row.undefined),
+        "statistics": None if row.statistics is None else _statistics(row.statistics),
+        "grade": None if row.grade is None else {"result": row.grade.grade.value, "messages": list(row.grade.messages)},
+    }
+    if row.msprobe is not None:
+        cells = row.msprobe
+        document["msprobe"] = {
+            "left_name": cells.left_name, "right_name": cells.right_name, "left_data": cells.left_data,
+            "right_data": cells.right_data, "left_requires_grad": cells.left_grad,
+            "right_requires_grad": cells.right_grad, "requires_grad_consistent": cells.grad_consistent,
+            "source": cells.source, "stack": list(cells.stack)}
+    if row.argument is not None:
+        argument = row.argument
+        document["argument"] = {"left_type": argument.left_type, "right_type": argument.right_type,
+                                "left": argument.left, "right": argument.right, "same": argument.same,
+                                "diff": encode_float(argument.diff)}
+    return document
+
+
+def _statistics(statistics: Mapping[str, StatDiff]) -> dict[str, dict[str, Any]]:
+    return {name: {"left": _stat_value(v.left), "right": _stat_value(v.right), "diff": _stat_value(v.diff),
+                   "rel": encode_float(v.rel)} for name, v in statistics.items()}
+
+
 def _dict_built(head: dict, rows: list[MetricRow], metrics: list[str]) -> str:
     names = MetricNames(metrics)
-    return dumps({**head, "rows": [row_document(i, row, names) for i, row in enumerate(rows)]})
+    return dumps({**head, "rows": [_reference(i, row, names) for i, row in enumerate(rows)]})
 
 
 @pytest.mark.parametrize("family", sorted(CASES))
@@ -55,6 +104,10 @@ def test_streamed_document_is_the_dict_built_one(family: str, tmp_path: Path) ->
     saved = regate(tmp_path / "r.json", gates=["MaxDiff<=1e9"])  # rows read back from a saved document
     again = saved.to_dict(with_rows=False)
     assert render_result(again, saved.rows, saved.metrics) == _dict_built(again, saved.rows, saved.metrics)
+    whole = {**result.to_dict(), "created": head["created"]}  # the rows as dicts: the lines read back, one encoder
+    assert whole["rows"] == json.loads(text)["rows"] == row_documents(result.rows, result.metrics)
+    assert dumps(whole) == text and dumps(full_document(head, result.rows, result.metrics)) == text
+    assert json.loads(result.to_json())["rows"] == whole["rows"]
 
 
 def test_rows_written_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,7 +130,7 @@ def test_no_rows_is_the_whole_document_indented(tmp_path: Path) -> None:
 _FLOATS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6),
                     st.sampled_from([0.0, -0.0, 5e-324, 1.7976931348623157e308, 1e16, 1e-7, 0.1 + 0.2]))
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=()) | st.sampled_from(["\udcff", "\udc80", "\"", "\\",
-                                                                                       "\n", "\x00", "\u2028"]),
+                                                                                       "\n", "\x00", "\u2028", "%", "s"]),
                 max_size=12)
 _STAT = st.one_of(_FLOATS, _TEXT)
 _METRICS = ["CosineSimilarity", "StandardDeviation", "MaxAbsoluteError", "MaxDiff"]
@@ -117,5 +170,6 @@ def test_row_line_is_the_encoded_row_document(rows: list[MetricRow], metrics: li
     line = RowEncoder(metrics).line
     for position, row in enumerate(rows):
         text = line(position, row)
-        assert text == ROW_ENCODER.encode(row_document(position, row, names))
+        assert text == ROW_ENCODER.encode(_reference(position, row, names))
         assert text.isascii() and json.loads(text)["row"] == position
+    assert row_documents(rows, metrics) == [json.loads(line(position, row)) for position, row in enumerate(rows)]

@@ -31,6 +31,7 @@ from compare.reports.cells import (
 from compare.reports.files import atomic_write, atomic_write_text, current_umask
 from compare.reports.junit import render_junit, write_junit, xml_text
 from compare.reports.network import Layout, TableFormat, render_csv, render_txt, resolve_output, write_report
+from compare.reports.json_rows import full_document
 from compare.reports.result_json import SCHEMA_VERSION, decode_float, dumps, encode_float, result_document, write_json
 from compare.reports.saved import load_result
 from compare.reports.saved_csv import split_reasons
@@ -330,10 +331,13 @@ def test_result_files_honour_the_umask(tmp_path: Path, mask: int, mode: int) -> 
 
 
 def _document(rows: list[MetricRow], metrics: list[str] = METRICS, verdict: Verdict | None = None) -> dict:
-    return result_document(rows, metrics, inputs={"left": Path("/l"), "right": Path("/r"), "fusion_rule": None},
+    """A whole document: the head of ``result_document`` with its rows from the row encoder (as ``to_dict``)."""
+    head = result_document(rows, metrics, inputs={"left": Path("/l"), "right": Path("/r"), "fusion_rule": None},
                            options={"algorithms": ("CosineSimilarity",), "max_elements": 0, "layout": Layout.VCOMPARE},
                            notes=["a note"], verdict=verdict, timing={"total": 1.25, "compare": 0.5},
                            tool_version="1.2.3", created=0.0)
+    assert head["rows"] == []
+    return full_document(head, rows, metrics)
 
 
 def _validator():
