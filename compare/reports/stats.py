@@ -27,6 +27,7 @@ from ..records import RowGrade, StatDiff
 from ..stats import StatsResult, StatsRow, stat_label, stat_metrics
 from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
+from .float_text import repr_texts
 from .table_columns import (
     BATCH_ROWS,
     batches,
@@ -110,8 +111,10 @@ def _other_value(value: object) -> str:
 def value_column(values: Sequence[object]) -> list[str]:
     """The CSV fields of a column of statistic values: :func:`value_cell` of each number (zero is
     ``0``; a float's ``repr``, integral ones below 1e15 without ``.0``, which is ``repr``'s text
-    cut), text neutralised; a whole column in one comprehension."""
-    return [("0" if value == 0.0 else text if (text := repr(value))[-2:] != ".0" else _integral(text))
+    cut, the texts of the column's floats made at once by :func:`~compare.reports.float_text.repr_texts`),
+    text neutralised; a whole column in one comprehension."""
+    texts = iter(repr_texts([value for value in values if type(value) is float and value != 0.0]))
+    return [("0" if value == 0.0 else text if (text := next(texts))[-2:] != ".0" else _integral(text))
             if type(value) is float else NOT_COMPUTED if value is None else _other_value(value) for value in values]
 
 
@@ -119,8 +122,10 @@ def right_value_column(lefts: Sequence[object], rights: Sequence[object], left_c
     """:func:`value_column` of ``rights``, reusing the left cell of a row whose two floats are equal
     (equal floats print alike here, ``0.0`` and ``-0.0`` both ``0``): statistics of matching
     runs are mostly equal, and a float's ``repr`` is the costly part of the table."""
+    texts = iter(repr_texts([right for left, right in zip(lefts, rights)
+                             if type(right) is float and not right == left and right != 0.0]))
     return [(cell if right == left else "0" if right == 0.0
-             else text if (text := repr(right))[-2:] != ".0" else _integral(text)) if type(right) is float
+             else text if (text := next(texts))[-2:] != ".0" else _integral(text)) if type(right) is float
             else NOT_COMPUTED if right is None else _other_value(right) for left, right, cell in zip(lefts, rights, left_cells)]
 
 

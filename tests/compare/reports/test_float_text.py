@@ -1,0 +1,47 @@
+"""compare.reports.float_text.repr_texts is ``repr`` a column at a time: the same text for every
+float64 (hypothesis over all bit patterns and over the range orjson formats), numpy floats
+included, short columns and the checked sample too."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compare.reports import float_text
+from compare.reports.float_text import HIGH, LOW, MIN_BATCH, repr_texts
+
+ANY = st.integers(0, 2 ** 64 - 1).map(lambda bits: struct.unpack("<d", struct.pack("<Q", bits))[0])
+MID = st.floats(min_value=LOW, max_value=HIGH, exclude_max=True).flatmap(lambda v: st.sampled_from([v, -v]))
+EDGES = st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 5e-324, LOW, math.nextafter(LOW, 0.0), HIGH,
+                         math.nextafter(HIGH, 0.0), 1e15, 2.0 ** 53, 0.1, 1 / 3, 1.7976931348623157e308])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(ANY, MID, MID, EDGES), min_size=0, max_size=3 * MIN_BATCH))
+def test_the_texts_are_repr(values: list[float]) -> None:
+    assert repr_texts(values) == [repr(v) for v in values]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(ANY, MID), min_size=MIN_BATCH, max_size=64))
+def test_numpy_floats_are_written_as_floats(values: list[float]) -> None:
+    column = list(np.array(values, dtype=np.float64))
+    assert repr_texts(column) == [repr(float(v)) for v in values]
+
+
+def test_the_batch_path_is_taken_and_checked_once() -> None:
+    assert float_text._dumps() is not None  # orjson is a dependency, and it agrees with repr on the sample
+    assert float_text._checked == [True]
+    values = [i / 7 for i in range(1, 1000)] + [1e-7, 1e300, math.nan, -math.inf, -0.0]
+    assert repr_texts(values) == [repr(v) for v in values]
+
+
+def test_a_formatter_that_disagrees_is_not_used(monkeypatch) -> None:
+    monkeypatch.setattr(float_text, "_checked", [False])
+    assert float_text._dumps() is None
+    values = [i / 3 for i in range(100)]
+    assert repr_texts(values) == [repr(v) for v in values]
