@@ -319,9 +319,11 @@ def _widen8(builder, vec, dtype):
 def _transpose8(typingctx, src, o, s0, dst, d, ds):
     """:func:`transpose8`: the eight runs loaded as vectors and widened (:func:`_widen8`), then
     transposed by three rounds of pairwise shuffles (lanes interleaved by 1, 2, then 4) -- what
-    a column-by-column gather does one strided store at a time. No bounds checks: the caller
-    keeps the block inside both arrays."""
-    if src.dtype not in (types.float64, types.float32, types.uint16, types.int16):
+    a column-by-column gather does one strided store at a time. Both arrays must be C-contiguous
+    (elements addressed from the data pointer; other layouts do not compile), ``dst`` float64. No
+    bounds checks: the caller keeps the block inside both arrays."""
+    if (src.dtype not in (types.float64, types.float32, types.uint16, types.int16) or src.layout != "C"
+            or dst.dtype != types.float64 or dst.layout != "C"):
         return None
 
     def codegen(context, builder, signature, args):
