@@ -1,0 +1,140 @@
+"""The gather of unit-stride columns (the golden side of NC1HWC0 data) by 8 x 8 transposed blocks.
+
+:func:`compare.kernels.fused._gather` fills a float64 tile with ``src[o + r*s1 + c*s0]`` at
+``r*cols + c``; for ``s1 == 1`` it goes through :func:`compare.kernels.fused.transpose8` blocks
+and scalar edges. The tile must hold exactly the values of that definition (every bit, NaN aside:
+any NaN is a NaN to the kernels), whatever the storage type, the tile's shape and the values --
+then every sum the paired pass takes over it is unchanged. End to end, a pair walked through the
+NC1HWC0-like plan gives, to the bit, the paired pass of the same pairs laid out contiguously.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from compare.kernels import bind_plan, flat_kernel_plan, fused
+from compare.kernels._abi import TILE, ErrMode
+from compare.kernels.passes import pair_passes
+from compare.kernels.plans import KernelPlan
+
+#: Storage dtypes of the gather: binary16 bits, bfloat16 bits, float32, float64.
+STORAGE = (np.uint16, np.int16, np.float32, np.float64)
+
+
+def _decode(bits: np.ndarray) -> np.ndarray:
+    """A storage buffer's values as float64 (the definition :func:`fused.load_f64` compiles)."""
+    with np.errstate(invalid="ignore"):  # signalling NaNs: quiet NaNs, as the kernels make them
+        return _widen(bits)
+
+
+def _widen(bits: np.ndarray) -> np.ndarray:
+    if bits.dtype == np.uint16:
+        return bits.view(np.float16).astype(np.float64)
+    if bits.dtype == np.int16:
+        return (bits.view(np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    return bits.astype(np.float64)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal to the bit (the sign of zero included), any NaN equal to any NaN."""
+    nan = np.isnan(a)
+    return bool((nan == np.isnan(b)).all() and (a[~nan].view(np.int64) == b[~nan].view(np.int64)).all())
+
+
+@st.composite
+def _column_tiles(draw):
+    """A storage buffer of any bit patterns (NaN, +-inf, +-0, subnormals included) and a tile of
+    unit-stride columns ``s0`` apart inside it (``rows``, ``cols`` on both sides of multiples of 8)."""
+    dtype = draw(st.sampled_from(STORAGE))
+    rows = draw(st.integers(1, 40))
+    cols = draw(st.integers(1, 20))
+    rows = min(rows, TILE // cols)
+    s0 = draw(st.integers(rows, rows + 9))
+    o = draw(st.integers(0, 7))
+    n = o + (cols - 1) * s0 + rows + draw(st.integers(0, 3))
+    size = np.dtype(dtype).itemsize
+    special = draw(st.lists(st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 65504.0]), max_size=6))
+    raw = np.frombuffer(draw(st.binary(min_size=n * size, max_size=n * size)), dtype=dtype).copy()
+    vals = np.array(special, dtype=np.float16 if size == 2 else dtype)
+    places = draw(st.lists(st.integers(0, n - 1), min_size=len(special), max_size=len(special)))
+    if size == 2:
+        bits = vals.view(np.uint16) if dtype == np.uint16 else \
+            (np.asarray(special, dtype=np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+        raw[places] = bits.view(dtype)
+    else:
+        raw[places] = vals
+    return raw, o, s0, rows, cols
+
+
+@given(_column_tiles())
+def test_unit_stride_columns_fill_the_tile_of_the_definition(case) -> None:
+    src, o, s0, rows, cols = case
+    dst = np.full(TILE, 7.0)
+    fused._gather(src, o, 1, s0, rows, cols, dst)
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    expected = _decode(src[o + r + c * s0])
+    assert _same(dst[: rows * cols], expected)
+    assert (dst[rows * cols:] == 7.0).all()  # nothing written past the tile
+
+
+@given(st.sampled_from(STORAGE), st.integers(8, 30), st.integers(0, 5), st.integers(0, 5))
+def test_one_block_is_the_transpose(dtype, s0: int, o: int, d: int) -> None:
+    """:func:`fused.transpose8` compiled (a jitted caller) and as plain Python agree with numpy."""
+    rng = np.random.default_rng(s0 * 100 + o * 10 + d)
+    src = rng.integers(0, 1 << 16, size=o + 8 * s0, dtype=np.uint16).view(dtype) if np.dtype(dtype).itemsize == 2 \
+        else rng.standard_normal(o + 8 * s0).astype(dtype)
+    dst = np.zeros(d + 8 * 11)
+    fused._gather(src, o, 1, s0, 8, 8, dst[d:])  # through the compiled (or no-JIT) gather
+    plain = np.zeros(d + 8 * 11)
+    fused.transpose8(src, o, s0, plain, d, 8)  # the plain-Python body (what NUMBA_DISABLE_JIT=1 runs)
+    k, c = np.divmod(np.arange(64), 8)
+    expected = _decode(src[o + c * s0 + k])
+    assert _same(dst[d : d + 64], expected)
+    assert _same(plain[d : d + 64], expected)
+
+
+def test_channel_blocked_pair_equals_its_contiguous_layout_to_the_bit() -> None:
+    """An NC1HWC0-like pair (left: ``C1 x HW x 16`` contiguous; golden: ``C1*16 x HW``, channels
+    ``HW`` apart) gives every field of the paired pass exactly as the contiguous pair whose golden
+    was transposed beforehand: the chunks hold the same elements in the same order (``HW`` a
+    multiple of the 128 rows of a chunk). NaN, infinities and zeros included."""
+    rng = np.random.default_rng(5)
+    c1, hw = 3, 256 + 128
+    n = c1 * hw * 16
+    x = rng.standard_normal(n).astype(np.float16)
+    y = rng.standard_normal(n).astype(np.float32)
+    y[[3, 500, 7000]] = [np.nan, np.inf, 0.0]
+    x[[11, 4000]] = [np.inf, -0.0]
+    dims = np.array([[1, 1, 1, c1, hw, 16]])
+    sx = np.array([[0, 0, 0, hw * 16, 16, 1]])
+    sy = np.array([[0, 0, 0, hw * 16, 1, hw]])
+    zero = np.zeros(1, dtype=np.int64)
+    flat = flat_kernel_plan(n)
+    blocked = bind_plan(KernelPlan((dims, sx, sy, zero, zero), flat.left, flat.right))
+    y_in_x_order = y.reshape(c1, 16, hw).transpose(0, 2, 1).reshape(-1).copy()
+    prm = (0.0, 1.0, 1e-7, 0.0, 1.0)
+    for err in (ErrMode.OFF, ErrMode.F32):
+        for do_rel, do_kl in ((False, False), (True, False), (True, True)):
+            a = pair_passes(x.view(np.uint16), y, blocked).pair(prm, do_rel, do_kl, err)
+            b = pair_passes(x.view(np.uint16), y_in_x_order, bind_plan(flat)).pair(prm, do_rel, do_kl, err)
+            assert _same(np.array(a), np.array(b)), (err, do_rel, do_kl)
+
+
+@given(st.integers(0, 63), st.integers(-70, 300), st.integers(0, 400), st.integers(0, 500))
+def test_prefetch_hints_every_line_of_the_range(align: int, start: int, count: int, size: int) -> None:
+    """:func:`fused._prefetch_ahead` (its Python body, the hint recorded) gives a hint in every
+    64-byte line the clipped range ``[start, start + count)`` touches, wherever the buffer's lines
+    begin (``align``: the buffer's first byte's place in its line), and none outside the buffer."""
+    hinted: list[int] = []
+    walker = fused._prefetch_ahead.py_func
+    saved = walker.__globals__["prefetch"]
+    walker.__globals__["prefetch"] = lambda buf, i: hinted.append(int(i))
+    try:
+        walker(np.zeros(size, dtype=np.uint8), start, count)
+    finally:
+        walker.__globals__["prefetch"] = saved
+    wanted = range(max(start, 0), min(start + count, size))
+    assert all(0 <= i < size for i in hinted)
+    assert {(b + align) // 64 for b in wanted} <= {(i + align) // 64 for i in hinted}
