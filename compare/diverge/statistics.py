@@ -23,7 +23,9 @@ Absolute differences are left out too: they have no scale.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from ..records import MetricRow, RowKind
 
@@ -36,15 +38,32 @@ def is_statistics_row(row: MetricRow) -> bool:
     return row.kind is RowKind.STATISTICS
 
 
+def metric_column(metrics: Sequence[Mapping[str, float | None]], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Metric ``name`` of each row as float64 (NaN where not computed) and whether it was computed."""
+    values = [m.get(name) for m in metrics]
+    present = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    return np.array(values, dtype=np.float64), present  # numpy reads None as NaN
+
+
+def statistics_errors(metrics: Sequence[Mapping[str, float | None]]) -> tuple[np.ndarray, np.ndarray]:
+    """The error of each statistics row (module doc), from the rows' metrics: (float64 values,
+    whether the row has one). The largest computed of :data:`ERROR_METRICS` (``np.maximum`` over
+    the three columns, a metric not computed taken as -inf so that it never wins), NaN when one is
+    NaN (``np.maximum`` propagates it); no error when none was computed."""
+    worst = np.full(len(metrics), -np.inf)
+    has = np.zeros(len(metrics), dtype=bool)
+    for name in ERROR_METRICS:
+        values, present = metric_column(metrics, name)
+        worst = np.maximum(worst, np.where(present, values, -np.inf))
+        has |= present
+    return worst, has
+
+
 def statistics_error(row: MetricRow) -> float | None:
-    """The error of a statistics row (module doc): the largest computed of :data:`ERROR_METRICS`,
-    NaN when one is NaN, None when none was computed."""
-    values = [float(v) for v in (row.metrics.get(name) for name in ERROR_METRICS) if v is not None]
-    if not values:
-        return None
-    if any(math.isnan(v) for v in values):
-        return math.nan
-    return max(values)
+    """The error of one statistics row (:func:`statistics_errors`): the largest computed of
+    :data:`ERROR_METRICS`, NaN when one is NaN, None when none was computed."""
+    values, has = statistics_errors([row.metrics])
+    return float(values[0]) if has[0] else None
 
 
-__all__ = ["ERROR_METRICS", "is_statistics_row", "statistics_error"]
+__all__ = ["ERROR_METRICS", "is_statistics_row", "metric_column", "statistics_error", "statistics_errors"]

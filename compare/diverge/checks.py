@@ -1,0 +1,216 @@
+"""The rows of a localisation against their bounds, on columns (:func:`row_checks`).
+
+The bounds of a row (:class:`Bounds`) and what a check means are :mod:`compare.diverge.verdicts`'s
+(module doc there: the gate policy's bounds, else the built-in data-type bounds; the error of a
+tensor and of a statistics row). Here each rule is applied to every row at once:
+
+- **passes**: a compared row passes when no bound of its own is broken, i.e. when
+  :func:`compare.verdict.gates.violations` is empty: a bound breaks when its metric was computed
+  and is NaN or fails the comparison. The rows are grouped by their bound tuple (one resolution
+  per data-type pair and row kind when the policy has no rules, else one per row) and each bound
+  is one numpy comparison over its metric's column. Rows for which a metric can be undefined for
+  the data (an argument row, an empty tensor, bool against bool, a statistic recorded as null:
+  ``violations``'s ``_defined`` / ``MetricRow.undefined``) are few and are checked one by one by
+  ``violations`` itself, so the edge-case policy lives in one place.
+- **error**: RelativeEuclideanDistance, else ``1 - CosineSimilarity``, else none, of a tensor row;
+  :func:`compare.diverge.statistics.statistics_errors` of a statistics row; none when not compared.
+- **nonfinite**: the left side holds a NaN or an infinity (``MetricRow.left_counts``).
+
+Rows not compared (a status other than COMPARED, or an expected gap) neither pass nor fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+import numpy as np
+
+from ..records import Bound, MetricRow, PairStatus, RowKind
+from ..verdict.gates import violations
+from ..verdict.policy import BoundResolver, Policy, coarsest_family
+from .statistics import is_statistics_row, metric_column, statistics_errors
+
+#: The policy used when the run has no gate: data-type bounds only (float32's for unknown types).
+DEFAULT_POLICY = Policy(strict=False, dtype_defaults=True)
+DEFAULT_BOUNDS_TEXT = ("built-in data-type bounds (cosine >= 1 - eps/2, RelativeEuclideanDistance <= sqrt(eps); "
+                       "statistics: MaxRelDiff, MinRelDiff, L2NormRelDiff <= sqrt(eps), ChecksumDiff == 0; "
+                       "of the coarser data type; float32's for other types)")
+
+#: A check's outcome in a column: not compared, fails, passes.
+NOT_COMPARED, FAILS, PASSES = -1, 0, 1
+
+_NUMPY_OPS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+    ">=": np.greater_equal, "<=": np.less_equal, "==": np.equal, ">": np.greater, "<": np.less}
+_KIND = attrgetter("kind")
+_LEFT_DTYPE = attrgetter("left_dtype")
+_RIGHT_DTYPE = attrgetter("right_dtype")
+
+
+class Bounds:
+    """Bounds per row: the policy's, else the default data-type bounds (float32's as fallback);
+    :meth:`builtin`: the default data-type bounds whatever the policy (source inputs,
+    :mod:`compare.diverge.verdicts`)."""
+
+    def __init__(self, policy: Policy | None) -> None:
+        has_bounds = policy is not None and bool(policy.defaults or policy.gates or policy.dtype_defaults
+                                                 or any(rule.bounds for rule in policy.rules))
+        self.policy = policy if has_bounds and policy is not None else DEFAULT_POLICY
+        self.custom = self.policy is not DEFAULT_POLICY
+        self._resolver = BoundResolver(self.policy)
+        self._fallback: dict[bool, tuple[Bound, ...]] = {}
+        # Without rules the bounds depend on the data types only: one resolution per kind and pair of types.
+        self._by_dtypes: dict[tuple[bool, str | None, str | None], tuple[Bound, ...]] | None = (
+            {} if not self.policy.rules else None)
+        self._builtin: Bounds | None = Bounds(None) if self.custom else None
+
+    def of(self, row: MetricRow) -> tuple[Bound, ...]:
+        if self._by_dtypes is None:
+            return self._resolve(row)
+        key = (is_statistics_row(row), row.left_dtype, row.right_dtype)
+        hit = self._by_dtypes.get(key)
+        if hit is None:
+            hit = self._by_dtypes[key] = self._resolve(row)
+        return hit
+
+    def builtin(self, row: MetricRow) -> tuple[Bound, ...]:
+        """The built-in data-type bounds of ``row`` (float32's for a type without them)."""
+        return self._builtin.of(row) if self._builtin is not None else self.of(row)
+
+    @property
+    def builtin_bounds(self) -> Bounds:
+        """The built-in data-type bounds as a :class:`Bounds` (this one when it has no policy of its own)."""
+        return self._builtin if self._builtin is not None else self
+
+    def groups(self, rows: Sequence[MetricRow]) -> list[tuple[tuple[Bound, ...], list[int]]]:
+        """The positions of ``rows`` grouped by their bounds (:meth:`of`), each group in row order."""
+        if self._by_dtypes is None:
+            by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
+            for i, row in enumerate(rows):
+                bounds = self.of(row)
+                by_bounds.setdefault(id(bounds), (bounds, []))[1].append(i)
+            return list(by_bounds.values())
+        keys = list(zip(map(_KIND, rows), map(_LEFT_DTYPE, rows), map(_RIGHT_DTYPE, rows)))
+        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # key -> its first position
+        if len(first) == 1:
+            return [(self.of(rows[0]), list(range(len(rows))))] if rows else []
+        positions: dict[tuple[RowKind, str | None, str | None], list[int]] = {key: [] for key in first}
+        for i, key in enumerate(keys):
+            positions[key].append(i)
+        out: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
+        for key, where in positions.items():
+            bounds = self.of(rows[first[key]])
+            group = out.setdefault(id(bounds), (bounds, []))
+            group[1].extend(where)
+        return [(bounds, sorted(where)) for bounds, where in out.values()]
+
+    def _resolve(self, row: MetricRow) -> tuple[Bound, ...]:
+        bounds = self._resolver.bounds(row)  # the built-in layer follows the row kind (compare.verdict.policy)
+        statistics = is_statistics_row(row)
+        if self.custom or (bounds and coarsest_family(row.left_dtype, row.right_dtype) is not None):
+            return bounds  # (a statistics row of an unknown type has the checksum bounds only: float32's then)
+        fallback = self._fallback.get(statistics)
+        if fallback is None:
+            probe = MetricRow(index=0, op_type=None, left_op="", right_op="", tensor_id=None,
+                              left_dtype="float32", right_dtype="float32", metrics=dict.fromkeys(row.metrics),
+                              kind=row.kind)
+            fallback = self._fallback[statistics] = self._resolve(probe)
+        return fallback
+
+    @property
+    def text(self) -> str:
+        if not self.custom:
+            return DEFAULT_BOUNDS_TEXT
+        return "the gate policy" + (f" ({self.policy.source})" if self.policy.source else "")
+
+
+@dataclass(frozen=True)
+class RowChecks:
+    """The checks of a part's rows, one entry per row (module doc).
+
+    ``passed``: :data:`NOT_COMPARED` / :data:`FAILS` / :data:`PASSES` (int8) against the run's
+    bounds; ``builtin``: the same against the built-in data-type bounds when the run has a policy
+    of its own (None otherwise: then they are the run's bounds); ``error`` / ``has_error``: the
+    row's error (float64) and whether it has one; ``nonfinite``: NaN/Inf on the left side.
+    """
+
+    passed: np.ndarray
+    builtin: np.ndarray | None
+    error: np.ndarray
+    has_error: np.ndarray
+    nonfinite: np.ndarray
+
+
+def _compared(rows: Sequence[MetricRow]) -> np.ndarray:
+    compared = PairStatus.COMPARED
+    return np.fromiter((row.status is compared and not row.expected_gap for row in rows), dtype=bool, count=len(rows))
+
+
+def _exceptional(row: MetricRow) -> bool:
+    """Whether a metric may be undefined for ``row``'s data (module doc): checked by ``violations``."""
+    shape = row.shape
+    return bool(row.undefined or row.kind is RowKind.ARGUMENT or (shape and 0 in shape)
+                or (row.left_dtype == "bool" and row.right_dtype == "bool"))
+
+
+def _passes(rows: Sequence[MetricRow], where: np.ndarray, bounds: Bounds) -> np.ndarray:
+    """Whether each row at ``where`` (compared rows) breaks none of its bounds (module doc)."""
+    out = np.ones(len(where), dtype=bool)
+    chosen = [rows[i] for i in where.tolist()]
+    special = np.fromiter((_exceptional(row) for row in chosen), dtype=bool, count=len(chosen))
+    for group_bounds, positions in bounds.groups(chosen):
+        at = np.asarray(positions, dtype=np.intp)
+        metrics = [chosen[i].metrics for i in positions]
+        ok = np.ones(len(positions), dtype=bool)
+        for bound in group_bounds:
+            values, present = metric_column(metrics, bound.metric)
+            ok &= ~present | _NUMPY_OPS[bound.op](values, bound.value)  # a NaN fails every comparison
+        out[at] = ok
+        for i in at[special[at]].tolist():
+            out[i] = not violations(chosen[i], group_bounds)
+    return out
+
+
+def _errors(rows: Sequence[MetricRow], where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The error of each row at ``where`` (module doc) and whether it has one."""
+    chosen = [rows[i] for i in where.tolist()]
+    statistics = np.fromiter((row.kind is RowKind.STATISTICS for row in chosen), dtype=bool, count=len(chosen))
+    error = np.full(len(chosen), np.nan)
+    has = np.zeros(len(chosen), dtype=bool)
+    tensor_at = np.flatnonzero(~statistics)
+    if len(tensor_at):
+        metrics = [chosen[i].metrics for i in tensor_at.tolist()]
+        red, has_red = metric_column(metrics, "RelativeEuclideanDistance")
+        cosine, has_cosine = metric_column(metrics, "CosineSimilarity")
+        error[tensor_at] = np.where(has_red, red, 1.0 - cosine)
+        has[tensor_at] = has_red | has_cosine
+    statistics_at = np.flatnonzero(statistics)
+    if len(statistics_at):
+        values, present = statistics_errors([chosen[i].metrics for i in statistics_at.tolist()])
+        error[statistics_at] = values
+        has[statistics_at] = present
+    return error, has
+
+
+def row_checks(rows: Sequence[MetricRow], bounds: Bounds) -> RowChecks:
+    """Every row of ``rows`` against ``bounds`` (and the built-in bounds when they differ), with its
+    error and whether its left side holds NaN/Inf (:class:`RowChecks`)."""
+    n = len(rows)
+    compared = np.flatnonzero(_compared(rows))
+    passed = np.full(n, NOT_COMPARED, dtype=np.int8)
+    passed[compared] = np.where(_passes(rows, compared, bounds), PASSES, FAILS)
+    builtin = None
+    if bounds.custom:
+        builtin = np.full(n, NOT_COMPARED, dtype=np.int8)
+        builtin[compared] = np.where(_passes(rows, compared, bounds.builtin_bounds), PASSES, FAILS)
+    error = np.full(n, np.nan)
+    has_error = np.zeros(n, dtype=bool)
+    error[compared], has_error[compared] = _errors(rows, compared)
+    nonfinite = np.fromiter((c is not None and (bool(c.nan) or bool(c.inf)) for c in map(attrgetter("left_counts"), rows)),
+                            dtype=bool, count=n)
+    return RowChecks(passed=passed, builtin=builtin, error=error, has_error=has_error, nonfinite=nonfinite)
+
+
+__all__ = ["DEFAULT_BOUNDS_TEXT", "DEFAULT_POLICY", "FAILS", "NOT_COMPARED", "PASSES", "Bounds", "RowChecks",
+           "row_checks"]
