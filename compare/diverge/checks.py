@@ -23,14 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, contains, eq, is_
 
 import numpy as np
 
 from ..records import Bound, MetricRow, PairStatus, RowKind
 from ..verdict.gates import violations
 from ..verdict.policy import BoundResolver, Policy, coarsest_family
-from .statistics import is_statistics_row, metric_column, statistics_errors
+from .statistics import ERROR_METRICS, is_statistics_row, metric_column, statistics_errors
 
 #: The policy used when the run has no gate: data-type bounds only (float32's for unknown types).
 DEFAULT_POLICY = Policy(strict=False, dtype_defaults=True)
@@ -46,6 +47,12 @@ _NUMPY_OPS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
 _KIND = attrgetter("kind")
 _LEFT_DTYPE = attrgetter("left_dtype")
 _RIGHT_DTYPE = attrgetter("right_dtype")
+_METRICS = attrgetter("metrics")
+_STATUS = attrgetter("status")
+_GAP = attrgetter("expected_gap")
+_UNDEFINED = attrgetter("undefined")
+_SHAPE = attrgetter("shape")
+_LEFT_COUNTS = attrgetter("left_counts")
 
 
 class Bounds:
@@ -142,52 +149,84 @@ class RowChecks:
     nonfinite: np.ndarray
 
 
-def _compared(rows: Sequence[MetricRow]) -> np.ndarray:
-    compared = PairStatus.COMPARED
-    return np.fromiter((row.status is compared and not row.expected_gap for row in rows), dtype=bool, count=len(rows))
+class _Columns:
+    """The rows' fields as columns, each read once (C-level ``map`` passes over the records)."""
+
+    def __init__(self, rows: Sequence[MetricRow]) -> None:
+        self.rows = rows
+        self.metrics = list(map(_METRICS, rows))
+        self._metric: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Metric ``name`` of every row (float64, NaN where not computed) and whether it was computed."""
+        hit = self._metric.get(name)
+        if hit is None:
+            hit = self._metric[name] = metric_column(self.metrics, name)
+        return hit
+
+    def compared(self) -> np.ndarray:
+        """Whether each row was compared: status COMPARED and no expected gap."""
+        n = len(self.rows)
+        status = np.fromiter(map(is_, map(_STATUS, self.rows), repeat(PairStatus.COMPARED)), dtype=bool, count=n)
+        gap = np.fromiter(map(bool, map(_GAP, self.rows)), dtype=bool, count=n)
+        return status & ~gap
+
+    def exceptional(self) -> np.ndarray:
+        """Whether a metric may be undefined for each row's data (module doc): ``violations`` checks those."""
+        rows, n = self.rows, len(self.rows)
+        undefined = np.fromiter(map(bool, map(_UNDEFINED, rows)), dtype=bool, count=n)
+        argument = np.fromiter(map(is_, map(_KIND, rows), repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
+        empty = np.fromiter(map(contains, [shape or () for shape in map(_SHAPE, rows)], repeat(0)), dtype=bool, count=n)
+        left_bool = np.fromiter(map(eq, map(_LEFT_DTYPE, rows), repeat("bool")), dtype=bool, count=n)
+        right_bool = np.fromiter(map(eq, map(_RIGHT_DTYPE, rows), repeat("bool")), dtype=bool, count=n)
+        return undefined | argument | empty | (left_bool & right_bool)
+
+    def statistics(self) -> np.ndarray:
+        return np.fromiter(map(is_, map(_KIND, self.rows), repeat(RowKind.STATISTICS)), dtype=bool,
+                           count=len(self.rows))
+
+    def nonfinite(self) -> np.ndarray:
+        """Whether each row's left side holds NaN or infinite elements (``left_counts``; False when not counted)."""
+        out = np.zeros(len(self.rows), dtype=bool)
+        hits = [i for i, c in enumerate(map(_LEFT_COUNTS, self.rows)) if c is not None and (c.nan or c.inf)]
+        out[hits] = True
+        return out
 
 
-def _exceptional(row: MetricRow) -> bool:
-    """Whether a metric may be undefined for ``row``'s data (module doc): checked by ``violations``."""
-    shape = row.shape
-    return bool(row.undefined or row.kind is RowKind.ARGUMENT or (shape and 0 in shape)
-                or (row.left_dtype == "bool" and row.right_dtype == "bool"))
-
-
-def _passes(rows: Sequence[MetricRow], where: np.ndarray, bounds: Bounds) -> np.ndarray:
+def _passes(columns: _Columns, where: np.ndarray, exceptional: np.ndarray, bounds: Bounds) -> np.ndarray:
     """Whether each row at ``where`` (compared rows) breaks none of its bounds (module doc)."""
+    rows = columns.rows
     out = np.ones(len(where), dtype=bool)
     chosen = [rows[i] for i in where.tolist()]
-    special = np.fromiter((_exceptional(row) for row in chosen), dtype=bool, count=len(chosen))
     for group_bounds, positions in bounds.groups(chosen):
         at = np.asarray(positions, dtype=np.intp)
-        metrics = [chosen[i].metrics for i in positions]
-        ok = np.ones(len(positions), dtype=bool)
+        row_at = where[at]
+        ok = np.ones(len(at), dtype=bool)
         for bound in group_bounds:
-            values, present = metric_column(metrics, bound.metric)
-            ok &= ~present | _NUMPY_OPS[bound.op](values, bound.value)  # a NaN fails every comparison
+            values, present = columns.metric(bound.metric)
+            ok &= ~present[row_at] | _NUMPY_OPS[bound.op](values[row_at], bound.value)  # NaN fails every comparison
         out[at] = ok
-        for i in at[special[at]].tolist():
-            out[i] = not violations(chosen[i], group_bounds)
+        for i in np.flatnonzero(exceptional[row_at]).tolist():
+            out[at[i]] = not violations(chosen[at[i]], group_bounds)
     return out
 
 
-def _errors(rows: Sequence[MetricRow], where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _errors(columns: _Columns, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The error of each row at ``where`` (module doc) and whether it has one."""
-    chosen = [rows[i] for i in where.tolist()]
-    statistics = np.fromiter((row.kind is RowKind.STATISTICS for row in chosen), dtype=bool, count=len(chosen))
-    error = np.full(len(chosen), np.nan)
-    has = np.zeros(len(chosen), dtype=bool)
+    statistics = columns.statistics()[where]
+    error = np.full(len(where), np.nan)
+    has = np.zeros(len(where), dtype=bool)
     tensor_at = np.flatnonzero(~statistics)
     if len(tensor_at):
-        metrics = [chosen[i].metrics for i in tensor_at.tolist()]
-        red, has_red = metric_column(metrics, "RelativeEuclideanDistance")
-        cosine, has_cosine = metric_column(metrics, "CosineSimilarity")
+        rows_at = where[tensor_at]
+        red, has_red = (column[rows_at] for column in columns.metric("RelativeEuclideanDistance"))
+        cosine, has_cosine = (column[rows_at] for column in columns.metric("CosineSimilarity"))
         error[tensor_at] = np.where(has_red, red, 1.0 - cosine)
         has[tensor_at] = has_red | has_cosine
     statistics_at = np.flatnonzero(statistics)
     if len(statistics_at):
-        values, present = statistics_errors([chosen[i].metrics for i in statistics_at.tolist()])
+        rows_at = where[statistics_at]
+        values, present = statistics_errors([columns.metric(name) for name in ERROR_METRICS], rows_at)
         error[statistics_at] = values
         has[statistics_at] = present
     return error, has
@@ -197,19 +236,19 @@ def row_checks(rows: Sequence[MetricRow], bounds: Bounds) -> RowChecks:
     """Every row of ``rows`` against ``bounds`` (and the built-in bounds when they differ), with its
     error and whether its left side holds NaN/Inf (:class:`RowChecks`)."""
     n = len(rows)
-    compared = np.flatnonzero(_compared(rows))
+    columns = _Columns(rows)
+    compared = np.flatnonzero(columns.compared())
+    exceptional = columns.exceptional()
     passed = np.full(n, NOT_COMPARED, dtype=np.int8)
-    passed[compared] = np.where(_passes(rows, compared, bounds), PASSES, FAILS)
+    passed[compared] = np.where(_passes(columns, compared, exceptional, bounds), PASSES, FAILS)
     builtin = None
     if bounds.custom:
         builtin = np.full(n, NOT_COMPARED, dtype=np.int8)
-        builtin[compared] = np.where(_passes(rows, compared, bounds.builtin_bounds), PASSES, FAILS)
+        builtin[compared] = np.where(_passes(columns, compared, exceptional, bounds.builtin_bounds), PASSES, FAILS)
     error = np.full(n, np.nan)
     has_error = np.zeros(n, dtype=bool)
-    error[compared], has_error[compared] = _errors(rows, compared)
-    nonfinite = np.fromiter((c is not None and (bool(c.nan) or bool(c.inf)) for c in map(attrgetter("left_counts"), rows)),
-                            dtype=bool, count=n)
-    return RowChecks(passed=passed, builtin=builtin, error=error, has_error=has_error, nonfinite=nonfinite)
+    error[compared], has_error[compared] = _errors(columns, compared)
+    return RowChecks(passed=passed, builtin=builtin, error=error, has_error=has_error, nonfinite=columns.nonfinite())
 
 
 __all__ = ["DEFAULT_BOUNDS_TEXT", "DEFAULT_POLICY", "FAILS", "NOT_COMPARED", "PASSES", "Bounds", "RowChecks",

@@ -24,6 +24,8 @@ Absolute differences are left out too: they have no scale.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import is_not, methodcaller
 
 import numpy as np
 
@@ -40,29 +42,30 @@ def is_statistics_row(row: MetricRow) -> bool:
 
 def metric_column(metrics: Sequence[Mapping[str, float | None]], name: str) -> tuple[np.ndarray, np.ndarray]:
     """Metric ``name`` of each row as float64 (NaN where not computed) and whether it was computed."""
-    values = [m.get(name) for m in metrics]
-    present = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    values = list(map(methodcaller("get", name), metrics))
+    present = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=len(values))
     return np.array(values, dtype=np.float64), present  # numpy reads None as NaN
 
 
-def statistics_errors(metrics: Sequence[Mapping[str, float | None]]) -> tuple[np.ndarray, np.ndarray]:
-    """The error of each statistics row (module doc), from the rows' metrics: (float64 values,
-    whether the row has one). The largest computed of :data:`ERROR_METRICS` (``np.maximum`` over
-    the three columns, a metric not computed taken as -inf so that it never wins), NaN when one is
-    NaN (``np.maximum`` propagates it); no error when none was computed."""
-    worst = np.full(len(metrics), -np.inf)
-    has = np.zeros(len(metrics), dtype=bool)
-    for name in ERROR_METRICS:
-        values, present = metric_column(metrics, name)
-        worst = np.maximum(worst, np.where(present, values, -np.inf))
-        has |= present
+def statistics_errors(columns: Sequence[tuple[np.ndarray, np.ndarray]], where: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The error of each statistics row at ``where`` (module doc): (float64 values, whether the row
+    has one); ``columns``: the :data:`ERROR_METRICS` columns (:func:`metric_column`). The largest
+    computed of the three (``np.maximum``, a metric not computed taken as -inf so that it never
+    wins), NaN when one is NaN (``np.maximum`` propagates it); no error when none was computed."""
+    worst = np.full(len(where), -np.inf)
+    has = np.zeros(len(where), dtype=bool)
+    for values, present in columns:
+        computed = present[where]
+        worst = np.maximum(worst, np.where(computed, values[where], -np.inf))
+        has |= computed
     return worst, has
 
 
 def statistics_error(row: MetricRow) -> float | None:
     """The error of one statistics row (:func:`statistics_errors`): the largest computed of
     :data:`ERROR_METRICS`, NaN when one is NaN, None when none was computed."""
-    values, has = statistics_errors([row.metrics])
+    values, has = statistics_errors([metric_column([row.metrics], name) for name in ERROR_METRICS], np.zeros(1, int))
     return float(values[0]) if has[0] else None
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from operator import attrgetter
 from typing import overload
 
@@ -74,6 +75,23 @@ class PartVerdicts:
     codes: np.ndarray
     failed_before: np.ndarray
     first_nonfinite: str | None
+
+    @cached_property
+    def lists(self) -> RowLists:
+        """The row checks as Python lists, for building records (read once per part, not per record)."""
+        checks = self.checks
+        errors = [e if has else None for e, has in zip(checks.error.tolist(), checks.has_error.tolist())]
+        return RowLists(passed=checks.passed.tolist(), builtin=None if checks.builtin is None else checks.builtin.tolist(),
+                        error=errors)
+
+
+@dataclass(frozen=True)
+class RowLists:
+    """:class:`~compare.diverge.checks.RowChecks` as lists: ``passed`` / ``builtin`` codes, ``error`` (None: none)."""
+
+    passed: list[int]
+    builtin: list[int] | None
+    error: list[float | None]
 
 
 def _slots(rows: Sequence[MetricRow], number: dict[str, int]
@@ -212,10 +230,11 @@ def _source_node(graph: OpGraph, name: str) -> bool:
 
 
 def _worst(checks: Sequence[TensorCheck]) -> float | None:
+    """The largest error of ``checks``; NaN is the worst (None when no check has an error)."""
     errors = [c.error for c in checks if c.error is not None]
     if not errors:
         return None
-    return max(errors, key=lambda e: (math.isnan(e), e))  # NaN is the worst
+    return math.nan if any(e != e for e in errors) else max(errors)
 
 
 def _amplification(error: float | None, input_error: float | None) -> float | None:
@@ -242,15 +261,15 @@ def _check(part: PartVerdicts, r: int, producer: InputEdge | None, own: bool) ->
     inf = counts.inf if counts is not None else None
     saturated = counts.saturated if counts is not None else None
     tensor_id = row.tensor_id or row.left_op
-    checks = part.checks
-    if checks.passed[r] == NOT_COMPARED:
+    lists = part.lists
+    passed = lists.passed[r]
+    if passed == NOT_COMPARED:
         return TensorCheck(tensor_id=tensor_id, passed=None, nan=nan, inf=inf, saturated=saturated, producer=producer)
-    broken = violations(row, part.bounds.of(row)) if checks.passed[r] == FAILS else []
-    if (not broken and own and producer is not None and producer.role in SOURCE_ROLES and checks.builtin is not None
-            and checks.builtin[r] == FAILS):
+    broken = violations(row, part.bounds.of(row)) if passed == FAILS else []
+    if (not broken and own and producer is not None and producer.role in SOURCE_ROLES and lists.builtin is not None
+            and lists.builtin[r] == FAILS):
         broken = violations(row, part.bounds.builtin(row))
-    error = float(checks.error[r]) if checks.has_error[r] else None
-    return TensorCheck(tensor_id=tensor_id, passed=not broken, error=error,
+    return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r],
                        failed=tuple((b.metric, value) for b, value in broken), nan=nan, inf=inf,
                        saturated=saturated, producer=producer)
 
@@ -276,7 +295,7 @@ def build_verdict(part: PartVerdicts, j: int) -> OpVerdict:
                                       failed=produced.failed, nan=produced.nan, inf=produced.inf,
                                       saturated=produced.saturated, producer=edge))
     error, input_error = _worst(outputs), _worst(inputs)
-    verdict = VERDICTS[int(part.codes[j])]
+    verdict = VERDICTS[part.codes[j]]
     blame: tuple[str, ...] = ()
     failing = [c for c in inputs if c.passed is False]
     if verdict is Verdict.INPUT_DIFFERS and node.role not in SOURCE_ROLES:
@@ -330,7 +349,13 @@ class LazyVerdicts(VerdictList):
         return self._at(index)
 
     def __iter__(self) -> Iterator[OpVerdict]:
-        return (self._at(i) for i in range(len(self)))
+        for k, part in enumerate(self._parts):
+            start = int(self._starts[k])
+            for j in range(len(part.names)):
+                built = self._built.get(start + j)
+                if built is None:
+                    built = self._built[start + j] = build_verdict(part, j)
+                yield built
 
     def _at(self, i: int) -> OpVerdict:
         built = self._built.get(i)
