@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter, contains, eq, is_
+from operator import attrgetter, contains, eq, is_, is_not
 
 import numpy as np
 
 from ..records import Bound, MetricRow, PairStatus, RowKind
 from ..verdict.gates import violations
 from ..verdict.policy import BoundResolver, Policy, coarsest_family
-from .statistics import ERROR_METRICS, is_statistics_row, metric_column, statistics_errors
+from .statistics import ERROR_METRICS, is_statistics_row, statistics_errors
 
 #: The policy used when the run has no gate: data-type bounds only (float32's for unknown types).
 DEFAULT_POLICY = Policy(strict=False, dtype_defaults=True)
@@ -150,19 +150,32 @@ class RowChecks:
 
 
 class _Columns:
-    """The rows' fields as columns, each read once (C-level ``map`` passes over the records)."""
+    """The rows' fields as columns (C-level ``map`` passes over the records; the metrics a part
+    needs in one pass over the rows' metric dicts, :meth:`load`)."""
 
     def __init__(self, rows: Sequence[MetricRow]) -> None:
         self.rows = rows
         self.metrics = list(map(_METRICS, rows))
+        self.kinds = list(map(_KIND, rows))
         self._metric: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
+    def load(self, names: Sequence[str]) -> None:
+        """Read metrics ``names`` of every row in one pass (each: float64, NaN where not computed,
+        and whether it was computed: numpy reads None as NaN, a NaN value is computed)."""
+        names = [name for name in dict.fromkeys(names) if name not in self._metric]
+        if not names:
+            return
+        n = len(self.rows)
+        values = [tuple(map(metrics.get, names)) for metrics in self.metrics] if n else []
+        columns = list(zip(*values)) if n else [() for _ in names]
+        for name, column in zip(names, columns):
+            present = np.fromiter(map(is_not, column, repeat(None)), dtype=bool, count=n)
+            self._metric[name] = (np.array(column, dtype=np.float64), present)
+
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Metric ``name`` of every row (float64, NaN where not computed) and whether it was computed."""
-        hit = self._metric.get(name)
-        if hit is None:
-            hit = self._metric[name] = metric_column(self.metrics, name)
-        return hit
+        """Metric ``name`` of every row (:meth:`load`)."""
+        self.load((name,))
+        return self._metric[name]
 
     def compared(self) -> np.ndarray:
         """Whether each row was compared: status COMPARED and no expected gap."""
@@ -175,15 +188,14 @@ class _Columns:
         """Whether a metric may be undefined for each row's data (module doc): ``violations`` checks those."""
         rows, n = self.rows, len(self.rows)
         undefined = np.fromiter(map(bool, map(_UNDEFINED, rows)), dtype=bool, count=n)
-        argument = np.fromiter(map(is_, map(_KIND, rows), repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
+        argument = np.fromiter(map(is_, self.kinds, repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
         empty = np.fromiter(map(contains, [shape or () for shape in map(_SHAPE, rows)], repeat(0)), dtype=bool, count=n)
         left_bool = np.fromiter(map(eq, map(_LEFT_DTYPE, rows), repeat("bool")), dtype=bool, count=n)
         right_bool = np.fromiter(map(eq, map(_RIGHT_DTYPE, rows), repeat("bool")), dtype=bool, count=n)
         return undefined | argument | empty | (left_bool & right_bool)
 
     def statistics(self) -> np.ndarray:
-        return np.fromiter(map(is_, map(_KIND, self.rows), repeat(RowKind.STATISTICS)), dtype=bool,
-                           count=len(self.rows))
+        return np.fromiter(map(is_, self.kinds, repeat(RowKind.STATISTICS)), dtype=bool, count=len(self.rows))
 
     def nonfinite(self) -> np.ndarray:
         """Whether each row's left side holds NaN or infinite elements (``left_counts``; False when not counted)."""
@@ -193,12 +205,15 @@ class _Columns:
         return out
 
 
-def _passes(columns: _Columns, where: np.ndarray, exceptional: np.ndarray, bounds: Bounds) -> np.ndarray:
-    """Whether each row at ``where`` (compared rows) breaks none of its bounds (module doc)."""
+_Groups = list[tuple[tuple[Bound, ...], list[int]]]
+
+
+def _passes(columns: _Columns, where: np.ndarray, groups: _Groups, exceptional: np.ndarray) -> np.ndarray:
+    """Whether each row at ``where`` (compared rows, ``groups``: their positions by bounds) breaks
+    none of its bounds (module doc)."""
     rows = columns.rows
     out = np.ones(len(where), dtype=bool)
-    chosen = [rows[i] for i in where.tolist()]
-    for group_bounds, positions in bounds.groups(chosen):
+    for group_bounds, positions in groups:
         at = np.asarray(positions, dtype=np.intp)
         row_at = where[at]
         ok = np.ones(len(at), dtype=bool)
@@ -207,13 +222,13 @@ def _passes(columns: _Columns, where: np.ndarray, exceptional: np.ndarray, bound
             ok &= ~present[row_at] | _NUMPY_OPS[bound.op](values[row_at], bound.value)  # NaN fails every comparison
         out[at] = ok
         for i in np.flatnonzero(exceptional[row_at]).tolist():
-            out[at[i]] = not violations(chosen[at[i]], group_bounds)
+            out[at[i]] = not violations(rows[int(row_at[i])], group_bounds)
     return out
 
 
-def _errors(columns: _Columns, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The error of each row at ``where`` (module doc) and whether it has one."""
-    statistics = columns.statistics()[where]
+def _errors(columns: _Columns, where: np.ndarray, statistics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The error of each row at ``where`` (module doc; ``statistics``: whether each is a statistics row)
+    and whether it has one."""
     error = np.full(len(where), np.nan)
     has = np.zeros(len(where), dtype=bool)
     tensor_at = np.flatnonzero(~statistics)
@@ -238,16 +253,23 @@ def row_checks(rows: Sequence[MetricRow], bounds: Bounds) -> RowChecks:
     n = len(rows)
     columns = _Columns(rows)
     compared = np.flatnonzero(columns.compared())
+    chosen = [rows[i] for i in compared.tolist()]
+    groups = bounds.groups(chosen)
+    builtin_groups = bounds.builtin_bounds.groups(chosen) if bounds.custom else []
+    statistics = columns.statistics()[compared]
+    error_names = (("RelativeEuclideanDistance", "CosineSimilarity") if not statistics.all() else ()) + (
+        ERROR_METRICS if statistics.any() else ())
+    columns.load([b.metric for group, _ in (*groups, *builtin_groups) for b in group] + list(error_names))
     exceptional = columns.exceptional()
     passed = np.full(n, NOT_COMPARED, dtype=np.int8)
-    passed[compared] = np.where(_passes(columns, compared, exceptional, bounds), PASSES, FAILS)
+    passed[compared] = np.where(_passes(columns, compared, groups, exceptional), PASSES, FAILS)
     builtin = None
     if bounds.custom:
         builtin = np.full(n, NOT_COMPARED, dtype=np.int8)
-        builtin[compared] = np.where(_passes(columns, compared, exceptional, bounds.builtin_bounds), PASSES, FAILS)
+        builtin[compared] = np.where(_passes(columns, compared, builtin_groups, exceptional), PASSES, FAILS)
     error = np.full(n, np.nan)
     has_error = np.zeros(n, dtype=bool)
-    error[compared], has_error[compared] = _errors(columns, compared)
+    error[compared], has_error[compared] = _errors(columns, compared, statistics)
     return RowChecks(passed=passed, builtin=builtin, error=error, has_error=has_error, nonfinite=columns.nonfinite())
 
 

@@ -234,7 +234,7 @@ def _worst(checks: Sequence[TensorCheck]) -> float | None:
     errors = [c.error for c in checks if c.error is not None]
     if not errors:
         return None
-    return math.nan if any(e != e for e in errors) else max(errors)
+    return math.nan if any(map(math.isnan, errors)) else max(errors)
 
 
 def _amplification(error: float | None, input_error: float | None) -> float | None:
@@ -269,8 +269,8 @@ def _check(part: PartVerdicts, r: int, producer: InputEdge | None, own: bool) ->
     if (not broken and own and producer is not None and producer.role in SOURCE_ROLES and lists.builtin is not None
             and lists.builtin[r] == FAILS):
         broken = violations(row, part.bounds.builtin(row))
-    return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r],
-                       failed=tuple((b.metric, value) for b, value in broken), nan=nan, inf=inf,
+    failed = tuple([(bound.metric, value) for bound, value in broken]) if broken else ()
+    return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r], failed=failed, nan=nan, inf=inf,
                        saturated=saturated, producer=producer)
 
 
