@@ -39,7 +39,15 @@ import numpy as np
 from ..records import MetricRow
 from ..verdict.gates import violations
 from .checks import FAILS, NOT_COMPARED, Bounds, RowChecks, row_checks
-from .records import SOURCE_ROLES, InputEdge, OpGraph, OpVerdict, TensorCheck, Verdict, VerdictList
+from .records import (
+    SOURCE_ROLES,
+    InputEdge,
+    OpGraph,
+    OpVerdict,
+    TensorCheck,
+    Verdict,
+    VerdictList,
+)
 
 #: Verdict codes of the columns, in :class:`Verdict` order.
 VERDICTS = tuple(Verdict)

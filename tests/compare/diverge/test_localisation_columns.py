@@ -32,7 +32,6 @@ from compare.diverge.records import (
 )
 from compare.diverge.statistics import ERROR_METRICS
 from compare.diverge.verdicts import chain, localise
-from compare.errors import OptionError
 from compare.records import ARGUMENT_METRIC, MetricRow, PairStatus, RowKind, ValueCounts
 from compare.reports.divergence import divergence_lines, localisation_document
 from compare.verdict.gates import violations
@@ -165,7 +164,7 @@ class _Part:
         self.output_checks[name] = {i: c for i, c in zip(sorted(entry.outputs), outputs)}
         inputs = self._inputs(entry, node.inputs)
         error, input_error = _worst(outputs), _worst(inputs)
-        base = dict(op=name, op_type=node.op_type, position=position, outputs=tuple(outputs), inputs=tuple(inputs),
+        base = dict(op=name, op_type=node.op_type, position=position, outputs=tuple(outputs), inputs=tuple(inputs),  # noqa: C408
                     error=error, input_error=input_error, amplification=_amplification(error, input_error),
                     source=node.source, rank=rank, iteration=iteration)
         if not any(c.passed is not None for c in outputs):
