@@ -157,6 +157,8 @@ class _Columns:
         self.rows = rows
         self.metrics = list(map(_METRICS, rows))
         self.kinds = list(map(_KIND, rows))
+        self.left_dtypes = list(map(_LEFT_DTYPE, rows))
+        self.right_dtypes = list(map(_RIGHT_DTYPE, rows))
         self._metric: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def load(self, names: Sequence[str]) -> None:
@@ -169,8 +171,12 @@ class _Columns:
         values = [tuple(map(metrics.get, names)) for metrics in self.metrics] if n else []
         columns = list(zip(*values)) if n else [() for _ in names]
         for name, column in zip(names, columns):
-            present = np.fromiter(map(is_not, column, repeat(None)), dtype=bool, count=n)
-            self._metric[name] = (np.array(column, dtype=np.float64), present)
+            values = np.array(column, dtype=np.float64)
+            present = ~np.isnan(values)
+            absent = np.flatnonzero(~present)  # NaN: a computed NaN, or None (not computed)
+            present[absent] = np.fromiter(map(is_not, map(column.__getitem__, absent.tolist()), repeat(None)),
+                                          dtype=bool, count=len(absent))
+            self._metric[name] = (values, present)
 
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Metric ``name`` of every row (:meth:`load`)."""
@@ -190,8 +196,8 @@ class _Columns:
         undefined = np.fromiter(map(bool, map(_UNDEFINED, rows)), dtype=bool, count=n)
         argument = np.fromiter(map(is_, self.kinds, repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
         empty = np.fromiter(map(contains, [shape or () for shape in map(_SHAPE, rows)], repeat(0)), dtype=bool, count=n)
-        left_bool = np.fromiter(map(eq, map(_LEFT_DTYPE, rows), repeat("bool")), dtype=bool, count=n)
-        right_bool = np.fromiter(map(eq, map(_RIGHT_DTYPE, rows), repeat("bool")), dtype=bool, count=n)
+        left_bool = np.fromiter(map(eq, self.left_dtypes, repeat("bool")), dtype=bool, count=n)
+        right_bool = np.fromiter(map(eq, self.right_dtypes, repeat("bool")), dtype=bool, count=n)
         return undefined | argument | empty | (left_bool & right_bool)
 
     def statistics(self) -> np.ndarray:

@@ -89,17 +89,24 @@ class PartVerdicts:
         """The row checks as Python lists, for building records (read once per part, not per record)."""
         checks = self.checks
         errors = [e if has else None for e, has in zip(checks.error.tolist(), checks.has_error.tolist())]
+        rows = self.rows
+        counts = [(c.nan, c.inf, c.saturated) if c is not None else (None, None, None)
+                  for c in map(attrgetter("left_counts"), rows)]
         return RowLists(passed=checks.passed.tolist(), builtin=None if checks.builtin is None else checks.builtin.tolist(),
-                        error=errors)
+                        error=errors, tensor_ids=[row.tensor_id or row.left_op for row in rows], counts=counts)
 
 
 @dataclass(frozen=True)
 class RowLists:
-    """:class:`~compare.diverge.checks.RowChecks` as lists: ``passed`` / ``builtin`` codes, ``error`` (None: none)."""
+    """:class:`~compare.diverge.checks.RowChecks` as lists: ``passed`` / ``builtin`` codes, ``error``
+    (None: none); the rows' ``tensor_ids`` (the left op when a row has none) and left ``counts``
+    (nan, inf, saturated; None when not counted)."""
 
     passed: list[int]
     builtin: list[int] | None
     error: list[float | None]
+    tensor_ids: list[str]
+    counts: list[tuple[int | None, int | None, int | None]]
 
 
 def _slots(rows: Sequence[MetricRow], number: dict[str, int]
@@ -263,20 +270,16 @@ def _data_blame(checks: Sequence[TensorCheck]) -> tuple[str, ...]:
 def _check(part: PartVerdicts, r: int, producer: InputEdge | None, own: bool) -> TensorCheck:
     """The record of row ``r``'s check; an own input fed by a source-role edge also against the
     built-in bounds (the bounds it broke are listed from :func:`compare.verdict.gates.violations`)."""
-    row = part.rows[r]
-    counts = row.left_counts
-    nan = counts.nan if counts is not None else None
-    inf = counts.inf if counts is not None else None
-    saturated = counts.saturated if counts is not None else None
-    tensor_id = row.tensor_id or row.left_op
     lists = part.lists
+    nan, inf, saturated = lists.counts[r]
+    tensor_id = lists.tensor_ids[r]
     passed = lists.passed[r]
     if passed == NOT_COMPARED:
         return TensorCheck(tensor_id=tensor_id, passed=None, nan=nan, inf=inf, saturated=saturated, producer=producer)
-    broken = violations(row, part.bounds.of(row)) if passed == FAILS else []
+    broken = violations(part.rows[r], part.bounds.of(part.rows[r])) if passed == FAILS else []
     if (not broken and own and producer is not None and producer.role in SOURCE_ROLES and lists.builtin is not None
             and lists.builtin[r] == FAILS):
-        broken = violations(row, part.bounds.builtin(row))
+        broken = violations(part.rows[r], part.bounds.builtin(part.rows[r]))
     failed = tuple([(bound.metric, value) for bound, value in broken]) if broken else ()
     return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r], failed=failed, nan=nan, inf=inf,
                        saturated=saturated, producer=producer)
