@@ -91,7 +91,8 @@ class Bounds:
         return self._builtin if self._builtin is not None else self
 
     def groups(self, rows: Sequence[MetricRow]) -> list[tuple[tuple[Bound, ...], list[int]]]:
-        """The positions of ``rows`` grouped by their bounds (:meth:`of`), each group in row order."""
+        """The positions of ``rows`` grouped by their bounds (:meth:`of`), each group in row order;
+        the bounds are resolved in row order (the first row of each data-type pair)."""
         if self._by_dtypes is None:
             by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
             for i, row in enumerate(rows):
@@ -99,7 +100,8 @@ class Bounds:
                 by_bounds.setdefault(id(bounds), (bounds, []))[1].append(i)
             return list(by_bounds.values())
         keys = list(zip(map(_KIND, rows), map(_LEFT_DTYPE, rows), map(_RIGHT_DTYPE, rows)))
-        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # key -> its first position
+        last = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # key -> its first position
+        first = dict(sorted(last.items(), key=lambda item: item[1]))  # in order of first appearance (:meth:`of`)
         if len(first) == 1:
             return [(self.of(rows[0]), list(range(len(rows))))] if rows else []
         positions: dict[tuple[RowKind, str | None, str | None], list[int]] = {key: [] for key in first}
@@ -138,7 +140,8 @@ class RowChecks:
 
     ``passed``: :data:`NOT_COMPARED` / :data:`FAILS` / :data:`PASSES` (int8) against the run's
     bounds; ``builtin``: the same against the built-in data-type bounds when the run has a policy
-    of its own (None otherwise: then they are the run's bounds); ``error`` / ``has_error``: the
+    of its own, for the source inputs that pass the run's bounds (None without such a policy:
+    then they are the run's bounds); ``error`` / ``has_error``: the
     row's error (float64) and whether it has one; ``nonfinite``: NaN/Inf on the left side.
     """
 
@@ -253,26 +256,36 @@ def _errors(columns: _Columns, where: np.ndarray, statistics: np.ndarray) -> tup
     return error, has
 
 
-def row_checks(rows: Sequence[MetricRow], bounds: Bounds) -> RowChecks:
-    """Every row of ``rows`` against ``bounds`` (and the built-in bounds when they differ), with its
-    error and whether its left side holds NaN/Inf (:class:`RowChecks`)."""
+def row_checks(rows: Sequence[MetricRow], order: Sequence[int], bounds: Bounds,
+               source_inputs: Sequence[int] = ()) -> RowChecks:
+    """The rows at ``order`` against ``bounds``, and those of ``source_inputs`` that pass them
+    against the built-in bounds too when the run has a policy of its own, with their error and
+    whether their left side holds NaN/Inf (:class:`RowChecks`; the other rows: not compared).
+
+    ``order`` is the order the rows are judged in, and the bounds of a data-type pair are
+    resolved for the first row of that pair in it (:meth:`Bounds.of` keeps them by data types and
+    statistics or not: an argument row whose types equal a tensor row's gets the bounds of
+    whichever of the two comes first, as a check row by row did).
+    """
     n = len(rows)
     columns = _Columns(rows)
-    compared = np.flatnonzero(columns.compared())
+    compared_mask = columns.compared()
+    compared = np.asarray([i for i in order if compared_mask[i]], dtype=np.intp)
     chosen = [rows[i] for i in compared.tolist()]
     groups = bounds.groups(chosen)
-    builtin_groups = bounds.builtin_bounds.groups(chosen) if bounds.custom else []
     statistics = columns.statistics()[compared]
     error_names = (("RelativeEuclideanDistance", "CosineSimilarity") if not statistics.all() else ()) + (
         ERROR_METRICS if statistics.any() else ())
-    columns.load([b.metric for group, _ in (*groups, *builtin_groups) for b in group] + list(error_names))
+    columns.load([b.metric for group, _ in groups for b in group] + list(error_names))
     exceptional = columns.exceptional()
     passed = np.full(n, NOT_COMPARED, dtype=np.int8)
     passed[compared] = np.where(_passes(columns, compared, groups, exceptional), PASSES, FAILS)
     builtin = None
     if bounds.custom:
         builtin = np.full(n, NOT_COMPARED, dtype=np.int8)
-        builtin[compared] = np.where(_passes(columns, compared, builtin_groups, exceptional), PASSES, FAILS)
+        again = np.asarray([i for i in source_inputs if passed[i] == PASSES], dtype=np.intp)
+        builtin_groups = bounds.builtin_bounds.groups([rows[i] for i in again.tolist()])
+        builtin[again] = np.where(_passes(columns, again, builtin_groups, exceptional), PASSES, FAILS)
     error = np.full(n, np.nan)
     has_error = np.zeros(n, dtype=bool)
     error[compared], has_error[compared] = _errors(columns, compared, statistics)

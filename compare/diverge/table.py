@@ -146,7 +146,10 @@ def judge_part(rows: Sequence[MetricRow], graph: OpGraph, bounds: Bounds, rank: 
     number = {name: j for j, name in enumerate(names)}
     outputs = [dict(sorted(outputs_all[p].items())) for p in judged]
     inputs = [dict(sorted(inputs_all[p].items())) for p in judged]
-    checks = row_checks(rows, bounds)
+    order = [r for j in range(len(judged)) for r in (*outputs[j].values(), *inputs[j].values())]
+    source_inputs = [r for j, name in enumerate(names) if inputs[j] and bounds.custom
+                     for index, r in inputs[j].items() if _source_edge(nodes[name].inputs, index)]
+    checks = row_checks(rows, order, bounds, source_inputs)
     passed, builtin = checks.passed, checks.builtin
     n = len(names)
 
@@ -235,6 +238,12 @@ def judge_part(rows: Sequence[MetricRow], graph: OpGraph, bounds: Bounds, rank: 
     return PartVerdicts(rows=rows, graph=graph, bounds=bounds, rank=rank, iteration=iteration, names=names,
                         number=number, positions=[number_all[name] for name in names], outputs=outputs, inputs=inputs,
                         checks=checks, codes=codes, failed_before=failed_before, first_nonfinite=first_nonfinite)
+
+
+def _source_edge(edges: Sequence[InputEdge], index: int) -> bool:
+    """Whether input ``index`` is fed by a source-role edge (the last edge of that index counts)."""
+    edge = {e.index: e for e in edges}.get(index)
+    return edge is not None and edge.role in SOURCE_ROLES
 
 
 def _source_node(graph: OpGraph, name: str) -> bool:
