@@ -220,11 +220,9 @@ class VerdictList(Sequence[OpVerdict]):
         return next((v for v in self if v.op == op), None)
 
     def labels(self) -> dict[tuple[int | None, int | None, str], Verdict]:
-        """(rank, iteration, op) -> verdict of every operator (the first of a repeated key wins)."""
-        out: dict[tuple[int | None, int | None, str], Verdict] = {}
-        for verdict in self:
-            out.setdefault((verdict.rank, verdict.iteration, verdict.op), verdict.verdict)
-        return out
+        """(rank, iteration, op) -> verdict of every operator (a key repeated by another graph of the
+        same rank and iteration: the last one, as the ``Verdict`` column has it)."""
+        return {(verdict.rank, verdict.iteration, verdict.op): verdict.verdict for verdict in self}
 
 
 @dataclass(frozen=True)

@@ -401,7 +401,7 @@ class LazyVerdicts(VerdictList):
         out: dict[tuple[int | None, int | None, str], Verdict] = {}
         for part in self._parts:
             for name, code in zip(part.names, part.codes.tolist()):
-                out.setdefault((part.rank, part.iteration, name), VERDICTS[code])
+                out[(part.rank, part.iteration, name)] = VERDICTS[code]
         return out
 
     def first_of(self, op: str) -> OpVerdict | None:
