@@ -136,8 +136,9 @@ class ComparisonResult:
 
     @property
     def verdicts(self) -> tuple[OpVerdict, ...]:
-        """Every operator's :class:`~compare.diverge.records.OpVerdict`, in graph order."""
-        return self.localisation.verdicts if self.localisation is not None else ()
+        """Every operator's :class:`~compare.diverge.records.OpVerdict`, in graph order (the records
+        are built on first use: a run whose reports only count verdicts builds none)."""
+        return tuple(self.localisation.verdicts) if self.localisation is not None else ()
 
     @property
     def graph(self) -> OpGraph | None:

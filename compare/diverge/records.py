@@ -17,8 +17,9 @@ Const node, an op that was not dumped) keeps its own name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from ..records import Label
 
@@ -170,6 +171,60 @@ class OpVerdict:
     iteration: int | None = None
 
 
+class VerdictList(Sequence[OpVerdict]):
+    """The verdicts of a localisation in graph order, with their counts.
+
+    This one holds its records; the columnar localisation (:class:`compare.diverge.table.LazyVerdicts`)
+    builds each record on first use and answers :meth:`counts` / :meth:`labels` from its columns,
+    so that a run whose reports only count verdicts never builds the records. Equal to any sequence
+    of the same records (a tuple included).
+    """
+
+    def __init__(self, verdicts: Iterable[OpVerdict] = ()) -> None:
+        self._items = tuple(verdicts)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> OpVerdict: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[OpVerdict]: ...
+
+    def __getitem__(self, index: int | slice) -> OpVerdict | Sequence[OpVerdict]:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[OpVerdict]:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # a sequence compared by value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} verdicts)"
+
+    def counts(self) -> dict[Verdict, int]:
+        """Operators per verdict, every verdict listed (zeros included), in :class:`Verdict` order."""
+        counts = dict.fromkeys(Verdict, 0)
+        for verdict in self:
+            counts[verdict.verdict] += 1
+        return counts
+
+    def first_of(self, op: str) -> OpVerdict | None:
+        """The first verdict of operator ``op``, None when no operator is ``op``."""
+        return next((v for v in self if v.op == op), None)
+
+    def labels(self) -> dict[tuple[int | None, int | None, str], Verdict]:
+        """(rank, iteration, op) -> verdict of every operator (a key repeated by another graph of the
+        same rank and iteration: the last one, as the ``Verdict`` column has it)."""
+        return {(verdict.rank, verdict.iteration, verdict.op): verdict.verdict for verdict in self}
+
+
 @dataclass(frozen=True)
 class Localisation:
     """The answer to "where does it go wrong": every operator's verdict in graph order, the first
@@ -178,7 +233,7 @@ class Localisation:
     why the first divergence may be an artefact of the pairing, not of the data (the ``-f`` trap,
     :mod:`compare.diverge.fusion_doubt`); None when it is not in doubt."""
 
-    verdicts: tuple[OpVerdict, ...]
+    verdicts: Sequence[OpVerdict]
     graph: OpGraph
     first_divergence: OpVerdict | None
     first_nonfinite: str | None = None
@@ -186,12 +241,19 @@ class Localisation:
     notes: tuple[str, ...] = field(default_factory=tuple)
     uncertain: str | None = None
 
+    @property
+    def counts(self) -> dict[Verdict, int]:
+        """Operators per verdict, zeros included (:meth:`VerdictList.counts`: no record built by a lazy list)."""
+        verdicts = self.verdicts
+        return verdicts.counts() if isinstance(verdicts, VerdictList) else VerdictList(verdicts).counts()
+
     def verdict_of(self, op: str) -> OpVerdict | None:
-        for verdict in self.verdicts:
-            if verdict.op == op:
-                return verdict
-        return None
+        """The first operator named ``op`` (in part order, then graph order), None when none is."""
+        verdicts = self.verdicts
+        if isinstance(verdicts, VerdictList):
+            return verdicts.first_of(op)
+        return next((v for v in verdicts if v.op == op), None)
 
 
 __all__ = ["GraphSource", "InputEdge", "Localisation", "NodeRole", "OpGraph", "OpNode", "OpVerdict", "SOURCE_ROLES",
-           "SourceLine", "TensorCheck", "Verdict"]
+           "SourceLine", "TensorCheck", "Verdict", "VerdictList"]

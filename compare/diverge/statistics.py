@@ -23,7 +23,11 @@ Absolute differences are left out too: they have no scale.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import is_not, methodcaller
+
+import numpy as np
 
 from ..records import MetricRow, RowKind
 
@@ -36,15 +40,33 @@ def is_statistics_row(row: MetricRow) -> bool:
     return row.kind is RowKind.STATISTICS
 
 
+def metric_column(metrics: Sequence[Mapping[str, float | None]], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Metric ``name`` of each row as float64 (NaN where not computed) and whether it was computed."""
+    values = list(map(methodcaller("get", name), metrics))
+    present = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=len(values))
+    return np.array(values, dtype=np.float64), present  # numpy reads None as NaN
+
+
+def statistics_errors(columns: Sequence[tuple[np.ndarray, np.ndarray]], where: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The error of each statistics row at ``where`` (module doc): (float64 values, whether the row
+    has one); ``columns``: the :data:`ERROR_METRICS` columns (:func:`metric_column`). The largest
+    computed of the three (``np.maximum``, a metric not computed taken as -inf so that it never
+    wins), NaN when one is NaN (``np.maximum`` propagates it); no error when none was computed."""
+    worst = np.full(len(where), -np.inf)
+    has = np.zeros(len(where), dtype=bool)
+    for values, present in columns:
+        computed = present[where]
+        worst = np.maximum(worst, np.where(computed, values[where], -np.inf))
+        has |= computed
+    return worst, has
+
+
 def statistics_error(row: MetricRow) -> float | None:
-    """The error of a statistics row (module doc): the largest computed of :data:`ERROR_METRICS`,
-    NaN when one is NaN, None when none was computed."""
-    values = [float(v) for v in (row.metrics.get(name) for name in ERROR_METRICS) if v is not None]
-    if not values:
-        return None
-    if any(math.isnan(v) for v in values):
-        return math.nan
-    return max(values)
+    """The error of one statistics row (:func:`statistics_errors`): the largest computed of
+    :data:`ERROR_METRICS`, NaN when one is NaN, None when none was computed."""
+    values, has = statistics_errors([metric_column([row.metrics], name) for name in ERROR_METRICS], np.zeros(1, int))
+    return float(values[0]) if has[0] else None
 
 
-__all__ = ["ERROR_METRICS", "is_statistics_row", "statistics_error"]
+__all__ = ["ERROR_METRICS", "is_statistics_row", "metric_column", "statistics_error", "statistics_errors"]
