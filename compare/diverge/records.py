@@ -247,6 +247,13 @@ class Localisation:
         verdicts = self.verdicts
         return verdicts.counts() if isinstance(verdicts, VerdictList) else VerdictList(verdicts).counts()
 
+    @property
+    def labels(self) -> dict[tuple[int | None, int | None, str], Verdict]:
+        """(rank, iteration, op) -> verdict of every operator (:meth:`VerdictList.labels`: no record
+        built by a lazy list)."""
+        verdicts = self.verdicts
+        return verdicts.labels() if isinstance(verdicts, VerdictList) else VerdictList(verdicts).labels()
+
     def verdict_of(self, op: str) -> OpVerdict | None:
         """The first operator named ``op`` (in part order, then graph order), None when none is."""
         verdicts = self.verdicts

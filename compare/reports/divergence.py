@@ -59,7 +59,7 @@ def divergence_lines(localisation: Localisation | None) -> list[str]:
     first = localisation.first_divergence
     lines: list[str] = []
     if first is None:
-        compared = sum(1 for v in localisation.verdicts if v.verdict is not Verdict.NOT_COMPARED)
+        compared = len(localisation.verdicts) - localisation.counts[Verdict.NOT_COMPARED]
         lines.append(f"first divergence: none ({compared} operator(s) within {_bounds_short(localisation)})")
     else:
         kind = "wrong itself (origin)" if first.verdict is Verdict.ORIGIN else "its data input differs (input-differs)"
@@ -90,10 +90,7 @@ def _bounds_short(localisation: Localisation) -> str:
 
 
 def _counts(localisation: Localisation) -> str:
-    counts = {v: 0 for v in Verdict}
-    for verdict in localisation.verdicts:
-        counts[verdict.verdict] += 1
-    return ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    return ", ".join(f"{n} {v}" for v, n in localisation.counts.items() if n)
 
 
 def _source_text(source: SourceLine) -> str:
@@ -133,7 +130,7 @@ def verdict_map(localisation: Localisation | None) -> dict[VerdictKey, str]:
     """(rank, iteration, op) -> verdict text, for the ``Verdict`` column (empty without localisation)."""
     if localisation is None:
         return {}
-    return {(v.rank, v.iteration, v.op): v.verdict.value for v in localisation.verdicts}
+    return {key: verdict.value for key, verdict in localisation.labels.items()}
 
 
 # ------------------------------------------------------------------------------ JSON
@@ -185,11 +182,9 @@ def localisation_document(localisation: Localisation | None) -> dict[str, Any] |
 
 def count_verdicts(localisation: Localisation | None) -> Mapping[str, int]:
     """Operators per verdict (every verdict listed, zeros included)."""
-    counts = {v.value: 0 for v in Verdict}
-    if localisation is not None:
-        for verdict in localisation.verdicts:
-            counts[verdict.verdict.value] += 1
-    return counts
+    if localisation is None:
+        return {v.value: 0 for v in Verdict}
+    return {v.value: n for v, n in localisation.counts.items()}
 
 
 __all__ = ["count_verdicts", "divergence_lines", "explain_lines", "localisation_document", "verdict_document",
