@@ -15,7 +15,7 @@ Policy -- the same text as ``repr``, always:
   the infinities as ``null``. Every float outside that range is written by ``repr`` itself.
 - The first call checks orjson against ``repr`` on a fixed sample (range edges, halfway cases,
   powers of two, 2,000 seeded random values of the range); if any text differs (a future orjson
-  that formats otherwise), or orjson is not importable, every float goes through ``repr``.
+  that formats otherwise), every float goes through ``repr``.
   tests/compare/reports/test_float_text.py holds the two equal over all float64 (hypothesis).
 - Short columns (< :data:`MIN_BATCH` values) go through ``repr``: the call and the range mask
   cost more than they save.
@@ -26,9 +26,10 @@ Policy -- the same text as ``repr``, always:
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+import orjson
 
 #: Below this many values a column is formatted by ``repr`` value by value.
 MIN_BATCH = 16
@@ -51,12 +52,8 @@ def _sample() -> list[float]:
     return [v for v in edges + spread if v == 0.0 or LOW <= abs(v) < HIGH]
 
 
-def _dumps() -> object | None:
+def _dumps() -> Callable[[object], bytes] | None:
     """orjson's ``dumps`` when it writes the sample as ``repr`` does, else None (checked once)."""
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - a declared dependency; repr then
-        return None
     if not _checked:
         sample = _sample()
         _checked.append(orjson.dumps(sample).decode()[1:-1].split(",") == [_repr(v) for v in sample])
