@@ -425,13 +425,13 @@ class Run:
     def rank(self) -> int | None:
         """The rank of a dump-tree leaf (``coords["rank"]``), None when it has none."""
         value = self.coords.get("rank")
-        return int(value) if value is not None and str(value).isdigit() else None
+        return int(value) if value is not None and str(value).isdecimal() else None
 
     @property
     def iteration(self) -> int | None:
         """The iteration of a dump-tree leaf (``coords["iteration"]``), None when it has none."""
         value = self.coords.get("iteration")
-        return int(value) if value is not None and str(value).isdigit() else None
+        return int(value) if value is not None and str(value).isdecimal() else None
 
     def find(self, name: str) -> OpDump | None:
         """Look an operator up by name; golden runs also try the normalised file-name form."""

@@ -120,7 +120,7 @@ def _slots(rows: Sequence[MetricRow], number: dict[str, int]
             continue
         head, sep, index = tensor_id.rpartition(":")
         op, sep2, kind = head.rpartition(":")
-        if not (sep and sep2) or not index.isdigit():
+        if not (sep and sep2) or not index.isdecimal():
             continue
         if kind == "output":
             side = outputs

@@ -162,7 +162,7 @@ def tensor_place(tensor_id: str | None) -> TensorPlace | None:
     if not tensor_id:
         return None
     parts = tensor_id.rsplit(":", 2)
-    if len(parts) != 3 or not parts[0] or not parts[2].isdigit():
+    if len(parts) != 3 or not parts[0] or not parts[2].isdecimal():
         return None
     kind = _PLACE_KINDS.get(parts[1])
     return TensorPlace(parts[0], kind, int(parts[2])) if kind is not None else None

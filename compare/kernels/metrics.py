@@ -448,7 +448,7 @@ def resolve_algorithms(spec: AlgorithmSpec) -> list[str]:
     for tok in tokens:
         if isinstance(tok, int):
             names = [METRIC_NAMES[tok]] if 0 <= tok < len(METRIC_NAMES) else []
-        elif tok.isdigit():
+        elif tok.isdecimal():  # not isdigit(): a superscript digit is a digit int() refuses
             idx = int(tok)
             names = [METRIC_NAMES[idx]] if idx < len(METRIC_NAMES) else []
         elif tok.lower() in _GROUPS:

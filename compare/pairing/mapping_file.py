@@ -37,9 +37,9 @@ class TensorSel:
     @classmethod
     def parse(cls, text: str) -> "TensorSel":
         parts = text.strip().split(":")
-        if len(parts) >= 3 and parts[-1].isdigit() and parts[-2].lower() in ("input", "output"):
+        if len(parts) >= 3 and parts[-1].isdecimal() and parts[-2].lower() in ("input", "output"):
             return cls(":".join(parts[:-2]), TensorKind(parts[-2].lower()), int(parts[-1]))
-        if len(parts) >= 2 and parts[-1].isdigit():
+        if len(parts) >= 2 and parts[-1].isdecimal():
             return cls(":".join(parts[:-1]), TensorKind.OUTPUT, int(parts[-1]))
         return cls(text.strip())
 
