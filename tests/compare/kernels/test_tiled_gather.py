@@ -120,21 +120,3 @@ def test_channel_blocked_pair_equals_its_contiguous_layout_to_the_bit() -> None:
             a = pair_passes(x.view(np.uint16), y, blocked).pair(prm, do_rel, do_kl, err)
             b = pair_passes(x.view(np.uint16), y_in_x_order, bind_plan(flat)).pair(prm, do_rel, do_kl, err)
             assert _same(np.array(a), np.array(b)), (err, do_rel, do_kl)
-
-
-@given(st.integers(0, 63), st.integers(-70, 300), st.integers(0, 400), st.integers(0, 500))
-def test_prefetch_hints_every_line_of_the_range(align: int, start: int, count: int, size: int) -> None:
-    """:func:`fused._prefetch_ahead` (its Python body, the hint recorded) gives a hint in every
-    64-byte line the clipped range ``[start, start + count)`` touches, wherever the buffer's lines
-    begin (``align``: the buffer's first byte's place in its line), and none outside the buffer."""
-    hinted: list[int] = []
-    walker = fused._prefetch_ahead.py_func
-    saved = walker.__globals__["prefetch"]
-    walker.__globals__["prefetch"] = lambda buf, i: hinted.append(int(i))
-    try:
-        walker(np.zeros(size, dtype=np.uint8), start, count)
-    finally:
-        walker.__globals__["prefetch"] = saved
-    wanted = range(max(start, 0), min(start + count, size))
-    assert all(0 <= i < size for i in hinted)
-    assert {(b + align) // 64 for b in wanted} <= {(i + align) // 64 for i in hinted}
