@@ -93,6 +93,18 @@ def _stat(value: float | str | None) -> str:
     return _text(value) if isinstance(value, str) else _number(value)
 
 
+def _positions(items: list[str], item: str) -> list[int]:
+    """The positions of ``item`` in ``items``, by ``list.index`` (C scans: the items are many, the hits few)."""
+    positions = []
+    at = -1
+    try:
+        while True:
+            at = items.index(item, at + 1)
+            positions.append(at)
+    except ValueError:
+        return positions
+
+
 def _float_texts(values: list[Any], starts: Sequence[int], ends: Sequence[int]) -> list[str]:
     """The JSON text of each value of a batch's float fields (metrics, std, statistics): all the
     floats formatted by one :func:`~compare.reports.float_text.repr_texts` call (``repr``'s text,
@@ -104,15 +116,18 @@ def _float_texts(values: list[Any], starts: Sequence[int], ends: Sequence[int]) 
     by :func:`_stat`, any other field by :func:`_number`. Such values are rare (argument rows'
     metrics, a statistic one side lacks), so they stand in the float batch as 0.0 and their text
     replaces 0.0's."""
-    odd = list(compress(range(len(values)), map(is_not, map(type, values), repeat(float))))
+    kinds = list(map(type, values))
+    odd = [] if kinds.count(float) == len(kinds) else list(compress(range(len(kinds)),
+                                                                   map(is_not, kinds, repeat(float))))
     floats = values
     if odd:
         floats = values.copy()
         for i in odd:
             floats[i] = 0.0
     texts = repr_texts(floats)
-    if "n" in "".join(texts):  # "nan", "inf", "-inf": not JSON numbers
-        texts = list(map(_NON_FINITE.get, texts, texts))
+    for text, json_text in _NON_FINITE.items():  # repr's "nan", "inf", "-inf": not JSON numbers
+        for i in _positions(texts, text):
+            texts[i] = json_text
     for i in odd:
         block = bisect_right(starts, i) - 1
         in_stat = block >= 0 and i < ends[block] and (i - starts[block]) % 4 != 3
