@@ -93,7 +93,7 @@ def _stat(value: float | str | None) -> str:
     return _text(value) if isinstance(value, str) else _number(value)
 
 
-def _positions(items: list[str], item: str) -> list[int]:
+def _positions(items: list[Any], item: object) -> list[int]:
     """The positions of ``item`` in ``items``, by ``list.index`` (C scans: the items are many, the hits few)."""
     positions = []
     at = -1
@@ -110,24 +110,29 @@ def _float_texts(values: list[Any], starts: Sequence[int], ends: Sequence[int]) 
     floats formatted by one :func:`~compare.reports.float_text.repr_texts` call (``repr``'s text,
     ~0.11 us a float instead of ~0.4); a NaN or an infinity then as :func:`encode_float`'s string.
 
-    A value that is not a float (None, a checksum or ``same`` / ``different`` text, a whole number
+    None (a metric not computed, a statistic one side lacks; common: 7% of the values of a
+    statistics run) is null in every field; its positions are found by ``list.index`` scans. Any
+    other value that is not a float (a checksum or ``same`` / ``different`` text, a whole number
     ...) is formatted alone, as the field it sits in writes it: a statistic's ``left`` / ``right``
     / ``diff`` (positions ``starts[k] + 4j + 0..2`` of a statistics block ``[starts[k], ends[k])``)
-    by :func:`_stat`, any other field by :func:`_number`. Such values are rare (argument rows'
-    metrics, a statistic one side lacks), so they stand in the float batch as 0.0 and their text
-    replaces 0.0's."""
+    by :func:`_stat`, any other field by :func:`_number`. Both stand in the float batch as 0.0,
+    their text replacing 0.0's."""
     kinds = list(map(type, values))
-    odd = [] if kinds.count(float) == len(kinds) else list(compress(range(len(kinds)),
-                                                                   map(is_not, kinds, repeat(float))))
+    floats_only = kinds.count(float)
+    nones = [] if floats_only == len(kinds) else _positions(kinds, type(None))
+    odd = [] if floats_only + len(nones) == len(kinds) else [
+        i for i in compress(range(len(kinds)), map(is_not, kinds, repeat(float))) if values[i] is not None]
     floats = values
-    if odd:
+    if nones or odd:
         floats = values.copy()
-        for i in odd:
+        for i in chain(nones, odd):
             floats[i] = 0.0
     texts = repr_texts(floats)
     for text, json_text in _NON_FINITE.items():  # repr's "nan", "inf", "-inf": not JSON numbers
         for i in _positions(texts, text):
             texts[i] = json_text
+    for i in nones:
+        texts[i] = "null"
     for i in odd:
         block = bisect_right(starts, i) - 1
         in_stat = block >= 0 and i < ends[block] and (i - starts[block]) % 4 != 3
