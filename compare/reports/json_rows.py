@@ -4,9 +4,9 @@ A row is never built as a dict to be encoded: :class:`RowEncoder` writes each ro
 compact JSON straight from the record (a dict then the encoder cost ~25 us a statistics row;
 ``--json`` and ``ComparisonResult.to_json`` write millions of rows). Each value becomes text
 where it is read: strings through the json module's own C escaper (``ensure_ascii``: non-ASCII
-and the surrogate escapes of undecodable file names written as ``\\uXXXX``), finite floats by
-``float.__repr__`` as the encoder writes them, non-finite floats as the strings of
-:func:`~compare.reports.result_json.encode_float`, ``None`` as null. A field the records type as
+and the surrogate escapes of undecodable file names written as ``\\uXXXX``), finite floats as
+``float.__repr__`` writes them (the encoder's text; a batch at a time, below), non-finite floats
+as the strings of :func:`~compare.reports.result_json.encode_float`, ``None`` as null. A field the records type as
 text (``left_op``, msprobe's names ...) must be text; where a record allows several types (whole
 numbers, flags, lists), a value of an unusual type goes through the encoder itself. Keys, their
 order and every rule are docs/result-json.md's; the tests hold the lines to an independent
@@ -16,13 +16,14 @@ The rows as dicts (``ComparisonResult.to_dict``, ``--overflow``) are these lines
 (:func:`row_documents`, ``json.loads``): one encoder, so the dict and the text cannot disagree,
 and ``dumps(to_dict())`` is ``to_json()`` byte for byte.
 
-The cost left is mostly ``float.__repr__`` (the shortest round-trip text, ~0.35-0.5 us a float
-on the 2-core session machine; 13-16 floats a row): a row's metrics, std and statistics are each
-turned into text by one ``map`` when they are all finite floats (the usual case), value by value
-otherwise. (Measured for issue 31: a batch of rows encoded column by column -- each field by one
-comprehension, each line by one ``%`` of a template -- is no faster at 256 rows a batch and
-slower beyond, the floats' ``repr`` being the same work and the records read in a worse order;
-numpy's ``astype(str)`` of a float64 column gives the same texts at the same cost.)
+The floats (13-21 a row: metrics, std, statistics) are made text a batch of rows at a time
+(:meth:`RowEncoder.lines`, :data:`ROWS_PER_WRITE` rows): gathered in the order the lines write
+them, formatted by one :func:`~compare.reports.float_text.repr_texts` call (``repr``'s text,
+~0.1 us a float instead of ~0.4), each line then built from its slice; ``line()`` is ``lines()``
+of one row. (Measured for issue 31: a batch encoded column by column -- each field by one
+comprehension, each line by one ``%`` of a template -- is no faster than row by row, the records
+being read in a worse order; only the floats pay to batch. On the 100k statistics case the row
+lines cost ~16 -> ~14 us a row, on 10k small tensors ~10 -> ~7.4.)
 
 :func:`write_result` and :func:`render_result` stream the document: the head (every key but
 ``rows``, :func:`~compare.reports.result_json.result_document`), the row lines a few thousand at
