@@ -12,9 +12,10 @@ Policy -- the same text as ``repr``, always:
   for ``1e-4 <= |x| < 1e16`` and for zero (positional, ``.0`` on integral values, ``-0.0``). Below
   ``1e-5`` and from ``1e16`` on, both write the exponent form (``1.5e-10``, ``1e+16``), orjson with
   the exponent's digits unpadded (``1e-7`` where ``repr`` writes ``1e-07``): those texts are
-  padded (:func:`_batch`). For ``1e-5 <= |x| < 1e-4`` orjson writes positionally (``0.000099`` where ``repr`` writes ``9.9e-05``), and NaN and the infinities
-  as ``null``: those values are written by ``repr`` itself. (Statistics' differences are often
-  below 1e-4: a third of the floats of a statistics run.)
+  padded (:func:`_batch`). For ``1e-5 <= |x| < 1e-4`` orjson writes positionally (``0.000099``
+  where ``repr`` writes ``9.9e-05``), and NaN and the infinities as ``null``: those values are
+  written by ``repr`` itself. (Statistics' differences are often below 1e-4: a third of the
+  floats of a statistics run.)
 - The first call checks orjson's texts (padded) against ``repr`` on a fixed sample (range edges,
   halfway cases, powers of two, subnormals, 2,000 seeded random values of the range and 2,000 of
   the whole float64 range); if any text differs (a future orjson that formats otherwise), every

@@ -38,14 +38,14 @@ import functools
 import json
 import os
 from bisect import bisect_right
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain, compress, repeat
-from operator import attrgetter, is_not
-from collections.abc import Iterable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring_ascii
+from operator import attrgetter, is_not
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..records import ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, StatDiff, ValueCounts
+from ..records import ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, ValueCounts
 from .files import atomic_write
 from .float_text import repr_texts
 from .result_json import ROW_ENCODER, STD_KEYS, STD_NAME, dumps, encode_float, head_and_tail, write_json
@@ -315,8 +315,9 @@ def _pieces(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequenc
 
 def row_documents(rows: Sequence[MetricRow], metrics: Sequence[str]) -> list[dict[str, Any]]:
     """The ``rows`` of a document as dicts: each row's line (:meth:`RowEncoder.line`) read back
-    by ``json.loads`` (:meth:`RowEncoder.lines`, a batch at a time) -- the one encoder, so a dict holds exactly what the text says (floats,
-    ``"nan"`` / ``"inf"`` strings, lists where the record has tuples)."""
+    by ``json.loads`` (:meth:`RowEncoder.lines`, a batch at a time) -- the one encoder, so a dict
+    holds exactly what the text says (floats, ``"nan"`` / ``"inf"`` strings, lists where the record
+    has tuples)."""
     lines = RowEncoder(metrics).lines
     return [json.loads(line) for start in range(0, len(rows), ROWS_PER_WRITE)
             for line in lines(start, rows[start:start + ROWS_PER_WRITE])]

@@ -21,8 +21,8 @@ from compare import compare_network, regate
 from compare.records import (ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, StatDiff,
                              ValueCounts)
 from compare.reports import json_rows
-from compare.reports.json_rows import MetricNames, RowEncoder, full_document, render_result, row_documents, write_result
 from compare.reports.float_text import repr_texts
+from compare.reports.json_rows import MetricNames, RowEncoder, full_document, render_result, row_documents, write_result
 from compare.reports.result_json import ROW_ENCODER, STD_KEYS, dumps, encode_float
 
 MSPROBE = FIXTURES / "msprobe_real"
