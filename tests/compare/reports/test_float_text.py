@@ -1,5 +1,6 @@
 """compare.reports.float_text.repr_texts is ``repr`` a column at a time: the same text for every
-float64 (hypothesis over all bit patterns and over the range orjson formats), numpy floats
+float64 (hypothesis over all bit patterns, over the positional range orjson formats and over its
+exponent forms), numpy floats
 included, short columns and the checked sample too."""
 
 from __future__ import annotations
@@ -12,16 +13,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compare.reports import float_text
-from compare.reports.float_text import HIGH, LOW, MIN_BATCH, repr_texts
+from compare.reports.float_text import HIGH, LOW, MIN_BATCH, TINY, repr_texts
 
 ANY = st.integers(0, 2 ** 64 - 1).map(lambda bits: struct.unpack("<d", struct.pack("<Q", bits))[0])
 MID = st.floats(min_value=LOW, max_value=HIGH, exclude_max=True).flatmap(lambda v: st.sampled_from([v, -v]))
 EDGES = st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 5e-324, LOW, math.nextafter(LOW, 0.0), HIGH,
-                         math.nextafter(HIGH, 0.0), 1e15, 2.0 ** 53, 0.1, 1 / 3, 1.7976931348623157e308])
+                         math.nextafter(HIGH, 0.0), 1e15, 2.0 ** 53, 0.1, 1 / 3, 1.7976931348623157e308, TINY,
+                         math.nextafter(TINY, 0.0), -TINY, 1e-7, 1.5e-10, 1e-100, 1e22, 1e100, -1e300])
+#: The exponent forms orjson writes (below TINY, from HIGH on): every exponent length, both signs.
+EXPONENT = st.floats(min_value=5e-324, max_value=TINY, exclude_max=True) | st.floats(min_value=HIGH)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(ANY, MID, MID, EDGES), min_size=0, max_size=3 * MIN_BATCH))
+@given(st.lists(st.one_of(ANY, MID, MID, EXPONENT.flatmap(lambda v: st.sampled_from([v, -v])), EDGES), min_size=0,
+                max_size=3 * MIN_BATCH))
 def test_the_texts_are_repr(values: list[float]) -> None:
     assert repr_texts(values) == [repr(v) for v in values]
 
@@ -36,7 +41,7 @@ def test_numpy_floats_are_written_as_floats(values: list[float]) -> None:
 def test_the_batch_path_is_taken_and_checked_once() -> None:
     assert float_text._dumps() is not None  # orjson is a dependency, and it agrees with repr on the sample
     assert float_text._checked == [True]
-    values = [i / 7 for i in range(1, 1000)] + [1e-7, 1e300, math.nan, -math.inf, -0.0]
+    values = [i / 7 for i in range(1, 1000)] + [1e-7, 1e300, math.nan, -math.inf, -0.0, 5e-5, 2e-6, 1e-320, 1e16]
     assert repr_texts(values) == [repr(v) for v in values]
 
 

@@ -21,6 +21,7 @@ from compare import compare_network, regate
 from compare.records import (ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, StatDiff,
                              ValueCounts)
 from compare.reports import json_rows
+from compare.reports.float_text import repr_texts
 from compare.reports.json_rows import MetricNames, RowEncoder, full_document, render_result, row_documents, write_result
 from compare.reports.result_json import ROW_ENCODER, STD_KEYS, dumps, encode_float
 
@@ -128,7 +129,8 @@ def test_no_rows_is_the_whole_document_indented(tmp_path: Path) -> None:
 
 
 _FLOATS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6),
-                    st.sampled_from([0.0, -0.0, 5e-324, 1.7976931348623157e308, 1e16, 1e-7, 0.1 + 0.2]))
+                    st.sampled_from([0.0, -0.0, 5e-324, 1.7976931348623157e308, 1e16, 1e-7, 0.1 + 0.2, 1e-5,
+                                                   9.999999999999999e-06, 5e-5, 1e-4, 2.5e-9, -1e300]))
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=()) | st.sampled_from(["\udcff", "\udc80", "\"", "\\",
                                                                                        "\n", "\x00", "\u2028", "%", "s"]),
                 max_size=12)
@@ -173,3 +175,32 @@ def test_row_line_is_the_encoded_row_document(rows: list[MetricRow], metrics: li
         assert text == ROW_ENCODER.encode(_reference(position, row, names))
         assert text.isascii() and json.loads(text)["row"] == position
     assert row_documents(rows, metrics) == [json.loads(line(position, row)) for position, row in enumerate(rows)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_rows(), min_size=1, max_size=24), st.lists(st.sampled_from(_METRICS) | _TEXT, max_size=5),
+       st.integers(0, 10**6))
+def test_a_batch_of_lines_is_each_row_encoded(rows: list[MetricRow], metrics: list[str], start: int) -> None:
+    """A batch of mixed rows (NaN, infinities, None, text, whole numbers, -0.0, 1e-5, 1e16 among
+    finite floats; rows with and without std, statistics, metrics of their own) formatted at once:
+    each line is its row's reference and its line alone."""
+    names = MetricNames(metrics)
+    encoder = RowEncoder(metrics)
+    lines = encoder.lines(start, rows)
+    assert lines == [ROW_ENCODER.encode(_reference(start + i, row, names)) for i, row in enumerate(rows)]
+    assert lines == [encoder.line(start + i, row) for i, row in enumerate(rows)]
+
+
+def test_a_batch_formats_its_floats_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The floats of all the rows of a write go to one repr_texts call (not one a row)."""
+    result = compare_network(MSPROBE / "s_L1_perturb", MSPROBE / "s_L1_base")
+    calls: list[int] = []
+
+    def counted(values: list[float]) -> list[str]:
+        calls.append(len(values))
+        return repr_texts(values)
+
+    monkeypatch.setattr(json_rows, "repr_texts", counted)
+    head = result.to_dict(with_rows=False)
+    assert render_result(head, result.rows, result.metrics) == _dict_built(head, result.rows, result.metrics)
+    assert len(calls) == math.ceil(len(result.rows) / json_rows.ROWS_PER_WRITE) and sum(calls) > len(result.rows)
