@@ -38,7 +38,7 @@ layout holds padding, :func:`count_reason`) are NOT_COMPARABLE with the reason; 
 are still shown, but a strict gate counts the row as not compared. Shapes that differ with the
 same element count (a reshaped view) are compared, and the reason says so (:func:`shape_note`).
 
-**Rows for gates, JSON and the API** (:func:`metric_row`): every statistics row is also a
+**Rows for gates, JSON and the API** (:meth:`compare.stats_table.StatsTable.metric_row`): every statistics row is also a
 :class:`~compare.records.MetricRow` whose ``metrics`` hold, for each statistic ``S`` compared
 (label ``L`` from :data:`STAT_LABELS`: ``Max``, ``Min``, ``Avg``, ``L2Norm`` ...):
 ``LDiff = |left - right|`` (the magnitude: the table keeps the sign) and ``LRelDiff = |left -
@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Sequence
@@ -265,80 +264,79 @@ def ordered_stats(names: Iterable[str]) -> list[str]:
     return known + sorted(names - set(STAT_ORDER))
 
 
-def compare_stats_pair(pair: Pair) -> StatsRow:
-    """Compare the statistics of one pair (never raises for one pair's problem): the row
-    :func:`compare_stats` makes of it."""
-    return compare_stats((pair,)).rows[0]
+class Prepared(NamedTuple):
+    """A statistics row before its values (:func:`prepared_row`): status and reasons in their
+    order, each side's source, and the statistics to compare (None when there is nothing to
+    compare). A NamedTuple: one is built per row, in C."""
+
+    status: PairStatus
+    reasons: tuple[str, ...]
+    left_source: str
+    right_source: str
+    sides: Sides | None
 
 
-def _prepared(pair: Pair) -> tuple[StatsRow, _Sides | None]:
-    """The row of one pair without its values (names, data types, shape, status and reasons in
-    their order: the pair's own reason, a null statistic's, a mismatch's or a shape note) and the
-    two sides' statistics to compare (None when there is nothing to compare). Raises nothing
-    for a side's problem: an unreadable tensor is the row's reason."""
+def prepared_row(pair: Pair) -> Prepared:
+    """The row of one pair without its values: status and reasons in their order (the pair's own
+    reason, a null statistic's, a mismatch's or a shape note), the sources, and the two sides'
+    statistics to compare. Raises nothing for a side's problem: an unreadable tensor is the row's
+    reason (the row's names, data types and shape are the pair's: :func:`compare.stats_table.compare_stats`)."""
     lref, rref = pair.left, pair.right
-    # index, op_type, left_op, right_op, tensor_id, left_dtype, right_dtype, shape, values, left_source,
-    # right_source, reasons, status (positional: built once a row)
-    row = StatsRow(pair.index, pair.op_type, pair.left_op, pair.right_op, pair.tensor_id,
-                   lref.dtype if lref else None, rref.dtype if rref else None,
-                   tuple(lref.shape) if lref else (tuple(rref.shape) if rref else None), {}, "", "", [], pair.status)
-    if pair.reason:
-        row.reasons.append(pair.reason)
-    if pair.status is not PairStatus.COMPARED or lref is None or rref is None:
-        if row.status is PairStatus.COMPARED:
-            row.status = PairStatus.MISSING_LEFT if lref is None else PairStatus.MISSING_RIGHT
-        return row, None
+    status = pair.status
+    reasons = [pair.reason] if pair.reason else []
+    if status is not PairStatus.COMPARED or lref is None or rref is None:
+        if status is PairStatus.COMPARED:
+            status = PairStatus.MISSING_LEFT if lref is None else PairStatus.MISSING_RIGHT
+        return Prepared(status, tuple(reasons), "", "", None)
 # duplicates: the two sides' statistics are read in turn (left, right): alike by shape, each with its own
 # side's error
     try:
-        left, row.left_source = side_stats(lref, rref.stats or ())
+        left, left_source = side_stats(lref, rref.stats or ())
     except CompareError as exc:
-        row.status = PairStatus.NOT_COMPARABLE
-        row.reasons.append(f"left tensor unreadable: {exc}")
-        return row, None
+        reasons.append(f"left tensor unreadable: {exc}")
+        return Prepared(PairStatus.NOT_COMPARABLE, tuple(reasons), "", "", None)
     try:
-        right, row.right_source = side_stats(rref, lref.stats or ())
+        right, right_source = side_stats(rref, lref.stats or ())
     except CompareError as exc:
-        row.status = PairStatus.NOT_COMPARABLE
-        row.reasons.append(f"golden tensor unreadable: {exc}")
-        return row, None
+        reasons.append(f"golden tensor unreadable: {exc}")
+        return Prepared(PairStatus.NOT_COMPARABLE, tuple(reasons), left_source, "", None)
     both = _common_stats(tuple(left), tuple(right))
     common = both.names
     if not common:
-        row.status = PairStatus.NOT_COMPARABLE
-        row.reasons.append(f"no statistic recorded on both sides (left: {', '.join(ordered_stats(left)) or 'none'}; "
-                           f"right: {', '.join(ordered_stats(right)) or 'none'})")
-        return row, None
+        reasons.append(f"no statistic recorded on both sides (left: {', '.join(ordered_stats(left)) or 'none'}; "
+                       f"right: {', '.join(ordered_stats(right)) or 'none'})")
+        return Prepared(PairStatus.NOT_COMPARABLE, tuple(reasons), left_source, right_source, None)
     lvalues, rvalues = both.values(left), both.values(right)
     floats = (_FLOAT_ONLY.issuperset(map(type, lvalues)) and _FLOAT_ONLY.issuperset(map(type, rvalues))
               and TEXT_STATS.isdisjoint(common))
     if not floats:  # a null statistic is None: never among floats
         null = null_reason(left, right, common)
         if null:
-            row.reasons.append(null)
-    sides = _Sides(common, lvalues, rvalues, floats)
+            reasons.append(null)
+    sides = Sides(common, lvalues, rvalues, floats)
     if lref.dtype == rref.dtype and lref.format == rref.format and lref.shape == rref.shape:
-        return row, sides  # the common case: same data type, layout and shape, nothing to say
+        # the common case: same data type, layout and shape, nothing to say
+        return Prepared(status, tuple(reasons), left_source, right_source, sides)
     mismatch = mismatch_reason(lref, rref)
     if mismatch:
-        row.status = PairStatus.NOT_COMPARABLE
-        row.reasons.append(mismatch)
+        status = PairStatus.NOT_COMPARABLE
+        reasons.append(mismatch)
     elif lref.shape and rref.shape and math.prod(lref.shape) != math.prod(rref.shape):
-        row.reasons.append(count_reason(lref, rref))
+        reasons.append(count_reason(lref, rref))
     else:
         note = shape_note(lref, rref)
         if note:
-            row.reasons.append(note)
-    return row, sides
+            reasons.append(note)
+    return Prepared(status, tuple(reasons), left_source, right_source, sides)
 
 
-#: The value type of :class:`_Sides` ``floats``.
+#: The value type of :class:`Sides` ``floats``.
 _FLOAT_ONLY = frozenset({float})
 
 
-class _Sides(NamedTuple):
+class Sides(NamedTuple):
     """The statistics both sides of a row have (names in report order) and their values;
-    ``floats``: every value a Python float and no checksum among them (:func:`compare_stats`
+    ``floats``: every value a Python float and no checksum among them (:func:`compare.stats_table.compare_stats`
     computes those rows in one numpy column). A NamedTuple: one is built per row, in C."""
 
     names: list[str]
@@ -463,13 +461,13 @@ def stat_diffs(names: Sequence[str], lefts: Sequence[object], rights: Sequence[o
     if floats:
         left = np.array([lefts[i] for i in floats], dtype=np.float64)
         right = np.array([rights[i] for i in floats], dtype=np.float64)
-        diffs, rels = _float_diffs(left, right)
+        diffs, rels = float_diffs(left, right)
         for i, a, b, d, r in zip(floats, left.tolist(), right.tolist(), diffs.tolist(), rels.tolist()):
             out[i] = StatDiff(a, b, d, r)
     return out  # type: ignore[return-value]
 
 
-def _float_diffs(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def float_diffs(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``diff`` and ``rel`` of float64 columns by :func:`diff_stat`'s policy (see :func:`stat_diffs`)."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         diff = left - right
@@ -488,7 +486,7 @@ def _float_diffs(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def statistics_metrics(values: dict[str, StatDiff]) -> tuple[dict[str, float | None], frozenset[str]]:
-    """The row metrics of some statistics (:func:`metric_row`'s: ``LDiff`` magnitudes,
+    """The row metrics of some statistics (:meth:`compare.stats_table.StatsTable.metric_row`'s: ``LDiff`` magnitudes,
     ``LRelDiff``, checksums 0.0 / 1.0) and the metrics a null statistic leaves undefined."""
     metrics: dict[str, float | None] = {}
     nulls: list[str] = []
@@ -514,17 +512,6 @@ def _metric_plan(names: tuple[str, ...]) -> tuple[tuple[bool, tuple[str, ...]], 
     return tuple((name in TEXT_STATS, stat_metrics(name)) for name in names)
 
 
-def metric_row(row: StatsRow) -> MetricRow:
-    """The :class:`MetricRow` of a statistics row (module doc: ``LDiff`` magnitudes, ``LRelDiff``,
-    checksums 0.0 same / 1.0 different, ``None`` when a side has no value). The reasons list is
-    shared with the statistics row."""
-    metrics, undefined = statistics_metrics(row.values)
-    return MetricRow(row.index, row.op_type, row.left_op, row.right_op, row.tensor_id, left_dtype=row.left_dtype,
-                     right_dtype=row.right_dtype, shape=row.shape, metrics=metrics, reasons=row.reasons,
-                     status=row.status, rank=row.rank, iteration=row.iteration, graph=row.graph,
-                     undefined=undefined, kind=RowKind.STATISTICS, statistics=row.values)
-
-
 #: Layouts without padding (a tensor in any other format, a device layout, may hold padding).
 _PLAIN_LAYOUTS = PLAIN_AXES | {"", "RESERVED"}
 
@@ -543,66 +530,6 @@ def count_reason(left: TensorRef, right: TensorRef) -> str:
     return text
 
 
-@dataclass
-class StatsResult:
-    """Rows of a statistics comparison and the statistic columns (in report order)."""
-
-    rows: list[StatsRow]
-    stats: list[str]
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def metrics(self) -> list[str]:
-        """The row metrics of the compared statistics, in column order (:func:`stat_metrics`)."""
-        return [m for name in self.stats for m in stat_metrics(name)]
-
-    def metric_rows(self) -> list[MetricRow]:
-        """Every row as a :class:`MetricRow` (:func:`metric_row`), in row order."""
-        return [metric_row(row) for row in self.rows]
-
-
-def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
-    """Compare every pair's statistics; columns are the statistics any row compared.
-
-    Two passes: each pair's row without values (:func:`_prepared`), then the values: of all
-    rows whose values are floats at once (one float64 column of every such statistic,
-    :func:`_float_diffs`), of the others by :func:`stat_diffs`. A pair whose work raises becomes
-    a NOT_COMPARABLE row that says so (one pair never aborts the run)."""
-    rows: list[StatsRow] = []
-    todo: list[tuple[int, _Sides]] = []
-    for pair in pairs:
-        try:
-            row, sides = _prepared(pair)
-        except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
-            row, sides = _internal_error_row(pair, exc), None
-        if sides is not None:
-            todo.append((len(rows), sides))
-        rows.append(row)
-    column = [sides for _, sides in todo if sides.floats]
-    lefts = list(itertools.chain.from_iterable([sides.left for sides in column]))
-    rights = list(itertools.chain.from_iterable([sides.right for sides in column]))
-    diffs, rels = _float_diffs(np.array(lefts, dtype=np.float64), np.array(rights, dtype=np.float64))
-    made = iter(list(map(StatDiff, lefts, rights, diffs.tolist(), rels.tolist())))
-    for position, sides in todo:
-        if sides.floats:
-            rows[position].values = dict(zip(sides.names, made))  # zip stops at the names: ``made`` moves on
-            continue
-        try:
-            rows[position].values = dict(zip(sides.names, stat_diffs(sides.names, sides.left, sides.right)))
-        except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
-            rows[position] = _internal_error_row(pairs[position], exc)
-    return StatsResult(rows, ordered_stats({n for row in rows for n in row.values}))
-
-
-def _internal_error_row(pair: Pair, exc: Exception) -> StatsRow:
-    """The row of a pair whose comparison raised: NOT_COMPARABLE, the error as its reason."""
-    row = StatsRow(index=pair.index, op_type=pair.op_type, left_op=pair.left_op, right_op=pair.right_op,
-                   tensor_id=pair.tensor_id, status=PairStatus.NOT_COMPARABLE)
-    row.reasons.append(f"internal error while comparing statistics of {pair.tensor_id or pair.left_op}: "
-                       f"{type(exc).__name__}: {exc} (please report)")
-    return row
-
-
 def needs_stats_mode(left: object, right: object) -> bool:
     """Whether a comparison must be statistics-only: a side has tensors with statistics and no
     data (``stats_only``; the whole side, or some of its tensors beside tensor files)."""
@@ -610,7 +537,7 @@ def needs_stats_mode(left: object, right: object) -> bool:
 
 
 __all__ = ["NOT_SAME_TENSOR", "NULL_STATISTIC", "STAT_LABELS", "STAT_METRIC_NAMES", "STAT_METRIC_OF", "STAT_ORDER",
-           "DtypeClass", "StatDiff", "StatsResult", "StatsRow", "compare_stats", "compare_stats_pair", "count_reason",
-           "diff_stat", "dtype_class", "metric_row", "mismatch_reason", "needs_stats_mode", "null_reason",
+           "DtypeClass", "Prepared", "Sides", "StatDiff", "StatsRow", "count_reason", "float_diffs", "prepared_row",
+           "diff_stat", "dtype_class", "mismatch_reason", "needs_stats_mode", "null_reason",
            "ordered_stats", "recorded_statistics", "shape_note", "side_stats", "stat_diffs", "stat_label", "stat_metrics",
            "statistics_metrics", "stats_row", "tensor_stats"]

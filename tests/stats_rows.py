@@ -1,5 +1,5 @@
 """Test helper: a statistics comparison through the API, gates and policy applied (statistics
-rows are MetricRows on main: :func:`compare.stats.metric_row`)."""
+rows are MetricRows on main: :meth:`compare.stats_table.StatsTable.metric_row`)."""
 
 from __future__ import annotations
 

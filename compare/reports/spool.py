@@ -45,7 +45,7 @@ from convert.signals import check_interrupted
 
 from ..errors import OutputError
 from ..records import MetricRow, PartStatus
-from ..stats import StatsResult
+from ..stats_table import StatsResult
 from .cells import DEFAULT_FLOAT_FORMAT, FloatFormat
 from .files import os_reason
 from .network import Layout, TableFormat, render_csv, render_txt
@@ -143,7 +143,7 @@ class PartSpool:
             name = f"part-{part.index:06d}.{'txt' if self.table_format is TableFormat.TXT else 'csv'}"
             self._replace(name, lambda path: self._write_rows(part, path))
             return name
-        if part.stats is not None and part.stats.rows:
+        if part.stats is not None and len(part.stats.table):
             name = f"part-{part.index:06d}.stats.csv"
             text = render_stats_csv(part.stats)
             self._replace(name, lambda path: path.write_text(text, encoding="utf-8"))

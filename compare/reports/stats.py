@@ -20,11 +20,11 @@ import io
 import os
 import time
 from collections.abc import Mapping, Sequence
-from operator import attrgetter
 from pathlib import Path
 
-from ..records import RowGrade, StatDiff
-from ..stats import StatsResult, StatsRow, stat_label, stat_metrics
+from ..records import RowGrade
+from ..stats import stat_label, stat_metrics
+from ..stats_table import StatsResult, StatsTable
 from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
 from .files import atomic_write_text, is_stream, stamped_in_folder
 from .float_text import repr_texts
@@ -134,66 +134,55 @@ def _text_column(values: Sequence[object]) -> list[str]:
     return text_column(values, csv_field)
 
 
-def _shape_field(row: StatsRow) -> tuple[int, ...] | None:
-    return row.shape if row.tensor_id else None
-
-
-_STAT_FIELDS = attrgetter("left", "right", "diff", "rel")
-
-
-def _stat_fields(stats: list[StatDiff | None]) -> tuple[Sequence[object], ...]:
-    """The left, right, diff and rel columns of one statistic over a batch (None where a row has
-    no such statistic): one call a row when every row has it (the usual case)."""
-    try:
-        return tuple(zip(*map(_STAT_FIELDS, stats))) if stats else ([], [], [], [])
-    except AttributeError:  # a row without it
-        fields = [(None, None, None, None) if d is None else _STAT_FIELDS(d) for d in stats]
-        return tuple(zip(*fields))
-
-
-def _batch_columns(rows: Sequence[StatsRow], stats: Sequence[str], columns: Mapping[str, bool],
+def _batch_columns(table: StatsTable, start: int, stop: int, columns: Mapping[str, bool],
                    verdicts: Mapping[VerdictKey, str] | None) -> list[list[str]]:
-    """The CSV fields of a batch of rows, column by column, in :func:`header`'s order (a column
-    may hold two fields joined by ``,``: a line is its columns joined by ``,``)."""
-    cols = [list(map(str, [r.index for r in rows])), _text_column([r.op_type for r in rows]),
-            _text_column([r.left_op for r in rows]), _text_column([r.right_op for r in rows]),
-            _text_column([r.tensor_id for r in rows])]
+    """The CSV fields of rows ``start:stop`` of a table, column by column, in :func:`header`'s
+    order (a column may hold two fields joined by ``,``: a line is its columns joined by ``,``)."""
+    tensor_ids = table.tensor_id[start:stop]
+    cols = [list(map(str, table.index[start:stop])), _text_column(table.op_type[start:stop]),
+            _text_column(table.left_op[start:stop]), _text_column(table.right_op[start:stop]),
+            _text_column(tensor_ids)]
     if columns["with_graph"]:
-        cols += [_text_column([r.rank for r in rows]), _text_column([r.graph for r in rows]),
-                 _text_column([r.iteration for r in rows])]
+        cols += [_text_column(table.rank[start:stop]), _text_column(table.graph[start:stop]),
+                 _text_column(table.iteration[start:stop])]
     elif columns["with_selection"]:
-        cols += [_text_column([r.rank for r in rows]), _text_column([r.iteration for r in rows])]
-    cols += [_text_column([r.left_dtype for r in rows]), _text_column([r.right_dtype for r in rows]),
-             each_distinct([_shape_field(r) for r in rows], lambda shape: csv_field(shape_cell(shape)))]
-    for name in stats:
-        lefts, rights, diffs, rels = _stat_fields([r.values.get(name) for r in rows])
+        cols += [_text_column(table.rank[start:stop]), _text_column(table.iteration[start:stop])]
+    cols += [_text_column(table.left_dtype[start:stop]), _text_column(table.right_dtype[start:stop]),
+             each_distinct([shape if tensor_id else None for shape, tensor_id in zip(table.shape[start:stop], tensor_ids)],
+                           lambda shape: csv_field(shape_cell(shape)))]
+    for name in table.stats:
+        lefts, rights, diffs, rels = table.columns[name].fields(start, stop)
         left_cells = value_column(lefts)
         cols += [left_cells, right_value_column(lefts, rights, left_cells), value_column(diffs), value_column(rels)]
-    cols += [_text_column([r.left_source for r in rows]), _text_column([r.right_source for r in rows])]
+    cols += [_text_column(table.left_source[start:stop]), _text_column(table.right_source[start:stop])]
     if columns["with_msprobe"]:
-        cols += msprobe_columns([r.msprobe for r in rows], [r.argument for r in rows], csv_field)
+        cols += msprobe_columns(table.msprobe[start:stop], table.argument[start:stop], csv_field)
     if columns["with_grade"]:  # Result and Err_message: two fields of one text, each distinct grade once
-        cols.append(each_distinct([r.grade for r in rows],
+        cols.append(each_distinct(table.grade[start:stop],
                                   lambda grade: ",".join([csv_field(neutralise(cell)) for cell in grade_cells(grade)])))
-    cols.append(each_distinct(["; ".join(r.reasons) for r in rows], lambda text: csv_field(neutralise(text))))
+    cols.append(each_distinct(["; ".join(reasons) for reasons in table.reasons[start:stop]],
+                              lambda text: csv_field(neutralise(text))))
     if verdicts is not None:
-        cols.append(each_distinct([verdicts.get((r.rank, r.iteration, r.left_op), "not-compared") for r in rows],
+        cols.append(each_distinct([verdicts.get(key, "not-compared") for key in
+                                   zip(table.rank[start:stop], table.iteration[start:stop], table.left_op[start:stop])],
                                   csv_field))
     return cols
 
 
 def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> str:
     """The statistics report as CSV text (``verdicts``: add the Verdict column, module doc),
-    built :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time, a column at a time."""
-    rows = result.rows
-    columns = {"with_selection": any(r.rank is not None or r.iteration is not None for r in rows),
-               "with_graph": any(r.graph is not None for r in rows),
-               "with_grade": any(r.grade is not None for r in rows),
-               "with_msprobe": any(r.msprobe is not None for r in rows)}
+    built :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time, a column at a time,
+    from the result's table (:class:`compare.stats_table.StatsTable`)."""
+    table = result.table
+    rows = len(table)
+    columns = {"with_selection": any(r is not None for r in table.rank) or any(i is not None for i in table.iteration),
+               "with_graph": any(g is not None for g in table.graph),
+               "with_grade": any(g is not None for g in table.grade),
+               "with_msprobe": any(m is not None for m in table.msprobe)}
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(header(result.stats, **columns, with_verdict=verdicts is not None))
-    for start in batches(len(rows)):
-        buf.write(csv_lines(_batch_columns(rows[start:start + BATCH_ROWS], result.stats, columns, verdicts), "\n"))
+    csv.writer(buf, lineterminator="\n").writerow(header(table.stats, **columns, with_verdict=verdicts is not None))
+    for start in batches(rows):
+        buf.write(csv_lines(_batch_columns(table, start, min(start + BATCH_ROWS, rows), columns, verdicts), "\n"))
     return buf.getvalue()
 
 

@@ -23,7 +23,8 @@ from ..loaders.parts import (
 )
 from ..loaders.selection import Candidate, Selection, parse_spec
 from ..records import MetricRow, PartNote, PartReport, PartStatus, RowKind, Run, SkippedFile, part_name
-from ..stats import StatsResult, ordered_stats, stats_row
+from ..stats import StatsRow, ordered_stats, stats_row
+from ..stats_table import StatsResult
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
 from .network import NetworkResult, SameDataError, compare_loaded, report_runs
 
@@ -240,11 +241,11 @@ def compare_part(job: EachJob, index: int, golden: GoldenSide, *, counted: list[
     except CompareError as exc:
         outcome.miss(PartStatus.NOT_COMPARED, str(exc), job.metrics)
     else:
-        for row in part.rows:
-            row.rank, row.graph, row.iteration = rank, graph, iteration
-        if part.stats is not None:
-            for srow in part.stats.rows:
-                srow.rank, srow.graph, srow.iteration = rank, graph, iteration
+        if part.stats is not None:  # the rows are the table's (compare.stats_table)
+            part.stats.table.set_place(rank, graph, iteration)
+        else:
+            for row in part.rows:
+                row.rank, row.graph, row.iteration = rank, graph, iteration
         outcome.result = part
     outcome.seconds = time.perf_counter() - started
     return outcome
@@ -281,7 +282,8 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     (:func:`compare.verdict.gates.evaluate`). The parts only the right side has are missing parts too,
     after the left ones (:func:`right_only_outcomes`)."""
     rows: list[MetricRow] = []
-    stats_rows: list = []
+    # each part's rows and its statistics rows (None: a part without them), for the statistics table
+    segments: list[tuple[Sequence[MetricRow], Sequence[StatsRow] | None]] = []
     stat_names: list[str] = []
     notes = list(plan.notes)
     parts: list[tuple[int | None, int | None]] = []
@@ -303,11 +305,13 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
             notes.append(missed)
             part_notes.append(PartNote.of(report.name, missed))
             rows.extend(outcome.rows)
+            segments.append((outcome.rows, None))
             continue
         run_notes, run_skipped = report_runs(part.left, part.right, outcome.prefix, reported)
-        rows.extend(part.rows)
+        part_rows = list(part.rows)
+        rows.extend(part_rows)
+        segments.append((part_rows, part.stats.rows if part.stats is not None else None))
         if part.stats is not None:
-            stats_rows.extend(part.stats.rows)
             stat_names.extend(n for n in part.stats.stats if n not in stat_names)
         notes.extend(run_notes + part.notes)
         part_notes.extend(PartNote.of(report.name, note) for note in run_notes + part.notes)
@@ -320,10 +324,11 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     if last is None:
         raise PairingError("no rank / iteration could be compared: " + "; ".join(notes[-10:]))
     stats = None
-    if stats_rows:  # the statistics table holds every row too, a missing part's included, in row order
-        recorded = iter(stats_rows)
-        stats = StatsResult([next(recorded) if row.kind is RowKind.STATISTICS else stats_row(row) for row in rows],
-                            ordered_stats(stat_names))
+    if any(recorded is not None for _, recorded in segments):
+        # the statistics table holds every row too, a missing part's included, in row order
+        stats_rows = [srow for part_rows, recorded in segments
+                      for srow in (recorded if recorded is not None else map(stats_row, part_rows))]
+        stats = StatsResult.of_rows(stats_rows, ordered_stats(stat_names), rows)
         metrics = stats.metrics
     if plan.by_graph:
         headline = (f"compared {len(parts)} (rank, graph, iteration) part(s) {where}: "

@@ -76,11 +76,12 @@ def _stack(left: Run, right: Run, left_op: str, right_op: str) -> tuple[str, ...
     return op.stack if op is not None else ()
 
 
-def annotate(rows: Sequence[MetricRow], pairs: Sequence[Pair], left: Run, right: Run) -> None:
-    """Set ``row.msprobe`` on each row of ``pairs`` (``rows[i]`` is the row of ``pairs[i]``)."""
+def msprobe_cells(pairs: Sequence[Pair], left: Run, right: Run) -> list[MsprobeCells]:
+    """The :class:`MsprobeCells` of each pair's row, in pair order (module doc)."""
     stacks: dict[tuple[str, str], tuple[str, ...]] = {}
     sources: dict[tuple[str, ...], str] = {}
-    for row, pair in zip(rows, pairs):
+    out = []
+    for pair in pairs:
         key = (pair.left_op, pair.right_op)
         stack = stacks.get(key)
         if stack is None:
@@ -89,11 +90,18 @@ def annotate(rows: Sequence[MetricRow], pairs: Sequence[Pair], left: Run, right:
         if source is None:
             source = sources[stack] = user_frame(stack) if stack else ""
         lref, rref = pair.left, pair.right
-        row.msprobe = MsprobeCells(  # left_name, right_name, left_data, right_data, left_grad, right_grad, stack, source
+        out.append(MsprobeCells(  # left_name, right_name, left_data, right_data, left_grad, right_grad, stack, source
             lref.label if lref is not None else "", rref.label if rref is not None else "",
             _data_name(lref), _data_name(rref),
             lref.requires_grad if lref is not None else None,
-            rref.requires_grad if rref is not None else None, stack, source)
+            rref.requires_grad if rref is not None else None, stack, source))
+    return out
+
+
+def annotate(rows: Sequence[MetricRow], pairs: Sequence[Pair], left: Run, right: Run) -> None:
+    """Set ``row.msprobe`` on each row of ``pairs`` (``rows[i]`` is the row of ``pairs[i]``): :func:`msprobe_cells`."""
+    for row, cells in zip(rows, msprobe_cells(pairs, left, right)):
+        row.msprobe = cells
 
 
 def _same(a: Argument, b: Argument) -> bool:
@@ -171,14 +179,25 @@ def _call_arguments(left: OpDump | None, right: OpDump | None, base: MetricRow, 
 def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, right: Run,
                    metrics: Sequence[str]) -> list[MetricRow]:
     """``rows`` (``rows[i]`` the row of ``pairs[i]``; rows after them, without a pair, are kept at
-    the end) with the argument rows of each call inserted among its rows in item order (module doc).
-    Each call pair's arguments are added once, at its first group of rows."""
-    if left.family is not DumpLayout.MSPROBE or right.family is not DumpLayout.MSPROBE:
-        return rows  # a golden / MindSpore side records no arguments: nothing to compare them with
-    if not any(op.arguments for run in (left, right) for op in run.ops.values()):
+    the end) with the argument rows of each call inserted among its rows in item order
+    (:func:`argument_order`)."""
+    order = argument_order(rows, pairs, left, right, metrics)
+    if order is None:
         return rows
+    return [rows[item] if type(item) is int else item for item in order]  # type: ignore[misc]
+
+
+def argument_order(rows: Sequence[MetricRow], pairs: Sequence[Pair], left: Run, right: Run,
+                   metrics: Sequence[str]) -> list[int | MetricRow] | None:
+    """The rows of :func:`with_arguments`, in order: the position of a row of ``rows`` or a new
+    argument row (module doc); None when there is no argument to add. Each call pair's arguments
+    are added once, at its first group of rows; only the first row of a group is read."""
+    if left.family is not DumpLayout.MSPROBE or right.family is not DumpLayout.MSPROBE:
+        return None  # a golden / MindSpore side records no arguments: nothing to compare them with
+    if not any(op.arguments for run in (left, right) for op in run.ops.values()):
+        return None
     undefined = frozenset(m for m in metrics if m != ARGUMENT_METRIC)  # one set for every argument row
-    out: list[MetricRow] = []
+    out: list[int | MetricRow] = []
     done: set[tuple[str, str, int | None, int | None, int | None]] = set()
     i = 0
     count = len(pairs)
@@ -187,25 +206,27 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
         j = i
         while j < count and pairs[j].left_op == pair.left_op and pairs[j].right_op == pair.right_op:
             j += 1
-        base = rows[i]
-        key = (pair.left_op, pair.right_op, base.rank, base.iteration, base.graph)
         lop = left.ops.get(pair.left_op) if pair.left_op != _NO_COUNTERPART else None
         rop = right.ops.get(pair.right_op) if pair.right_op != _NO_COUNTERPART else None
         extra = []
-        if key not in done and ((lop is not None and lop.arguments) or (rop is not None and rop.arguments)):
-            done.add(key)
-            stack = (lop.stack if lop is not None else ()) or (rop.stack if rop is not None else ())
-            extra = _call_arguments(lop, rop, base, stack, undefined)
+        if (lop is not None and lop.arguments) or (rop is not None and rop.arguments):
+            base = rows[i]
+            key = (pair.left_op, pair.right_op, base.rank, base.iteration, base.graph)
+            if key not in done:
+                done.add(key)
+                stack = (lop.stack if lop is not None else ()) or (rop.stack if rop is not None else ())
+                extra = _call_arguments(lop, rop, base, stack, undefined)
         if not extra:
-            out.extend(rows[i:j])
+            out.extend(range(i, j))
         else:
-            placed = [(_place(p), 0, n, r) for n, (r, p) in enumerate(zip(rows[i:j], pairs[i:j]))]
+            placed: list[tuple[tuple[int, int], int, int, int | MetricRow]] = [
+                (_place(p), 0, n, i + n) for n, p in enumerate(pairs[i:j])]
             placed += [(place, 1, n, r) for n, (place, r) in enumerate(extra)]
             placed.sort(key=lambda item: (item[0], item[1], item[2]))
             out.extend(r for _, _, _, r in placed)
         i = j
-    out.extend(rows[count:])
+    out.extend(range(count, len(rows)))
     return out
 
 
-__all__ = ["annotate", "msprobe_sides", "with_arguments"]
+__all__ = ["annotate", "argument_order", "msprobe_cells", "msprobe_sides", "with_arguments"]

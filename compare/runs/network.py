@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..engine import EngineOptions, compare_pairs
-from ..engine.grades import GradeMode, grade_rows
+from ..engine.grades import GradeMode, grade_rows, row_grades
 from ..errors import CompareError, OptionError
 from ..heap import paused_gc
 from ..loaders.ascend import unused_files_note
@@ -27,19 +27,13 @@ from ..records import (
     SkippedFile,
     count_by_status,
 )
-from .msprobe_rows import annotate, msprobe_sides, with_arguments
-from ..stats import (
-    compare_stats,
-    mismatch_reason,
-    recorded_statistics,
-    shape_note,
-    statistics_metrics,
-    stats_row,
-)
+from .msprobe_rows import annotate, argument_order, msprobe_cells, msprobe_sides, with_arguments
+from ..stats import mismatch_reason, recorded_statistics, shape_note, statistics_metrics
+from ..stats_table import compare_stats
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pairing.rule_records import FusionRule
-    from ..stats import StatsResult
+    from ..stats_table import StatsResult
 
 #: ``progress(done, total)``: called after each compared pair (see :func:`run_network`).
 Progress = Callable[[int, int], None]
@@ -61,7 +55,7 @@ class NetworkResult:
     (``--graph all`` or a list), else it is empty.
     """
 
-    rows: list[MetricRow]
+    rows: Sequence[MetricRow]
     metrics: list[str]
     left: Run
     right: Run
@@ -175,26 +169,22 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
 def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None, pairing: Pairing, prefix: str,
                         stats_sides: list[str], notes: list[str], skipped: list[SkippedFile], *, same: str | None,
                         rule: "FusionRule | None", graded: bool) -> NetworkResult:
-    """The statistics branch of :func:`compare_loaded`: every pair compared by its statistics
-    (:func:`compare.stats.compare_stats`), the rows as MetricRows, graded when ``graded`` (msprobe runs)."""
+    """The statistics branch of :func:`compare_loaded`: every pair compared by its statistics into
+    a table (:func:`compare.stats_table.compare_stats`), msprobe's cells and argument rows added
+    to it, graded when ``graded`` (msprobe runs); the result's rows are the table's, as
+    MetricRows built when read (:class:`compare.stats_table.MetricRows`)."""
     stats = compare_stats(pairing.pairs)
     which = "both sides hold" if len(stats_sides) == 2 else f"the {stats_sides[0]} side holds"
     notes.append(f"{prefix}statistics comparison: {which} tensors with statistics and no tensor "
                  "data, so every pair is compared by its statistics (computed from the data where a side has it)")
-    rows = stats.metric_rows()
     if msprobe_sides(left_run, right_run):
-        annotate(rows, pairing.pairs, left_run, right_run)
-        for srow, row in zip(stats.rows, rows):
-            srow.msprobe = row.msprobe
-        by_row = {id(row): srow for srow, row in zip(stats.rows, rows)}
-        rows = with_arguments(rows, pairing.pairs, left_run, right_run, stats.metrics)
-        # ``is not None``, not ``or``: a StatsRow is falsy unless compared, and a not-comparable row
-        # keeps its statistics (shown for reference)
-        stats.rows = [srow if (srow := by_row.get(id(row))) is not None else stats_row(row) for row in rows]
+        stats.table.msprobe = list(msprobe_cells(pairing.pairs, left_run, right_run))
+        order = argument_order(stats.metric_rows(), pairing.pairs, left_run, right_run, stats.metrics)
+        if order is not None:
+            stats.table = stats.table.arranged(order)
+    rows = stats.metric_rows()
     if graded:
-        grade_rows(rows, mode=GradeMode.STATISTICS)
-        for srow, row in zip(stats.rows, rows):
-            srow.grade = row.grade
+        stats.table.set_grades(row_grades(list(rows), mode=GradeMode.STATISTICS))
     return NetworkResult(rows=rows, metrics=stats.metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run],
                          skipped=skipped)

@@ -1,5 +1,5 @@
 """Statistics computed over columns (issue 31 item 4): the numpy column path of
-:func:`compare.stats.stat_diffs` / :func:`compare.stats.compare_stats` gives the records
+:func:`compare.stats.stat_diffs` / :func:`compare.stats_table.compare_stats` gives the records
 :func:`compare.stats.diff_stat` gives one by one, bit for bit (NaN, infinities, signed zeros,
 text, None, integers, checksums); ``same_data`` stats each dump file once; the console script
 holds its result until exit and a library caller holds nothing."""
@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 import compare.runs.network as network
 from compare.cli import startup
 from compare.records import Pair, PairStatus, StatDiff, TensorKind, TensorRef
-from compare.stats import TEXT_STATS, compare_stats, compare_stats_pair, diff_stat, stat_diffs
+from compare.stats import TEXT_STATS, diff_stat, stat_diffs
+from compare.stats_table import compare_stats, compare_stats_pair
 from compare.testing.synthetic_msprobe import write_msprobe_dump
 
 FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),

@@ -16,7 +16,8 @@ from compare.api import compare_network, regate
 from compare.cli import app, run
 from compare.errors import OptionError
 from compare.records import MetricRow, Outcome, PairStatus, RowKind, StatDiff, TensorKind, TensorRef
-from compare.stats import STAT_METRIC_NAMES, StatsRow, diff_stat, dtype_class, metric_row, mismatch_reason, shape_note
+from compare.stats import STAT_METRIC_NAMES, StatsRow, diff_stat, dtype_class, mismatch_reason, shape_note
+from compare.stats_table import StatsResult
 from compare.testing.synthetic_msprobe import CALLS, T, write_msprobe_dump
 from compare.verdict.gates import evaluate, parse_gate
 from compare.verdict.policy import Policy, dtype_bounds
@@ -56,7 +57,7 @@ def test_metric_row_holds_magnitudes_rel_and_checksums() -> None:
     row = StatsRow(0, "add", "a", "a", "a:input:0", "float32", "float32", (2,),
                    values={"max": diff_stat("max", 1.0, 2.0), "avg": diff_stat("avg", None, 3.0),
                            "checksum": diff_stat("checksum", "0xab", "0xac")})
-    out = metric_row(row)
+    out = StatsResult.of_rows([row], list(row.values)).metric_rows()[0]
     assert out.kind is RowKind.STATISTICS
     assert out.metrics["MaxDiff"] == 1.0  # |1 - 2|: the table keeps the sign (-1)
     assert out.metrics["MaxRelDiff"] == 0.5

@@ -338,10 +338,11 @@ def test_only_misnamed_files_is_not_empty(tmp_path: Path, layout: str) -> None:
 
 def test_statistics_report_has_a_graph_column() -> None:
     from compare.reports.stats import render_stats_csv
-    from compare.stats import StatsResult, StatsRow
+    from compare.stats import StatsRow
+    from compare.stats_table import StatsResult
 
     row = StatsRow(0, "Conv2D", "a", "a", "a:output:0", rank=0, iteration=2, graph=1)
-    header, cells = render_stats_csv(StatsResult([row], [])).splitlines()[:2]
+    header, cells = render_stats_csv(StatsResult.of_rows([row], [])).splitlines()[:2]
     assert header.startswith("Index,OpType,LeftOp,RightOp,TensorIndex,Rank,Graph,Iteration,")
     assert cells.startswith("0,Conv2D,a,a,a:output:0,0,1,2,")
 

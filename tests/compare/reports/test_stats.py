@@ -15,7 +15,8 @@ from compare.cli import app
 from compare.loaders.stats_csv import column_key, parse_shape, read_stats_csv
 from compare.records import PairStatus
 from compare.reports.stats import header, render_stats_csv, stats_output_path, value_cell, write_stats_report
-from compare.stats import StatsResult, diff_stat, tensor_stats
+from compare.stats import diff_stat, tensor_stats
+from compare.stats_table import StatsResult
 from compare.testing.synthetic_mindspore import make_trees
 
 
@@ -100,7 +101,7 @@ def test_stats_report(tmp_path: Path, trees: dict[str, Path]) -> None:
     assert value_cell(None) == "NaN" and value_cell(3.0) == "3" and value_cell(math.inf) == "inf"
     assert value_cell(0.1) == "0.1" and value_cell("x") == "x"
     assert stats_output_path(tmp_path / "my.csv") == tmp_path / "my.csv"
-    assert render_stats_csv(StatsResult([], [])).startswith("Index,OpType")
+    assert render_stats_csv(StatsResult.of_rows([], [])).startswith("Index,OpType")
 
 
 def test_stats_rows_carry_rank_and_iteration(trees: dict[str, Path]) -> None:
@@ -127,7 +128,7 @@ def test_cli_writes_the_stats_report(tmp_path: Path, trees: dict[str, Path]) -> 
 
 def test_tensor_side_md5_when_the_other_recorded_it(tmp_path: Path) -> None:
     from compare.records import Pair, TensorKind, TensorRef
-    from compare.stats import compare_stats_pair
+    from compare.stats_table import compare_stats_pair
 
     data = np.arange(6, dtype=np.float32)
     np.save(tmp_path / "x.npy", data)

@@ -17,7 +17,8 @@ from compare.records import Grade, RowGrade, StatDiff
 from compare.reports import stats as stats_report
 from compare.reports.cells import neutralise, shape_cell, text_cell
 from compare.reports.stats import grade_cells, header, render_stats_csv, value_cell
-from compare.stats import StatsResult, StatsRow
+from compare.stats import StatsRow
+from compare.stats_table import StatsResult
 
 _NAMES = st.sampled_from(["conv", "=cmd", " +1", "a,b", 'q"uote', "line\nbreak", "Add", "", "%s"])
 _VALUES = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6),
@@ -64,7 +65,7 @@ def _reference(result: StatsResult) -> str:
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_rows(), min_size=1, max_size=11))
 def test_stats_csv_is_the_per_cell_table_across_batches(rows: list[StatsRow]) -> None:
-    result = StatsResult(rows, _STATS)
+    result = StatsResult.of_rows(rows, _STATS)
     whole = render_stats_csv(result)
     assert whole == _reference(result)
     with pytest.MonkeyPatch.context() as patch:
@@ -76,6 +77,6 @@ def test_stats_csv_is_the_per_cell_table_across_batches(rows: list[StatsRow]) ->
 def test_rows_missing_a_statistic_print_not_computed() -> None:
     rows = [StatsRow(0, "Add", "a", "a", "t0", values={"max": StatDiff(1.5, 1.5, 0.0, 0.0)}),
             StatsRow(1, "Add", "b", "b", "t1", values={"min": StatDiff(-math.inf, math.nan, None, None)})]
-    lines = render_stats_csv(StatsResult(rows, ["max", "min"])).splitlines()
+    lines = render_stats_csv(StatsResult.of_rows(rows, ["max", "min"])).splitlines()
     assert lines[1].split(",")[8:16] == ["1.5", "1.5", "0", "0", "NaN", "NaN", "NaN", "NaN"]
     assert lines[2].split(",")[8:16] == ["NaN", "NaN", "NaN", "NaN", "-inf", "nan", "NaN", "NaN"]

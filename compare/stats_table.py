@@ -1,0 +1,582 @@
+"""The rows of a statistics comparison as columns: :class:`StatsTable`.
+
+A statistics run (msprobe ``task: statistics``, MindSpore ``statistic.csv`` ...) has 10^5-10^6
+rows of a few numbers each. Held as records, a row was ~17 Python objects (a StatsRow, a
+MetricRow, a StatDiff per statistic, two dicts, a reasons list ...: ~2.3 KB a row). The table
+holds one list (or float64 array) per field instead; what a row holds elsewhere (its names, data
+types, shape, source texts, msprobe cells) is referenced, not copied.
+
+Columns (one entry per row, all of the same length):
+
+* the fields of :class:`~compare.stats.StatsRow` / :class:`~compare.records.MetricRow`: ``index``,
+  ``op_type``, ``left_op``, ``right_op``, ``tensor_id``, ``left_dtype``, ``right_dtype``,
+  ``shape``, ``status``, ``reasons`` (a tuple, the shared ``()`` when there is none),
+  ``left_source``, ``right_source``, ``kind``, ``undefined``, ``msprobe``, ``argument``,
+  ``grade``, ``rank``, ``iteration``, ``graph``, ``op_sequence``;
+* per statistic compared anywhere (``stats``, in report order), a :class:`StatColumn`: both
+  values (lists: the recorded objects themselves), ``diff`` and ``rel`` (float64 arrays) and
+  ``has`` (whether the row compares that statistic). A ``diff`` that is not a float (a checksum's
+  ``same`` / ``different``, ``None`` when a side has no value) is kept in ``special`` with its
+  ``rel``; the arrays hold NaN there.
+
+Rows that are not statistics rows (an msprobe argument row, a part missing from a run compared in
+turn) keep their :class:`MetricRow` in ``kept`` (few a run) and have columns too (no statistic).
+
+Records on demand: :meth:`StatsTable.metric_row` / :meth:`StatsTable.stats_row` build the records
+of one row (equal field by field to those the records made: ``tests/compare/test_stats_table.py``), :class:`MetricRows` / :class:`StatsRows`
+are read-only sequences of them. Records built so are new objects each time: changing one does
+not change the table (the table's writers are its methods: :meth:`StatsTable.set_place`,
+:meth:`StatsTable.set_grades`, :meth:`StatsTable.arranged`).
+
+Metric columns for gates and the localisation: :meth:`StatsTable.metric` gives a metric
+(``MaxRelDiff`` ...) as a float64 array and its presence mask, by :meth:`StatsTable.metric_row`'s
+definitions (``LDiff = |diff|``, ``LRelDiff = rel``, a checksum 0.0 / 1.0).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import overload
+
+import numpy as np
+
+from .records import ArgumentDiff, MetricRow, MsprobeCells, Pair, PairStatus, RowGrade, RowKind, StatDiff
+from .stats import (
+    TEXT_STATS,
+    Sides,
+    StatsRow,
+    float_diffs,
+    ordered_stats,
+    prepared_row,
+    stat_diffs,
+    stat_metrics,
+    statistics_metrics,
+)
+
+#: A row without reasons (shared).
+NO_REASONS: tuple[str, ...] = ()
+#: A row whose statistics are all defined (shared).
+NO_UNDEFINED: frozenset[str] = frozenset()
+
+
+@dataclass(eq=False)
+class StatColumn:
+    """One statistic over the rows of a table (module doc). ``left[i]`` / ``right[i]`` are the
+    row's values (None where the row lacks the statistic or a side recorded none); ``diff[i]`` /
+    ``rel[i]`` its differences when both are floats, else NaN and the pair in ``special[i]``."""
+
+    name: str
+    left: list[object]
+    right: list[object]
+    diff: np.ndarray
+    rel: np.ndarray
+    has: np.ndarray
+    special: dict[int, tuple[object, object]] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, name: str, rows: int) -> StatColumn:
+        """A column of ``rows`` rows none of which has the statistic."""
+        return cls(name, [None] * rows, [None] * rows, np.full(rows, np.nan), np.full(rows, np.nan),
+                   np.zeros(rows, dtype=bool))
+
+    def set(self, row: int, value: StatDiff) -> None:
+        """Row ``row`` compares this statistic with ``value``'s numbers."""
+        self.left[row], self.right[row] = value.left, value.right
+        self.has[row] = True
+        if type(value.diff) is float and type(value.rel) is float:
+            self.diff[row], self.rel[row] = value.diff, value.rel
+            self.special.pop(row, None)
+        else:
+            self.diff[row] = self.rel[row] = np.nan
+            self.special[row] = (value.diff, value.rel)
+
+    def value(self, row: int) -> StatDiff | None:
+        """The statistic of row ``row`` as a :class:`StatDiff`, None when the row lacks it."""
+        if not self.has[row]:
+            return None
+        found = self.special.get(row)
+        if found is not None:
+            return StatDiff(self.left[row], self.right[row], found[0], found[1])  # type: ignore[arg-type]
+        return StatDiff(self.left[row], self.right[row], float(self.diff[row]), float(self.rel[row]))  # type: ignore[arg-type]
+
+    def fields(self, start: int, stop: int) -> tuple[list[object], list[object], list[object], list[object]]:
+        """Rows ``start:stop`` as four lists (left, right, diff, rel; ``None`` in all four where a
+        row lacks the statistic), as the records would give them."""
+        lefts, rights = self.left[start:stop], self.right[start:stop]
+        diffs: list[object] = self.diff[start:stop].tolist()
+        rels: list[object] = self.rel[start:stop].tolist()
+        has = self.has[start:stop]
+        if not has.all():
+            for i in np.flatnonzero(~has).tolist():
+                diffs[i] = rels[i] = None
+        if self.special:
+            for row, (diff, rel) in self.special.items():
+                if start <= row < stop:
+                    diffs[row - start], rels[row - start] = diff, rel
+        return lefts, rights, diffs, rels
+
+    def taken(self, positions: np.ndarray) -> StatColumn:
+        """This column's rows at ``positions`` (``-1``: a new row without the statistic)."""
+        inside = positions >= 0
+        safe = np.where(inside, positions, 0)
+        lefts, rights = self.left, self.right
+        where = positions.tolist()
+        special = {new: self.special[old] for new, old in enumerate(where) if old >= 0 and old in self.special}
+        return StatColumn(self.name, [lefts[old] if old >= 0 else None for old in where],
+                          [rights[old] if old >= 0 else None for old in where],
+                          np.where(inside, self.diff[safe], np.nan), np.where(inside, self.rel[safe], np.nan),
+                          np.where(inside, self.has[safe], False), special)
+
+
+@dataclass(eq=False)
+class StatsTable:
+    """The rows of a statistics comparison as columns (module doc)."""
+
+    index: list[int]
+    op_type: list[str | None]
+    left_op: list[str]
+    right_op: list[str]
+    tensor_id: list[str | None]
+    left_dtype: list[str | None]
+    right_dtype: list[str | None]
+    shape: list[tuple[int, ...] | None]
+    status: list[PairStatus]
+    reasons: list[tuple[str, ...]]
+    left_source: list[str]
+    right_source: list[str]
+    kind: list[RowKind]
+    undefined: list[frozenset[str]]
+    msprobe: list[MsprobeCells | None]
+    argument: list[ArgumentDiff | None]
+    grade: list[RowGrade | None]
+    rank: list[int | None]
+    iteration: list[int | None]
+    graph: list[int | None]
+    op_sequence: list[int | None]
+    #: Statistic names in report order, and their columns.
+    stats: list[str]
+    columns: dict[str, StatColumn]
+    #: The records of the rows that are not statistics rows (argument rows, missing parts), by row.
+    kept: dict[int, MetricRow] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    # ---------------------------------------------------------------------------------------
+    # records on demand
+
+    def values(self, row: int) -> dict[str, StatDiff]:
+        """The statistics of row ``row`` by name, in report order (``StatsRow.values``)."""
+        out = {}
+        for name in self.stats:
+            value = self.columns[name].value(row)
+            if value is not None:
+                out[name] = value
+        return out
+
+    def metric_row(self, row: int) -> MetricRow:
+        """The :class:`MetricRow` of row ``row``: the kept record of a row that is not a
+        statistics row, else a new record (:meth:`StatsTable.metric_row`'s fields)."""
+        kept = self.kept.get(row)
+        if kept is not None:
+            return kept
+        values = self.values(row)
+        return MetricRow(self.index[row], self.op_type[row], self.left_op[row], self.right_op[row], self.tensor_id[row],
+                         left_dtype=self.left_dtype[row], right_dtype=self.right_dtype[row], shape=self.shape[row],
+                         metrics=statistics_metrics(values)[0], reasons=list(self.reasons[row]),
+                         status=self.status[row], op_sequence=self.op_sequence[row], rank=self.rank[row],
+                         iteration=self.iteration[row], graph=self.graph[row], undefined=self.undefined[row],
+                         kind=self.kind[row], statistics=values, msprobe=self.msprobe[row],
+                         argument=self.argument[row], grade=self.grade[row])
+
+    def stats_row(self, row: int) -> StatsRow:
+        """The statistics-table record of row ``row`` (``StatsRow``'s fields)."""
+        return StatsRow(self.index[row], self.op_type[row], self.left_op[row], self.right_op[row],
+                        self.tensor_id[row], self.left_dtype[row], self.right_dtype[row], self.shape[row],
+                        self.values(row), self.left_source[row], self.right_source[row], list(self.reasons[row]),
+                        self.status[row], self.rank[row], self.iteration[row], self.graph[row], self.grade[row],
+                        self.msprobe[row], self.argument[row])
+
+    # ---------------------------------------------------------------------------------------
+    # columns
+
+    def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Metric ``name`` (``MaxDiff``, ``MaxRelDiff``, ``ChecksumDiff`` ...) of every row as
+        float64 values and a presence mask (absent: the row lacks it or its value is None, as
+        :func:`compare.stats.statistics_metrics` leaves it), by :meth:`StatsTable.metric_row`'s
+        definitions: ``LDiff = |diff|``, ``LRelDiff = rel``, a checksum 0.0 same / 1.0 different.
+        Rows kept as records give their own metric."""
+        rows = len(self)
+        values, present = np.full(rows, np.nan), np.zeros(rows, dtype=bool)
+        found = _metric_parts(tuple(self.stats)).get(name)
+        if found is not None:
+            stat, part = found
+            column = self.columns[stat]
+            if part is _Part.CHECKSUM:  # a checksum's diff is always text (same / different) or None
+                for row, (diff, _rel) in column.special.items():
+                    if diff is not None:
+                        values[row], present[row] = (0.0 if diff == "same" else 1.0), True
+            else:  # a special entry has no float diff and no rel: absent
+                present = column.has.copy()
+                if column.special:
+                    present[np.fromiter(column.special, dtype=np.int64, count=len(column.special))] = False
+                source = np.abs(column.diff) if part is _Part.DIFF else column.rel
+                values[present] = source[present]
+        for row, record in self.kept.items():
+            value = record.metrics.get(name)
+            present[row] = value is not None
+            values[row] = value if value is not None else np.nan
+        return values, present
+
+    # ---------------------------------------------------------------------------------------
+    # writers
+
+    def set_place(self, rank: int | None, graph: int | None, iteration: int | None) -> None:
+        """Tag every row with its part (a run compared in turn)."""
+        rows = len(self)
+        self.rank, self.graph, self.iteration = [rank] * rows, [graph] * rows, [iteration] * rows
+        for record in self.kept.values():
+            record.rank, record.graph, record.iteration = rank, graph, iteration
+
+    def set_grades(self, grades: Sequence[RowGrade | None]) -> None:
+        """Set every row's msprobe grade (kept records too)."""
+        self.grade = list(grades)
+        for row, record in self.kept.items():
+            record.grade = self.grade[row]
+
+    def arranged(self, order: Sequence[int | MetricRow]) -> StatsTable:
+        """A new table whose rows are ``order``'s: a row of this table by position, or a new row
+        kept as its record (an argument row; its statistics-table fields are the record's, with
+        no statistic and no source)."""
+        positions = np.array([item if type(item) is int else -1 for item in order], dtype=np.int64)
+        records = {new: item for new, item in enumerate(order) if type(item) is not int}
+        where = positions.tolist()
+
+        def take(column: list) -> list:
+            return [column[old] if old >= 0 else None for old in where]
+
+        table = StatsTable(
+            index=take(self.index), op_type=take(self.op_type), left_op=take(self.left_op),
+            right_op=take(self.right_op), tensor_id=take(self.tensor_id), left_dtype=take(self.left_dtype),
+            right_dtype=take(self.right_dtype), shape=take(self.shape), status=take(self.status),
+            reasons=take(self.reasons), left_source=take(self.left_source), right_source=take(self.right_source),
+            kind=take(self.kind), undefined=take(self.undefined), msprobe=take(self.msprobe),
+            argument=take(self.argument), grade=take(self.grade), rank=take(self.rank),
+            iteration=take(self.iteration), graph=take(self.graph), op_sequence=take(self.op_sequence),
+            stats=list(self.stats), columns={name: column.taken(positions) for name, column in self.columns.items()},
+            kept={new: self.kept[old] for new, old in enumerate(where) if old >= 0 and old in self.kept})
+        for new, record in records.items():
+            table.put_record(new, record)  # type: ignore[arg-type]
+        return table
+
+    def put_record(self, row: int, record: MetricRow, *, source: tuple[str, str] = ("", "")) -> None:
+        """Row ``row`` is ``record``, kept as it is (not a statistics row: no statistic)."""
+        self.index[row], self.op_type[row], self.left_op[row] = record.index, record.op_type, record.left_op
+        self.right_op[row], self.tensor_id[row] = record.right_op, record.tensor_id
+        self.left_dtype[row], self.right_dtype[row], self.shape[row] = record.left_dtype, record.right_dtype, record.shape
+        self.status[row], self.reasons[row] = record.status, tuple(record.reasons)
+        self.left_source[row], self.right_source[row] = source
+        self.kind[row], self.undefined[row] = record.kind, record.undefined
+        self.msprobe[row], self.argument[row], self.grade[row] = record.msprobe, record.argument, record.grade
+        self.rank[row], self.iteration[row], self.graph[row] = record.rank, record.iteration, record.graph
+        self.op_sequence[row] = record.op_sequence
+        self.kept[row] = record
+
+    @classmethod
+    def blank(cls, rows: int, stats: Sequence[str] = ()) -> StatsTable:
+        """A table of ``rows`` rows whose fields are all unset (None / no statistic): a builder
+        fills them."""
+        def nones() -> list:
+            return [None] * rows
+
+        return cls(index=nones(), op_type=nones(), left_op=nones(), right_op=nones(), tensor_id=nones(),
+                   left_dtype=nones(), right_dtype=nones(), shape=nones(), status=nones(),
+                   reasons=[NO_REASONS] * rows, left_source=[""] * rows, right_source=[""] * rows,
+                   kind=[RowKind.STATISTICS] * rows, undefined=[NO_UNDEFINED] * rows, msprobe=nones(),
+                   argument=nones(), grade=nones(), rank=nones(), iteration=nones(), graph=nones(),
+                   op_sequence=nones(), stats=list(stats),
+                   columns={name: StatColumn.empty(name, rows) for name in stats})
+
+
+
+
+class _Part(Enum):
+    """Which number of a statistic a metric is (:func:`compare.stats.stat_metrics`)."""
+
+    DIFF = "diff"
+    REL = "rel"
+    CHECKSUM = "checksum"
+
+
+@functools.lru_cache(maxsize=64)
+def _metric_parts(stats: tuple[str, ...]) -> dict[str, tuple[str, _Part]]:
+    """Metric name -> (statistic, part) for the statistics of a table."""
+    out: dict[str, tuple[str, _Part]] = {}
+    for stat in stats:
+        names = stat_metrics(stat)
+        if stat in TEXT_STATS:
+            out[names[0]] = (stat, _Part.CHECKSUM)
+        else:
+            out[names[0]], out[names[1]] = (stat, _Part.DIFF), (stat, _Part.REL)
+    return out
+
+
+class MetricRows(Sequence[MetricRow]):
+    """A table's rows as :class:`MetricRow` records, each built when read (module doc). Equal to a
+    list of the same records."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: StatsTable) -> None:
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    @overload
+    def __getitem__(self, item: int) -> MetricRow: ...
+
+    @overload
+    def __getitem__(self, item: slice) -> list[MetricRow]: ...
+
+    def __getitem__(self, item: int | slice) -> MetricRow | list[MetricRow]:
+        if isinstance(item, slice):
+            return [self.table.metric_row(i) for i in range(*item.indices(len(self.table)))]
+        rows = len(self.table)
+        if not -rows <= item < rows:
+            raise IndexError("row index out of range")
+        return self.table.metric_row(item % rows)
+
+    def __iter__(self) -> Iterator[MetricRow]:
+        return map(self.table.metric_row, range(len(self.table)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, MetricRows)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MetricRows({len(self)} rows)"
+
+
+class StatsRows(Sequence[StatsRow]):
+    """A table's rows as :class:`~compare.stats.StatsRow` records, each built when read."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: StatsTable) -> None:
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    @overload
+    def __getitem__(self, item: int) -> StatsRow: ...
+
+    @overload
+    def __getitem__(self, item: slice) -> list[StatsRow]: ...
+
+    def __getitem__(self, item: int | slice) -> StatsRow | list[StatsRow]:
+        if isinstance(item, slice):
+            return [self.table.stats_row(i) for i in range(*item.indices(len(self.table)))]
+        rows = len(self.table)
+        if not -rows <= item < rows:
+            raise IndexError("row index out of range")
+        return self.table.stats_row(item % rows)
+
+    def __iter__(self) -> Iterator[StatsRow]:
+        return map(self.table.stats_row, range(len(self.table)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, StatsRows)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StatsRows({len(self)} rows)"
+
+
+@dataclass
+class StatsResult:
+    """The rows of a statistics comparison (a :class:`StatsTable`) and the notes about them."""
+
+    table: StatsTable
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[StatsRow], stats: Sequence[str], metric_rows: Sequence[MetricRow] = (),
+                notes: Sequence[str] = ()) -> StatsResult:
+        """The result of records (rows read back, merged parts): ``stats`` in column order;
+        ``metric_rows[i]``, when given, is row ``i``'s record, kept when it is not a statistics row."""
+        return cls(table_of_rows(rows, stats, metric_rows), list(notes))
+
+    @property
+    def rows(self) -> StatsRows:
+        """Every row as a :class:`~compare.stats.StatsRow`, built when read."""
+        return StatsRows(self.table)
+
+    @property
+    def stats(self) -> list[str]:
+        """The statistic columns, in report order."""
+        return self.table.stats
+
+    @property
+    def metrics(self) -> list[str]:
+        """The row metrics of the compared statistics, in column order (:func:`compare.stats.stat_metrics`)."""
+        return [m for name in self.table.stats for m in stat_metrics(name)]
+
+    def metric_rows(self) -> MetricRows:
+        """Every row as a :class:`MetricRow` (:meth:`StatsTable.metric_row`'s), built when read."""
+        return MetricRows(self.table)
+
+
+def table_of_rows(rows: Sequence[StatsRow], stats: Sequence[str], metric_rows: Sequence[MetricRow] = ()) -> StatsTable:
+    """A table of records (:meth:`StatsResult.of_rows`)."""
+    count = len(rows)
+    table = StatsTable.blank(count, stats)
+    for position, row in enumerate(rows):
+        record = metric_rows[position] if metric_rows else None
+        if record is not None and record.kind is not RowKind.STATISTICS:
+            table.put_record(position, record, source=(row.left_source, row.right_source))
+            table.grade[position], table.msprobe[position], table.argument[position] = row.grade, row.msprobe, row.argument
+            continue
+        table.index[position], table.op_type[position], table.left_op[position] = row.index, row.op_type, row.left_op
+        table.right_op[position], table.tensor_id[position] = row.right_op, row.tensor_id
+        table.left_dtype[position], table.right_dtype[position], table.shape[position] = (
+            row.left_dtype, row.right_dtype, row.shape)
+        table.status[position], table.reasons[position] = row.status, tuple(row.reasons)
+        table.left_source[position], table.right_source[position] = row.left_source, row.right_source
+        table.rank[position], table.iteration[position], table.graph[position] = row.rank, row.iteration, row.graph
+        table.grade[position], table.msprobe[position], table.argument[position] = row.grade, row.msprobe, row.argument
+        if record is not None:
+            table.op_sequence[position], table.undefined[position] = record.op_sequence, record.undefined
+        else:
+            table.undefined[position] = statistics_metrics(row.values)[1]
+        for name, value in row.values.items():
+            column = table.columns.get(name)
+            if column is None:
+                column = table.columns[name] = StatColumn.empty(name, count)
+            column.set(position, value)
+    return table
+
+
+def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
+    """Compare every pair's statistics into a table; its columns are the statistics any row compared.
+
+    Two passes: each pair's row without values (:func:`compare.stats.prepared_row`), then the
+    values: of all rows whose values are floats at once (one float64 column of every such
+    statistic, :func:`compare.stats.float_diffs`), of the others by
+    :func:`compare.stats.stat_diffs`. A pair whose work raises becomes a NOT_COMPARABLE row that
+    says so (one pair never aborts the run)."""
+    count = len(pairs)
+    table = StatsTable.blank(count)
+    index, op_type, left_op, right_op, tensor_id = (table.index, table.op_type, table.left_op, table.right_op,
+                                                     table.tensor_id)
+    left_dtype, right_dtype, shape, status, reasons = (table.left_dtype, table.right_dtype, table.shape, table.status,
+                                                       table.reasons)
+    left_source, right_source = table.left_source, table.right_source
+    todo: list[tuple[int, Sides]] = []
+    for position, pair in enumerate(pairs):
+        try:
+            prepared = prepared_row(pair)
+        except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
+            _internal_error(table, position, pair, exc)
+            continue
+        lref, rref = pair.left, pair.right
+        index[position], op_type[position], left_op[position] = pair.index, pair.op_type, pair.left_op
+        right_op[position], tensor_id[position] = pair.right_op, pair.tensor_id
+        left_dtype[position] = lref.dtype if lref is not None else None
+        right_dtype[position] = rref.dtype if rref is not None else None
+        shape[position] = tuple(lref.shape) if lref is not None else (tuple(rref.shape) if rref is not None else None)
+        status[position], reasons[position] = prepared.status, prepared.reasons
+        left_source[position], right_source[position] = prepared.left_source, prepared.right_source
+        if prepared.sides is not None:
+            todo.append((position, prepared.sides))
+    names = ordered_stats({name for _, sides in todo for name in sides.names})
+    table.columns = {name: StatColumn.empty(name, count) for name in names}
+    _float_values(table, [item for item in todo if item[1].floats])
+    for position, sides in todo:
+        if sides.floats:
+            continue
+        try:
+            values = dict(zip(sides.names, stat_diffs(sides.names, sides.left, sides.right)))
+        except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
+            _internal_error(table, position, pairs[position], exc)
+            continue
+        for name, value in values.items():
+            table.columns[name].set(position, value)
+        table.undefined[position] = statistics_metrics(values)[1]
+    table.stats = [name for name in names if table.columns[name].has.any()]
+    for name in names:
+        if name not in table.stats:
+            del table.columns[name]
+    return StatsResult(table)
+
+
+def _float_values(table: StatsTable, rows: list[tuple[int, Sides]]) -> None:
+    """The values of the rows whose statistics are all floats, set at once: one float64 column of
+    every value, :func:`compare.stats.float_diffs`, then each statistic's part scattered into its column."""
+    if not rows:
+        return
+    ids: dict[int, tuple[list[str], list[int]]] = {}  # id(names) -> (names kept alive, their statistic numbers)
+    order = {name: number for number, name in enumerate(table.columns)}
+    stat_of: list[int] = []
+    row_of: list[int] = []
+    lefts: list[object] = []
+    rights: list[object] = []
+    for position, sides in rows:
+        found = ids.get(id(sides.names))
+        if found is None:
+            found = ids[id(sides.names)] = (sides.names, [order[name] for name in sides.names])
+        stat_of += found[1]
+        row_of += [position] * len(found[1])
+        lefts += sides.left
+        rights += sides.right
+    left, right = np.array(lefts, dtype=np.float64), np.array(rights, dtype=np.float64)
+    diffs, rels = float_diffs(left, right)
+    stat_at, row_at = np.array(stat_of, dtype=np.int64), np.array(row_of, dtype=np.int64)
+    left_objects, right_objects = np.array(lefts, dtype=object), np.array(rights, dtype=object)
+    for number, column in enumerate(table.columns.values()):
+        mine = stat_at == number
+        if not mine.any():
+            continue
+        where = row_at[mine]
+        column.diff[where], column.rel[where], column.has[where] = diffs[mine], rels[mine], True
+        for target, values in ((column.left, left_objects[mine]), (column.right, right_objects[mine])):
+            for row, value in zip(where.tolist(), values.tolist()):
+                target[row] = value
+
+
+def _internal_error(table: StatsTable, position: int, pair: Pair, exc: Exception) -> None:
+    """Row ``position`` is the row of a pair whose comparison raised: NOT_COMPARABLE, the error as
+    its reason, no data type, shape, source or statistic."""
+    table.index[position], table.op_type[position], table.left_op[position] = pair.index, pair.op_type, pair.left_op
+    table.right_op[position], table.tensor_id[position] = pair.right_op, pair.tensor_id
+    table.left_dtype[position] = table.right_dtype[position] = table.shape[position] = None
+    table.left_source[position] = table.right_source[position] = ""
+    table.status[position] = PairStatus.NOT_COMPARABLE
+    table.reasons[position] = (f"internal error while comparing statistics of {pair.tensor_id or pair.left_op}: "
+                               f"{type(exc).__name__}: {exc} (please report)",)
+    table.undefined[position] = NO_UNDEFINED
+    for column in table.columns.values():
+        column.left[position] = column.right[position] = None
+        column.has[position] = False
+        column.diff[position] = column.rel[position] = np.nan
+        column.special.pop(position, None)
+
+
+def compare_stats_pair(pair: Pair) -> StatsRow:
+    """Compare the statistics of one pair (never raises for one pair's problem): the row
+    :func:`compare_stats` makes of it."""
+    return compare_stats((pair,)).rows[0]
+
+
+__all__ = ["MetricRows", "NO_REASONS", "NO_UNDEFINED", "StatColumn", "StatsResult", "StatsRows", "StatsTable",
+           "compare_stats", "compare_stats_pair", "table_of_rows"]
