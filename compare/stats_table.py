@@ -36,7 +36,9 @@ definitions (``LDiff = |diff|``, ``LRelDiff = rel``, a checksum 0.0 / 1.0).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
+from operator import attrgetter, is_not
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import overload
@@ -578,5 +580,119 @@ def compare_stats_pair(pair: Pair) -> StatsRow:
     return compare_stats((pair,)).rows[0]
 
 
-__all__ = ["MetricRows", "NO_REASONS", "NO_UNDEFINED", "StatColumn", "StatsResult", "StatsRows", "StatsTable",
+def _field(name: str) -> Callable[[RowColumns], list]:
+    """A :class:`RowColumns` field: the table's own list when the rows are a table's, else one
+    ``map`` over the records (read once, then kept)."""
+    read = attrgetter(name)
+
+    def column(self: RowColumns) -> list:
+        table = self.table
+        if table is not None:
+            return read(table)  # the table's own list (a field of the same name)
+        return list(map(read, self.rows))
+
+    column.__name__ = name
+    column.__doc__ = f"``{name}`` of every row."
+    return column
+
+
+def _record_field(name: str, default: object) -> Callable[[RowColumns], list]:
+    """A :class:`RowColumns` field the table does not hold (its statistics rows have ``default``;
+    its kept records their own)."""
+    read = attrgetter(name)
+
+    def column(self: RowColumns) -> list:
+        table = self.table
+        if table is None:
+            return list(map(read, self.rows))
+        out = [default] * len(table)
+        for row, record in table.kept.items():
+            out[row] = read(record)
+        return out
+
+    column.__name__ = name
+    column.__doc__ = f"``{name}`` of every row."
+    return column
+
+
+class RowColumns:
+    """The fields of a run's rows as columns, for the readers of many rows (localisation, grades,
+    gates, summaries): the lists of a :class:`StatsTable` when the rows are its
+    :class:`MetricRows`, else each field read once from the records (one C-level ``map``). Each
+    field is read when first asked for, then kept; :meth:`metric` gives a metric as a float64
+    column and whether each row has it (None: not computed; a NaN value is computed)."""
+
+    def __init__(self, rows: Sequence[MetricRow]) -> None:
+        self.rows = rows
+        self.table: StatsTable | None = rows.table if isinstance(rows, MetricRows) else None
+        self._metrics: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    index = functools.cached_property(_field("index"))
+    op_type = functools.cached_property(_field("op_type"))
+    left_op = functools.cached_property(_field("left_op"))
+    right_op = functools.cached_property(_field("right_op"))
+    tensor_id = functools.cached_property(_field("tensor_id"))
+    left_dtype = functools.cached_property(_field("left_dtype"))
+    right_dtype = functools.cached_property(_field("right_dtype"))
+    shape = functools.cached_property(_field("shape"))
+    status = functools.cached_property(_field("status"))
+    kind = functools.cached_property(_field("kind"))
+    undefined = functools.cached_property(_field("undefined"))
+    rank = functools.cached_property(_field("rank"))
+    iteration = functools.cached_property(_field("iteration"))
+    graph = functools.cached_property(_field("graph"))
+    op_sequence = functools.cached_property(_field("op_sequence"))
+    grade = functools.cached_property(_field("grade"))
+    msprobe = functools.cached_property(_field("msprobe"))
+    argument = functools.cached_property(_field("argument"))
+    expected_gap = functools.cached_property(_record_field("expected_gap", None))
+    left_counts = functools.cached_property(_record_field("left_counts", None))
+    right_counts = functools.cached_property(_record_field("right_counts", None))
+
+    @functools.cached_property
+    def reasons(self) -> list[Sequence[str]]:
+        """``reasons`` of every row (a table's tuples, the records' lists)."""
+        if self.table is not None:
+            return self.table.reasons
+        return [row.reasons for row in self.rows]
+
+    def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Metric ``name`` of every row: float64 values (NaN where absent) and whether each row has
+        it (:meth:`load`)."""
+        found = self._metrics.get(name)
+        if found is None:
+            self.load((name,))
+            found = self._metrics[name]
+        return found
+
+    def load(self, names: Sequence[str]) -> None:
+        """Read metrics ``names`` of every row: a table's by :meth:`StatsTable.metric`; records'
+        in one pass over their metric dicts (numpy reads None as NaN, a NaN value is computed)."""
+        names = [name for name in dict.fromkeys(names) if name not in self._metrics]
+        if not names:
+            return
+        if self.table is not None:
+            for name in names:
+                self._metrics[name] = self.table.metric(name)
+            return
+        rows = self.rows
+        n = len(rows)
+        values = [tuple(map(metrics.get, names)) for metrics in map(_METRICS, rows)] if n else []
+        columns = list(zip(*values)) if n else [() for _ in names]
+        for name, column in zip(names, columns):
+            array = np.array(column, dtype=np.float64)
+            present = ~np.isnan(array)
+            absent = np.flatnonzero(~present)  # NaN: a computed NaN, or None (not computed)
+            present[absent] = np.fromiter(map(is_not, map(column.__getitem__, absent.tolist()), repeat(None)),
+                                          dtype=bool, count=len(absent))
+            self._metrics[name] = (array, present)
+
+
+_METRICS = attrgetter("metrics")
+
+
+__all__ = ["MetricRows", "NO_REASONS", "NO_UNDEFINED", "RowColumns", "StatColumn", "StatsResult", "StatsRows", "StatsTable",
            "compare_stats", "compare_stats_pair", "table_of_rows"]
