@@ -260,16 +260,9 @@ class StatsTable:
         def take(column: list) -> list:
             return [column[old] if old >= 0 else None for old in where]
 
-        table = StatsTable(
-            index=take(self.index), op_type=take(self.op_type), left_op=take(self.left_op),
-            right_op=take(self.right_op), tensor_id=take(self.tensor_id), left_dtype=take(self.left_dtype),
-            right_dtype=take(self.right_dtype), shape=take(self.shape), status=take(self.status),
-            reasons=take(self.reasons), left_source=take(self.left_source), right_source=take(self.right_source),
-            kind=take(self.kind), undefined=take(self.undefined), msprobe=take(self.msprobe),
-            argument=take(self.argument), grade=take(self.grade), rank=take(self.rank),
-            iteration=take(self.iteration), graph=take(self.graph), op_sequence=take(self.op_sequence),
-            stats=list(self.stats), columns={name: column.taken(positions) for name, column in self.columns.items()},
-            kept={new: self.kept[old] for new, old in enumerate(where) if old >= 0 and old in self.kept})
+        table = StatsTable(**{name: take(_LIST_FIELD[name](self)) for name in _LIST_FIELDS}, stats=list(self.stats),
+                           columns={name: column.taken(positions) for name, column in self.columns.items()},
+                           kept={new: self.kept[old] for new, old in enumerate(where) if old >= 0 and old in self.kept})
         for new, record in records.items():
             table.put_record(new, record)  # type: ignore[arg-type]
         return table
@@ -288,6 +281,29 @@ class StatsTable:
         self.kept[row] = record
 
     @classmethod
+    def concat(cls, pieces: Sequence[StatsTable | Sequence[MetricRow]], stats: Sequence[str]) -> StatsTable:
+        """The rows of ``pieces`` one after the other: tables, or records (a part missing from a run
+        compared in turn: kept as they are, no statistic); ``stats``: the columns, in report order
+        (every statistic of every piece)."""
+        tables = [piece if isinstance(piece, StatsTable) else _records_table(piece, stats) for piece in pieces]
+        out = cls(**{name: [value for table in tables for value in _LIST_FIELD[name](table)] for name in _LIST_FIELDS},
+                  stats=[], columns={})
+        out.stats = list(stats)
+        starts = np.cumsum([0] + [len(table) for table in tables[:-1]]).tolist()
+        for name in stats:
+            parts = [table.columns.get(name) or StatColumn.empty(name, len(table)) for table in tables]
+            column = StatColumn(name, [v for part in parts for v in part.left], [v for part in parts for v in part.right],
+                                np.concatenate([part.diff for part in parts]) if parts else np.empty(0),
+                                np.concatenate([part.rel for part in parts]) if parts else np.empty(0),
+                                np.concatenate([part.has for part in parts]) if parts else np.empty(0, dtype=bool))
+            for start, part in zip(starts, parts):
+                column.special.update({start + row: value for row, value in part.special.items()})
+            out.columns[name] = column
+        for start, table in zip(starts, tables):
+            out.kept.update({start + row: record for row, record in table.kept.items()})
+        return out
+
+    @classmethod
     def blank(cls, rows: int, stats: Sequence[str] = ()) -> StatsTable:
         """A table of ``rows`` rows whose fields are all unset (None / no statistic): a builder
         fills them."""
@@ -303,6 +319,21 @@ class StatsTable:
                    columns={name: StatColumn.empty(name, rows) for name in stats})
 
 
+
+
+def _records_table(records: Sequence[MetricRow], stats: Sequence[str]) -> StatsTable:
+    """A table of records kept as they are (:meth:`StatsTable.concat`)."""
+    table = StatsTable.blank(len(records), stats)
+    for row, record in enumerate(records):
+        table.put_record(row, record)
+    return table
+
+
+#: The list fields of a table (every field but ``stats``, ``columns`` and ``kept``), read by name.
+_LIST_FIELDS = ("index", "op_type", "left_op", "right_op", "tensor_id", "left_dtype", "right_dtype", "shape", "status",
+                "reasons", "left_source", "right_source", "kind", "undefined", "msprobe", "argument", "grade", "rank",
+                "iteration", "graph", "op_sequence")
+_LIST_FIELD = {name: attrgetter(name) for name in _LIST_FIELDS}
 
 
 class _Part(Enum):

@@ -29,7 +29,7 @@ from ..records import (
 )
 from .msprobe_rows import annotate, argument_order, msprobe_cells, msprobe_sides, with_arguments
 from ..stats import mismatch_reason, recorded_statistics, shape_note, statistics_metrics
-from ..stats_table import compare_stats
+from ..stats_table import RowColumns, compare_stats
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pairing.rule_records import FusionRule
@@ -84,7 +84,7 @@ class NetworkResult:
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
-        return count_by_status(self.rows)
+        return count_by_status(RowColumns(self.rows).status)
 
     @property
     def has_npy(self) -> tuple[bool, bool]:
