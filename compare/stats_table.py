@@ -554,10 +554,12 @@ def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
 
 
 def _float_values(table: StatsTable, rows: list[tuple[int, Sides]]) -> None:
-    """The values of the rows whose statistics are all floats, set at once: one float64 column of
-    every value, :func:`compare.stats.float_diffs`, then each statistic's part scattered into its column."""
+    """The values of the rows whose statistics are all floats, set at once in the table's new
+    (empty) columns: one float64 column of every value, :func:`compare.stats.float_diffs`, then
+    each statistic's part scattered into its column."""
     if not rows:
         return
+    count = len(table)
     ids: dict[int, tuple[list[str], list[int]]] = {}  # id(names) -> (names kept alive, their statistic numbers)
     order = {name: number for number, name in enumerate(table.columns)}
     stat_of: list[int] = []
@@ -582,9 +584,11 @@ def _float_values(table: StatsTable, rows: list[tuple[int, Sides]]) -> None:
             continue
         where = row_at[mine]
         column.diff[where], column.rel[where], column.has[where] = diffs[mine], rels[mine], True
-        for target, values in ((column.left, left_objects[mine]), (column.right, right_objects[mine])):
-            for row, value in zip(where.tolist(), values.tolist()):
-                target[row] = value
+        # the values themselves (the recorded float objects) by one object-array scatter each: the
+        # columns are new (no row has a value yet)
+        placed_left, placed_right = np.full(count, None, dtype=object), np.full(count, None, dtype=object)
+        placed_left[where], placed_right[where] = left_objects[mine], right_objects[mine]
+        column.left, column.right = placed_left.tolist(), placed_right.tolist()
 
 
 def _internal_error(table: StatsTable, position: int, pair: Pair, exc: Exception) -> None:

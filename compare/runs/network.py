@@ -179,7 +179,7 @@ def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None
                  "data, so every pair is compared by its statistics (computed from the data where a side has it)")
     if msprobe_sides(left_run, right_run):
         stats.table.msprobe = list(msprobe_cells(pairing.pairs, left_run, right_run))
-        order = argument_order(stats.metric_rows(), pairing.pairs, left_run, right_run, stats.metrics)
+        order = argument_order(RowColumns(stats.metric_rows()), pairing.pairs, left_run, right_run, stats.metrics)
         if order is not None:
             stats.table = stats.table.arranged(order)
     rows = stats.metric_rows()
