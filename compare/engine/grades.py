@@ -404,7 +404,8 @@ def _candidates(rows: _Rows, checksums: bool) -> np.ndarray:
     flags |= present & (values != 0.0)
     flags |= np.fromiter(map(ne, columns.left_dtype, columns.right_dtype), dtype=bool, count=count)
     counted = np.fromiter(map(is_not, columns.left_counts, repeat(None)), dtype=bool, count=count)
-    flags |= counted & np.fromiter(map(is_not, columns.right_counts, repeat(None)), dtype=bool, count=count)
+    if counted.any():  # (a statistics table's rows have no counts)
+        flags |= counted & np.fromiter(map(is_not, columns.right_counts, repeat(None)), dtype=bool, count=count)
     if checksums:
         flags |= columns.metric(CHECKSUM_KEY)[0] != 0.0
     return flags
