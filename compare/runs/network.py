@@ -184,7 +184,7 @@ def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None
             stats.table = stats.table.arranged(order)
     rows = stats.metric_rows()
     if graded:
-        stats.table.set_grades(row_grades(list(rows), mode=GradeMode.STATISTICS))
+        stats.table.set_grades(row_grades(rows, mode=GradeMode.STATISTICS))
     return NetworkResult(rows=rows, metrics=stats.metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run],
                          skipped=skipped)
