@@ -217,20 +217,26 @@ class StatsTable:
         if found is not None:
             stat, part = found
             column = self.columns[stat]
-            if part is _Part.CHECKSUM:  # a checksum's diff is always text (same / different) or None
-                for row, (diff, _rel) in column.special.items():
-                    if diff is not None:
-                        values[row], present[row] = (0.0 if diff == "same" else 1.0), True
-            else:  # a special entry has no float diff and no rel: absent
+            if part is not _Part.CHECKSUM:
                 present = column.has.copy()
-                if column.special:
-                    present[np.fromiter(column.special, dtype=np.int64, count=len(column.special))] = False
                 source = np.abs(column.diff) if part is _Part.DIFF else column.rel
                 values[present] = source[present]
-        for row, record in self.kept.items():
-            value = record.metrics.get(name)
-            present[row] = value is not None
-            values[row] = value if value is not None else np.nan
+            # a special entry by the definitions (compare.stats.statistics_metrics): a text diff or
+            # None has no magnitude; its rel stands as it is; a checksum is 0.0 same / 1.0 different
+            for row, (diff, rel) in column.special.items():
+                if part is _Part.CHECKSUM:
+                    value = None if diff is None else (0.0 if diff == "same" else 1.0)
+                elif part is _Part.DIFF:
+                    value = abs(diff) if isinstance(diff, float) else None
+                else:
+                    value = rel  # type: ignore[assignment]
+                present[row] = value is not None
+                values[row] = np.nan if value is None else value
+        if self.kept:
+            rows_kept = np.fromiter(self.kept, dtype=np.int64, count=len(self.kept))
+            kept = [record.metrics.get(name) for record in self.kept.values()]
+            present[rows_kept] = [value is not None for value in kept]
+            values[rows_kept] = [np.nan if value is None else value for value in kept]
         return values, present
 
     # ---------------------------------------------------------------------------------------
