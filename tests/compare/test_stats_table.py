@@ -184,3 +184,20 @@ def test_ranks_compared_in_turn_keep_each_row_in_its_place(tmp_path: Path) -> No
     assert [(row.rank, row.tensor_id) for row in stats.rows] == places
     lines = render_stats_csv(stats).splitlines()[1:]
     assert [line.split(",")[4] for line in lines] == [tensor_id for _, tensor_id in places]
+
+
+def test_metric_columns_of_special_entries_follow_the_definitions() -> None:
+    """An entry whose diff is not a float (text, None, an integer read back) keeps its rel; a
+    checksum is 0.0 same / 1.0 different; the columns say what the records say."""
+    from compare.records import StatDiff
+    from compare.stats import StatsRow
+
+    rows = [StatsRow(0, None, "a", "a", "a:output:0", values={"max": StatDiff(1, 2, None, 0.5),
+                                                              "checksum": StatDiff("x", "y", "different")}),
+            StatsRow(1, None, "b", "b", "b:output:0", values={"max": StatDiff("p", "p", "same"),
+                                                              "checksum": StatDiff("x", "x", "same")})]
+    result = StatsResult.of_rows(rows, ["max", "checksum"])
+    records = list(result.metric_rows())
+    for name in ("MaxDiff", "MaxRelDiff", "ChecksumDiff"):
+        values, present = result.table.metric(name)
+        assert [float(v) if p else None for v, p in zip(values, present)] == [r.metrics.get(name) for r in records]
