@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compare.loaders import msprobe_graph
-from compare.loaders.msprobe import _flat_leaves, _stats, scan_msprobe
+from compare.loaders.msprobe import _flat, _stats, scan_msprobe
 from compare.loaders.msprobe_graph import read_msprobe_graph
 from compare.loaders.msprobe_json import named_leaves
 from compare.records import TensorKind
@@ -33,23 +33,23 @@ def _write(folder: Path, data: dict) -> Path:
 @pytest.mark.parametrize("section", [
     [_tensor(2), None, {"type": "int", "value": 3}],
     {"weight": _tensor(4), "bias": None},
-    [],
-    {},
 ])
-def test_flat_sections_are_the_general_walk(section: object) -> None:
-    flat = _flat_leaves(section, "call.input.")
-    assert flat is not None
-    assert flat == [(f"call.input.{p[0]}", leaf) for p, leaf in named_leaves(section)]
+def test_flat_sections_are_named_and_numbered_as_the_general_walk(tmp_path: Path, section: object) -> None:
+    assert _flat(section)  # type: ignore[arg-type]
+    call = "Functional.x.0.forward"
+    op = scan_msprobe(_write(tmp_path / "d", {call: {"input_args": section}})).ops[call]
+    items = sorted([*op.inputs, *op.arguments], key=lambda item: item.index)
+    assert [(item.index, item.label) for item in items] == [
+        (number, item_name(call, "input_args", place)) for number, (place, _) in enumerate(named_leaves(section))]
 
 
 @pytest.mark.parametrize("section", [
     [_tensor(2), [_tensor(3), _tensor(3)]],  # a nested list: the general walk numbers it
     [_tensor(2), 5],  # a bare value
     _tensor(2),  # a section that is itself a leaf
-    None,
 ])
 def test_other_sections_take_the_general_walk(section: object) -> None:
-    assert _flat_leaves(section, "call.input.") is None
+    assert not _flat(section)  # type: ignore[arg-type]
 
 
 def test_flat_and_nested_sections_give_msprobes_names_and_indexes(tmp_path: Path) -> None:
