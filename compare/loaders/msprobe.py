@@ -537,14 +537,15 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
     partial: list[str] = []
     stacks = read_stacks(folder, run.notes)
     data = dump.data
+    tensors = 0
     for position, (name, entry) in enumerate(data.items()):
         op, problems = _entry_op(name, entry, position, files, json_path, unknown, stacks.get(name, ()))
         data[name] = None  # its records are built: the entry's parse is freed now, its memory reused for them
         run.ops[name] = op
         run.order[name] = position
+        tensors += len(op.inputs) + len(op.outputs)
         if problems:
             partial.extend(problems)
-    tensors = sum(len(op.inputs) + len(op.outputs) for op in run.ops.values())
     without_data = files.statistics_only
     run.notes.append(f"msprobe dump {folder} ({dump.framework or 'framework not given'}, task "
                      f"{dump.task or '?'}, level {dump.level or '?'}): {len(run.ops)} call(s), {tensors} tensor(s)")

@@ -40,6 +40,7 @@ shape are ignored (a note says so when present but unusable); ``dump.json`` prob
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -182,9 +183,13 @@ def user_frame(stack: tuple[str, ...]) -> str:
     return ""
 
 
+#: ``CallKind.MODULE`` (a member read through its enum class is a Python-level lookup: once a call).
+_MODULE = CallKind.MODULE
+
+
 def _module_path(call: str | None) -> str | None:
     parsed = parse_msprobe_name(call) if call else None
-    return parsed.path if parsed is not None and parsed.kind is CallKind.MODULE else None
+    return parsed.path if parsed is not None and parsed.kind is _MODULE else None
 
 
 @dataclass(frozen=True)
@@ -204,12 +209,19 @@ def _one_leaf(item: object) -> bool:
         not isinstance(item, (list, dict))
 
 
+@functools.lru_cache(maxsize=4096)
+def _parameter_args(api: str) -> tuple[ParameterArg, ...]:
+    """:data:`PARAMETER_ARGS` of an API name with any prefix (its last dotted part), remembered: a
+    dump calls a few hundred APIs 10^5 times."""
+    return PARAMETER_ARGS.get(api.rsplit(".", 1)[-1], ())
+
+
 def parameter_slots(call: str, entry: object) -> tuple[ParameterSlot, ...]:
     """The parameter inputs of one ``dump.json`` entry (module doc), before their owner is known."""
     parsed = parse_msprobe_name(call)
     if parsed is None or parsed.direction != "forward" or not isinstance(entry, dict):
         return ()
-    known = () if parsed.kind is CallKind.MODULE else PARAMETER_ARGS.get(parsed.api.rsplit(".", 1)[-1], ())
+    known = () if parsed.kind is _MODULE else _parameter_args(parsed.api)
     parameters = entry.get("parameters")
     if not known and not isinstance(parameters, dict):
         return ()  # no argument is one, and no parameters section: the leaves need not be counted

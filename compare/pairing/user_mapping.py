@@ -316,10 +316,13 @@ def _merge_order(left_order: list[OpDump], right_order: list[OpDump],
             last = anchor[dump.name]
         else:
             after.setdefault(last, []).append(dump)
+    if not after:  # every right op is paired (the usual case): the left ops in their order
+        return [("left", dump) for dump in left_order]
     merged = [("right", d) for d in after.get(None, [])]
     for dump in left_order:
         merged.append(("left", dump))
-        merged.extend(("right", d) for d in after.get(dump.name, []))
+        if dump.name in after:
+            merged.extend(("right", d) for d in after[dump.name])
     return merged
 
 
