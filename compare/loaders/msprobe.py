@@ -263,16 +263,17 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     else:
         dtype, itemsize = "unknown", 0
     shape_value = get("shape")
-    if not (type(shape_value) is list and _INT_ONLY.issuperset(map(type, shape_value))
-            and (not shape_value or min(shape_value) >= 0)):
+    known_shape = None
+    if type(shape_value) is list and _INT_ONLY.issuperset(map(type, shape_value)):
+        shape = tuple(shape_value)
+        known_shape = files.shapes.get(shape)  # a shape seen before was a valid one
+        if known_shape is None and (not shape or min(shape) >= 0):
+            known_shape = files.shapes[shape] = (shape, math.prod(shape))
+    if known_shape is None:
         why = (f"{op} {_KIND_TEXT[kind is _INPUT]} {index}: shape {_SHOW.repr(shape_value)} is not a list "
                "of non-negative integers")
         return TensorRef(op, kind, index, dtype, _FORMAT, (), json_path,
                          reader=functools.partial(_refuse, json_path, why), label=label, requires_grad=grad), why
-    shape = tuple(shape_value)
-    known_shape = files.shapes.get(shape)
-    if known_shape is None:
-        known_shape = files.shapes[shape] = (shape, math.prod(shape))
     shape, count = known_shape
     high, low, mean, norm = get("Max"), get("Min"), get("Mean"), get("Norm")
     checksum = get("md5")
