@@ -353,12 +353,13 @@ def read_msprobe_graph(folder: Path) -> OpGraph:
     sources = _sources(folder, notes)
     nodes: dict[str, OpNode] = {}
     with_parameters = 0
+    compute, slots_of, source_of = NodeRole.COMPUTE, calls.slots, sources.get  # read once: 10^5 calls
     for call in calls.calls:
         parsed = parse_msprobe_name(call)
-        inputs = _edges(call, calls.slots.get(call, ()), parents.get(call))
+        slots = slots_of.get(call)
+        inputs = _edges(call, slots, parents.get(call)) if slots else ()
         with_parameters += bool(inputs)
-        nodes[call] = OpNode(name=call, op_type=parsed.op_type if parsed is not None else None, role=NodeRole.COMPUTE,
-                             inputs=inputs, source=sources.get(call))
+        nodes[call] = OpNode(call, parsed.op_type if parsed is not None else None, compute, inputs, source_of(call))
     notes.append(f"msprobe call order of {folder / DUMP_JSON}: {len(nodes)} call(s), {with_parameters} with parameter "
                  "inputs (no data edges: msprobe does not record which call produced an input)")
     return OpGraph(nodes=nodes, source=GraphSource.MSPROBE_CALLS, edges=False, notes=tuple(notes))
