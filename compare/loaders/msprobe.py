@@ -87,7 +87,7 @@ from ..records import Argument, DumpLayout, OpDump, Run, RunKind, TensorKind, Te
 from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
 from .msprobe_graph import dump_calls, dump_signature, read_msprobe_graph, read_stacks, remember_calls
-from .msprobe_json import SECTIONS, _is_tensor, is_leaf, named_leaves, read_dump_json
+from .msprobe_json import SECTIONS, _is_tensor, named_leaves, read_dump_json
 from .reader import OpenRequest, RecordedGraph, TreeReader
 from .selection import Candidate, Selection
 
@@ -202,12 +202,22 @@ class _Files:
     #: ``dtype`` text -> (numpy-style name, bytes per element): :func:`_dtype_info`'s memo for this
     #: ``dump.json`` (a few types, 10^5 tensors; per file, so a crafted file's many texts go with it).
     dtypes: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: Shape -> (its one tuple, its element count), for this ``dump.json``: :func:`_tensor` gives the
+    #: tensors of a shape one tuple (~80 bytes a tensor less; a dump has a few hundred shapes).
+    shapes: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = field(default_factory=dict)
+    #: An entry's keys -> its sections (:func:`_section_plan`), for this ``dump.json``.
+    plans: dict[tuple[str, ...], tuple[tuple[str, bool, str], ...]] = field(default_factory=dict)
+    #: The ``files`` of an op without data files: ``(dump.json,)``, one tuple for them all.
+    json_only: tuple[Path, ...] = ()
 
 
 #: The shape of a tensor item is a list of non-negative integers whose types are all in here
 #: (``bool`` excluded: JSON's ``true`` is no dimension).
 _INT_ONLY = frozenset({int})
 
+
+#: The kinds (a member read through its enum class is a Python-level lookup: ~65 ns, 10^5 times a side).
+_INPUT, _OUTPUT = TensorKind.INPUT, TensorKind.OUTPUT
 
 #: ``TensorKind.value`` by "is an input" (the enum's ``value`` and hash are Python-level calls:
 #: 200,000 tensors a side).
@@ -239,32 +249,43 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
 
     Written for 10^5-10^6 leaves a dump: msprobe's usual statistics (four floats and a text or no
     ``md5``) are taken as they are here, any other item goes through :func:`_stats`'s general
-    rules (a property test holds the two equal); types are remembered per file
-    (:func:`_dtype_info`); the record is built positionally."""
-    grad = item.get("requires_grad")
+    rules (a property test holds the two equal); types and shapes are remembered per file
+    (:func:`_dtype_info`, ``files.shapes``: the tensors of one shape share one tuple); the record
+    is built positionally."""
+    get = item.get
+    grad = get("requires_grad")
     if grad is not True and grad is not False:
         grad = None
-    dtype_text = item.get("dtype")
-    dtype, itemsize = _dtype_info(dtype_text, files) if type(dtype_text) is str else ("unknown", 0)
-    shape_value = item.get("shape")
-    if not (type(shape_value) is list and _INT_ONLY.issuperset(map(type, shape_value))
-            and (not shape_value or min(shape_value) >= 0)):
-        why = (f"{op} {_KIND_TEXT[kind is TensorKind.INPUT]} {index}: shape {_SHOW.repr(shape_value)} is not a list "
+    dtype_text = get("dtype")
+    if type(dtype_text) is str:
+        known_dtype = files.dtypes.get(dtype_text)
+        dtype, itemsize = known_dtype if known_dtype is not None else _dtype_info(dtype_text, files)
+    else:
+        dtype, itemsize = "unknown", 0
+    shape_value = get("shape")
+    known_shape = None
+    if type(shape_value) is list and _INT_ONLY.issuperset(map(type, shape_value)):
+        shape = tuple(shape_value)
+        known_shape = files.shapes.get(shape)  # a shape seen before was a valid one
+        if known_shape is None and (not shape or min(shape) >= 0):
+            known_shape = files.shapes[shape] = (shape, math.prod(shape))
+    if known_shape is None:
+        why = (f"{op} {_KIND_TEXT[kind is _INPUT]} {index}: shape {_SHOW.repr(shape_value)} is not a list "
                "of non-negative integers")
         return TensorRef(op, kind, index, dtype, _FORMAT, (), json_path,
                          reader=functools.partial(_refuse, json_path, why), label=label, requires_grad=grad), why
-    shape = tuple(shape_value)
-    high, low, mean, norm = item.get("Max"), item.get("Min"), item.get("Mean"), item.get("Norm")
-    checksum = item.get("md5")
+    shape, count = known_shape
+    high, low, mean, norm = get("Max"), get("Min"), get("Mean"), get("Norm")
+    checksum = get("md5")
     if (type(high) is float and type(low) is float and type(mean) is float and type(norm) is float
             and (type(checksum) is str or "md5" not in item)):
         stats: dict = ({"max": high, "min": low, "avg": mean, "l2norm": norm, "checksum": checksum}
                        if checksum is not None else {"max": high, "min": low, "avg": mean, "l2norm": norm})
     else:
         stats = _stats(item)
-    source = f"{DUMP_JSON} {op} {_KIND_TEXT[kind is TensorKind.INPUT]} {index}"
-    nbytes = math.prod(shape) * itemsize
-    data_name = item.get("data_name")
+    source = f"{DUMP_JSON} {op} {'input' if kind is _INPUT else 'output'} {index}"
+    nbytes = count * itemsize
+    data_name = get("data_name")
     if type(data_name) is not str or data_name in ("", "-1"):
         # statistics only; recorded statistics (possibly none: the row then says so) instead of data
         files.statistics_only += 1
@@ -281,7 +302,7 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     if data_name not in files.names:
         files.missing += 1
         reader = functools.partial(_refuse, path, f"missing: {DUMP_JSON} names it for {op} "
-                                                  f"{_KIND_TEXT[kind is TensorKind.INPUT]} {index}")
+                                                  f"{_KIND_TEXT[kind is _INPUT]} {index}")
     elif data_name in files.outside:
         files.linked_out += 1
         reader = functools.partial(_refuse, path, files.outside[data_name])
@@ -346,83 +367,116 @@ _SECTION_KEYS = frozenset(key for key, _ in SECTIONS)
 _PLACES = tuple(map(str, range(64)))
 
 
-def _flat_leaves(section: object, prefix: str) -> list[tuple[str, object]] | None:
-    """The leaves of a section msprobe wrote flat -- a list or object whose every item is a leaf
-    (:func:`~compare.loaders.msprobe_json.is_leaf`) -- labelled ``prefix`` + their place (list
-    position, object key), in :func:`~compare.loaders.msprobe_json.named_leaves` order; None for
-    any other section (nested items, a section that is itself a leaf: the general walk reads those)."""
-    if type(section) is list:
-        places: object = _PLACES[:len(section)] if len(section) <= len(_PLACES) else map(str, range(len(section)))
-        items: object = section
-    elif type(section) is dict and not is_leaf(section):
-        places, items = map(str, section.keys()), section.values()
-    else:
-        return None
-    labelled = []
-    for place, item in zip(places, items):  # type: ignore[call-overload]
+def _section_plan(keys: tuple[str, ...], files: _Files, unknown: set[str]) -> tuple[tuple[str, bool, str], ...]:
+    """The sections an entry with these keys is read by, in :data:`SECTIONS` order, as (key,
+    whether its items are inputs, the start of their names after the call: ``input.``); the keys
+    that are no section go to ``unknown``. Remembered in ``files.plans`` (entries of one
+    ``dump.json`` share a few key lists)."""
+    plan = tuple((key, kind is _INPUT, f"{SECTION_WORDS.get(key, key)}.") for key, kind in SECTIONS if key in keys)
+    unknown.update(key for key in keys if key not in _SECTION_KEYS)
+    files.plans[keys] = plan
+    return plan
+
+
+def _flat(section: list | dict) -> bool:
+    """Whether msprobe wrote ``section`` flat: a list or object (not itself a leaf) whose every item
+    is a leaf (:func:`~compare.loaders.msprobe_json.is_leaf`); such a section's items are named
+    ``{call}.{word}.{place}`` (list position, object key) and numbered in order -- what
+    :func:`~compare.loaders.msprobe_json.named_leaves` gives, without its generators."""
+    if type(section) is dict and ("type" in section or "dtype" in section):
+        return False
+    for item in (section if type(section) is list else section.values()):
         if item is not None and not (type(item) is dict and ("type" in item or "dtype" in item)):
-            return None
-        labelled.append((prefix + place, item))
-    return labelled
+            return False
+    return True
 
 
 def _entry_op(name: str, entry: object, position: int, files: _Files, json_path: Path,
               unknown: set[str], stack: tuple[str, ...] = ()) -> tuple[OpDump, list[str]]:
     """One ``data`` entry as an OpDump (module doc), and the problems of its items when the op
-    keeps some tensors (else they are its ``error``); ``unknown`` collects sections not read."""
+    keeps some tensors (else they are its ``error``); ``unknown`` collects sections not read.
+
+    Written for 10^5 entries a dump: the sections of an entry come from a plan remembered per key
+    list (:func:`_section_plan`), a flat section (:func:`_flat`, msprobe's usual one) is labelled
+    and numbered in one loop, other sections take the general walk
+    (:func:`~compare.loaders.msprobe_json.named_leaves`, :func:`_label`)."""
     parsed = parse_msprobe_name(name)
     op_type = parsed.op_type if parsed is not None else None
-    if not isinstance(entry, dict):
+    if type(entry) is not dict:
         return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path,), timestamp=position, stack=stack,
                       error=f"{json_path}: entry {name!r} is a JSON {type(entry).__name__}, not an object"), []
-    sections: list[tuple[str, TensorKind, object]]
     grads = parsed is not None and parsed.direction == "parameters_grad"
     if grads:
-        sections = [(key, TensorKind.OUTPUT, value) for key, value in entry.items()]
+        plan = tuple((key, False, "") for key in entry)
     else:
-        sections = [(key, kind, entry[key]) for key, kind in SECTIONS if key in entry]
-        if not _SECTION_KEYS.issuperset(entry):
-            unknown.update(key for key in entry if key not in _SECTION_KEYS)
+        keys = tuple(entry)
+        plan = files.plans.get(keys)  # type: ignore[assignment]
+        if plan is None:
+            plan = _section_plan(keys, files, unknown)
     inputs: list[TensorRef] = []
     outputs: list[TensorRef] = []
     counts = [0, 0]  # the next output and input index
     problems: list[str] = []
     arguments: list[Argument] = []
     with_files = files.with_files  # unchanged after the items: no tensor of the op has a data file
-    for key, kind, section in sections:
-        if not isinstance(section, (list, dict)) and section is not None:
-            problems.append(f"section {key!r} is a JSON {type(section).__name__}, not a list or object")
+    for key, is_input, word in plan:
+        section = entry[key]
+        section_type = type(section)
+        if section_type is list or section_type is dict:
+            if not section:
+                continue  # no items
+            flat = not grads and _flat(section)
+        elif section is None:
+            flat = False
+        else:
+            problems.append(f"section {key!r} is a JSON {section_type.__name__}, not a list or object")
             continue
-        # the shape msprobe writes, one level of items, is labelled without _label
-        labelled = None if grads else _flat_leaves(section, f"{name}.{SECTION_WORDS.get(key, key)}.")
-        if labelled is None:
+        kind = _INPUT if is_input else _OUTPUT
+        tensors = inputs if is_input else outputs
+        index = counts[is_input]
+        if flat:
+            prefix = f"{name}.{word}"
+            if section_type is list:
+                count = len(section)
+                places: object = _PLACES[:count] if count <= 64 else map(str, range(count))
+                items: object = section
+            else:
+                places, items = section.keys(), section.values()
+            for place, leaf in zip(places, items):  # type: ignore[call-overload]
+                if leaf is not None:
+                    leaf_type = leaf.get("type")
+                    if (type(leaf_type) is str and leaf_type in _TENSOR_TYPES) or _is_tensor(leaf):
+                        ref, problem = _tensor(name, kind, index, leaf, files, json_path, prefix + place)
+                        tensors.append(ref)
+                        if problem is not None:
+                            problems.append(problem)
+                        index += 1
+                        continue
+                arguments.append(_argument(prefix + place, kind, index, leaf))
+                index += 1
+        else:
             try:
                 labelled = [(_label(name, key, place, section, grads), leaf) for place, leaf in named_leaves(section)]
             except ValueError as exc:
                 problems.append(f"section {key!r}: {exc}")
                 continue
-        is_input = kind is TensorKind.INPUT
-        tensors = inputs if is_input else outputs
-        index = counts[is_input]
-        for label, leaf in labelled:
-            leaf_type = leaf.get("type") if type(leaf) is dict else None  # type: ignore[attr-defined]
-            if (type(leaf_type) is str and leaf_type in _TENSOR_TYPES) or _is_tensor(leaf):
-                ref, problem = _tensor(name, kind, index, leaf, files, json_path, label)  # type: ignore[arg-type]
-                tensors.append(ref)
-                if problem is not None:
-                    problems.append(problem)
-            else:
-                arguments.append(_argument(label, kind, index, leaf))
-            index += 1
+            for label, leaf in labelled:
+                if _is_tensor(leaf):
+                    ref, problem = _tensor(name, kind, index, leaf, files, json_path, label)  # type: ignore[arg-type]
+                    tensors.append(ref)
+                    if problem is not None:
+                        problems.append(problem)
+                else:
+                    arguments.append(_argument(label, kind, index, leaf))
+                index += 1
         counts[is_input] = index
     error = None
     if problems and not (inputs or outputs):
         error = f"{json_path}: entry {name!r}: " + "; ".join(problems)
-    data_files = () if files.with_files == with_files else tuple(dict.fromkeys(
+    op_files = files.json_only if files.with_files == with_files else (json_path, *dict.fromkeys(
         r.path for r in (*inputs, *outputs) if r.path is not json_path and r.path != json_path))
-    return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path, *data_files),
-                  inputs=tuple(inputs), outputs=tuple(outputs), error=error,
-                  timestamp=position, arguments=tuple(arguments), stack=stack), (problems if error is None else [])
+    return OpDump(name, op_type, json_path, op_files, tuple(inputs), tuple(outputs), error, position,
+                  tuple(arguments), stack), (problems if error is None else [])
 
 
 def _trees(folder: Path, root: Path | None) -> tuple[str, ...]:
@@ -479,16 +533,20 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
         names = {e.name for e in entries.files}
         run.skipped.extend(entries.problems)
         outside = _links_out(data_dir, entries.files, trees)
-    files = _Files(folder=data_dir, names=names, used=set(), trees=trees, outside=outside)
+    files = _Files(folder=data_dir, names=names, used=set(), trees=trees, outside=outside, json_only=(json_path,))
     unknown: set[str] = set()
     partial: list[str] = []
     stacks = read_stacks(folder, run.notes)
-    for position, (name, entry) in enumerate(dump.data.items()):
-        op, problems = _entry_op(str(name), entry, position, files, json_path, unknown, stacks.get(str(name), ()))
-        run.ops[op.name] = op
-        run.order[op.name] = position
-        partial.extend(problems)
-    tensors = sum(len(op.inputs) + len(op.outputs) for op in run.ops.values())
+    data = dump.data
+    tensors = 0
+    for position, (name, entry) in enumerate(data.items()):
+        op, problems = _entry_op(name, entry, position, files, json_path, unknown, stacks.get(name, ()))
+        data[name] = None  # its records are built: the entry's parse is freed now, its memory reused for them
+        run.ops[name] = op
+        run.order[name] = position
+        tensors += len(op.inputs) + len(op.outputs)
+        if problems:
+            partial.extend(problems)
     without_data = files.statistics_only
     run.notes.append(f"msprobe dump {folder} ({dump.framework or 'framework not given'}, task "
                      f"{dump.task or '?'}, level {dump.level or '?'}): {len(run.ops)} call(s), {tensors} tensor(s)")

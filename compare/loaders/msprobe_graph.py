@@ -40,6 +40,7 @@ shape are ignored (a note says so when present but unusable); ``dump.json`` prob
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -182,9 +183,13 @@ def user_frame(stack: tuple[str, ...]) -> str:
     return ""
 
 
+#: ``CallKind.MODULE`` (a member read through its enum class is a Python-level lookup: once a call).
+_MODULE = CallKind.MODULE
+
+
 def _module_path(call: str | None) -> str | None:
     parsed = parse_msprobe_name(call) if call else None
-    return parsed.path if parsed is not None and parsed.kind is CallKind.MODULE else None
+    return parsed.path if parsed is not None and parsed.kind is _MODULE else None
 
 
 @dataclass(frozen=True)
@@ -204,12 +209,19 @@ def _one_leaf(item: object) -> bool:
         not isinstance(item, (list, dict))
 
 
+@functools.lru_cache(maxsize=4096)
+def _parameter_args(api: str) -> tuple[ParameterArg, ...]:
+    """:data:`PARAMETER_ARGS` of an API name with any prefix (its last dotted part), remembered: a
+    dump calls a few hundred APIs 10^5 times."""
+    return PARAMETER_ARGS.get(api.rsplit(".", 1)[-1], ())
+
+
 def parameter_slots(call: str, entry: object) -> tuple[ParameterSlot, ...]:
     """The parameter inputs of one ``dump.json`` entry (module doc), before their owner is known."""
     parsed = parse_msprobe_name(call)
     if parsed is None or parsed.direction != "forward" or not isinstance(entry, dict):
         return ()
-    known = () if parsed.kind is CallKind.MODULE else PARAMETER_ARGS.get(parsed.api.rsplit(".", 1)[-1], ())
+    known = () if parsed.kind is _MODULE else _parameter_args(parsed.api)
     parameters = entry.get("parameters")
     if not known and not isinstance(parameters, dict):
         return ()  # no argument is one, and no parameters section: the leaves need not be counted
@@ -341,12 +353,13 @@ def read_msprobe_graph(folder: Path) -> OpGraph:
     sources = _sources(folder, notes)
     nodes: dict[str, OpNode] = {}
     with_parameters = 0
+    compute, slots_of, source_of = NodeRole.COMPUTE, calls.slots, sources.get  # read once: 10^5 calls
     for call in calls.calls:
         parsed = parse_msprobe_name(call)
-        inputs = _edges(call, calls.slots.get(call, ()), parents.get(call))
+        slots = slots_of.get(call)
+        inputs = _edges(call, slots, parents.get(call)) if slots else ()
         with_parameters += bool(inputs)
-        nodes[call] = OpNode(name=call, op_type=parsed.op_type if parsed is not None else None, role=NodeRole.COMPUTE,
-                             inputs=inputs, source=sources.get(call))
+        nodes[call] = OpNode(call, parsed.op_type if parsed is not None else None, compute, inputs, source_of(call))
     notes.append(f"msprobe call order of {folder / DUMP_JSON}: {len(nodes)} call(s), {with_parameters} with parameter "
                  "inputs (no data edges: msprobe does not record which call produced an input)")
     return OpGraph(nodes=nodes, source=GraphSource.MSPROBE_CALLS, edges=False, notes=tuple(notes))

@@ -106,6 +106,9 @@ class _Lookup:
 # --------------------------------------------------------------------------------------------
 
 
+#: ``PairStatus.COMPARED`` (an enum member read through its class is a Python-level lookup: once a row).
+_COMPARED = PairStatus.COMPARED
+
 #: The plain layout of an ``ND`` tensor by its rank (:func:`plain_axes`).
 _ND_AXES = {4: "NCHW", 5: "NCDHW"}
 
@@ -139,11 +142,12 @@ def _to_host(ref: TensorRef, dst: str, shape: tuple[int, ...]) -> np.ndarray:
 def tensor_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
     """The Pair of two tensors, with the layout handling of the module doc."""
     if a.format == "ND" and b.format == "ND":  # both plain (msprobe's, most host dumps'): answered first, positionally
-        rank = len(b.shape)
-        same_rank = len(a.shape) == rank
+        shape = b.shape
+        if len(a.shape) == len(shape):
+            return Pair(base["index"], base["op_type"], base["left_op"], base["right_op"], a.tensor_id, a, b,
+                        _COMPARED, None, _ND_AXES.get(len(shape), "ND"), tuple(shape), True, base["op_sequence"])
         return Pair(base["index"], base["op_type"], base["left_op"], base["right_op"], a.tensor_id, a, b,
-                    PairStatus.COMPARED, None, _ND_AXES.get(rank, "ND") if same_rank else None,
-                    tuple(b.shape) if same_rank else None, True, base["op_sequence"])
+                    _COMPARED, None, None, None, True, base["op_sequence"])
     if b.format == "RESERVED":
         return Pair(**base, tensor_id=a.tensor_id, left=a, right=b, target_shape=a.original_shape or b.shape or None)
     if is_plain(a) and is_plain(b):
@@ -164,9 +168,17 @@ def tensor_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
 
 
 def _order(run: Run) -> list[OpDump]:
-    order = run.order
+    """The ops of ``run`` by (position in ``run.order``, timestamp, name), those without a position
+    last. When ``run.order`` gives every op, in the order of ``run.ops``, increasing positions (a
+    loader that records the order it read the calls in: msprobe's), that is the order of
+    ``run.ops``: taken without sorting (10^5 keys)."""
+    order, ops = run.order, run.ops
+    if len(order) == len(ops) and list(order) == list(ops):
+        positions = list(order.values())
+        if all(map(operator.lt, positions, positions[1:])):
+            return list(ops.values())
     far = len(order) + 1
-    return sorted(run.ops.values(), key=lambda d: (order.get(d.name, far), d.timestamp, d.name))
+    return sorted(ops.values(), key=lambda d: (order.get(d.name, far), d.timestamp, d.name))
 
 
 def _kinds(left: Run, right: Run) -> tuple[tuple[TensorKind, ...], list[str]]:
@@ -201,17 +213,14 @@ def pair_families(left: Run, right: Run, *,
         mapping = load_mapping(mapping)
     pairing = _pair(left, right, mapping)
     pairing.notes.extend(extra)
-    start = max(map(_INDEX, pairing.pairs), default=-1) + 1
+    # _pair's rows come in index order (an op's rows share its place in the merged order), the
+    # overflow rows after them: the rows are in index order without sorting
+    start = pairing.pairs[-1].index + 1 if pairing.pairs else 0
     pairing.pairs.extend(overflow_rows(start, left, right))
     overflow = sum(len(r.overflow) for r in (left, right))
     if overflow:
         pairing.notes.append(f"{overflow} overflow record(s) (Opdebug) listed, not compared")
-    pairing.pairs.sort(key=_INDEX)
     return pairing
-
-
-#: A Pair's ``index`` (the rows' sort key).
-_INDEX = operator.attrgetter("index")
 
 
 def _sample(names, limit: int = 5) -> str:
@@ -307,10 +316,13 @@ def _merge_order(left_order: list[OpDump], right_order: list[OpDump],
             last = anchor[dump.name]
         else:
             after.setdefault(last, []).append(dump)
+    if not after:  # every right op is paired (the usual case): the left ops in their order
+        return [("left", dump) for dump in left_order]
     merged = [("right", d) for d in after.get(None, [])]
     for dump in left_order:
         merged.append(("left", dump))
-        merged.extend(("right", d) for d in after.get(dump.name, []))
+        if dump.name in after:
+            merged.extend(("right", d) for d in after[dump.name])
     return merged
 
 

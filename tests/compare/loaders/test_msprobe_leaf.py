@@ -81,3 +81,20 @@ def test_leaf_as_the_general_rules(item: dict, kind: TensorKind, index: int) -> 
             assert a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)), key
     assert ref.stats_source == f"dump.json Functional.x.0.forward {kind.value} {index}"
     assert (ref.reader is None) == (not with_data)
+
+
+def _fields(ref) -> tuple:
+    return (ref.dtype, ref.shape, ref.nbytes, ref.stats_source, ref.requires_grad, repr(ref.stats),
+            ref.reader is None)
+
+
+@given(st.lists(leaves(), max_size=8))
+def test_what_a_file_remembers_changes_nothing(items: list[dict]) -> None:
+    """Types and shapes remembered across the leaves of one ``dump.json`` (a shape seen before is
+    not checked again) give what each leaf gives alone."""
+    shared = _Files(folder=Path("/d/dump_tensor_data"), names={"a.pt", "b.npy"}, used=set())
+    for index, item in enumerate(items):
+        alone = _Files(folder=Path("/d/dump_tensor_data"), names={"a.pt", "b.npy"}, used=set())
+        ref, problem = _tensor("Functional.x.0.forward", TensorKind.INPUT, index, item, shared, JSON_PATH)
+        ref_alone, problem_alone = _tensor("Functional.x.0.forward", TensorKind.INPUT, index, item, alone, JSON_PATH)
+        assert problem == problem_alone and _fields(ref) == _fields(ref_alone)
