@@ -21,14 +21,16 @@ Rows not compared (a status other than COMPARED, or an expected gap) neither pas
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter, contains, eq, is_, is_not
+from operator import attrgetter, contains, eq, is_
 
 import numpy as np
 
 from ..records import Bound, MetricRow, PairStatus, RowKind
+from ..stats_table import RowColumns
 from ..verdict.gates import violations
 from ..verdict.policy import BoundResolver, Policy, coarsest_family
 from .statistics import ERROR_METRICS, is_statistics_row, statistics_errors
@@ -44,15 +46,6 @@ NOT_COMPARED, FAILS, PASSES = -1, 0, 1
 
 _NUMPY_OPS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
     ">=": np.greater_equal, "<=": np.less_equal, "==": np.equal, ">": np.greater, "<": np.less}
-_KIND = attrgetter("kind")
-_LEFT_DTYPE = attrgetter("left_dtype")
-_RIGHT_DTYPE = attrgetter("right_dtype")
-_METRICS = attrgetter("metrics")
-_STATUS = attrgetter("status")
-_GAP = attrgetter("expected_gap")
-_UNDEFINED = attrgetter("undefined")
-_SHAPE = attrgetter("shape")
-_LEFT_COUNTS = attrgetter("left_counts")
 
 
 class Bounds:
@@ -90,29 +83,35 @@ class Bounds:
         """The built-in data-type bounds as a :class:`Bounds` (this one when it has no policy of its own)."""
         return self._builtin if self._builtin is not None else self
 
-    def groups(self, rows: Sequence[MetricRow]) -> list[tuple[tuple[Bound, ...], list[int]]]:
-        """The positions of ``rows`` grouped by their bounds (:meth:`of`), each group in row order;
-        the bounds are resolved in row order (the first row of each data-type pair)."""
+    def groups(self, part: PartRows, where: Sequence[int]) -> list[tuple[tuple[Bound, ...], list[int]]]:
+        """The places ``k`` of ``where`` (rows of ``part``) grouped by the bounds of row
+        ``where[k]`` (:meth:`of`), each group in order; the bounds are resolved in order (the
+        first row of each data-type pair), from the row's fields (:meth:`PartRows.bounds_row`)."""
         if self._by_dtypes is None:
             by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
-            for i, row in enumerate(rows):
-                bounds = self.of(row)
-                by_bounds.setdefault(id(bounds), (bounds, []))[1].append(i)
+            for k, r in enumerate(where):
+                bounds = self.of(part.bounds_row(r))
+                by_bounds.setdefault(id(bounds), (bounds, []))[1].append(k)
             return list(by_bounds.values())
-        keys = list(zip(map(_KIND, rows), map(_LEFT_DTYPE, rows), map(_RIGHT_DTYPE, rows)))
+        if not where:
+            return []
+        kinds, lefts, rights = part.kind, part.left_dtype, part.right_dtype
+        if len(set(kinds)) == len(set(lefts)) == len(set(rights)) == 1:  # one key in the whole part
+            return [(self.of(part.bounds_row(where[0])), list(range(len(where))))]
+        keys = list(zip(map(kinds.__getitem__, where), map(lefts.__getitem__, where), map(rights.__getitem__, where)))
         last = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # key -> its first position
         first = dict(sorted(last.items(), key=lambda item: item[1]))  # in order of first appearance (:meth:`of`)
         if len(first) == 1:
-            return [(self.of(rows[0]), list(range(len(rows))))] if rows else []
+            return [(self.of(part.bounds_row(where[0])), list(range(len(where))))]
         positions: dict[tuple[RowKind, str | None, str | None], list[int]] = {key: [] for key in first}
-        for i, key in enumerate(keys):
-            positions[key].append(i)
+        for k, key in enumerate(keys):
+            positions[key].append(k)
         out: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
-        for key, where in positions.items():
-            bounds = self.of(rows[first[key]])
+        for key, at in positions.items():
+            bounds = self.of(part.bounds_row(where[first[key]]))
             group = out.setdefault(id(bounds), (bounds, []))
-            group[1].extend(where)
-        return [(bounds, sorted(where)) for bounds, where in out.values()]
+            group[1].extend(at)
+        return [(bounds, sorted(at)) for bounds, at in out.values()]
 
     def _resolve(self, row: MetricRow) -> tuple[Bound, ...]:
         bounds = self._resolver.bounds(row)  # the built-in layer follows the row kind (compare.verdict.policy)
@@ -152,90 +151,136 @@ class RowChecks:
     nonfinite: np.ndarray
 
 
-class _Columns:
-    """The rows' fields as columns (C-level ``map`` passes over the records; the metrics a part
-    needs in one pass over the rows' metric dicts, :meth:`load`)."""
+def _part_field(name: str) -> Callable[[PartRows], list]:
+    """A :class:`PartRows` field: the part's entries of the run's column ``name`` (read once, then kept)."""
+    read = attrgetter(name)
 
-    def __init__(self, rows: Sequence[MetricRow]) -> None:
-        self.rows = rows
-        self.metrics = list(map(_METRICS, rows))
-        self.kinds = list(map(_KIND, rows))
-        self.left_dtypes = list(map(_LEFT_DTYPE, rows))
-        self.right_dtypes = list(map(_RIGHT_DTYPE, rows))
-        self._metric: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    def column(self: PartRows) -> list:
+        return self.part_of(read(self.columns))
 
-    def load(self, names: Sequence[str]) -> None:
-        """Read metrics ``names`` of every row in one pass (each: float64, NaN where not computed,
-        and whether it was computed: numpy reads None as NaN, a NaN value is computed)."""
-        names = [name for name in dict.fromkeys(names) if name not in self._metric]
-        if not names:
-            return
-        n = len(self.rows)
-        values = [tuple(map(metrics.get, names)) for metrics in self.metrics] if n else []
-        columns = list(zip(*values)) if n else [() for _ in names]
-        for name, column in zip(names, columns):
-            values = np.array(column, dtype=np.float64)
-            present = ~np.isnan(values)
-            absent = np.flatnonzero(~present)  # NaN: a computed NaN, or None (not computed)
-            present[absent] = np.fromiter(map(is_not, map(column.__getitem__, absent.tolist()), repeat(None)),
-                                          dtype=bool, count=len(absent))
-            self._metric[name] = (values, present)
+    column.__name__ = name
+    column.__doc__ = f"``{name}`` of the part's rows."
+    return column
+
+
+class PartRows:
+    """The rows of one part of a run (a ``(rank, iteration, graph)`` key, or the whole run) as
+    columns: the run's :class:`~compare.stats_table.RowColumns` and the part's positions in them
+    (``at``, in row order; None: every row). A part's row ``r`` is the run's row ``at[r]``.
+
+    Every reader of many rows reads these columns (the table's own lists for a statistics run,
+    one ``map`` a field over records otherwise); a record is built only for a row read one by one
+    (:meth:`record`: a row ``violations`` checks, a reported check)."""
+
+    def __init__(self, columns: RowColumns, at: np.ndarray | None = None) -> None:
+        self.columns = columns
+        self.at = at
+        self._at_list: list[int] | None = at.tolist() if at is not None else None
+        self._metrics: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self.columns) if self.at is None else len(self.at)
+
+    def run_row(self, r: int) -> int:
+        """The run's position of the part's row ``r``."""
+        return r if self._at_list is None else self._at_list[r]
+
+    def part_of(self, column: list) -> list:
+        """The part's entries of a run's column (the column itself for a whole run)."""
+        return column if self._at_list is None else list(map(column.__getitem__, self._at_list))
+
+    status = functools.cached_property(_part_field("status"))
+    expected_gap = functools.cached_property(_part_field("expected_gap"))
+    undefined = functools.cached_property(_part_field("undefined"))
+    kind = functools.cached_property(_part_field("kind"))
+    shape = functools.cached_property(_part_field("shape"))
+    left_dtype = functools.cached_property(_part_field("left_dtype"))
+    right_dtype = functools.cached_property(_part_field("right_dtype"))
+    left_counts = functools.cached_property(_part_field("left_counts"))
+    tensor_id = functools.cached_property(_part_field("tensor_id"))
+    left_op = functools.cached_property(_part_field("left_op"))
+    op_type = functools.cached_property(_part_field("op_type"))
 
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Metric ``name`` of every row (:meth:`load`)."""
-        self.load((name,))
-        return self._metric[name]
+        """Metric ``name`` of the part's rows (:meth:`compare.stats_table.RowColumns.metric`)."""
+        found = self._metrics.get(name)
+        if found is None:
+            values, present = self.columns.metric(name)
+            found = self._metrics[name] = (values, present) if self.at is None else (values[self.at], present[self.at])
+        return found
 
-    def compared(self) -> np.ndarray:
-        """Whether each row was compared: status COMPARED and no expected gap."""
-        n = len(self.rows)
-        status = np.fromiter(map(is_, map(_STATUS, self.rows), repeat(PairStatus.COMPARED)), dtype=bool, count=n)
-        gap = np.fromiter(map(bool, map(_GAP, self.rows)), dtype=bool, count=n)
-        return status & ~gap
+    def load(self, names: Sequence[str]) -> None:
+        """Read metrics ``names`` of the run at once (:meth:`compare.stats_table.RowColumns.load`)."""
+        self.columns.load(names)
 
-    def exceptional(self) -> np.ndarray:
-        """Whether a metric may be undefined for each row's data (module doc): ``violations`` checks those."""
-        rows, n = self.rows, len(self.rows)
-        undefined = np.fromiter(map(bool, map(_UNDEFINED, rows)), dtype=bool, count=n)
-        argument = np.fromiter(map(is_, self.kinds, repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
-        empty = np.fromiter(map(contains, [shape or () for shape in map(_SHAPE, rows)], repeat(0)), dtype=bool, count=n)
-        left_bool = np.fromiter(map(eq, self.left_dtypes, repeat("bool")), dtype=bool, count=n)
-        right_bool = np.fromiter(map(eq, self.right_dtypes, repeat("bool")), dtype=bool, count=n)
-        return undefined | argument | empty | (left_bool & right_bool)
+    def record(self, r: int) -> MetricRow:
+        """The record of the part's row ``r`` (built for a table's row: for rows read one by one only)."""
+        return self.columns.rows[self.run_row(r)]
 
-    def statistics(self) -> np.ndarray:
-        return np.fromiter(map(is_, self.kinds, repeat(RowKind.STATISTICS)), dtype=bool, count=len(self.rows))
+    def bounds_row(self, r: int) -> MetricRow:
+        """A record of the fields of row ``r`` that its bounds depend on (those
+        :class:`~compare.verdict.policy.BoundResolver` reads: :func:`~compare.verdict.policy.field_key`
+        and :func:`~compare.verdict.policy.names_text`), without metrics: resolving bounds builds
+        no row's record."""
+        c, i = self.columns, self.run_row(r)
+        return MetricRow(index=c.index[i], op_type=c.op_type[i], left_op=c.left_op[i], right_op=c.right_op[i],
+                         tensor_id=c.tensor_id[i], left_dtype=c.left_dtype[i], right_dtype=c.right_dtype[i],
+                         rank=c.rank[i], iteration=c.iteration[i], graph=c.graph[i], kind=c.kind[i])
 
-    def nonfinite(self) -> np.ndarray:
-        """Whether each row's left side holds NaN or infinite elements (``left_counts``; False when not counted)."""
-        out = np.zeros(len(self.rows), dtype=bool)
-        hits = [i for i, c in enumerate(map(_LEFT_COUNTS, self.rows)) if c is not None and (c.nan or c.inf)]
-        out[hits] = True
-        return out
+
+def compared(part: PartRows) -> np.ndarray:
+    """Whether each row of ``part`` was compared: status COMPARED and no expected gap."""
+    n = len(part)
+    status = np.fromiter(map(is_, part.status, repeat(PairStatus.COMPARED)), dtype=bool, count=n)
+    gap = np.fromiter(map(bool, part.expected_gap), dtype=bool, count=n)
+    return status & ~gap
+
+
+def exceptional(part: PartRows) -> np.ndarray:
+    """Whether a metric may be undefined for each row's data (module doc): ``violations`` checks those."""
+    n = len(part)
+    undefined = np.fromiter(map(bool, part.undefined), dtype=bool, count=n)
+    argument = np.fromiter(map(is_, part.kind, repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
+    empty = np.fromiter(map(contains, [shape or () for shape in part.shape], repeat(0)), dtype=bool, count=n)
+    left_bool = np.fromiter(map(eq, part.left_dtype, repeat("bool")), dtype=bool, count=n)
+    right_bool = np.fromiter(map(eq, part.right_dtype, repeat("bool")), dtype=bool, count=n)
+    return undefined | argument | empty | (left_bool & right_bool)
+
+
+def statistics(part: PartRows) -> np.ndarray:
+    """Whether each row of ``part`` is a statistics row (:func:`compare.diverge.statistics.is_statistics_row`)."""
+    return np.fromiter(map(is_, part.kind, repeat(RowKind.STATISTICS)), dtype=bool, count=len(part))
+
+
+def nonfinite(part: PartRows) -> np.ndarray:
+    """Whether each row's left side holds NaN or infinite elements (``left_counts``; False when not counted)."""
+    out = np.zeros(len(part), dtype=bool)
+    hits = [i for i, c in enumerate(part.left_counts) if c is not None and (c.nan or c.inf)]
+    out[hits] = True
+    return out
 
 
 _Groups = list[tuple[tuple[Bound, ...], list[int]]]
 
 
-def _passes(columns: _Columns, where: np.ndarray, groups: _Groups, exceptional: np.ndarray) -> np.ndarray:
+def _passes(part: PartRows, where: np.ndarray, groups: _Groups, exceptional: np.ndarray) -> np.ndarray:
     """Whether each row at ``where`` (compared rows, ``groups``: their positions by bounds) breaks
     none of its bounds (module doc)."""
-    rows = columns.rows
     out = np.ones(len(where), dtype=bool)
     for group_bounds, positions in groups:
         at = np.asarray(positions, dtype=np.intp)
         row_at = where[at]
         ok = np.ones(len(at), dtype=bool)
         for bound in group_bounds:
-            values, present = columns.metric(bound.metric)
+            values, present = part.metric(bound.metric)
             ok &= ~present[row_at] | _NUMPY_OPS[bound.op](values[row_at], bound.value)  # NaN fails every comparison
         out[at] = ok
         for i in np.flatnonzero(exceptional[row_at]).tolist():
-            out[at[i]] = not violations(rows[int(row_at[i])], group_bounds)
+            out[at[i]] = not violations(part.record(int(row_at[i])), group_bounds)
     return out
 
 
-def _errors(columns: _Columns, where: np.ndarray, statistics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _errors(part: PartRows, where: np.ndarray, statistics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The error of each row at ``where`` (module doc; ``statistics``: whether each is a statistics row)
     and whether it has one."""
     error = np.full(len(where), np.nan)
@@ -243,54 +288,53 @@ def _errors(columns: _Columns, where: np.ndarray, statistics: np.ndarray) -> tup
     tensor_at = np.flatnonzero(~statistics)
     if len(tensor_at):
         rows_at = where[tensor_at]
-        red, has_red = (column[rows_at] for column in columns.metric("RelativeEuclideanDistance"))
-        cosine, has_cosine = (column[rows_at] for column in columns.metric("CosineSimilarity"))
+        red, has_red = (column[rows_at] for column in part.metric("RelativeEuclideanDistance"))
+        cosine, has_cosine = (column[rows_at] for column in part.metric("CosineSimilarity"))
         error[tensor_at] = np.where(has_red, red, 1.0 - cosine)
         has[tensor_at] = has_red | has_cosine
     statistics_at = np.flatnonzero(statistics)
     if len(statistics_at):
         rows_at = where[statistics_at]
-        values, present = statistics_errors([columns.metric(name) for name in ERROR_METRICS], rows_at)
+        values, present = statistics_errors([part.metric(name) for name in ERROR_METRICS], rows_at)
         error[statistics_at] = values
         has[statistics_at] = present
     return error, has
 
 
-def row_checks(rows: Sequence[MetricRow], order: Sequence[int], bounds: Bounds,
-               source_inputs: Sequence[int] = ()) -> RowChecks:
-    """The rows at ``order`` against ``bounds``, and those of ``source_inputs`` that pass them
-    against the built-in bounds too when the run has a policy of its own, with their error and
-    whether their left side holds NaN/Inf (:class:`RowChecks`; the other rows: not compared).
+def row_checks(part: PartRows, order: Sequence[int], bounds: Bounds, source_inputs: Sequence[int] = ()) -> RowChecks:
+    """The rows of ``part`` at ``order`` against ``bounds``, and those of ``source_inputs`` that
+    pass them against the built-in bounds too when the run has a policy of its own, with their
+    error and whether their left side holds NaN/Inf (:class:`RowChecks`; the other rows: not compared).
 
     ``order`` is the order the rows are judged in, and the bounds of a data-type pair are
     resolved for the first row of that pair in it (:meth:`Bounds.of` keeps them by data types and
     statistics or not: an argument row whose types equal a tensor row's gets the bounds of
     whichever of the two comes first, as a check row by row did).
     """
-    n = len(rows)
-    columns = _Columns(rows)
-    compared_mask = columns.compared()
-    compared = np.asarray([i for i in order if compared_mask[i]], dtype=np.intp)
-    chosen = [rows[i] for i in compared.tolist()]
-    groups = bounds.groups(chosen)
-    statistics = columns.statistics()[compared]
-    error_names = (("RelativeEuclideanDistance", "CosineSimilarity") if not statistics.all() else ()) + (
-        ERROR_METRICS if statistics.any() else ())
-    columns.load([b.metric for group, _ in groups for b in group] + list(error_names))
-    exceptional = columns.exceptional()
+    n = len(part)
+    compared_mask = compared(part)
+    ordered = np.asarray(order, dtype=np.intp)
+    compared_at = ordered[compared_mask[ordered]]
+    groups = bounds.groups(part, compared_at.tolist())
+    statistics_at = statistics(part)[compared_at]
+    error_names = (("RelativeEuclideanDistance", "CosineSimilarity") if not statistics_at.all() else ()) + (
+        ERROR_METRICS if statistics_at.any() else ())
+    part.load([b.metric for group, _ in groups for b in group] + list(error_names))
+    unusual = exceptional(part)
     passed = np.full(n, NOT_COMPARED, dtype=np.int8)
-    passed[compared] = np.where(_passes(columns, compared, groups, exceptional), PASSES, FAILS)
+    passed[compared_at] = np.where(_passes(part, compared_at, groups, unusual), PASSES, FAILS)
     builtin = None
     if bounds.custom:
         builtin = np.full(n, NOT_COMPARED, dtype=np.int8)
-        again = np.asarray([i for i in source_inputs if passed[i] == PASSES], dtype=np.intp)
-        builtin_groups = bounds.builtin_bounds.groups([rows[i] for i in again.tolist()])
-        builtin[again] = np.where(_passes(columns, again, builtin_groups, exceptional), PASSES, FAILS)
+        inputs = np.asarray(source_inputs, dtype=np.intp)
+        again = inputs[passed[inputs] == PASSES]
+        builtin_groups = bounds.builtin_bounds.groups(part, again.tolist())
+        builtin[again] = np.where(_passes(part, again, builtin_groups, unusual), PASSES, FAILS)
     error = np.full(n, np.nan)
     has_error = np.zeros(n, dtype=bool)
-    error[compared], has_error[compared] = _errors(columns, compared, statistics)
-    return RowChecks(passed=passed, builtin=builtin, error=error, has_error=has_error, nonfinite=columns.nonfinite())
+    error[compared_at], has_error[compared_at] = _errors(part, compared_at, statistics_at)
+    return RowChecks(passed=passed, builtin=builtin, error=error, has_error=has_error, nonfinite=nonfinite(part))
 
 
-__all__ = ["DEFAULT_BOUNDS_TEXT", "DEFAULT_POLICY", "FAILS", "NOT_COMPARED", "PASSES", "Bounds", "RowChecks",
-           "row_checks"]
+__all__ = ["DEFAULT_BOUNDS_TEXT", "DEFAULT_POLICY", "FAILS", "NOT_COMPARED", "PASSES", "Bounds", "PartRows", "RowChecks",
+           "compared", "exceptional", "nonfinite", "row_checks", "statistics"]

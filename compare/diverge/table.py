@@ -31,15 +31,14 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from operator import attrgetter
 from typing import overload
 
 import numpy as np
 
 from ..heap import paused_gc
-from ..records import MetricRow
+from ..records import Bound
 from ..verdict.gates import violations
-from .checks import FAILS, NOT_COMPARED, Bounds, RowChecks, row_checks
+from .checks import FAILS, NOT_COMPARED, Bounds, PartRows, RowChecks, row_checks
 from .records import (
     SOURCE_ROLES,
     InputEdge,
@@ -70,7 +69,7 @@ class PartVerdicts:
     ``failed_before``: whether an operator before it had a failing output or a differing source input.
     """
 
-    rows: Sequence[MetricRow]
+    rows: PartRows
     graph: OpGraph
     bounds: Bounds
     rank: int | None
@@ -91,10 +90,9 @@ class PartVerdicts:
         checks = self.checks
         errors = [e if has else None for e, has in zip(checks.error.tolist(), checks.has_error.tolist())]
         rows = self.rows
-        counts = [(c.nan, c.inf, c.saturated) if c is not None else (None, None, None)
-                  for c in map(attrgetter("left_counts"), rows)]
+        counts = [(c.nan, c.inf, c.saturated) if c is not None else (None, None, None) for c in rows.left_counts]
         return RowLists(passed=checks.passed.tolist(), builtin=None if checks.builtin is None else checks.builtin.tolist(),
-                        error=errors, tensor_ids=[row.tensor_id or row.left_op for row in rows], counts=counts)
+                        error=errors, tensor_ids=_tensor_ids(rows), counts=counts)
 
 
 @dataclass(frozen=True)
@@ -110,12 +108,16 @@ class RowLists:
     counts: list[tuple[int | None, int | None, int | None]]
 
 
-def _slots(rows: Sequence[MetricRow], number: dict[str, int]
-           ) -> tuple[list[dict[int, int]], list[dict[int, int]]]:
+def _tensor_ids(rows: PartRows) -> list[str]:
+    """The tensor id of each row, its left op when it has none."""
+    return [tensor_id or left for tensor_id, left in zip(rows.tensor_id, rows.left_op)]
+
+
+def _slots(rows: PartRows, number: dict[str, int]) -> tuple[list[dict[int, int]], list[dict[int, int]]]:
     """Per operator number (``number``: name -> number), its output and input slots: index -> row."""
     outputs: list[dict[int, int]] = [{} for _ in number]
     inputs: list[dict[int, int]] = [{} for _ in number]
-    for i, (tensor_id, left) in enumerate(zip(map(attrgetter("tensor_id"), rows), map(attrgetter("left_op"), rows))):
+    for i, (tensor_id, left) in enumerate(zip(rows.tensor_id, rows.left_op)):
         if not tensor_id:
             continue
         head, sep, index = tensor_id.rpartition(":")
@@ -134,7 +136,7 @@ def _slots(rows: Sequence[MetricRow], number: dict[str, int]
     return outputs, inputs
 
 
-def judge_part(rows: Sequence[MetricRow], graph: OpGraph, bounds: Bounds, rank: int | None,
+def judge_part(rows: PartRows, graph: OpGraph, bounds: Bounds, rank: int | None,
                iteration: int | None) -> PartVerdicts:
     """The verdict of every operator of ``graph`` that has rows in ``rows`` (module doc)."""
     nodes = graph.nodes
@@ -233,8 +235,8 @@ def judge_part(rows: Sequence[MetricRow], graph: OpGraph, bounds: Bounds, rank: 
     first_nonfinite = None
     if len(hits):
         first = hits[np.lexsort((order_index[hits], order_kind[hits], order_op[hits]))[0]]
-        row = rows[int(order_row[first])]
-        first_nonfinite = row.tensor_id or row.left_op
+        r = int(order_row[first])
+        first_nonfinite = rows.tensor_id[r] or rows.left_op[r]
     return PartVerdicts(rows=rows, graph=graph, bounds=bounds, rank=rank, iteration=iteration, names=names,
                         number=number, positions=[number_all[name] for name in names], outputs=outputs, inputs=inputs,
                         checks=checks, codes=codes, failed_before=failed_before, first_nonfinite=first_nonfinite)
@@ -286,10 +288,14 @@ def _check(part: PartVerdicts, r: int, producer: InputEdge | None, own: bool) ->
     passed = lists.passed[r]
     if passed == NOT_COMPARED:
         return TensorCheck(tensor_id=tensor_id, passed=None, nan=nan, inf=inf, saturated=saturated, producer=producer)
-    broken = violations(part.rows[r], part.bounds.of(part.rows[r])) if passed == FAILS else []
+    broken: list[tuple[Bound, float]] = []
+    if passed == FAILS:  # the record of a failing row only (the bounds it broke)
+        row = part.rows.record(r)
+        broken = violations(row, part.bounds.of(row))
     if (not broken and own and producer is not None and producer.role in SOURCE_ROLES and lists.builtin is not None
             and lists.builtin[r] == FAILS):
-        broken = violations(part.rows[r], part.bounds.builtin(part.rows[r]))
+        row = part.rows.record(r)
+        broken = violations(row, part.bounds.builtin(row))
     failed = tuple([(bound.metric, value) for bound, value in broken]) if broken else ()
     return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r], failed=failed, nan=nan, inf=inf,
                        saturated=saturated, producer=producer)
