@@ -22,10 +22,11 @@ Rows not compared (a status other than COMPARED, or an expected gap) neither pas
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter, contains, eq, is_
+from operator import attrgetter, is_
 
 import numpy as np
 
@@ -83,35 +84,26 @@ class Bounds:
         """The built-in data-type bounds as a :class:`Bounds` (this one when it has no policy of its own)."""
         return self._builtin if self._builtin is not None else self
 
-    def groups(self, part: PartRows, where: Sequence[int]) -> list[tuple[tuple[Bound, ...], list[int]]]:
+    def groups(self, part: PartRows, where: np.ndarray) -> list[tuple[tuple[Bound, ...], np.ndarray]]:
         """The places ``k`` of ``where`` (rows of ``part``) grouped by the bounds of row
         ``where[k]`` (:meth:`of`), each group in order; the bounds are resolved in order (the
-        first row of each data-type pair), from the row's fields (:meth:`PartRows.bounds_row`)."""
+        first row of each data-type pair), from the row's fields (:meth:`PartRows.bounds_row`).
+        Without rules, one bound resolution a class of rows (:attr:`PartRows.classes`)."""
         if self._by_dtypes is None:
             by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
-            for k, r in enumerate(where):
+            for k, r in enumerate(where.tolist()):
                 bounds = self.of(part.bounds_row(r))
                 by_bounds.setdefault(id(bounds), (bounds, []))[1].append(k)
-            return list(by_bounds.values())
-        if not where:
+            return [(bounds, np.asarray(at, dtype=np.intp)) for bounds, at in by_bounds.values()]
+        if not len(where):
             return []
-        kinds, lefts, rights = part.kind, part.left_dtype, part.right_dtype
-        if len(set(kinds)) == len(set(lefts)) == len(set(rights)) == 1:  # one key in the whole part
-            return [(self.of(part.bounds_row(where[0])), list(range(len(where))))]
-        keys = list(zip(map(kinds.__getitem__, where), map(lefts.__getitem__, where), map(rights.__getitem__, where)))
-        last = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # key -> its first position
-        first = dict(sorted(last.items(), key=lambda item: item[1]))  # in order of first appearance (:meth:`of`)
-        if len(first) == 1:
-            return [(self.of(part.bounds_row(where[0])), list(range(len(where))))]
-        positions: dict[tuple[RowKind, str | None, str | None], list[int]] = {key: [] for key in first}
-        for k, key in enumerate(keys):
-            positions[key].append(k)
-        out: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
-        for key, at in positions.items():
-            bounds = self.of(part.bounds_row(where[first[key]]))
-            group = out.setdefault(id(bounds), (bounds, []))
-            group[1].extend(at)
-        return [(bounds, sorted(at)) for bounds, at in out.values()]
+        classes = part.classes.code[where]
+        distinct, first = np.unique(classes, return_index=True)
+        out: dict[int, tuple[tuple[Bound, ...], list[np.ndarray]]] = {}
+        for k in np.argsort(first, kind="stable").tolist():  # in order of first appearance (:meth:`of`)
+            bounds = self.of(part.bounds_row(int(where[first[k]])))
+            out.setdefault(id(bounds), (bounds, []))[1].append(np.flatnonzero(classes == distinct[k]))
+        return [(bounds, at[0] if len(at) == 1 else np.sort(np.concatenate(at))) for bounds, at in out.values()]
 
     def _resolve(self, row: MetricRow) -> tuple[Bound, ...]:
         bounds = self._resolver.bounds(row)  # the built-in layer follows the row kind (compare.verdict.policy)
@@ -149,6 +141,21 @@ class RowChecks:
     error: np.ndarray
     has_error: np.ndarray
     nonfinite: np.ndarray
+
+
+@dataclass(frozen=True)
+class RowClasses:
+    """The rows of a part by class, a class being a (kind, left data type, right data type):
+    ``code[r]`` is row ``r``'s class (0, 1 ... in order of first appearance), ``first[c]`` the
+    first row of class ``c``. What depends on these fields only (bounds without rules, whether a
+    row is a statistics row, whether its metrics may be undefined) is found once a class."""
+
+    code: np.ndarray
+    first: list[int]
+
+    def per_row(self, per_class: Sequence[bool]) -> np.ndarray:
+        """A value a class as a value a row."""
+        return np.asarray(per_class, dtype=bool)[self.code] if len(self.code) else np.zeros(0, dtype=bool)
 
 
 def _part_field(name: str) -> Callable[[PartRows], list]:
@@ -201,6 +208,29 @@ class PartRows:
     left_op = functools.cached_property(_part_field("left_op"))
     op_type = functools.cached_property(_part_field("op_type"))
 
+    @functools.cached_property
+    def classes(self) -> RowClasses:
+        """The rows by (kind, left data type, right data type) (:class:`RowClasses`): each field
+        coded by its distinct values (a kind by identity: an enum member hashes in Python), the
+        three codes combined, then numbered in order of first appearance."""
+        n = len(self)
+        combined = np.zeros(n, dtype=np.int64)  # < len(RowKind) * n * n: no overflow below 10^9 rows
+        for column in (list(map(id, self.kind)), self.left_dtype, self.right_dtype):
+            number = {value: code for code, value in enumerate(dict.fromkeys(column))}
+            combined = combined * len(number) + np.fromiter(map(number.__getitem__, column), dtype=np.int64, count=n)
+        _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # the classes in order of first appearance
+        rank = np.empty(len(order), dtype=np.intp)
+        rank[order] = np.arange(len(order))
+        return RowClasses(code=rank[inverse.reshape(-1)], first=first[order].tolist())
+
+    @functools.cached_property
+    def empty(self) -> np.ndarray:
+        """Whether each row's shape has a zero dimension (no element)."""
+        out = np.zeros(len(self), dtype=bool)
+        out[[i for i, shape in enumerate(self.shape) if shape and 0 in shape]] = True
+        return out
+
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Metric ``name`` of the part's rows (:meth:`compare.stats_table.RowColumns.metric`)."""
         found = self._metrics.get(name)
@@ -237,19 +267,19 @@ def compared(part: PartRows) -> np.ndarray:
 
 
 def exceptional(part: PartRows) -> np.ndarray:
-    """Whether a metric may be undefined for each row's data (module doc): ``violations`` checks those."""
-    n = len(part)
-    undefined = np.fromiter(map(bool, part.undefined), dtype=bool, count=n)
-    argument = np.fromiter(map(is_, part.kind, repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
-    empty = np.fromiter(map(contains, [shape or () for shape in part.shape], repeat(0)), dtype=bool, count=n)
-    left_bool = np.fromiter(map(eq, part.left_dtype, repeat("bool")), dtype=bool, count=n)
-    right_bool = np.fromiter(map(eq, part.right_dtype, repeat("bool")), dtype=bool, count=n)
-    return undefined | argument | empty | (left_bool & right_bool)
+    """Whether a metric may be undefined for each row's data (module doc): an argument row, an
+    empty tensor, bool against bool (``violations``'s ``_defined``), a statistic recorded as null
+    (``MetricRow.undefined``)."""
+    kinds, lefts, rights = part.kind, part.left_dtype, part.right_dtype
+    classes = part.classes
+    unusual = classes.per_row([kinds[r] is RowKind.ARGUMENT or lefts[r] == rights[r] == "bool" for r in classes.first])
+    return unusual | part.empty | np.fromiter(map(bool, part.undefined), dtype=bool, count=len(part))
 
 
 def statistics(part: PartRows) -> np.ndarray:
     """Whether each row of ``part`` is a statistics row (:func:`compare.diverge.statistics.is_statistics_row`)."""
-    return np.fromiter(map(is_, part.kind, repeat(RowKind.STATISTICS)), dtype=bool, count=len(part))
+    classes = part.classes
+    return classes.per_row([part.kind[r] is RowKind.STATISTICS for r in classes.first])
 
 
 def nonfinite(part: PartRows) -> np.ndarray:
@@ -260,23 +290,60 @@ def nonfinite(part: PartRows) -> np.ndarray:
     return out
 
 
-_Groups = list[tuple[tuple[Bound, ...], list[int]]]
+_Groups = list[tuple[tuple[Bound, ...], np.ndarray]]
 
 
 def _passes(part: PartRows, where: np.ndarray, groups: _Groups, exceptional: np.ndarray) -> np.ndarray:
     """Whether each row at ``where`` (compared rows, ``groups``: their positions by bounds) breaks
-    none of its bounds (module doc)."""
+    none of its bounds (module doc): each bound one comparison over its metric's column; for the
+    exceptional rows, only the bounds :func:`~compare.verdict.gates.violations` checks for such a
+    row (:func:`_checked`)."""
     out = np.ones(len(where), dtype=bool)
-    for group_bounds, positions in groups:
-        at = np.asarray(positions, dtype=np.intp)
+    for group_bounds, at in groups:
         row_at = where[at]
+        unusual = np.flatnonzero(exceptional[row_at])
         ok = np.ones(len(at), dtype=bool)
         for bound in group_bounds:
-            values, present = part.metric(bound.metric)
-            ok &= ~present[row_at] | _NUMPY_OPS[bound.op](values[row_at], bound.value)  # NaN fails every comparison
+            ok &= _holds(part, bound, row_at)
+        if len(unusual):
+            ok[unusual] = True
+            for checked, places in _checked(part, row_at[unusual], group_bounds):
+                for bound in checked:
+                    ok[unusual[places]] &= _holds(part, bound, row_at[unusual[places]])
         out[at] = ok
-        for i in np.flatnonzero(exceptional[row_at]).tolist():
-            out[at[i]] = not violations(part.record(int(row_at[i])), group_bounds)
+    return out
+
+
+def _holds(part: PartRows, bound: Bound, rows: np.ndarray) -> np.ndarray:
+    """Whether ``bound`` holds for each of ``rows``: its metric not computed, or computed and not
+    NaN and within the bound (NaN fails every comparison)."""
+    values, present = part.metric(bound.metric)
+    return ~present[rows] | _NUMPY_OPS[bound.op](values[rows], bound.value)
+
+
+def _checked(part: PartRows, rows: np.ndarray, bounds: tuple[Bound, ...]
+             ) -> list[tuple[list[Bound], np.ndarray]]:
+    """The bounds :func:`~compare.verdict.gates.violations` checks for each of ``rows`` (places in
+    ``rows`` by the bounds checked). Which bounds it skips depends on the row's data (kind, data
+    types, an empty shape: its ``_defined``) and its undefined metrics only, so it is asked once
+    for each such signature, with a record of those fields whose bound metrics are all NaN (NaN
+    breaks every bound it checks): the edge-case policy stays in ``violations``."""
+    classes, empty, undefined = part.classes, part.empty, part.undefined
+    row_list = rows.tolist()
+    sets = list(map(undefined.__getitem__, row_list))
+    set_number = {value: number for number, value in enumerate(dict.fromkeys(sets))}
+    signature = ((classes.code[rows].astype(np.int64) * 2 + empty[rows]) * len(set_number)
+                 + np.fromiter(map(set_number.__getitem__, sets), dtype=np.int64, count=len(sets)))
+    _, first, inverse = np.unique(signature, return_index=True, return_inverse=True)
+    nan_metrics = dict.fromkeys((bound.metric for bound in bounds), math.nan)
+    out = []
+    for number, k in enumerate(first.tolist()):
+        r = row_list[k]
+        probe = MetricRow(index=0, op_type=None, left_op="", right_op="", tensor_id=None,
+                          left_dtype=part.left_dtype[r], right_dtype=part.right_dtype[r],
+                          shape=(0,) if empty[r] else None, metrics=dict(nan_metrics), undefined=sets[k],
+                          kind=part.kind[r])
+        out.append(([bound for bound, _ in violations(probe, bounds)], np.flatnonzero(inverse == number)))
     return out
 
 
@@ -315,7 +382,7 @@ def row_checks(part: PartRows, order: Sequence[int], bounds: Bounds, source_inpu
     compared_mask = compared(part)
     ordered = np.asarray(order, dtype=np.intp)
     compared_at = ordered[compared_mask[ordered]]
-    groups = bounds.groups(part, compared_at.tolist())
+    groups = bounds.groups(part, compared_at)
     statistics_at = statistics(part)[compared_at]
     error_names = (("RelativeEuclideanDistance", "CosineSimilarity") if not statistics_at.all() else ()) + (
         ERROR_METRICS if statistics_at.any() else ())
@@ -328,7 +395,7 @@ def row_checks(part: PartRows, order: Sequence[int], bounds: Bounds, source_inpu
         builtin = np.full(n, NOT_COMPARED, dtype=np.int8)
         inputs = np.asarray(source_inputs, dtype=np.intp)
         again = inputs[passed[inputs] == PASSES]
-        builtin_groups = bounds.builtin_bounds.groups(part, again.tolist())
+        builtin_groups = bounds.builtin_bounds.groups(part, again)
         builtin[again] = np.where(_passes(part, again, builtin_groups, unusual), PASSES, FAILS)
     error = np.full(n, np.nan)
     has_error = np.zeros(n, dtype=bool)

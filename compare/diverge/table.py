@@ -31,7 +31,8 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, is_not
 from typing import overload
 
 import numpy as np
@@ -43,6 +44,7 @@ from .checks import FAILS, NOT_COMPARED, Bounds, PartRows, RowChecks, row_checks
 from .records import (
     SOURCE_ROLES,
     InputEdge,
+    NodeRole,
     OpGraph,
     OpVerdict,
     TensorCheck,
@@ -167,6 +169,22 @@ def _slot_rows(rows: PartRows, number: dict[str, int]) -> tuple[list[int], list[
     return ops, sides, indexes, at
 
 
+_INPUTS = attrgetter("inputs")
+_INDEX = attrgetter("index")
+_OUTPUT_OF = attrgetter("output")
+_PRODUCER = attrgetter("producer")
+_ROLE = attrgetter("role")
+
+
+def _sources(roles: list[NodeRole]) -> np.ndarray:
+    """Whether each role is a source role (:data:`SOURCE_ROLES`; by identity: an enum member
+    hashes in Python, ``is`` runs in C)."""
+    out = np.zeros(len(roles), dtype=bool)
+    for role in SOURCE_ROLES:
+        out |= np.fromiter(map(is_, roles, repeat(role)), dtype=bool, count=len(roles))
+    return out
+
+
 def _codes(values: list[int], code: dict[int, int]) -> np.ndarray:
     """``values`` by their rank among the indexes of a part (``code``: value -> rank), as int64
     (indexes are Python integers of any size; their ranks keep their order)."""
@@ -203,11 +221,11 @@ def judge_part(rows: PartRows, graph: OpGraph, bounds: Bounds, rank: int | None,
     judged_of[judged_at] = np.arange(n)
 
     # the judged operators' edges, flat
-    edge_lists = [nodes[name].inputs for name in names]
-    edges = [e for node_edges in edge_lists for e in node_edges]
+    edge_lists = list(map(_INPUTS, map(nodes.__getitem__, names)))
+    edges = list(chain.from_iterable(edge_lists))
     edge_op = np.repeat(np.arange(n, dtype=np.int64), list(map(len, edge_lists)))
-    edge_index = list(map(attrgetter("index"), edges))
-    edge_output = list(map(attrgetter("output"), edges))
+    edge_index = list(map(_INDEX, edges))
+    edge_output = list(map(_OUTPUT_OF, edges))
     code = {value: rank for rank, value in enumerate(sorted({*slot_indexes, *edge_index, *edge_output}))}
     width = max(len(code), 1)
 
@@ -216,32 +234,32 @@ def judge_part(rows: PartRows, graph: OpGraph, bounds: Bounds, rank: int | None,
                  + np.asarray(slot_sides, dtype=np.int64)) * width + _codes(slot_indexes, code))
     slot_key, first = np.unique(slot_key, return_index=True)
     slot_row = np.asarray(slot_at, dtype=np.intp)[first]
-    slot_index = [slot_indexes[k] for k in first.tolist()]
+    slot_index = list(map(slot_indexes.__getitem__, first.tolist()))
     slot_op = slot_key // (2 * width)
     is_out = (slot_key // width) % 2 == _OUT_SIDE
     in_key = slot_key[~is_out] - width * (2 * slot_op[~is_out] + 1) + width * slot_op[~is_out]  # op * width + code
     out_key = slot_key[is_out] - width * slot_op[is_out]
     out_op, in_op = slot_op[is_out], slot_op[~is_out]
     out_rows, in_rows = slot_row[is_out], slot_row[~is_out]
-    bounds_of = np.arange(n + 1)
-    outputs = Slots(start=np.searchsorted(out_op, bounds_of), index=[i for i, out in zip(slot_index, is_out.tolist()) if out],
+    operators = np.arange(n + 1)
+    outputs = Slots(start=np.searchsorted(out_op, operators), index=list(compress(slot_index, is_out.tolist())),
                     row=out_rows)
-    inputs = Slots(start=np.searchsorted(in_op, bounds_of), index=[i for i, out in zip(slot_index, is_out.tolist()) if not out],
+    inputs = Slots(start=np.searchsorted(in_op, operators), index=list(compress(slot_index, (~is_out).tolist())),
                    row=in_rows)
 
     # each operator's edge of an index: its last edge of that index
-    source_node = np.zeros(len(names_all) + 1, dtype=bool)  # graph position -> a source-role node; [-1]: not a node
-    source_node[:-1] = [node.role in SOURCE_ROLES for node in nodes.values()]
+    source_node = np.append(_sources(list(map(_ROLE, nodes.values()))), False)  # graph position -> a source node; [-1]: none
     edge_key = edge_op * width + _codes(edge_index, code)
     edge_key, last = np.unique(edge_key[::-1], return_index=True)
     last = len(edges) - 1 - last
-    kept = [edges[k] for k in last.tolist()]
+    kept = list(map(edges.__getitem__, last.tolist()))
+    producers = list(map(_PRODUCER, kept))
     e_op = edge_op[last]
-    e_source = np.fromiter((e.role in SOURCE_ROLES for e in kept), dtype=bool, count=len(kept))
-    e_producer = np.fromiter((e.producer is not None for e in kept), dtype=bool, count=len(kept))
-    e_from = np.fromiter((number_all.get(e.producer, -1) for e in kept), dtype=np.intp, count=len(kept))  # type: ignore[arg-type]
+    e_source = _sources(list(map(_ROLE, kept)))
+    e_producer = np.fromiter(map(is_not, producers, repeat(None)), dtype=bool, count=len(kept))
+    e_from = np.fromiter(map(number_all.get, producers, repeat(-1)), dtype=np.intp, count=len(kept))
     e_data = source_node[e_from]  # a producer of a source role (a node of the graph)
-    e_output = _codes([e.output for e in kept], code)
+    e_output = _codes(list(map(_OUTPUT_OF, kept)), code)
 
     # own inputs with their edge (``at``: the edge, ``len(kept)`` for none: the False appended)
     at, has_edge = _find(edge_key, in_key)
@@ -268,7 +286,7 @@ def judge_part(rows: PartRows, graph: OpGraph, bounds: Bounds, rank: int | None,
     produced_at, produced = _find(out_key, e_judged * width + e_output)
     use = np.flatnonzero(candidate & produced)
     made_rows = out_rows[produced_at[use]]
-    role_source = np.fromiter((node.role in SOURCE_ROLES for node in map(nodes.__getitem__, names)), dtype=bool, count=n)
+    role_source = source_node[judged_at]
 
     e_op_all = np.concatenate([in_op, e_op[use]]).astype(np.intp)
     e_fails = np.concatenate([own_fails, passed[made_rows] == FAILS])
