@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter, is_
+from operator import attrgetter, is_, is_not
 
 import numpy as np
 
@@ -284,9 +284,10 @@ def statistics(part: PartRows) -> np.ndarray:
 
 def nonfinite(part: PartRows) -> np.ndarray:
     """Whether each row's left side holds NaN or infinite elements (``left_counts``; False when not counted)."""
-    out = np.zeros(len(part), dtype=bool)
-    hits = [i for i, c in enumerate(part.left_counts) if c is not None and (c.nan or c.inf)]
-    out[hits] = True
+    counts = part.left_counts
+    counted = np.flatnonzero(np.fromiter(map(is_not, counts, repeat(None)), dtype=bool, count=len(counts))).tolist()
+    out = np.zeros(len(counts), dtype=bool)
+    out[[i for i in counted if counts[i].nan or counts[i].inf]] = True
     return out
 
 

@@ -107,29 +107,19 @@ class PartVerdicts:
     def lists(self) -> RowLists:
         """The row checks as Python lists, for building records (read once per part, not per record)."""
         checks = self.checks
-        errors = [e if has else None for e, has in zip(checks.error.tolist(), checks.has_error.tolist())]
-        rows = self.rows
-        counts = [(c.nan, c.inf, c.saturated) if c is not None else (None, None, None) for c in rows.left_counts]
         return RowLists(passed=checks.passed.tolist(), builtin=None if checks.builtin is None else checks.builtin.tolist(),
-                        error=errors, tensor_ids=_tensor_ids(rows), counts=counts)
+                        error=checks.error.tolist(), has_error=checks.has_error.tolist())
 
 
 @dataclass(frozen=True)
 class RowLists:
     """:class:`~compare.diverge.checks.RowChecks` as lists: ``passed`` / ``builtin`` codes, ``error``
-    (None: none); the rows' ``tensor_ids`` (the left op when a row has none) and left ``counts``
-    (nan, inf, saturated; None when not counted)."""
+    and whether a row has one (``has_error``)."""
 
     passed: list[int]
     builtin: list[int] | None
-    error: list[float | None]
-    tensor_ids: list[str]
-    counts: list[tuple[int | None, int | None, int | None]]
-
-
-def _tensor_ids(rows: PartRows) -> list[str]:
-    """The tensor id of each row, its left op when it has none."""
-    return [tensor_id or left for tensor_id, left in zip(rows.tensor_id, rows.left_op)]
+    error: list[float]
+    has_error: list[bool]
 
 
 #: Slot sides, in judging order: an operator's outputs, then its own inputs.
@@ -360,22 +350,24 @@ def _check(part: PartVerdicts, r: int, producer: InputEdge | None, own: bool) ->
     """The record of row ``r``'s check; an own input fed by a source-role edge also against the
     built-in bounds (the bounds it broke are listed from :func:`compare.verdict.gates.violations`)."""
     lists = part.lists
-    nan, inf, saturated = lists.counts[r]
-    tensor_id = lists.tensor_ids[r]
+    rows = part.rows
+    counts = rows.left_counts[r]
+    nan, inf, saturated = (counts.nan, counts.inf, counts.saturated) if counts is not None else (None, None, None)
+    tensor_id = rows.tensor_id[r] or rows.left_op[r]
     passed = lists.passed[r]
     if passed == NOT_COMPARED:
         return TensorCheck(tensor_id=tensor_id, passed=None, nan=nan, inf=inf, saturated=saturated, producer=producer)
     broken: list[tuple[Bound, float]] = []
     if passed == FAILS:  # the record of a failing row only (the bounds it broke)
-        row = part.rows.record(r)
+        row = rows.record(r)
         broken = violations(row, part.bounds.of(row))
     if (not broken and own and producer is not None and producer.role in SOURCE_ROLES and lists.builtin is not None
             and lists.builtin[r] == FAILS):
-        row = part.rows.record(r)
+        row = rows.record(r)
         broken = violations(row, part.bounds.builtin(row))
     failed = tuple([(bound.metric, value) for bound, value in broken]) if broken else ()
-    return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r], failed=failed, nan=nan, inf=inf,
-                       saturated=saturated, producer=producer)
+    return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r] if lists.has_error[r] else None,
+                       failed=failed, nan=nan, inf=inf, saturated=saturated, producer=producer)
 
 
 def build_verdict(part: PartVerdicts, j: int) -> OpVerdict:
