@@ -2,16 +2,19 @@
 
 The bounds of a row (:class:`Bounds`) and what a check means are :mod:`compare.diverge.verdicts`'s
 (module doc there: the gate policy's bounds, else the built-in data-type bounds; the error of a
-tensor and of a statistics row). Here each rule is applied to every row at once:
+tensor and of a statistics row). Here each rule is applied to every row at once, on the columns
+of the rows (:class:`PartRows`: a statistics table's own lists, one ``map`` a field over records),
+building no row's record:
 
 - **passes**: a compared row passes when no bound of its own is broken, i.e. when
   :func:`compare.verdict.gates.violations` is empty: a bound breaks when its metric was computed
   and is NaN or fails the comparison. The rows are grouped by their bound tuple (one resolution
-  per data-type pair and row kind when the policy has no rules, else one per row) and each bound
-  is one numpy comparison over its metric's column. Rows for which a metric can be undefined for
-  the data (an argument row, an empty tensor, bool against bool, a statistic recorded as null:
-  ``violations``'s ``_defined`` / ``MetricRow.undefined``) are few and are checked one by one by
-  ``violations`` itself, so the edge-case policy lives in one place.
+  per class of rows -- kind and data types, :class:`RowClasses` -- when the policy has no rules,
+  else one per row, from a record of the fields bounds depend on) and each bound is one numpy
+  comparison over its metric's column. For rows whose metrics can be undefined for the data (an
+  argument row, an empty tensor, bool against bool, a statistic recorded as null: ``violations``'s
+  ``_defined`` / ``MetricRow.undefined``) ``violations`` itself says which bounds it checks, asked
+  once per kind of such row (:func:`_checked`), so the edge-case policy lives in one place.
 - **error**: RelativeEuclideanDistance, else ``1 - CosineSimilarity``, else none, of a tensor row;
   :func:`compare.diverge.statistics.statistics_errors` of a statistics row; none when not compared.
 - **nonfinite**: the left side holds a NaN or an infinity (``MetricRow.left_counts``).
@@ -155,7 +158,7 @@ class RowClasses:
 
     def per_row(self, per_class: Sequence[bool]) -> np.ndarray:
         """A value a class as a value a row."""
-        return np.asarray(per_class, dtype=bool)[self.code] if len(self.code) else np.zeros(0, dtype=bool)
+        return np.asarray(per_class, dtype=bool)[self.code]
 
 
 def _part_field(name: str) -> Callable[[PartRows], list]:
@@ -176,8 +179,8 @@ class PartRows:
     (``at``, in row order; None: every row). A part's row ``r`` is the run's row ``at[r]``.
 
     Every reader of many rows reads these columns (the table's own lists for a statistics run,
-    one ``map`` a field over records otherwise); a record is built only for a row read one by one
-    (:meth:`record`: a row ``violations`` checks, a reported check)."""
+    one ``map`` a field over records otherwise, each read once then kept); a record is built only
+    for a row reported one by one (:meth:`record`: a failing check)."""
 
     def __init__(self, columns: RowColumns, at: np.ndarray | None = None) -> None:
         self.columns = columns
@@ -244,7 +247,7 @@ class PartRows:
         self.columns.load(names)
 
     def record(self, r: int) -> MetricRow:
-        """The record of the part's row ``r`` (built for a table's row: for rows read one by one only)."""
+        """The record of the part's row ``r`` (built for a table's row: for reported rows only)."""
         return self.columns.rows[self.run_row(r)]
 
     def bounds_row(self, r: int) -> MetricRow:
