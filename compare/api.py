@@ -27,6 +27,7 @@ from .errors import OptionError
 from .pairing.entry import pair
 from .pairing.rule_records import FusionRule
 from .records import Bound, MetricRow, Pairing, PartReport, Run, SkippedFile, Verdict, count_by_status
+from .stats_table import RowColumns
 from .reports.divergence import localisation_document
 from .reports.files import tool_version
 from .reports.frame import frame_of
@@ -158,7 +159,7 @@ class ComparisonResult:
         """Row counts per status (statistics rows for a statistics-only live run)."""
         if self.network is not None:
             return self.network.summary()
-        return count_by_status(self.rows)
+        return count_by_status(RowColumns(self.rows).status)
 
     def to_json(self) -> str:
         """The JSON result as text: exactly what ``--json`` writes (without ``--overflow``), the

@@ -622,9 +622,10 @@ class MetricRow:
         return self.status is PairStatus.COMPARED
 
 
-def count_by_status(rows: Iterable[MetricRow]) -> dict[str, int]:
-    """Rows per :class:`PairStatus` value, in the enum's order, zeros included (the run summary)."""
-    counts = Counter(row.status for row in rows)
+def count_by_status(statuses: Iterable[PairStatus]) -> dict[str, int]:
+    """Rows per :class:`PairStatus` value, in the enum's order, zeros included (the run summary),
+    of the rows' statuses (``compare.stats_table.RowColumns(rows).status``: a table's column)."""
+    counts = Counter(statuses)
     return {status.value: counts.get(status, 0) for status in PairStatus}
 
 

@@ -63,7 +63,7 @@ import numpy as np
 from convert.layouts.formats import PLAIN_AXES
 
 from .errors import CompareError
-from .records import ArgumentDiff, MetricRow, MsprobeCells, Pair, PairStatus, RowGrade, RowKind, StatDiff, TensorRef
+from .records import ArgumentDiff, MetricRow, MsprobeCells, Pair, PairStatus, RowGrade, StatDiff, TensorRef
 
 #: Column order of the statistics (others follow in name order).
 STAT_ORDER = ("max", "min", "avg", "l2norm", "count", "nan_count", "neg_inf_count", "pos_inf_count", "zero_count",

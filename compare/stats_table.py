@@ -217,20 +217,26 @@ class StatsTable:
         if found is not None:
             stat, part = found
             column = self.columns[stat]
-            if part is _Part.CHECKSUM:  # a checksum's diff is always text (same / different) or None
-                for row, (diff, _rel) in column.special.items():
-                    if diff is not None:
-                        values[row], present[row] = (0.0 if diff == "same" else 1.0), True
-            else:  # a special entry has no float diff and no rel: absent
+            if part is not _Part.CHECKSUM:
                 present = column.has.copy()
-                if column.special:
-                    present[np.fromiter(column.special, dtype=np.int64, count=len(column.special))] = False
                 source = np.abs(column.diff) if part is _Part.DIFF else column.rel
                 values[present] = source[present]
-        for row, record in self.kept.items():
-            value = record.metrics.get(name)
-            present[row] = value is not None
-            values[row] = value if value is not None else np.nan
+            # a special entry by the definitions (compare.stats.statistics_metrics): a text diff or
+            # None has no magnitude; its rel stands as it is; a checksum is 0.0 same / 1.0 different
+            for row, (diff, rel) in column.special.items():
+                if part is _Part.CHECKSUM:
+                    value = None if diff is None else (0.0 if diff == "same" else 1.0)
+                elif part is _Part.DIFF:
+                    value = abs(diff) if isinstance(diff, float) else None
+                else:
+                    value = rel  # type: ignore[assignment]
+                present[row] = value is not None
+                values[row] = np.nan if value is None else value
+        if self.kept:
+            rows_kept = np.fromiter(self.kept, dtype=np.int64, count=len(self.kept))
+            kept = [record.metrics.get(name) for record in self.kept.values()]
+            present[rows_kept] = [value is not None for value in kept]
+            values[rows_kept] = [np.nan if value is None else value for value in kept]
         return values, present
 
     # ---------------------------------------------------------------------------------------
@@ -260,16 +266,9 @@ class StatsTable:
         def take(column: list) -> list:
             return [column[old] if old >= 0 else None for old in where]
 
-        table = StatsTable(
-            index=take(self.index), op_type=take(self.op_type), left_op=take(self.left_op),
-            right_op=take(self.right_op), tensor_id=take(self.tensor_id), left_dtype=take(self.left_dtype),
-            right_dtype=take(self.right_dtype), shape=take(self.shape), status=take(self.status),
-            reasons=take(self.reasons), left_source=take(self.left_source), right_source=take(self.right_source),
-            kind=take(self.kind), undefined=take(self.undefined), msprobe=take(self.msprobe),
-            argument=take(self.argument), grade=take(self.grade), rank=take(self.rank),
-            iteration=take(self.iteration), graph=take(self.graph), op_sequence=take(self.op_sequence),
-            stats=list(self.stats), columns={name: column.taken(positions) for name, column in self.columns.items()},
-            kept={new: self.kept[old] for new, old in enumerate(where) if old >= 0 and old in self.kept})
+        table = StatsTable(**{name: take(_LIST_FIELD[name](self)) for name in _LIST_FIELDS}, stats=list(self.stats),
+                           columns={name: column.taken(positions) for name, column in self.columns.items()},
+                           kept={new: self.kept[old] for new, old in enumerate(where) if old >= 0 and old in self.kept})
         for new, record in records.items():
             table.put_record(new, record)  # type: ignore[arg-type]
         return table
@@ -288,6 +287,29 @@ class StatsTable:
         self.kept[row] = record
 
     @classmethod
+    def concat(cls, pieces: Sequence[StatsTable | Sequence[MetricRow]], stats: Sequence[str]) -> StatsTable:
+        """The rows of ``pieces`` one after the other: tables, or records (a part missing from a run
+        compared in turn: kept as they are, no statistic); ``stats``: the columns, in report order
+        (every statistic of every piece)."""
+        tables = [piece if isinstance(piece, StatsTable) else _records_table(piece, stats) for piece in pieces]
+        out = cls(**{name: [value for table in tables for value in _LIST_FIELD[name](table)] for name in _LIST_FIELDS},
+                  stats=[], columns={})
+        out.stats = list(stats)
+        starts = np.cumsum([0] + [len(table) for table in tables[:-1]]).tolist()
+        for name in stats:
+            parts = [table.columns.get(name) or StatColumn.empty(name, len(table)) for table in tables]
+            column = StatColumn(name, [v for part in parts for v in part.left], [v for part in parts for v in part.right],
+                                np.concatenate([part.diff for part in parts]) if parts else np.empty(0),
+                                np.concatenate([part.rel for part in parts]) if parts else np.empty(0),
+                                np.concatenate([part.has for part in parts]) if parts else np.empty(0, dtype=bool))
+            for start, part in zip(starts, parts):
+                column.special.update({start + row: value for row, value in part.special.items()})
+            out.columns[name] = column
+        for start, table in zip(starts, tables):
+            out.kept.update({start + row: record for row, record in table.kept.items()})
+        return out
+
+    @classmethod
     def blank(cls, rows: int, stats: Sequence[str] = ()) -> StatsTable:
         """A table of ``rows`` rows whose fields are all unset (None / no statistic): a builder
         fills them."""
@@ -303,6 +325,21 @@ class StatsTable:
                    columns={name: StatColumn.empty(name, rows) for name in stats})
 
 
+
+
+def _records_table(records: Sequence[MetricRow], stats: Sequence[str]) -> StatsTable:
+    """A table of records kept as they are (:meth:`StatsTable.concat`)."""
+    table = StatsTable.blank(len(records), stats)
+    for row, record in enumerate(records):
+        table.put_record(row, record)
+    return table
+
+
+#: The list fields of a table (every field but ``stats``, ``columns`` and ``kept``), read by name.
+_LIST_FIELDS = ("index", "op_type", "left_op", "right_op", "tensor_id", "left_dtype", "right_dtype", "shape", "status",
+                "reasons", "left_source", "right_source", "kind", "undefined", "msprobe", "argument", "grade", "rank",
+                "iteration", "graph", "op_sequence")
+_LIST_FIELD = {name: attrgetter(name) for name in _LIST_FIELDS}
 
 
 class _Part(Enum):
@@ -523,10 +560,12 @@ def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
 
 
 def _float_values(table: StatsTable, rows: list[tuple[int, Sides]]) -> None:
-    """The values of the rows whose statistics are all floats, set at once: one float64 column of
-    every value, :func:`compare.stats.float_diffs`, then each statistic's part scattered into its column."""
+    """The values of the rows whose statistics are all floats, set at once in the table's new
+    (empty) columns: one float64 column of every value, :func:`compare.stats.float_diffs`, then
+    each statistic's part scattered into its column."""
     if not rows:
         return
+    count = len(table)
     ids: dict[int, tuple[list[str], list[int]]] = {}  # id(names) -> (names kept alive, their statistic numbers)
     order = {name: number for number, name in enumerate(table.columns)}
     stat_of: list[int] = []
@@ -551,9 +590,11 @@ def _float_values(table: StatsTable, rows: list[tuple[int, Sides]]) -> None:
             continue
         where = row_at[mine]
         column.diff[where], column.rel[where], column.has[where] = diffs[mine], rels[mine], True
-        for target, values in ((column.left, left_objects[mine]), (column.right, right_objects[mine])):
-            for row, value in zip(where.tolist(), values.tolist()):
-                target[row] = value
+        # the values themselves (the recorded float objects) by one object-array scatter each: the
+        # columns are new (no row has a value yet)
+        placed_left, placed_right = np.full(count, None, dtype=object), np.full(count, None, dtype=object)
+        placed_left[where], placed_right[where] = left_objects[mine], right_objects[mine]
+        column.left, column.right = placed_left.tolist(), placed_right.tolist()
 
 
 def _internal_error(table: StatsTable, position: int, pair: Pair, exc: Exception) -> None:

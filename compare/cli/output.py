@@ -9,9 +9,12 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from itertools import repeat
+from operator import is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+import numpy as np
 import typer
 
 from convert.entries import special_file_problem
@@ -21,6 +24,7 @@ from convert.signals import check_interrupted
 from ..errors import CompareError, OutputError
 from ..kernels import METRICS
 from ..records import PairStatus, PartNote
+from ..stats_table import RowColumns
 from ..verdict.policy import gated_metrics
 from .echo import err
 
@@ -137,17 +141,27 @@ def failure_text(failure: "CheckFailure") -> str:
 
 
 def worst_lines(rows: Sequence["MetricRow"], metrics: Sequence[str]) -> list[str]:
-    """The worst compared tensors by each metric (full precision), one line per metric."""
+    """The worst compared tensors by each metric (full precision), one line per metric: NaN is the
+    worst of all, then the lowest similarity / the largest error; ties in row order. Read from the
+    rows' columns (:class:`~compare.stats_table.RowColumns`): only the rows shown are named."""
+    columns = RowColumns(rows)
     lines = []
+    compared: np.ndarray | None = None
     for metric in metrics[:SUMMARY_METRICS]:
         higher = METRICS[metric].higher_is_better
-        values = [(row.metrics.get(metric), row) for row in rows if row.status is PairStatus.COMPARED]
-        values = [(float(v), row) for v, row in values if v is not None]
-        if not values or higher is None:
+        if higher is None:
             continue
-        # NaN is the worst of all; then the lowest similarity / the largest error
-        values.sort(key=lambda item: (item[0] == item[0], item[0] if higher else -item[0]))
-        worst = ", ".join(f"{row.tensor_id or row.left_op} {value!r}" for value, row in values[:SUMMARY_WORST])
+        if compared is None:
+            compared = np.fromiter(map(is_, columns.status, repeat(PairStatus.COMPARED)), dtype=bool,
+                                   count=len(columns))
+        values, present = columns.metric(metric)
+        where = np.flatnonzero(compared & present)
+        if not len(where):
+            continue
+        chosen = values[where]
+        order = np.lexsort((chosen if higher else -chosen, ~np.isnan(chosen)))[:SUMMARY_WORST]  # stable
+        worst = ", ".join(f"{columns.tensor_id[i] or columns.left_op[i]} {float(values[i])!r}"
+                          for i in where[order].tolist())
         lines.append(f"worst by {metric}: {worst}")
     return lines
 

@@ -4,7 +4,11 @@
 know. Entry: :func:`grade_rows`.
 
 Rows are read as they are (floats in, a :class:`~compare.records.RowGrade` out); nothing is
-recomputed. Two kinds of rule:
+recomputed. They are read as columns (:class:`~compare.stats_table.RowColumns`: a statistics
+table's own lists, or each field read once from records), so that a statistics run of 10^5 rows
+builds no record: the call rules run over every call at once, the row rules mark the rows that
+may have a finding, and only those are graded one by one (every other row shares one pass
+grade). Two kinds of rule:
 
 * **row rules** look at one row (its data types, its status, its special values);
 * **call rules** compare a call's outputs with its inputs. A row's TensorIndex
@@ -64,14 +68,19 @@ Edge-case policy:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from operator import is_not, ne
 from typing import NamedTuple
+
+import numpy as np
 
 from convert.names.msprobe import parse_msprobe_name
 
 from ..kernels.metrics import COSINE
 from ..records import ARGUMENT_METRIC, Grade, Label, MetricRow, PairStatus, RowGrade, RowKind, TensorKind
+from ..stats_table import RowColumns
 
 
 class GradeMode(Label):
@@ -130,27 +139,6 @@ class TensorPlace(NamedTuple):
     index: int
 
 
-class GroupKey(NamedTuple):
-    """One call of one part of a run (rank / iteration / graph are None when not set); a
-    NamedTuple: hashed once per row, in C."""
-
-    rank: int | None
-    iteration: int | None
-    graph: int | None
-    call: str
-
-
-@dataclass
-class _Group:
-    """The rows of one call: positions into the row list, by kind; ``unjudged`` /
-    ``outputs_only``: its API name is one msprobe does not judge / judges by the outputs only."""
-
-    unjudged: bool
-    outputs_only: bool
-    inputs: list[int] = field(default_factory=list)
-    outputs: list[int] = field(default_factory=list)
-
-
 @dataclass(frozen=True)
 class _Finding:
     grade: Grade
@@ -158,7 +146,9 @@ class _Finding:
 
 
 def tensor_place(tensor_id: str | None) -> TensorPlace | None:
-    """The parsed TensorIndex ``{call}:{input|output}:{i}``, or None when it is in another form."""
+    """The parsed TensorIndex ``{call}:{input|output}:{i}``, or None when it is in another form.
+    :func:`_places` reads every row's so, inline (a call a row would double its time); a test
+    holds the two equal (tests/compare/engine/test_grades_columns.py)."""
     if not tensor_id:
         return None
     parts = tensor_id.rsplit(":", 2)
@@ -170,6 +160,8 @@ def tensor_place(tensor_id: str | None) -> TensorPlace | None:
 
 #: The TensorIndex kinds a call rule reads, by their text.
 _PLACE_KINDS = {TensorKind.INPUT.value: TensorKind.INPUT, TensorKind.OUTPUT.value: TensorKind.OUTPUT}
+#: Whether a TensorIndex kind is an output, by its text.
+_IS_OUTPUT = {TensorKind.INPUT.value: False, TensorKind.OUTPUT.value: True}
 
 
 def api_name(call: str) -> str:
@@ -179,156 +171,185 @@ def api_name(call: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def _value(row: MetricRow, key: str) -> float | None:
-    """A metric of the row as a float, None when absent, not computed or NaN."""
-    value = row.metrics.get(key)
-    if value is None or math.isnan(value):
-        return None
-    return float(value)
+@dataclass(frozen=True)
+class _Places:
+    """The call groups of the rows: ``group[i]`` row i's group (-1: none), ``output[i]`` whether
+    it is an output, ``number[i]`` its output index (0 for the other rows); ``calls[g]`` group
+    g's call. A group is one call of one part of a run (rank, iteration, graph, call)."""
+
+    group: np.ndarray
+    output: np.ndarray
+    number: np.ndarray
+    calls: list[str]
 
 
-def _largest_norm(rows: Sequence[MetricRow], positions: Iterable[int]) -> float:
-    """The largest finite ``L2NormRelDiff`` (absolute) of those rows; 0 when none (NaN, None:
-    not finite)."""
-    largest = 0.0
-    for i in positions:
-        value = rows[i].metrics.get(NORM_KEY)
-        if value is not None and math.isfinite(value):
-            largest = max(largest, abs(float(value)))
-    return largest
+def _places(columns: RowColumns) -> _Places:
+    """Each row's call group, by :func:`tensor_place`'s reading of its TensorIndex (the index
+    after the last colon, decimal digits; the kind before it, ``input`` or ``output``; a call
+    before that, not empty), one loop over the rows that builds no record (~0.4 us a row)."""
+    groups: dict[tuple[int | None, int | None, int | None, str], int] = {}
+    calls: list[str] = []
+    group: list[int] = []
+    output: list[bool] = []
+    numbers: list[int] = []
+    is_output = _IS_OUTPUT.get
+    for tensor_id, rank, iteration, graph in zip(columns.tensor_id, columns.rank, columns.iteration, columns.graph):
+        at, out = -1, False
+        if tensor_id:
+            head, _, index = tensor_id.rpartition(":")
+            call, _, kind = head.rpartition(":")
+            placed = is_output(kind)
+            if placed is not None and call and index.isdecimal():
+                key = (rank, iteration, graph, call)
+                at = groups.get(key, -1)
+                if at < 0:
+                    at = groups[key] = len(calls)
+                    calls.append(call)
+                out = placed
+                if out:
+                    numbers.append(int(index))
+        group.append(at)
+        output.append(out)
+    outputs = np.array(output, dtype=bool)
+    number = np.zeros(len(output), dtype=np.int64)
+    number[outputs] = numbers
+    return _Places(np.array(group, dtype=np.int64), outputs, number, calls)
 
 
-def _smallest_cosine(rows: Sequence[MetricRow], positions: Iterable[int]) -> float:
-    """The smallest ``CosineSimilarity`` of those rows; 1 when none."""
-    smallest = 1.0
-    for i in positions:
-        value = _value(rows[i], COSINE_KEY)
-        if value is not None:
-            smallest = min(smallest, value)
-    return smallest
+@dataclass(frozen=True)
+class _CallFlags:
+    """How msprobe judges a call (module doc): ``unjudged`` not at all, ``outputs_only`` by its
+    outputs' row rules, ``call_rules`` whether the call rules apply (neither, and not a
+    ``*.parameters_grad.N`` call)."""
+
+    unjudged: bool
+    outputs_only: bool
+    call_rules: bool
 
 
-def _has_special_values(row: MetricRow) -> bool:
-    """The left side has NaN / inf elements and the right side none (both counted)."""
-    left, right = row.left_counts, row.right_counts
+def _call_flags(call: str) -> _CallFlags:
+    name = api_name(call)
+    unjudged, outputs_only = name in UNJUDGED_APIS, name in OUTPUTS_ONLY_APIS
+    if unjudged or outputs_only:
+        return _CallFlags(unjudged, outputs_only, call_rules=False)
+    parsed = parse_msprobe_name(call)
+    return _CallFlags(False, False, call_rules=parsed is None or parsed.direction != "parameters_grad")
+
+
+class _Rows:
+    """The columns the rules read (:class:`~compare.stats_table.RowColumns`), the rows' call
+    groups, and each group's flags (read when a row of it has a finding)."""
+
+    def __init__(self, columns: RowColumns, mode: GradeMode) -> None:
+        self.columns = columns
+        self.places = _places(columns)
+        self._flags: dict[int, _CallFlags] = {}
+        columns.load((NORM_KEY, CHECKSUM_KEY, ARGUMENT_METRIC) if mode is GradeMode.STATISTICS
+                     else (COSINE_KEY, ARGUMENT_METRIC))
+
+    def flags(self, group: int) -> _CallFlags:
+        found = self._flags.get(group)
+        if found is None:
+            found = self._flags[group] = _call_flags(self.places.calls[group])
+        return found
+
+    def judged(self, row: int) -> bool:
+        """Whether msprobe judges row ``row`` at all (the unjudged / outputs-only API names of its
+        call; a row of no call is always judged)."""
+        group = int(self.places.group[row])
+        if group < 0:
+            return True
+        flags = self.flags(group)
+        if flags.unjudged:
+            return False
+        if flags.outputs_only:
+            return bool(self.places.output[row])
+        return True
+
+
+def _call_findings(rows: _Rows, mode: GradeMode) -> dict[int, list[_Finding]]:
+    """The call rules of every group at once: findings by row position (errors and warnings
+    apart, so that each keeps msprobe's place in the message order). Each group's largest
+    ``L2NormRelDiff`` / smallest ``CosineSimilarity`` of its inputs and of its outputs is one
+    ``ufunc.at`` over the rows (module doc: the start values, NaN / None / inf not taking part);
+    a group's first output row is its lowest output index, then the first in row order."""
+    places = rows.places
+    count = len(places.calls)
+    grouped = places.group >= 0
+    outs = np.flatnonzero(grouped & places.output)
+    if not len(outs):
+        return {}
+    ins = np.flatnonzero(grouped & ~places.output)
+    in_groups, out_groups = places.group[ins], places.group[outs]
+    order = np.lexsort((outs, places.number[outs], out_groups))
+    sorted_groups = out_groups[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    first = dict(zip(sorted_groups[starts].tolist(), outs[order][starts].tolist()))
+    found: dict[int, list[_Finding]] = {}
+    if mode is GradeMode.STATISTICS:
+        values = rows.columns.metric(NORM_KEY)[0]
+        sizes = np.where(np.isfinite(values), np.abs(values), 0.0)
+        largest_in, largest_out = np.zeros(count), np.zeros(count)
+        np.maximum.at(largest_in, in_groups, sizes[ins])
+        np.maximum.at(largest_out, out_groups, sizes[outs])
+        high = (largest_in[out_groups] < NORM_INPUT_LIMIT) & (np.abs(values[outs]) > NORM_OUTPUT_LIMIT)
+        for row in outs[high].tolist():
+            found[row] = [_Finding(Grade.ERROR, MSG_NORM_OUTPUT)]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ten_times = np.where(largest_in == 0.0, largest_out > NORM_FROM_ZERO, largest_out / largest_in > NORM_TIMES)
+        flagged, finding = np.flatnonzero(ten_times), _Finding(Grade.WARNING, MSG_NORM_TEN_TIMES)
+    else:
+        values = rows.columns.metric(COSINE_KEY)[0]
+        cosines = np.where(np.isnan(values), 1.0, values)
+        smallest_in, smallest_out = np.ones(count), np.ones(count)
+        np.minimum.at(smallest_in, in_groups, cosines[ins])
+        np.minimum.at(smallest_out, out_groups, cosines[outs])
+        drop = (smallest_in > COSINE_INPUT_FLOOR) & (smallest_in - smallest_out > COSINE_DROP)
+        flagged, finding = np.flatnonzero(drop), _Finding(Grade.WARNING, MSG_COSINE)
+    for group in flagged.tolist():
+        at = first.get(group)
+        if at is not None:
+            found.setdefault(at, []).append(finding)
+    group_of = places.group
+    return {row: found[row] for row in sorted(found) if rows.flags(int(group_of[row])).call_rules}
+
+
+def _special_value_findings(rows: _Rows, row: int) -> list[_Finding]:
+    """The special-values rule (the first of msprobe's order): the left side has NaN / inf
+    elements and the right side none (both counted)."""
+    left, right = rows.columns.left_counts[row], rows.columns.right_counts[row]
     if left is None or right is None:
-        return False
-    return left.nan + left.inf > 0 and right.nan + right.inf == 0
+        return []
+    return [_Finding(Grade.ERROR, MSG_SPECIAL_VALUES)] if left.nan + left.inf > 0 and right.nan + right.inf == 0 else []
 
 
-def _is_fused(row: MetricRow) -> bool:
-    return any(mark in row.right_op for mark in FUSED_MARKS)
-
-
-def _special_value_findings(row: MetricRow) -> list[_Finding]:
-    """The special-values rule (the first of msprobe's order)."""
-    return [_Finding(Grade.ERROR, MSG_SPECIAL_VALUES)] if _has_special_values(row) else []
-
-
-def _dtype_findings(row: MetricRow) -> list[_Finding]:
+def _dtype_findings(rows: _Rows, row: int) -> list[_Finding]:
     """The dtype and not-comparable rules (they follow the call rules' errors in msprobe's order)."""
+    columns = rows.columns
     found = []
-    if row.left_dtype and row.right_dtype and row.left_dtype != row.right_dtype and not _is_fused(row):
+    left, right = columns.left_dtype[row], columns.right_dtype[row]
+    if left and right and left != right and not any(mark in columns.right_op[row] for mark in FUSED_MARKS):
         found.append(_Finding(Grade.ERROR, MSG_DTYPE))
-    if row.status is PairStatus.NOT_COMPARABLE:
+    if columns.status[row] is PairStatus.NOT_COMPARABLE:
         found.append(_Finding(Grade.ERROR, MSG_NOT_COMPARABLE))
     return found
 
 
-def _checksum_findings(row: MetricRow) -> list[_Finding]:
-    """The checksum rule of one compared row (``ChecksumDiff`` 0 same, else different)."""
-    value = row.metrics.get(CHECKSUM_KEY)
-    if value is None or math.isnan(value):
+def _checksum_findings(rows: _Rows, row: int) -> list[_Finding]:
+    """The checksum rule of one compared row (``ChecksumDiff`` 0 same, else different; None or
+    NaN: missing)."""
+    value = float(rows.columns.metric(CHECKSUM_KEY)[0][row])
+    if math.isnan(value):
         return [_Finding(Grade.WARNING, MSG_CHECKSUM_MISSING)]
     if value != 0.0:
         return [_Finding(Grade.ERROR, MSG_CHECKSUM)]
     return []
 
 
-def _missing_findings(row: MetricRow) -> list[_Finding] | None:
-    """The finding of a row with a side missing or an expected gap; None for the other rows."""
-    if row.expected_gap:
-        return []
-    if row.status is PairStatus.MISSING_RIGHT:
-        return [_Finding(Grade.WARNING, MSG_NO_BENCH)]
-    if row.status is PairStatus.MISSING_LEFT:
-        return [_Finding(Grade.WARNING, MSG_NO_NPU)]
-    return None
-
-
-def _groups(rows: Sequence[MetricRow]) -> tuple[dict[GroupKey, _Group], list[GroupKey | None], list[TensorPlace | None]]:
-    """The call groups, each row's group (None: no group) and each row's place."""
-    groups: dict[GroupKey, _Group] = {}
-    keys: list[GroupKey | None] = []
-    places: list[TensorPlace | None] = []
-    for i, row in enumerate(rows):
-        place = tensor_place(row.tensor_id)
-        places.append(place)
-        if place is None:
-            keys.append(None)
-            continue
-        key = GroupKey(row.rank, row.iteration, row.graph, place.call)
-        group = groups.get(key)
-        if group is None:
-            name = api_name(place.call)
-            group = groups[key] = _Group(name in UNJUDGED_APIS, name in OUTPUTS_ONLY_APIS)
-        (group.inputs if place.kind is TensorKind.INPUT else group.outputs).append(i)
-        keys.append(key)
-    for group in groups.values():
-        if len(group.outputs) > 1:
-            group.outputs.sort(key=lambda i: _output_index(places[i]))
-    return groups, keys, places
-
-
-def _output_index(place: TensorPlace | None) -> int:
-    return place.index if place is not None else 0
-
-
-def _judged(group: _Group, place: TensorPlace | None) -> bool:
-    """Whether msprobe judges a row of this call at all (the unjudged / outputs-only API names;
-    a row of no call is always judged)."""
-    if group.unjudged:
-        return False
-    if group.outputs_only:
-        return place is not None and place.kind is TensorKind.OUTPUT
-    return True
-
-
-def _has_call_rules(key: GroupKey, group: _Group) -> bool:
-    """Whether the call rules apply to a call (not unjudged, not outputs-only, not weight gradients)."""
-    if group.unjudged or group.outputs_only:
-        return False
-    parsed = parse_msprobe_name(key.call)
-    return parsed is None or parsed.direction != "parameters_grad"
-
-
-def _call_findings(rows: Sequence[MetricRow], group: _Group, mode: GradeMode) -> dict[int, list[_Finding]]:
-    """The call rules of one group: findings by row position (errors and warnings apart, so
-    that each keeps msprobe's place in the message order)."""
-    found: dict[int, list[_Finding]] = {}
-    if not group.outputs:
-        return found
-    first = group.outputs[0]
-    if mode is GradeMode.STATISTICS:
-        largest_in = _largest_norm(rows, group.inputs)
-        largest_out = _largest_norm(rows, group.outputs)
-        if largest_in < NORM_INPUT_LIMIT:
-            for i in group.outputs:
-                value = _value(rows[i], NORM_KEY)
-                if value is not None and abs(value) > NORM_OUTPUT_LIMIT:
-                    found.setdefault(i, []).append(_Finding(Grade.ERROR, MSG_NORM_OUTPUT))
-        if largest_in == 0.0:
-            ten_times = largest_out > NORM_FROM_ZERO
-        else:
-            ten_times = largest_out / largest_in > NORM_TIMES
-        if ten_times:
-            found.setdefault(first, []).append(_Finding(Grade.WARNING, MSG_NORM_TEN_TIMES))
-    else:
-        smallest_in = _smallest_cosine(rows, group.inputs)
-        smallest_out = _smallest_cosine(rows, group.outputs)
-        if smallest_in > COSINE_INPUT_FLOOR and smallest_in - smallest_out > COSINE_DROP:
-            found.setdefault(first, []).append(_Finding(Grade.WARNING, MSG_COSINE))
-    return found
+def _argument_differs(rows: _Rows, row: int) -> bool:
+    """An argument row's ``ArgumentDiff`` is set and not 0 (the values differ; NaN counts as set)."""
+    values, present = rows.columns.metric(ARGUMENT_METRIC)
+    return bool(present[row]) and float(values[row]) != 0.0
 
 
 #: The grade of a row with no finding (one record shared by every such row).
@@ -345,44 +366,72 @@ def _grade(findings: Sequence[_Finding]) -> RowGrade:
     return RowGrade(worst, tuple(f.message for f in findings))
 
 
-def _is_checksum_run(rows: Sequence[MetricRow]) -> bool:
-    """Whether a statistics run compares checksums: some row carries a ``ChecksumDiff``."""
-    return any(row.metrics.get(CHECKSUM_KEY) is not None for row in rows)
+def _row_grade(rows: _Rows, row: int, calls: list[_Finding] | None, checksums: bool) -> RowGrade:
+    """The grade of one row that may have a finding (:func:`_candidates`), by the rules' order."""
+    columns = rows.columns
+    if not rows.judged(row):
+        return _PASSED
+    status = columns.status[row]
+    if columns.expected_gap[row]:
+        return _PASSED
+    if status is PairStatus.MISSING_RIGHT:
+        return _grade([_Finding(Grade.WARNING, MSG_NO_BENCH)])
+    if status is PairStatus.MISSING_LEFT:
+        return _grade([_Finding(Grade.WARNING, MSG_NO_NPU)])
+    if columns.kind[row] is RowKind.ARGUMENT:  # compared by value (an error when not the same), plus its call's findings
+        differs = [_Finding(Grade.ERROR, MSG_ARGUMENT)] if _argument_differs(rows, row) else []
+        return _grade([*differs, *(calls or ())])
+    if checksums:
+        return _grade(_checksum_findings(rows, row) if status is PairStatus.COMPARED
+                      else [_Finding(Grade.ERROR, MSG_NOT_COMPARABLE)])
+    if calls is None:
+        return _grade([*_special_value_findings(rows, row), *_dtype_findings(rows, row)])
+    errors = [f for f in calls if f.grade is Grade.ERROR]
+    warnings = [f for f in calls if f.grade is not Grade.ERROR]
+    return _grade([*_special_value_findings(rows, row), *errors, *_dtype_findings(rows, row), *warnings])
 
 
-def row_grades(rows: Sequence[MetricRow], *, mode: GradeMode) -> list[RowGrade]:
-    """The grade of each row (same order), by the rules of ``mode`` (module doc); rows unchanged."""
-    groups, keys, places = _groups(rows)
-    checksums = mode is GradeMode.STATISTICS and _is_checksum_run(rows)
-    call_found: dict[int, list[_Finding]] = {}
-    if not checksums:
-        for key, group in groups.items():
-            if _has_call_rules(key, group):
-                call_found.update(_call_findings(rows, group, mode))
-    grades = []
-    for i, row in enumerate(rows):
-        key = keys[i]
-        if key is not None and not _judged(groups[key], places[i]):
-            grades.append(_PASSED)
-            continue
-        if row.expected_gap or row.status is PairStatus.MISSING_RIGHT or row.status is PairStatus.MISSING_LEFT:
-            grades.append(_grade(_missing_findings(row)))  # type: ignore[arg-type]
-            continue
-        if row.kind is RowKind.ARGUMENT:  # compared by value (an error when not the same), plus its call's findings
-            differs = [_Finding(Grade.ERROR, MSG_ARGUMENT)] if row.metrics.get(ARGUMENT_METRIC) else []
-            grades.append(_grade([*differs, *call_found.get(i, ())]))
-            continue
-        if checksums:
-            grades.append(_grade(_checksum_findings(row) if row.status is PairStatus.COMPARED
-                                 else [_Finding(Grade.ERROR, MSG_NOT_COMPARABLE)]))
-            continue
-        calls = call_found.get(i)
-        if calls is None:
-            grades.append(_grade([*_special_value_findings(row), *_dtype_findings(row)]))
-            continue
-        errors = [f for f in calls if f.grade is Grade.ERROR]
-        warnings = [f for f in calls if f.grade is not Grade.ERROR]
-        grades.append(_grade([*_special_value_findings(row), *errors, *_dtype_findings(row), *warnings]))
+def _candidates(rows: _Rows, checksums: bool) -> np.ndarray:
+    """Whether each row may have a finding of a row rule; every other row passes (an expected
+    gap passes too). A superset, :func:`_row_grade` decides: a status other than COMPARED, an
+    ``ArgumentDiff`` set and not 0 (an argument row that differs), both data types different
+    (known or not, fused or not), both side counts known, and in a checksum run a
+    ``ChecksumDiff`` that is not 0 (NaN: absent)."""
+    columns = rows.columns
+    count = len(columns)
+    flags = np.fromiter(map(is_not, columns.status, repeat(PairStatus.COMPARED)), dtype=bool, count=count)
+    values, present = columns.metric(ARGUMENT_METRIC)
+    flags |= present & (values != 0.0)
+    flags |= np.fromiter(map(ne, columns.left_dtype, columns.right_dtype), dtype=bool, count=count)
+    counted = np.fromiter(map(is_not, columns.left_counts, repeat(None)), dtype=bool, count=count)
+    if counted.any():  # (a statistics table's rows have no counts)
+        flags |= counted & np.fromiter(map(is_not, columns.right_counts, repeat(None)), dtype=bool, count=count)
+    if checksums:
+        flags |= columns.metric(CHECKSUM_KEY)[0] != 0.0
+    return flags
+
+
+def row_grades(rows: Sequence[MetricRow] | RowColumns, *, mode: GradeMode) -> list[RowGrade]:
+    """The grade of each row (same order), by the rules of ``mode`` (module doc); rows unchanged.
+
+    Read as columns (:class:`~compare.stats_table.RowColumns`: a statistics table's own lists, or
+    each field read once from records): the call rules over every group at once
+    (:func:`_call_findings`), the row rules' candidates as masks (:func:`_candidates`); only the
+    rows with a possible finding are graded one by one, every other row shares the grade of a
+    pass. No record is built."""
+    columns = rows if isinstance(rows, RowColumns) else RowColumns(rows)
+    count = len(columns)
+    if not count:
+        return []
+    read = _Rows(columns, mode)
+    checksums = mode is GradeMode.STATISTICS and bool(columns.metric(CHECKSUM_KEY)[1].any())
+    call_found = {} if checksums else _call_findings(read, mode)
+    flags = _candidates(read, checksums)
+    if call_found:
+        flags[np.fromiter(call_found, dtype=np.int64, count=len(call_found))] = True
+    grades = [_PASSED] * count
+    for row in np.flatnonzero(flags).tolist():
+        grades[row] = _row_grade(read, row, call_found.get(row), checksums)
     return grades
 
 
@@ -395,4 +444,4 @@ def grade_rows(rows: Sequence[MetricRow], *, mode: GradeMode) -> None:
         row.grade = grade
 
 
-__all__ = ["GradeMode", "GroupKey", "TensorPlace", "api_name", "grade_rows", "row_grades", "tensor_place"]
+__all__ = ["GradeMode", "TensorPlace", "api_name", "grade_rows", "row_grades", "tensor_place"]

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from ..diverge.records import Localisation, OpVerdict, TensorCheck, Verdict
 from ..records import MetricRow, count_by_status
+from ..stats_table import RowColumns
 from .html_operators import is_statistics
 from .html_text import COSINE, RELATIVE, badge, esc, metric_text, number
 from .stats import CHECKSUM_METRIC
@@ -26,7 +27,7 @@ def verdict_counts(localisation: Localisation) -> dict[Verdict, int]:
 
 
 def _counts_table(rows: Sequence[MetricRow], localisation: Localisation | None) -> str:
-    status = "".join(f"<tr><th>{esc(name)}<td>{count}" for name, count in count_by_status(rows).items())
+    status = "".join(f"<tr><th>{esc(name)}<td>{count}" for name, count in count_by_status(RowColumns(rows).status).items())
     parts = [f'<table class="kv"><caption>Rows by status</caption>{status}<tr><th>total<td>{len(rows)}</table>']
     if localisation is not None:
         verdicts = "".join(f"<tr><th>{badge(v)}<td>{n}" for v, n in verdict_counts(localisation).items())

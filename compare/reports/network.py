@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..errors import OptionError
 from ..records import MetricRow, count_by_status
+from ..stats_table import RowColumns
 from .cells import (
     DEFAULT_FLOAT_FORMAT,
     MSPROBE_COLUMNS,
@@ -320,7 +321,7 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
     if table_format is TableFormat.XLSX:  # the CSV table as a workbook; without a gate (compare.runs.outputs has it)
         table = render_csv(rows, metrics, layout, float_format=float_format, verdicts=verdicts, overflow=overflow,
                            **address)
-        return write_workbook(path, table, row_marks(rows, None), summary_items(counts=count_by_status(rows)),
+        return write_workbook(path, table, row_marks(rows, None), summary_items(counts=count_by_status(RowColumns(rows).status)),
                               rule=mark_rule(rows, None))
     render = render_txt if table_format is TableFormat.TXT else render_csv
     return atomic_write_text(Path(path), render(rows, metrics, layout, float_format=float_format, verdicts=verdicts,

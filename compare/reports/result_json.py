@@ -33,6 +33,7 @@ from convert.jsonsafe import MAX_DEPTH, deeper_than, load_json, too_deep
 
 from ..errors import DumpFormatError
 from ..records import Bound, CheckFailure, MetricRow, PartReport, PartStatus, SkippedFile, Verdict, count_by_status
+from ..stats_table import RowColumns
 from .files import atomic_write_bytes
 
 SCHEMA_ID = "vcompare-result"
@@ -117,7 +118,7 @@ def verdict_document(verdict: Verdict | None) -> dict[str, Any] | None:
 
 def status_counts(rows: Sequence[MetricRow]) -> dict[str, int]:
     """Rows per :class:`PairStatus` value (every status present, zeros included) and ``total``."""
-    return {**count_by_status(rows), "total": len(rows)}
+    return {**count_by_status(RowColumns(rows).status), "total": len(rows)}
 
 
 def _plain(value: object) -> Any:

@@ -20,6 +20,8 @@ import io
 import os
 import time
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import is_not
 from pathlib import Path
 
 from ..records import RowGrade
@@ -175,15 +177,19 @@ def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | N
     from the result's table (:class:`compare.stats_table.StatsTable`)."""
     table = result.table
     rows = len(table)
-    columns = {"with_selection": any(r is not None for r in table.rank) or any(i is not None for i in table.iteration),
-               "with_graph": any(g is not None for g in table.graph),
-               "with_grade": any(g is not None for g in table.grade),
-               "with_msprobe": any(m is not None for m in table.msprobe)}
+    columns = {"with_selection": _any_set(table.rank) or _any_set(table.iteration),
+               "with_graph": _any_set(table.graph), "with_grade": _any_set(table.grade),
+               "with_msprobe": _any_set(table.msprobe)}
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(header(table.stats, **columns, with_verdict=verdicts is not None))
     for start in batches(rows):
         buf.write(csv_lines(_batch_columns(table, start, min(start + BATCH_ROWS, rows), columns, verdicts), "\n"))
     return buf.getvalue()
+
+
+def _any_set(values: list[object]) -> bool:
+    """Whether any entry of a column is not None (C-level passes, no comparison method called)."""
+    return any(map(is_not, values, repeat(None)))
 
 
 def stats_output_path(output: str | os.PathLike[str] | None, *, now: time.struct_time | None = None) -> Path:

@@ -22,9 +22,9 @@ from ..loaders.parts import (
     selected_part,
 )
 from ..loaders.selection import Candidate, Selection, parse_spec
-from ..records import MetricRow, PartNote, PartReport, PartStatus, RowKind, Run, SkippedFile, part_name
-from ..stats import StatsRow, ordered_stats, stats_row
-from ..stats_table import StatsResult
+from ..records import MetricRow, PartNote, PartReport, PartStatus, Run, SkippedFile, part_name
+from ..stats import ordered_stats
+from ..stats_table import StatsResult, StatsTable
 from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
 from .network import NetworkResult, SameDataError, compare_loaded, report_runs
 
@@ -282,8 +282,8 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     (:func:`compare.verdict.gates.evaluate`). The parts only the right side has are missing parts too,
     after the left ones (:func:`right_only_outcomes`)."""
     rows: list[MetricRow] = []
-    # each part's rows and its statistics rows (None: a part without them), for the statistics table
-    segments: list[tuple[Sequence[MetricRow], Sequence[StatsRow] | None]] = []
+    # each part's rows: its table (a statistics part) or its records, for the statistics table
+    segments: list[StatsTable | Sequence[MetricRow]] = []
     stat_names: list[str] = []
     notes = list(plan.notes)
     parts: list[tuple[int | None, int | None]] = []
@@ -305,14 +305,15 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
             notes.append(missed)
             part_notes.append(PartNote.of(report.name, missed))
             rows.extend(outcome.rows)
-            segments.append((outcome.rows, None))
+            segments.append(outcome.rows)
             continue
         run_notes, run_skipped = report_runs(part.left, part.right, outcome.prefix, reported)
-        part_rows = list(part.rows)
-        rows.extend(part_rows)
-        segments.append((part_rows, part.stats.rows if part.stats is not None else None))
         if part.stats is not None:
+            segments.append(part.stats.table)
             stat_names.extend(n for n in part.stats.stats if n not in stat_names)
+        else:
+            rows.extend(part.rows)
+            segments.append(part.rows)
         notes.extend(run_notes + part.notes)
         part_notes.extend(PartNote.of(report.name, note) for note in run_notes + part.notes)
         skipped.extend(run_skipped + part.skipped)
@@ -324,11 +325,10 @@ def merge_parts(plan: EachPlan, metrics: list[str], outcomes: Iterable[PartOutco
     if last is None:
         raise PairingError("no rank / iteration could be compared: " + "; ".join(notes[-10:]))
     stats = None
-    if any(recorded is not None for _, recorded in segments):
-        # the statistics table holds every row too, a missing part's included, in row order
-        stats_rows = [srow for part_rows, recorded in segments
-                      for srow in (recorded if recorded is not None else map(stats_row, part_rows))]
-        stats = StatsResult.of_rows(stats_rows, ordered_stats(stat_names), rows)
+    if any(isinstance(segment, StatsTable) for segment in segments):
+        # one statistics table of every part's rows, a missing part's included (kept as records), in row order
+        stats = StatsResult(StatsTable.concat(segments, ordered_stats(stat_names)))
+        rows = stats.metric_rows()  # type: ignore[assignment]  # the table's rows
         metrics = stats.metrics
     if plan.by_graph:
         headline = (f"compared {len(parts)} (rank, graph, iteration) part(s) {where}: "

@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..loaders.msprobe_graph import user_frame
+from ..stats_table import RowColumns
 from ..records import (
     ARGUMENT_DIFFERS,
     ARGUMENT_METRIC,
@@ -121,7 +123,20 @@ def _diff(a: Argument, b: Argument) -> float | None:
         return math.inf if a.value > b.value else -math.inf  # type: ignore[operator]
 
 
-def _row(base: MetricRow, op_name: str, left: Argument | None, right: Argument | None, stack: tuple[str, ...],
+class CallBase(NamedTuple):
+    """What an argument row takes from the first row of its call (:func:`argument_order`)."""
+
+    index: int
+    op_type: str | None
+    left_op: str
+    right_op: str
+    op_sequence: int | None
+    rank: int | None
+    iteration: int | None
+    graph: int | None
+
+
+def _row(base: CallBase, op_name: str, left: Argument | None, right: Argument | None, stack: tuple[str, ...],
          undefined: frozenset[str]) -> MetricRow:
     """One argument row (module doc); ``base`` gives the call's index, names, op type and place."""
     some = left if left is not None else right
@@ -163,7 +178,7 @@ def _place(pair: Pair) -> tuple[int, int]:
     return (_KIND_ORDER[ref.kind], ref.index)
 
 
-def _call_arguments(left: OpDump | None, right: OpDump | None, base: MetricRow, stack: tuple[str, ...],
+def _call_arguments(left: OpDump | None, right: OpDump | None, base: CallBase, stack: tuple[str, ...],
                     undefined: frozenset[str]) -> list[tuple[tuple[int, int], MetricRow]]:
     """The argument rows of one call pair, with their places."""
     lefts = {(a.kind, a.index): a for a in left.arguments} if left is not None else {}
@@ -181,17 +196,17 @@ def with_arguments(rows: list[MetricRow], pairs: Sequence[Pair], left: Run, righ
     """``rows`` (``rows[i]`` the row of ``pairs[i]``; rows after them, without a pair, are kept at
     the end) with the argument rows of each call inserted among its rows in item order
     (:func:`argument_order`)."""
-    order = argument_order(rows, pairs, left, right, metrics)
+    order = argument_order(RowColumns(rows), pairs, left, right, metrics)
     if order is None:
         return rows
     return [rows[item] if type(item) is int else item for item in order]  # type: ignore[misc]
 
 
-def argument_order(rows: Sequence[MetricRow], pairs: Sequence[Pair], left: Run, right: Run,
+def argument_order(rows: RowColumns, pairs: Sequence[Pair], left: Run, right: Run,
                    metrics: Sequence[str]) -> list[int | MetricRow] | None:
-    """The rows of :func:`with_arguments`, in order: the position of a row of ``rows`` or a new
-    argument row (module doc); None when there is no argument to add. Each call pair's arguments
-    are added once, at its first group of rows; only the first row of a group is read."""
+    """The rows of :func:`with_arguments`, in order: the position of a row of ``rows`` (their
+    columns: a table's, or records') or a new argument row (module doc); None when there is no
+    argument to add. Each call pair's arguments are added once, at its first group of rows."""
     if left.family is not DumpLayout.MSPROBE or right.family is not DumpLayout.MSPROBE:
         return None  # a golden / MindSpore side records no arguments: nothing to compare them with
     if not any(op.arguments for run in (left, right) for op in run.ops.values()):
@@ -210,7 +225,8 @@ def argument_order(rows: Sequence[MetricRow], pairs: Sequence[Pair], left: Run, 
         rop = right.ops.get(pair.right_op) if pair.right_op != _NO_COUNTERPART else None
         extra = []
         if (lop is not None and lop.arguments) or (rop is not None and rop.arguments):
-            base = rows[i]
+            base = CallBase(rows.index[i], rows.op_type[i], rows.left_op[i], rows.right_op[i], rows.op_sequence[i],
+                            rows.rank[i], rows.iteration[i], rows.graph[i])
             key = (pair.left_op, pair.right_op, base.rank, base.iteration, base.graph)
             if key not in done:
                 done.add(key)

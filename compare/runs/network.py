@@ -29,7 +29,7 @@ from ..records import (
 )
 from .msprobe_rows import annotate, argument_order, msprobe_cells, msprobe_sides, with_arguments
 from ..stats import mismatch_reason, recorded_statistics, shape_note, statistics_metrics
-from ..stats_table import compare_stats
+from ..stats_table import RowColumns, compare_stats
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pairing.rule_records import FusionRule
@@ -84,7 +84,7 @@ class NetworkResult:
 
     def summary(self) -> dict[str, int]:
         """Row counts per status: compared / not comparable / missing on left / missing on right."""
-        return count_by_status(self.rows)
+        return count_by_status(RowColumns(self.rows).status)
 
     @property
     def has_npy(self) -> tuple[bool, bool]:
@@ -179,12 +179,12 @@ def _compare_statistics(left_run: Run, right_run: Run, scenario: Scenario | None
                  "data, so every pair is compared by its statistics (computed from the data where a side has it)")
     if msprobe_sides(left_run, right_run):
         stats.table.msprobe = list(msprobe_cells(pairing.pairs, left_run, right_run))
-        order = argument_order(stats.metric_rows(), pairing.pairs, left_run, right_run, stats.metrics)
+        order = argument_order(RowColumns(stats.metric_rows()), pairing.pairs, left_run, right_run, stats.metrics)
         if order is not None:
             stats.table = stats.table.arranged(order)
     rows = stats.metric_rows()
     if graded:
-        stats.table.set_grades(row_grades(list(rows), mode=GradeMode.STATISTICS))
+        stats.table.set_grades(row_grades(rows, mode=GradeMode.STATISTICS))
     return NetworkResult(rows=rows, metrics=stats.metrics, left=left_run, right=right_run, pairing=pairing, notes=notes,
                          scenario=scenario, stats=stats, same_data=same, rule=rule, part_lefts=[left_run],
                          skipped=skipped)
