@@ -138,15 +138,17 @@ def built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield rows
 
 
-def test_a_statistics_run_builds_the_records_of_reported_rows_only(tmp_path: Path, built: list[int]) -> None:
-    """The localisation of a statistics run (its msprobe graph) builds the record of no row but
-    the first divergence's failing checks (rows whose metrics may be undefined for their data
-    included: their bounds are found once for all such rows); it is the localisation of the same
-    rows as records."""
-    left = write_msprobe_dump(tmp_path / "noisy", task="statistics", noise=1e-2, seed=1).root
-    right = write_msprobe_dump(tmp_path / "base", task="statistics").root
-    network = compare_network(left, right).network
-    assert network is not None and isinstance(network.rows, MetricRows)
+@pytest.mark.parametrize("ranks", [(0,), (0, 1)])
+def test_a_statistics_run_builds_the_records_of_reported_rows_only(tmp_path: Path, built: list[int],
+                                                                   ranks: tuple[int, ...]) -> None:
+    """The localisation of a statistics run (its msprobe graph; two ranks: two parts of one table)
+    builds the record of no row but the first divergence's failing checks (rows whose metrics may
+    be undefined for their data included: their bounds are found once for all such rows); it is
+    the localisation of the same rows as records."""
+    left = write_msprobe_dump(tmp_path / "noisy", task="statistics", ranks=ranks, noise=1e-2, seed=1).root
+    right = write_msprobe_dump(tmp_path / "base", task="statistics", ranks=ranks).root
+    network = compare_network(left, right, rank="all" if len(ranks) > 1 else None).network
+    assert network is not None and isinstance(network.rows, MetricRows) and len(network.parts) == (len(ranks) > 1) * 2
     table = network.rows.table
     built.clear()
     localisation = localise_network(network)
