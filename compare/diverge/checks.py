@@ -179,8 +179,8 @@ class PartRows:
     (``at``, in row order; None: every row). A part's row ``r`` is the run's row ``at[r]``.
 
     Every reader of many rows reads these columns (the table's own lists for a statistics run,
-    one ``map`` a field over records otherwise, each read once then kept); a record is built only
-    for a row reported one by one (:meth:`record`: a failing check)."""
+    one ``map`` a field over records otherwise, each read once then kept); no row's record is
+    built (a reported check reads a record of the fields it needs: :meth:`checked_row`)."""
 
     def __init__(self, columns: RowColumns, at: np.ndarray | None = None) -> None:
         self.columns = columns
@@ -246,10 +246,6 @@ class PartRows:
         """Read metrics ``names`` of the run at once (:meth:`compare.stats_table.RowColumns.load`)."""
         self.columns.load(names)
 
-    def record(self, r: int) -> MetricRow:
-        """The record of the part's row ``r`` (built for a table's row: for reported rows only)."""
-        return self.columns.rows[self.run_row(r)]
-
     def bounds_row(self, r: int) -> MetricRow:
         """A record of the fields of row ``r`` that its bounds depend on (those
         :class:`~compare.verdict.policy.BoundResolver` reads: :func:`~compare.verdict.policy.field_key`
@@ -259,6 +255,20 @@ class PartRows:
         return MetricRow(index=c.index[i], op_type=c.op_type[i], left_op=c.left_op[i], right_op=c.right_op[i],
                          tensor_id=c.tensor_id[i], left_dtype=c.left_dtype[i], right_dtype=c.right_dtype[i],
                          rank=c.rank[i], iteration=c.iteration[i], graph=c.graph[i], kind=c.kind[i])
+
+    def checked_row(self, r: int, bounds: Sequence[Bound]) -> MetricRow:
+        """A record of what :func:`~compare.verdict.gates.violations` reads of row ``r`` against
+        ``bounds``: :meth:`bounds_row`'s fields, the shape and undefined metrics, and the metrics of
+        ``bounds`` the row has (from the metric columns: the record's own values), for a reported
+        check without building the row's record."""
+        row = self.bounds_row(r)
+        i = self.run_row(r)
+        row.shape, row.undefined = self.columns.shape[i], self.columns.undefined[i]
+        for bound in bounds:
+            values, present = self.columns.metric(bound.metric)
+            if present[i]:
+                row.metrics[bound.metric] = float(values[i])
+        return row
 
 
 def compared(part: PartRows) -> np.ndarray:

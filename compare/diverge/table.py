@@ -358,13 +358,13 @@ def _check(part: PartVerdicts, r: int, producer: InputEdge | None, own: bool) ->
     if passed == NOT_COMPARED:
         return TensorCheck(tensor_id=tensor_id, passed=None, nan=nan, inf=inf, saturated=saturated, producer=producer)
     broken: list[tuple[Bound, float]] = []
-    if passed == FAILS:  # the record of a failing row only (the bounds it broke)
-        row = rows.record(r)
-        broken = violations(row, part.bounds.of(row))
+    if passed == FAILS:  # the bounds a failing row broke
+        bounds = part.bounds.of(rows.bounds_row(r))
+        broken = violations(rows.checked_row(r, bounds), bounds)
     if (not broken and own and producer is not None and producer.role in SOURCE_ROLES and lists.builtin is not None
             and lists.builtin[r] == FAILS):
-        row = rows.record(r)
-        broken = violations(row, part.bounds.builtin(row))
+        bounds = part.bounds.builtin(rows.bounds_row(r))
+        broken = violations(rows.checked_row(r, bounds), bounds)
     failed = tuple([(bound.metric, value) for bound, value in broken]) if broken else ()
     return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r] if lists.has_error[r] else None,
                        failed=failed, nan=nan, inf=inf, saturated=saturated, producer=producer)
