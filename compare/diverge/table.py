@@ -5,7 +5,10 @@ The rules are :mod:`compare.diverge.verdicts`'s (module doc there); here they ru
 1. **Slots.** Each row's ``op:kind:index`` tensor id names a slot (the operator is the row's
    ``LeftOp`` unless that is empty or ``*``); the first row of a slot is its row; slots of
    operators the graph does not have are left out. The slots are sorted by (graph position,
-   inputs before outputs, index): each operator's outputs and inputs in index order.
+   outputs before inputs, index): each operator's outputs and inputs in index order. Slots,
+   edges and input entries are flat arrays keyed by (operator, rank of the index): one
+   ``np.unique`` for the first row of each slot and for the last edge of each index,
+   ``np.searchsorted`` to find an input's edge or a producer's output slot.
 2. **Checks** per row on columns (:func:`compare.diverge.checks.row_checks`).
 3. **Inputs** of each judged operator: its own input rows, each with the graph's edge of that
    index (the last edge of an index counts), then for each edge without a row of its own, in
@@ -22,7 +25,9 @@ The rules are :mod:`compare.diverge.verdicts`'s (module doc there); here they ru
 Records (:class:`~compare.diverge.records.OpVerdict`, :class:`~compare.diverge.records.TensorCheck`)
 are built only when asked for, one operator at a time, and kept: the first divergence, a chain,
 ``--explain``; the whole list when the API, the HTML report, ``--verdicts`` or the JSON block
-iterates it. Counts and labels come from the columns.
+iterates it; a failing check's record lists the bounds its row broke from a record of the
+fields :func:`compare.verdict.gates.violations` reads (no row's record is built). Counts and
+labels come from the columns.
 """
 
 from __future__ import annotations
