@@ -2,16 +2,19 @@
 
 The bounds of a row (:class:`Bounds`) and what a check means are :mod:`compare.diverge.verdicts`'s
 (module doc there: the gate policy's bounds, else the built-in data-type bounds; the error of a
-tensor and of a statistics row). Here each rule is applied to every row at once:
+tensor and of a statistics row). Here each rule is applied to every row at once, on the columns
+of the rows (:class:`PartRows`: a statistics table's own lists, one ``map`` a field over records),
+building no row's record:
 
 - **passes**: a compared row passes when no bound of its own is broken, i.e. when
   :func:`compare.verdict.gates.violations` is empty: a bound breaks when its metric was computed
   and is NaN or fails the comparison. The rows are grouped by their bound tuple (one resolution
-  per data-type pair and row kind when the policy has no rules, else one per row) and each bound
-  is one numpy comparison over its metric's column. Rows for which a metric can be undefined for
-  the data (an argument row, an empty tensor, bool against bool, a statistic recorded as null:
-  ``violations``'s ``_defined`` / ``MetricRow.undefined``) are few and are checked one by one by
-  ``violations`` itself, so the edge-case policy lives in one place.
+  per class of rows -- kind and data types, :class:`RowClasses` -- when the policy has no rules,
+  else one per row, from a record of the fields bounds depend on) and each bound is one numpy
+  comparison over its metric's column. For rows whose metrics can be undefined for the data (an
+  argument row, an empty tensor, bool against bool, a statistic recorded as null: ``violations``'s
+  ``_defined`` / ``MetricRow.undefined``) ``violations`` itself says which bounds it checks, asked
+  once per kind of such row (:func:`_checked`), so the edge-case policy lives in one place.
 - **error**: RelativeEuclideanDistance, else ``1 - CosineSimilarity``, else none, of a tensor row;
   :func:`compare.diverge.statistics.statistics_errors` of a statistics row; none when not compared.
 - **nonfinite**: the left side holds a NaN or an infinity (``MetricRow.left_counts``).
@@ -21,14 +24,17 @@ Rows not compared (a status other than COMPARED, or an expected gap) neither pas
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter, contains, eq, is_, is_not
+from operator import attrgetter, is_, is_not
 
 import numpy as np
 
 from ..records import Bound, MetricRow, PairStatus, RowKind
+from ..stats_table import RowColumns
 from ..verdict.gates import violations
 from ..verdict.policy import BoundResolver, Policy, coarsest_family
 from .statistics import ERROR_METRICS, is_statistics_row, statistics_errors
@@ -44,15 +50,6 @@ NOT_COMPARED, FAILS, PASSES = -1, 0, 1
 
 _NUMPY_OPS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
     ">=": np.greater_equal, "<=": np.less_equal, "==": np.equal, ">": np.greater, "<": np.less}
-_KIND = attrgetter("kind")
-_LEFT_DTYPE = attrgetter("left_dtype")
-_RIGHT_DTYPE = attrgetter("right_dtype")
-_METRICS = attrgetter("metrics")
-_STATUS = attrgetter("status")
-_GAP = attrgetter("expected_gap")
-_UNDEFINED = attrgetter("undefined")
-_SHAPE = attrgetter("shape")
-_LEFT_COUNTS = attrgetter("left_counts")
 
 
 class Bounds:
@@ -90,29 +87,26 @@ class Bounds:
         """The built-in data-type bounds as a :class:`Bounds` (this one when it has no policy of its own)."""
         return self._builtin if self._builtin is not None else self
 
-    def groups(self, rows: Sequence[MetricRow]) -> list[tuple[tuple[Bound, ...], list[int]]]:
-        """The positions of ``rows`` grouped by their bounds (:meth:`of`), each group in row order;
-        the bounds are resolved in row order (the first row of each data-type pair)."""
+    def groups(self, part: PartRows, where: np.ndarray) -> list[tuple[tuple[Bound, ...], np.ndarray]]:
+        """The places ``k`` of ``where`` (rows of ``part``) grouped by the bounds of row
+        ``where[k]`` (:meth:`of`), each group in order; the bounds are resolved in order (the
+        first row of each data-type pair), from the row's fields (:meth:`PartRows.bounds_row`).
+        Without rules, one bound resolution a class of rows (:attr:`PartRows.classes`)."""
         if self._by_dtypes is None:
             by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
-            for i, row in enumerate(rows):
-                bounds = self.of(row)
-                by_bounds.setdefault(id(bounds), (bounds, []))[1].append(i)
-            return list(by_bounds.values())
-        keys = list(zip(map(_KIND, rows), map(_LEFT_DTYPE, rows), map(_RIGHT_DTYPE, rows)))
-        last = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # key -> its first position
-        first = dict(sorted(last.items(), key=lambda item: item[1]))  # in order of first appearance (:meth:`of`)
-        if len(first) == 1:
-            return [(self.of(rows[0]), list(range(len(rows))))] if rows else []
-        positions: dict[tuple[RowKind, str | None, str | None], list[int]] = {key: [] for key in first}
-        for i, key in enumerate(keys):
-            positions[key].append(i)
-        out: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
-        for key, where in positions.items():
-            bounds = self.of(rows[first[key]])
-            group = out.setdefault(id(bounds), (bounds, []))
-            group[1].extend(where)
-        return [(bounds, sorted(where)) for bounds, where in out.values()]
+            for k, r in enumerate(where.tolist()):
+                bounds = self.of(part.bounds_row(r))
+                by_bounds.setdefault(id(bounds), (bounds, []))[1].append(k)
+            return [(bounds, np.asarray(at, dtype=np.intp)) for bounds, at in by_bounds.values()]
+        if not len(where):
+            return []
+        classes = part.classes.code[where]
+        distinct, first = np.unique(classes, return_index=True)
+        out: dict[int, tuple[tuple[Bound, ...], list[np.ndarray]]] = {}
+        for k in np.argsort(first, kind="stable").tolist():  # in order of first appearance (:meth:`of`)
+            bounds = self.of(part.bounds_row(int(where[first[k]])))
+            out.setdefault(id(bounds), (bounds, []))[1].append(np.flatnonzero(classes == distinct[k]))
+        return [(bounds, at[0] if len(at) == 1 else np.sort(np.concatenate(at))) for bounds, at in out.values()]
 
     def _resolve(self, row: MetricRow) -> tuple[Bound, ...]:
         bounds = self._resolver.bounds(row)  # the built-in layer follows the row kind (compare.verdict.policy)
@@ -152,90 +146,222 @@ class RowChecks:
     nonfinite: np.ndarray
 
 
-class _Columns:
-    """The rows' fields as columns (C-level ``map`` passes over the records; the metrics a part
-    needs in one pass over the rows' metric dicts, :meth:`load`)."""
+@dataclass(frozen=True)
+class RowClasses:
+    """The rows of a part by class, a class being a (kind, left data type, right data type):
+    ``code[r]`` is row ``r``'s class (0, 1 ... in order of first appearance), ``first[c]`` the
+    first row of class ``c``. What depends on these fields only (bounds without rules, whether a
+    row is a statistics row, whether its metrics may be undefined) is found once a class."""
 
-    def __init__(self, rows: Sequence[MetricRow]) -> None:
-        self.rows = rows
-        self.metrics = list(map(_METRICS, rows))
-        self.kinds = list(map(_KIND, rows))
-        self.left_dtypes = list(map(_LEFT_DTYPE, rows))
-        self.right_dtypes = list(map(_RIGHT_DTYPE, rows))
-        self._metric: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    code: np.ndarray
+    first: list[int]
 
-    def load(self, names: Sequence[str]) -> None:
-        """Read metrics ``names`` of every row in one pass (each: float64, NaN where not computed,
-        and whether it was computed: numpy reads None as NaN, a NaN value is computed)."""
-        names = [name for name in dict.fromkeys(names) if name not in self._metric]
-        if not names:
-            return
-        n = len(self.rows)
-        values = [tuple(map(metrics.get, names)) for metrics in self.metrics] if n else []
-        columns = list(zip(*values)) if n else [() for _ in names]
-        for name, column in zip(names, columns):
-            values = np.array(column, dtype=np.float64)
-            present = ~np.isnan(values)
-            absent = np.flatnonzero(~present)  # NaN: a computed NaN, or None (not computed)
-            present[absent] = np.fromiter(map(is_not, map(column.__getitem__, absent.tolist()), repeat(None)),
-                                          dtype=bool, count=len(absent))
-            self._metric[name] = (values, present)
+    def per_row(self, per_class: Sequence[bool]) -> np.ndarray:
+        """A value a class as a value a row."""
+        return np.asarray(per_class, dtype=bool)[self.code]
 
-    def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Metric ``name`` of every row (:meth:`load`)."""
-        self.load((name,))
-        return self._metric[name]
 
-    def compared(self) -> np.ndarray:
-        """Whether each row was compared: status COMPARED and no expected gap."""
-        n = len(self.rows)
-        status = np.fromiter(map(is_, map(_STATUS, self.rows), repeat(PairStatus.COMPARED)), dtype=bool, count=n)
-        gap = np.fromiter(map(bool, map(_GAP, self.rows)), dtype=bool, count=n)
-        return status & ~gap
+def _part_field(name: str) -> Callable[[PartRows], list]:
+    """A :class:`PartRows` field: the part's entries of the run's column ``name`` (read once, then kept)."""
+    read = attrgetter(name)
 
-    def exceptional(self) -> np.ndarray:
-        """Whether a metric may be undefined for each row's data (module doc): ``violations`` checks those."""
-        rows, n = self.rows, len(self.rows)
-        undefined = np.fromiter(map(bool, map(_UNDEFINED, rows)), dtype=bool, count=n)
-        argument = np.fromiter(map(is_, self.kinds, repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
-        empty = np.fromiter(map(contains, [shape or () for shape in map(_SHAPE, rows)], repeat(0)), dtype=bool, count=n)
-        left_bool = np.fromiter(map(eq, self.left_dtypes, repeat("bool")), dtype=bool, count=n)
-        right_bool = np.fromiter(map(eq, self.right_dtypes, repeat("bool")), dtype=bool, count=n)
-        return undefined | argument | empty | (left_bool & right_bool)
+    def column(self: PartRows) -> list:
+        return self.part_of(read(self.columns))
 
-    def statistics(self) -> np.ndarray:
-        return np.fromiter(map(is_, self.kinds, repeat(RowKind.STATISTICS)), dtype=bool, count=len(self.rows))
+    column.__name__ = name
+    column.__doc__ = f"``{name}`` of the part's rows."
+    return column
 
-    def nonfinite(self) -> np.ndarray:
-        """Whether each row's left side holds NaN or infinite elements (``left_counts``; False when not counted)."""
-        out = np.zeros(len(self.rows), dtype=bool)
-        hits = [i for i, c in enumerate(map(_LEFT_COUNTS, self.rows)) if c is not None and (c.nan or c.inf)]
-        out[hits] = True
+
+class PartRows:
+    """The rows of one part of a run (a ``(rank, iteration, graph)`` key, or the whole run) as
+    columns: the run's :class:`~compare.stats_table.RowColumns` and the part's positions in them
+    (``at``, in row order; None: every row). A part's row ``r`` is the run's row ``at[r]``.
+
+    Every reader of many rows reads these columns (the table's own lists for a statistics run,
+    one ``map`` a field over records otherwise, each read once then kept); no row's record is
+    built (a reported check reads a record of the fields it needs: :meth:`checked_row`)."""
+
+    def __init__(self, columns: RowColumns, at: np.ndarray | None = None) -> None:
+        self.columns = columns
+        self.at = at
+        self._at_list: list[int] | None = at.tolist() if at is not None else None
+        self._metrics: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self.columns) if self.at is None else len(self.at)
+
+    def run_row(self, r: int) -> int:
+        """The run's position of the part's row ``r``."""
+        return r if self._at_list is None else self._at_list[r]
+
+    def part_of(self, column: list) -> list:
+        """The part's entries of a run's column (the column itself for a whole run)."""
+        return column if self._at_list is None else list(map(column.__getitem__, self._at_list))
+
+    status = functools.cached_property(_part_field("status"))
+    expected_gap = functools.cached_property(_part_field("expected_gap"))
+    undefined = functools.cached_property(_part_field("undefined"))
+    kind = functools.cached_property(_part_field("kind"))
+    shape = functools.cached_property(_part_field("shape"))
+    left_dtype = functools.cached_property(_part_field("left_dtype"))
+    right_dtype = functools.cached_property(_part_field("right_dtype"))
+    left_counts = functools.cached_property(_part_field("left_counts"))
+    tensor_id = functools.cached_property(_part_field("tensor_id"))
+    left_op = functools.cached_property(_part_field("left_op"))
+    op_type = functools.cached_property(_part_field("op_type"))
+
+    @functools.cached_property
+    def classes(self) -> RowClasses:
+        """The rows by (kind, left data type, right data type) (:class:`RowClasses`): each field
+        coded by its distinct values (a kind by identity: an enum member hashes in Python), the
+        three codes combined, then numbered in order of first appearance."""
+        n = len(self)
+        combined = np.zeros(n, dtype=np.int64)  # < len(RowKind) * n * n: no overflow below 10^9 rows
+        for column in (list(map(id, self.kind)), self.left_dtype, self.right_dtype):
+            number = {value: code for code, value in enumerate(dict.fromkeys(column))}
+            combined = combined * len(number) + np.fromiter(map(number.__getitem__, column), dtype=np.int64, count=n)
+        _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # the classes in order of first appearance
+        rank = np.empty(len(order), dtype=np.intp)
+        rank[order] = np.arange(len(order))
+        return RowClasses(code=rank[inverse.reshape(-1)], first=first[order].tolist())
+
+    @functools.cached_property
+    def empty(self) -> np.ndarray:
+        """Whether each row's shape has a zero dimension (no element)."""
+        out = np.zeros(len(self), dtype=bool)
+        out[[i for i, shape in enumerate(self.shape) if shape and 0 in shape]] = True
         return out
 
+    def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Metric ``name`` of the part's rows (:meth:`compare.stats_table.RowColumns.metric`)."""
+        found = self._metrics.get(name)
+        if found is None:
+            values, present = self.columns.metric(name)
+            found = self._metrics[name] = (values, present) if self.at is None else (values[self.at], present[self.at])
+        return found
 
-_Groups = list[tuple[tuple[Bound, ...], list[int]]]
+    def load(self, names: Sequence[str]) -> None:
+        """Read metrics ``names`` of the run at once (:meth:`compare.stats_table.RowColumns.load`)."""
+        self.columns.load(names)
+
+    def bounds_row(self, r: int) -> MetricRow:
+        """A record of the fields of row ``r`` that its bounds depend on (those
+        :class:`~compare.verdict.policy.BoundResolver` reads: :func:`~compare.verdict.policy.field_key`
+        and :func:`~compare.verdict.policy.names_text`), without metrics: resolving bounds builds
+        no row's record."""
+        c, i = self.columns, self.run_row(r)
+        return MetricRow(index=c.index[i], op_type=c.op_type[i], left_op=c.left_op[i], right_op=c.right_op[i],
+                         tensor_id=c.tensor_id[i], left_dtype=c.left_dtype[i], right_dtype=c.right_dtype[i],
+                         rank=c.rank[i], iteration=c.iteration[i], graph=c.graph[i], kind=c.kind[i])
+
+    def checked_row(self, r: int, bounds: Sequence[Bound]) -> MetricRow:
+        """A record of what :func:`~compare.verdict.gates.violations` reads of row ``r`` against
+        ``bounds``: :meth:`bounds_row`'s fields, the shape and undefined metrics, and the metrics of
+        ``bounds`` the row has (from the metric columns: the record's own values), for a reported
+        check without building the row's record."""
+        row = self.bounds_row(r)
+        i = self.run_row(r)
+        row.shape, row.undefined = self.columns.shape[i], self.columns.undefined[i]
+        for bound in bounds:
+            values, present = self.columns.metric(bound.metric)
+            if present[i]:
+                row.metrics[bound.metric] = float(values[i])
+        return row
 
 
-def _passes(columns: _Columns, where: np.ndarray, groups: _Groups, exceptional: np.ndarray) -> np.ndarray:
-    """Whether each row at ``where`` (compared rows, ``groups``: their positions by bounds) breaks
-    none of its bounds (module doc)."""
-    rows = columns.rows
-    out = np.ones(len(where), dtype=bool)
-    for group_bounds, positions in groups:
-        at = np.asarray(positions, dtype=np.intp)
-        row_at = where[at]
-        ok = np.ones(len(at), dtype=bool)
-        for bound in group_bounds:
-            values, present = columns.metric(bound.metric)
-            ok &= ~present[row_at] | _NUMPY_OPS[bound.op](values[row_at], bound.value)  # NaN fails every comparison
-        out[at] = ok
-        for i in np.flatnonzero(exceptional[row_at]).tolist():
-            out[at[i]] = not violations(rows[int(row_at[i])], group_bounds)
+def compared(part: PartRows) -> np.ndarray:
+    """Whether each row of ``part`` was compared: status COMPARED and no expected gap."""
+    n = len(part)
+    status = np.fromiter(map(is_, part.status, repeat(PairStatus.COMPARED)), dtype=bool, count=n)
+    gap = np.fromiter(map(bool, part.expected_gap), dtype=bool, count=n)
+    return status & ~gap
+
+
+def exceptional(part: PartRows) -> np.ndarray:
+    """Whether a metric may be undefined for each row's data (module doc): an argument row, an
+    empty tensor, bool against bool (``violations``'s ``_defined``), a statistic recorded as null
+    (``MetricRow.undefined``)."""
+    kinds, lefts, rights = part.kind, part.left_dtype, part.right_dtype
+    classes = part.classes
+    unusual = classes.per_row([kinds[r] is RowKind.ARGUMENT or lefts[r] == rights[r] == "bool" for r in classes.first])
+    return unusual | part.empty | np.fromiter(map(bool, part.undefined), dtype=bool, count=len(part))
+
+
+def statistics(part: PartRows) -> np.ndarray:
+    """Whether each row of ``part`` is a statistics row (:func:`compare.diverge.statistics.is_statistics_row`)."""
+    classes = part.classes
+    return classes.per_row([part.kind[r] is RowKind.STATISTICS for r in classes.first])
+
+
+def nonfinite(part: PartRows) -> np.ndarray:
+    """Whether each row's left side holds NaN or infinite elements (``left_counts``; False when not counted)."""
+    counts = part.left_counts
+    counted = np.flatnonzero(np.fromiter(map(is_not, counts, repeat(None)), dtype=bool, count=len(counts))).tolist()
+    out = np.zeros(len(counts), dtype=bool)
+    out[[i for i in counted if counts[i].nan or counts[i].inf]] = True
     return out
 
 
-def _errors(columns: _Columns, where: np.ndarray, statistics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+_Groups = list[tuple[tuple[Bound, ...], np.ndarray]]
+
+
+def _passes(part: PartRows, where: np.ndarray, groups: _Groups, exceptional: np.ndarray) -> np.ndarray:
+    """Whether each row at ``where`` (compared rows, ``groups``: their positions by bounds) breaks
+    none of its bounds (module doc): each bound one comparison over its metric's column; for the
+    exceptional rows, only the bounds :func:`~compare.verdict.gates.violations` checks for such a
+    row (:func:`_checked`)."""
+    out = np.ones(len(where), dtype=bool)
+    for group_bounds, at in groups:
+        row_at = where[at]
+        unusual = np.flatnonzero(exceptional[row_at])
+        ok = np.ones(len(at), dtype=bool)
+        for bound in group_bounds:
+            ok &= _holds(part, bound, row_at)
+        if len(unusual):
+            ok[unusual] = True
+            for checked, places in _checked(part, row_at[unusual], group_bounds):
+                for bound in checked:
+                    ok[unusual[places]] &= _holds(part, bound, row_at[unusual[places]])
+        out[at] = ok
+    return out
+
+
+def _holds(part: PartRows, bound: Bound, rows: np.ndarray) -> np.ndarray:
+    """Whether ``bound`` holds for each of ``rows``: its metric not computed, or computed and not
+    NaN and within the bound (NaN fails every comparison)."""
+    values, present = part.metric(bound.metric)
+    return ~present[rows] | _NUMPY_OPS[bound.op](values[rows], bound.value)
+
+
+def _checked(part: PartRows, rows: np.ndarray, bounds: tuple[Bound, ...]
+             ) -> list[tuple[list[Bound], np.ndarray]]:
+    """The bounds :func:`~compare.verdict.gates.violations` checks for each of ``rows`` (places in
+    ``rows`` by the bounds checked). Which bounds it skips depends on the row's data (kind, data
+    types, an empty shape: its ``_defined``) and its undefined metrics only, so it is asked once
+    for each such signature, with a record of those fields whose bound metrics are all NaN (NaN
+    breaks every bound it checks): the edge-case policy stays in ``violations``."""
+    classes, empty, undefined = part.classes, part.empty, part.undefined
+    row_list = rows.tolist()
+    sets = list(map(undefined.__getitem__, row_list))
+    set_number = {value: number for number, value in enumerate(dict.fromkeys(sets))}
+    signature = ((classes.code[rows].astype(np.int64) * 2 + empty[rows]) * len(set_number)
+                 + np.fromiter(map(set_number.__getitem__, sets), dtype=np.int64, count=len(sets)))
+    _, first, inverse = np.unique(signature, return_index=True, return_inverse=True)
+    nan_metrics = dict.fromkeys((bound.metric for bound in bounds), math.nan)
+    out = []
+    for number, k in enumerate(first.tolist()):
+        r = row_list[k]
+        probe = MetricRow(index=0, op_type=None, left_op="", right_op="", tensor_id=None,
+                          left_dtype=part.left_dtype[r], right_dtype=part.right_dtype[r],
+                          shape=(0,) if empty[r] else None, metrics=dict(nan_metrics), undefined=sets[k],
+                          kind=part.kind[r])
+        out.append(([bound for bound, _ in violations(probe, bounds)], np.flatnonzero(inverse == number)))
+    return out
+
+
+def _errors(part: PartRows, where: np.ndarray, statistics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The error of each row at ``where`` (module doc; ``statistics``: whether each is a statistics row)
     and whether it has one."""
     error = np.full(len(where), np.nan)
@@ -243,54 +369,53 @@ def _errors(columns: _Columns, where: np.ndarray, statistics: np.ndarray) -> tup
     tensor_at = np.flatnonzero(~statistics)
     if len(tensor_at):
         rows_at = where[tensor_at]
-        red, has_red = (column[rows_at] for column in columns.metric("RelativeEuclideanDistance"))
-        cosine, has_cosine = (column[rows_at] for column in columns.metric("CosineSimilarity"))
+        red, has_red = (column[rows_at] for column in part.metric("RelativeEuclideanDistance"))
+        cosine, has_cosine = (column[rows_at] for column in part.metric("CosineSimilarity"))
         error[tensor_at] = np.where(has_red, red, 1.0 - cosine)
         has[tensor_at] = has_red | has_cosine
     statistics_at = np.flatnonzero(statistics)
     if len(statistics_at):
         rows_at = where[statistics_at]
-        values, present = statistics_errors([columns.metric(name) for name in ERROR_METRICS], rows_at)
+        values, present = statistics_errors([part.metric(name) for name in ERROR_METRICS], rows_at)
         error[statistics_at] = values
         has[statistics_at] = present
     return error, has
 
 
-def row_checks(rows: Sequence[MetricRow], order: Sequence[int], bounds: Bounds,
-               source_inputs: Sequence[int] = ()) -> RowChecks:
-    """The rows at ``order`` against ``bounds``, and those of ``source_inputs`` that pass them
-    against the built-in bounds too when the run has a policy of its own, with their error and
-    whether their left side holds NaN/Inf (:class:`RowChecks`; the other rows: not compared).
+def row_checks(part: PartRows, order: Sequence[int], bounds: Bounds, source_inputs: Sequence[int] = ()) -> RowChecks:
+    """The rows of ``part`` at ``order`` against ``bounds``, and those of ``source_inputs`` that
+    pass them against the built-in bounds too when the run has a policy of its own, with their
+    error and whether their left side holds NaN/Inf (:class:`RowChecks`; the other rows: not compared).
 
     ``order`` is the order the rows are judged in, and the bounds of a data-type pair are
     resolved for the first row of that pair in it (:meth:`Bounds.of` keeps them by data types and
     statistics or not: an argument row whose types equal a tensor row's gets the bounds of
     whichever of the two comes first, as a check row by row did).
     """
-    n = len(rows)
-    columns = _Columns(rows)
-    compared_mask = columns.compared()
-    compared = np.asarray([i for i in order if compared_mask[i]], dtype=np.intp)
-    chosen = [rows[i] for i in compared.tolist()]
-    groups = bounds.groups(chosen)
-    statistics = columns.statistics()[compared]
-    error_names = (("RelativeEuclideanDistance", "CosineSimilarity") if not statistics.all() else ()) + (
-        ERROR_METRICS if statistics.any() else ())
-    columns.load([b.metric for group, _ in groups for b in group] + list(error_names))
-    exceptional = columns.exceptional()
+    n = len(part)
+    compared_mask = compared(part)
+    ordered = np.asarray(order, dtype=np.intp)
+    compared_at = ordered[compared_mask[ordered]]
+    groups = bounds.groups(part, compared_at)
+    statistics_at = statistics(part)[compared_at]
+    error_names = (("RelativeEuclideanDistance", "CosineSimilarity") if not statistics_at.all() else ()) + (
+        ERROR_METRICS if statistics_at.any() else ())
+    part.load([b.metric for group, _ in groups for b in group] + list(error_names))
+    unusual = exceptional(part)
     passed = np.full(n, NOT_COMPARED, dtype=np.int8)
-    passed[compared] = np.where(_passes(columns, compared, groups, exceptional), PASSES, FAILS)
+    passed[compared_at] = np.where(_passes(part, compared_at, groups, unusual), PASSES, FAILS)
     builtin = None
     if bounds.custom:
         builtin = np.full(n, NOT_COMPARED, dtype=np.int8)
-        again = np.asarray([i for i in source_inputs if passed[i] == PASSES], dtype=np.intp)
-        builtin_groups = bounds.builtin_bounds.groups([rows[i] for i in again.tolist()])
-        builtin[again] = np.where(_passes(columns, again, builtin_groups, exceptional), PASSES, FAILS)
+        inputs = np.asarray(source_inputs, dtype=np.intp)
+        again = inputs[passed[inputs] == PASSES]
+        builtin_groups = bounds.builtin_bounds.groups(part, again)
+        builtin[again] = np.where(_passes(part, again, builtin_groups, unusual), PASSES, FAILS)
     error = np.full(n, np.nan)
     has_error = np.zeros(n, dtype=bool)
-    error[compared], has_error[compared] = _errors(columns, compared, statistics)
-    return RowChecks(passed=passed, builtin=builtin, error=error, has_error=has_error, nonfinite=columns.nonfinite())
+    error[compared_at], has_error[compared_at] = _errors(part, compared_at, statistics_at)
+    return RowChecks(passed=passed, builtin=builtin, error=error, has_error=has_error, nonfinite=nonfinite(part))
 
 
-__all__ = ["DEFAULT_BOUNDS_TEXT", "DEFAULT_POLICY", "FAILS", "NOT_COMPARED", "PASSES", "Bounds", "RowChecks",
-           "row_checks"]
+__all__ = ["DEFAULT_BOUNDS_TEXT", "DEFAULT_POLICY", "FAILS", "NOT_COMPARED", "PASSES", "Bounds", "PartRows", "RowChecks",
+           "compared", "exceptional", "nonfinite", "row_checks", "statistics"]

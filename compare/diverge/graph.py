@@ -38,7 +38,8 @@ from convert.names.keys import name_key, without_kernel_id
 
 from ..loaders import recorded_graph
 from ..pairing.rule_records import FusionRule
-from ..records import MetricRow, Run
+from ..records import Run
+from .checks import PartRows
 from .records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
 
 #: Rule / dump op types whose values come from outside the graph's computation.
@@ -56,12 +57,12 @@ def role_of(op_type: str | None) -> NodeRole:
     return ROLE_OF_TYPE.get(op_type or "", NodeRole.COMPUTE)
 
 
-def row_ops(rows: Iterable[MetricRow]) -> dict[str, str | None]:
+def row_ops(rows: PartRows) -> dict[str, str | None]:
     """Left op name -> op type of the rows, in row order (rows without a left op are skipped)."""
     out: dict[str, str | None] = {}
-    for row in rows:
-        if row.left_op and row.left_op != "*" and row.left_op not in out:
-            out[row.left_op] = row.op_type
+    for left, op_type in zip(rows.left_op, rows.op_type):
+        if left and left != "*" and left not in out:
+            out[left] = op_type
     return out
 
 
@@ -213,7 +214,7 @@ def _insert_by_row_order(nodes: dict[str, OpNode], rows_ops: Mapping[str, str | 
 # ------------------------------------------------------------------------------ entry
 
 
-def build_graph(rows: Sequence[MetricRow], left: Run | None = None, rule: FusionRule | None = None) -> OpGraph:
+def build_graph(rows: PartRows, left: Run | None = None, rule: FusionRule | None = None) -> OpGraph:
     """The graph of a compared run (module doc: the first source that applies)."""
     ops = row_ops(rows)
     notes: list[str] = []

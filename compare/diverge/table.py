@@ -5,7 +5,10 @@ The rules are :mod:`compare.diverge.verdicts`'s (module doc there); here they ru
 1. **Slots.** Each row's ``op:kind:index`` tensor id names a slot (the operator is the row's
    ``LeftOp`` unless that is empty or ``*``); the first row of a slot is its row; slots of
    operators the graph does not have are left out. The slots are sorted by (graph position,
-   inputs before outputs, index): each operator's outputs and inputs in index order.
+   outputs before inputs, index): each operator's outputs and inputs in index order. Slots,
+   edges and input entries are flat arrays keyed by (operator, rank of the index): one
+   ``np.unique`` for the first row of each slot and for the last edge of each index,
+   ``np.searchsorted`` to find an input's edge or a producer's output slot.
 2. **Checks** per row on columns (:func:`compare.diverge.checks.row_checks`).
 3. **Inputs** of each judged operator: its own input rows, each with the graph's edge of that
    index (the last edge of an index counts), then for each edge without a row of its own, in
@@ -22,7 +25,9 @@ The rules are :mod:`compare.diverge.verdicts`'s (module doc there); here they ru
 Records (:class:`~compare.diverge.records.OpVerdict`, :class:`~compare.diverge.records.TensorCheck`)
 are built only when asked for, one operator at a time, and kept: the first divergence, a chain,
 ``--explain``; the whole list when the API, the HTML report, ``--verdicts`` or the JSON block
-iterates it. Counts and labels come from the columns.
+iterates it; a failing check's record lists the bounds its row broke from a record of the
+fields :func:`compare.verdict.gates.violations` reads (no row's record is built). Counts and
+labels come from the columns.
 """
 
 from __future__ import annotations
@@ -31,18 +36,20 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, is_not
 from typing import overload
 
 import numpy as np
 
 from ..heap import paused_gc
-from ..records import MetricRow
+from ..records import Bound
 from ..verdict.gates import violations
-from .checks import FAILS, NOT_COMPARED, Bounds, RowChecks, row_checks
+from .checks import FAILS, NOT_COMPARED, Bounds, PartRows, RowChecks, row_checks
 from .records import (
     SOURCE_ROLES,
     InputEdge,
+    NodeRole,
     OpGraph,
     OpVerdict,
     TensorCheck,
@@ -60,17 +67,33 @@ _OWN, _PRODUCED, _OUTPUT = 0, 1, 2
 
 
 @dataclass(frozen=True)
+class Slots:
+    """The output (or own input) slots of the judged operators of a part, flat: operator ``j``'s
+    are places ``start[j]:start[j + 1]``, in index order; ``index`` the slot's index (as the
+    tensor id gives it), ``row`` its row (the first row of that slot)."""
+
+    start: np.ndarray
+    index: list[int]
+    row: np.ndarray
+
+    def of(self, j: int) -> dict[int, int]:
+        """Operator ``j``'s slots: index -> row, in index order."""
+        begin, end = int(self.start[j]), int(self.start[j + 1])
+        return dict(zip(self.index[begin:end], self.row[begin:end].tolist()))
+
+
+@dataclass(frozen=True)
 class PartVerdicts:
     """The judged operators of one part, on columns (module doc).
 
     ``names``: the judged operators in graph order, ``number``: name -> place among them,
     ``positions``: their graph positions;
-    ``outputs`` / ``inputs``: per operator the slot rows (output rows by index; own input rows by
-    index, with their index); ``codes``: the verdict code of each operator (:data:`VERDICTS`);
+    ``outputs`` / ``inputs``: the operators' slot rows (output rows by index; own input rows by
+    index); ``codes``: the verdict code of each operator (:data:`VERDICTS`);
     ``failed_before``: whether an operator before it had a failing output or a differing source input.
     """
 
-    rows: Sequence[MetricRow]
+    rows: PartRows
     graph: OpGraph
     bounds: Bounds
     rank: int | None
@@ -78,8 +101,8 @@ class PartVerdicts:
     names: list[str]
     number: dict[str, int]
     positions: list[int]
-    outputs: list[dict[int, int]]
-    inputs: list[dict[int, int]]
+    outputs: Slots
+    inputs: Slots
     checks: RowChecks
     codes: np.ndarray
     failed_before: np.ndarray
@@ -89,132 +112,190 @@ class PartVerdicts:
     def lists(self) -> RowLists:
         """The row checks as Python lists, for building records (read once per part, not per record)."""
         checks = self.checks
-        errors = [e if has else None for e, has in zip(checks.error.tolist(), checks.has_error.tolist())]
-        rows = self.rows
-        counts = [(c.nan, c.inf, c.saturated) if c is not None else (None, None, None)
-                  for c in map(attrgetter("left_counts"), rows)]
         return RowLists(passed=checks.passed.tolist(), builtin=None if checks.builtin is None else checks.builtin.tolist(),
-                        error=errors, tensor_ids=[row.tensor_id or row.left_op for row in rows], counts=counts)
+                        error=checks.error.tolist(), has_error=checks.has_error.tolist())
 
 
 @dataclass(frozen=True)
 class RowLists:
     """:class:`~compare.diverge.checks.RowChecks` as lists: ``passed`` / ``builtin`` codes, ``error``
-    (None: none); the rows' ``tensor_ids`` (the left op when a row has none) and left ``counts``
-    (nan, inf, saturated; None when not counted)."""
+    and whether a row has one (``has_error``)."""
 
     passed: list[int]
     builtin: list[int] | None
-    error: list[float | None]
-    tensor_ids: list[str]
-    counts: list[tuple[int | None, int | None, int | None]]
+    error: list[float]
+    has_error: list[bool]
 
 
-def _slots(rows: Sequence[MetricRow], number: dict[str, int]
-           ) -> tuple[list[dict[int, int]], list[dict[int, int]]]:
-    """Per operator number (``number``: name -> number), its output and input slots: index -> row."""
-    outputs: list[dict[int, int]] = [{} for _ in number]
-    inputs: list[dict[int, int]] = [{} for _ in number]
-    for i, (tensor_id, left) in enumerate(zip(map(attrgetter("tensor_id"), rows), map(attrgetter("left_op"), rows))):
+#: Slot sides, in judging order: an operator's outputs, then its own inputs.
+_OUT_SIDE, _IN_SIDE = 0, 1
+
+
+def _slot_rows(rows: PartRows, number: dict[str, int]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Every row that names a slot (module doc, 1.): its operator's graph position (``number``:
+    name -> position), side (:data:`_OUT_SIDE` / :data:`_IN_SIDE`), index and row, in row order.
+    ``op:kind:index``: ``kind`` output or input, ``index`` decimal digits; other ids name none."""
+    ops: list[int] = []
+    sides: list[int] = []
+    indexes: list[int] = []
+    at: list[int] = []
+    get = number.get
+    for i, (tensor_id, left) in enumerate(zip(rows.tensor_id, rows.left_op)):
         if not tensor_id:
             continue
-        head, sep, index = tensor_id.rpartition(":")
-        op, sep2, kind = head.rpartition(":")
-        if not (sep and sep2) or not index.isdecimal():
+        parts = tensor_id.rsplit(":", 2)
+        if len(parts) != 3:
             continue
+        op, kind, index = parts
         if kind == "output":
-            side = outputs
+            side = _OUT_SIDE
         elif kind == "input":
-            side = inputs
+            side = _IN_SIDE
         else:
             continue
-        j = number.get(left if left and left != "*" else op)
+        if not index.isdecimal():
+            continue
+        j = get(left if left and left != "*" else op)
         if j is not None:
-            side[j].setdefault(int(index), i)
-    return outputs, inputs
+            ops.append(j)
+            sides.append(side)
+            indexes.append(int(index))
+            at.append(i)
+    return ops, sides, indexes, at
 
 
-def judge_part(rows: Sequence[MetricRow], graph: OpGraph, bounds: Bounds, rank: int | None,
+_INPUTS = attrgetter("inputs")
+_INDEX = attrgetter("index")
+_OUTPUT_OF = attrgetter("output")
+_PRODUCER = attrgetter("producer")
+_ROLE = attrgetter("role")
+
+
+def _sources(roles: list[NodeRole]) -> np.ndarray:
+    """Whether each role is a source role (:data:`SOURCE_ROLES`; by identity: an enum member
+    hashes in Python, ``is`` runs in C)."""
+    out = np.zeros(len(roles), dtype=bool)
+    for role in SOURCE_ROLES:
+        out |= np.fromiter(map(is_, roles, repeat(role)), dtype=bool, count=len(roles))
+    return out
+
+
+def _codes(values: list[int], code: dict[int, int]) -> np.ndarray:
+    """``values`` by their rank among the indexes of a part (``code``: value -> rank), as int64
+    (indexes are Python integers of any size; their ranks keep their order)."""
+    return np.fromiter(map(code.__getitem__, values), dtype=np.int64, count=len(values))
+
+
+def _find(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``wanted`` is in the sorted unique ``keys`` and whether it is there (absent:
+    ``len(keys)``)."""
+    at = np.searchsorted(keys, wanted)
+    found = np.zeros(len(wanted), dtype=bool)
+    inside = at < len(keys)
+    found[inside] = keys[at[inside]] == wanted[inside]
+    return np.where(found, at, len(keys)), found
+
+
+def judge_part(rows: PartRows, graph: OpGraph, bounds: Bounds, rank: int | None,
                iteration: int | None) -> PartVerdicts:
-    """The verdict of every operator of ``graph`` that has rows in ``rows`` (module doc)."""
+    """The verdict of every operator of ``graph`` that has rows in ``rows`` (module doc).
+
+    Slots, edges and input entries are flat arrays keyed by (operator, index rank): a slot's row
+    is the first row of its (operator, side, index) (``np.unique``'s first occurrence); an
+    operator's edge of an index is its last edge of that index (the first occurrence in reverse)."""
     nodes = graph.nodes
-    number_all = {name: p for p, name in enumerate(nodes)}
-    outputs_all, inputs_all = _slots(rows, number_all)
-    judged = [p for p in range(len(number_all)) if outputs_all[p] or inputs_all[p]]
     names_all = list(nodes)
-    names = [names_all[p] for p in judged]
+    number_all = {name: p for p, name in enumerate(names_all)}
+    slot_ops, slot_sides, slot_indexes, slot_at = _slot_rows(rows, number_all)
+
+    judged_at = np.unique(np.asarray(slot_ops, dtype=np.intp))  # graph positions of the judged operators
+    names = [names_all[p] for p in judged_at.tolist()]
+    n = len(names)
     number = {name: j for j, name in enumerate(names)}
-    outputs = [dict(sorted(outputs_all[p].items())) for p in judged]
-    inputs = [dict(sorted(inputs_all[p].items())) for p in judged]
-    order = [r for j in range(len(judged)) for r in (*outputs[j].values(), *inputs[j].values())]
-    source_inputs = [r for j, name in enumerate(names) if inputs[j] and bounds.custom
-                     for index, r in inputs[j].items() if _source_edge(nodes[name].inputs, index)]
+    judged_of = np.full(len(names_all) + 1, -1, dtype=np.intp)  # graph position -> judged number; [-1]: none
+    judged_of[judged_at] = np.arange(n)
+
+    # the judged operators' edges, flat
+    edge_lists = list(map(_INPUTS, map(nodes.__getitem__, names)))
+    edges = list(chain.from_iterable(edge_lists))
+    edge_op = np.repeat(np.arange(n, dtype=np.int64), list(map(len, edge_lists)))
+    edge_index = list(map(_INDEX, edges))
+    edge_output = list(map(_OUTPUT_OF, edges))
+    code = {value: rank for rank, value in enumerate(sorted({*slot_indexes, *edge_index, *edge_output}))}
+    width = max(len(code), 1)
+
+    # slots: the first row of each (operator, side, index), sorted by operator, side, index
+    slot_key = ((judged_of[np.asarray(slot_ops, dtype=np.intp)].astype(np.int64) * 2
+                 + np.asarray(slot_sides, dtype=np.int64)) * width + _codes(slot_indexes, code))
+    slot_key, first = np.unique(slot_key, return_index=True)
+    slot_row = np.asarray(slot_at, dtype=np.intp)[first]
+    slot_index = list(map(slot_indexes.__getitem__, first.tolist()))
+    slot_op = slot_key // (2 * width)
+    is_out = (slot_key // width) % 2 == _OUT_SIDE
+    in_key = slot_key[~is_out] - width * (2 * slot_op[~is_out] + 1) + width * slot_op[~is_out]  # op * width + code
+    out_key = slot_key[is_out] - width * slot_op[is_out]
+    out_op, in_op = slot_op[is_out], slot_op[~is_out]
+    out_rows, in_rows = slot_row[is_out], slot_row[~is_out]
+    operators = np.arange(n + 1)
+    outputs = Slots(start=np.searchsorted(out_op, operators), index=list(compress(slot_index, is_out.tolist())),
+                    row=out_rows)
+    inputs = Slots(start=np.searchsorted(in_op, operators), index=list(compress(slot_index, (~is_out).tolist())),
+                   row=in_rows)
+
+    # each operator's edge of an index: its last edge of that index
+    source_node = np.append(_sources(list(map(_ROLE, nodes.values()))), False)  # graph position -> a source node; [-1]: none
+    edge_key = edge_op * width + _codes(edge_index, code)
+    edge_key, last = np.unique(edge_key[::-1], return_index=True)
+    last = len(edges) - 1 - last
+    kept = list(map(edges.__getitem__, last.tolist()))
+    producers = list(map(_PRODUCER, kept))
+    e_op = edge_op[last]
+    e_source = _sources(list(map(_ROLE, kept)))
+    e_producer = np.fromiter(map(is_not, producers, repeat(None)), dtype=bool, count=len(kept))
+    e_from = np.fromiter(map(number_all.get, producers, repeat(-1)), dtype=np.intp, count=len(kept))
+    e_data = source_node[e_from]  # a producer of a source role (a node of the graph)
+    e_output = _codes(list(map(_OUTPUT_OF, kept)), code)
+
+    # own inputs with their edge (``at``: the edge, ``len(kept)`` for none: the False appended)
+    at, has_edge = _find(edge_key, in_key)
+    own_source = np.append(e_source, False)[at]
+    source_inputs = in_rows[own_source].tolist() if bounds.custom else []
+    order = slot_row.tolist()  # per operator its outputs, then its inputs, each by index
     checks = row_checks(rows, order, bounds, source_inputs)
     passed, builtin = checks.passed, checks.builtin
-    n = len(names)
 
-    out_op = [j for j in range(n) for _ in outputs[j]]
-    out_rows = [r for slots in outputs for r in slots.values()]
-    out_passed = passed[np.asarray(out_rows, dtype=np.intp)]
-    out_at = np.asarray(out_op, dtype=np.intp)
-    compared = np.bincount(out_at[out_passed != NOT_COMPARED], minlength=n) > 0
-    out_fails = np.bincount(out_at[out_passed == FAILS], minlength=n) > 0
+    out_passed = passed[out_rows]
+    compared = np.bincount(out_op[out_passed != NOT_COMPARED], minlength=n) > 0
+    out_fails = np.bincount(out_op[out_passed == FAILS], minlength=n) > 0
 
-    # input entries: operator, row, edge class (source role / data producer / no producer), order
-    ent_op: list[int] = []
-    ent_row: list[int] = []
-    ent_fails: list[bool] = []
-    ent_source: list[bool] = []
-    ent_data: list[bool] = []
-    ent_free: list[bool] = []
-    ent_kind: list[int] = []
-    ent_order: list[int] = []
-    role_source = np.zeros(n, dtype=bool)
-    for j, name in enumerate(names):
-        node = nodes[name]
-        role_source[j] = node.role in SOURCE_ROLES
-        own = inputs[j]
-        by_index = {e.index: e for e in node.inputs}
-        for index, r in own.items():
-            edge = by_index.get(index)
-            source = edge is not None and edge.role in SOURCE_ROLES
-            fails = passed[r] == FAILS or (source and builtin is not None and builtin[r] == FAILS)
-            ent_op.append(j)
-            ent_row.append(r)
-            ent_fails.append(bool(fails))
-            ent_source.append(source)
-            ent_data.append(edge is not None and edge.producer is not None and _source_node(graph, edge.producer))
-            ent_free.append(edge is None or edge.producer is None)
-            ent_kind.append(_OWN)
-            ent_order.append(index)
-        for index, edge in sorted(by_index.items()):
-            if index in own or edge.producer is None:
-                continue
-            producer = number.get(edge.producer)
-            if producer is None or producer > j:
-                continue
-            r = outputs[producer].get(edge.output)
-            if r is None:
-                continue
-            ent_op.append(j)
-            ent_row.append(r)
-            ent_fails.append(bool(passed[r] == FAILS))
-            ent_source.append(edge.role in SOURCE_ROLES)
-            ent_data.append(_source_node(graph, edge.producer))
-            ent_free.append(False)
-            ent_kind.append(_PRODUCED)
-            ent_order.append(index)
-    e_op = np.asarray(ent_op, dtype=np.intp)
-    e_fails = np.asarray(ent_fails, dtype=bool)
-    e_source = np.asarray(ent_source, dtype=bool)
+    own_fails = passed[in_rows] == FAILS
+    if builtin is not None:
+        own_fails |= own_source & (builtin[in_rows] == FAILS)
+    own_data = np.append(e_producer & e_data, False)[at]
+    own_free = ~np.append(e_producer, False)[at]
+
+    # producers' outputs for the edges without an own input: producer judged at or before the operator
+    e_judged = judged_of[e_from]
+    _, own = _find(in_key, edge_key)
+    candidate = ~own & e_producer & (e_judged >= 0) & (e_judged <= e_op)
+    produced_at, produced = _find(out_key, e_judged * width + e_output)
+    use = np.flatnonzero(candidate & produced)
+    made_rows = out_rows[produced_at[use]]
+    role_source = source_node[judged_at]
+
+    e_op_all = np.concatenate([in_op, e_op[use]]).astype(np.intp)
+    e_fails = np.concatenate([own_fails, passed[made_rows] == FAILS])
+    e_src = np.concatenate([own_source, e_source[use]])
+    e_dat = np.concatenate([own_data, e_data[use]])
+    e_free = np.concatenate([own_free, np.zeros(len(use), dtype=bool)])
 
     def any_input(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(e_op[mask], minlength=n) > 0
+        return np.bincount(e_op_all[mask], minlength=n) > 0
 
-    sources = any_input(e_fails & e_source)
+    sources = any_input(e_fails & e_src)
     failing = any_input(e_fails)
-    data = any_input(e_fails & np.asarray(ent_data, dtype=bool))
-    free = any_input(e_fails & np.asarray(ent_free, dtype=bool))
+    data = any_input(e_fails & e_dat)
+    free = any_input(e_fails & e_free)
     trigger = compared & (out_fails | (~role_source & sources))
     failed_before = (np.cumsum(trigger) - trigger) > 0
     if not graph.edges:
@@ -224,26 +305,19 @@ def judge_part(rows: Sequence[MetricRow], graph: OpGraph, bounds: Bounds, rank: 
                       default=ORIGIN).astype(np.int8)
 
     # the first NaN/Inf tensor: per operator its inputs (own, then producers'), then its outputs
-    order_op = np.concatenate([e_op, out_at])
-    order_kind = np.concatenate([np.asarray(ent_kind, dtype=np.intp), np.full(len(out_rows), _OUTPUT)])
-    order_index = np.concatenate([np.asarray(ent_order, dtype=np.intp),
-                                  np.asarray([i for slots in outputs for i in slots], dtype=np.intp)])
-    order_row = np.concatenate([np.asarray(ent_row, dtype=np.intp), np.asarray(out_rows, dtype=np.intp)])
+    order_op = np.concatenate([e_op_all, out_op])
+    order_kind = np.concatenate([np.full(len(in_rows), _OWN), np.full(len(use), _PRODUCED), np.full(len(out_rows), _OUTPUT)])
+    order_index = np.concatenate([in_key % width, edge_key[use] % width, out_key % width])
+    order_row = np.concatenate([in_rows, made_rows, out_rows]).astype(np.intp)
     hits = np.flatnonzero(checks.nonfinite[order_row])
     first_nonfinite = None
     if len(hits):
         first = hits[np.lexsort((order_index[hits], order_kind[hits], order_op[hits]))[0]]
-        row = rows[int(order_row[first])]
-        first_nonfinite = row.tensor_id or row.left_op
+        r = int(order_row[first])
+        first_nonfinite = rows.tensor_id[r] or rows.left_op[r]
     return PartVerdicts(rows=rows, graph=graph, bounds=bounds, rank=rank, iteration=iteration, names=names,
-                        number=number, positions=[number_all[name] for name in names], outputs=outputs, inputs=inputs,
+                        number=number, positions=judged_at.tolist(), outputs=outputs, inputs=inputs,
                         checks=checks, codes=codes, failed_before=failed_before, first_nonfinite=first_nonfinite)
-
-
-def _source_edge(edges: Sequence[InputEdge], index: int) -> bool:
-    """Whether input ``index`` is fed by a source-role edge (the last edge of that index counts)."""
-    edge = {e.index: e for e in edges}.get(index)
-    return edge is not None and edge.role in SOURCE_ROLES
 
 
 def _source_node(graph: OpGraph, name: str) -> bool:
@@ -281,18 +355,24 @@ def _check(part: PartVerdicts, r: int, producer: InputEdge | None, own: bool) ->
     """The record of row ``r``'s check; an own input fed by a source-role edge also against the
     built-in bounds (the bounds it broke are listed from :func:`compare.verdict.gates.violations`)."""
     lists = part.lists
-    nan, inf, saturated = lists.counts[r]
-    tensor_id = lists.tensor_ids[r]
+    rows = part.rows
+    counts = rows.left_counts[r]
+    nan, inf, saturated = (counts.nan, counts.inf, counts.saturated) if counts is not None else (None, None, None)
+    tensor_id = rows.tensor_id[r] or rows.left_op[r]
     passed = lists.passed[r]
     if passed == NOT_COMPARED:
         return TensorCheck(tensor_id=tensor_id, passed=None, nan=nan, inf=inf, saturated=saturated, producer=producer)
-    broken = violations(part.rows[r], part.bounds.of(part.rows[r])) if passed == FAILS else []
+    broken: list[tuple[Bound, float]] = []
+    if passed == FAILS:  # the bounds a failing row broke
+        bounds = part.bounds.of(rows.bounds_row(r))
+        broken = violations(rows.checked_row(r, bounds), bounds)
     if (not broken and own and producer is not None and producer.role in SOURCE_ROLES and lists.builtin is not None
             and lists.builtin[r] == FAILS):
-        broken = violations(part.rows[r], part.bounds.builtin(part.rows[r]))
+        bounds = part.bounds.builtin(rows.bounds_row(r))
+        broken = violations(rows.checked_row(r, bounds), bounds)
     failed = tuple([(bound.metric, value) for bound, value in broken]) if broken else ()
-    return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r], failed=failed, nan=nan, inf=inf,
-                       saturated=saturated, producer=producer)
+    return TensorCheck(tensor_id=tensor_id, passed=not broken, error=lists.error[r] if lists.has_error[r] else None,
+                       failed=failed, nan=nan, inf=inf, saturated=saturated, producer=producer)
 
 
 def build_verdict(part: PartVerdicts, j: int) -> OpVerdict:
@@ -300,8 +380,8 @@ def build_verdict(part: PartVerdicts, j: int) -> OpVerdict:
     name = part.names[j]
     node = part.graph.nodes[name]
     by_index = {e.index: e for e in node.inputs}
-    outputs = [_check(part, r, None, False) for r in part.outputs[j].values()]
-    own = part.inputs[j]
+    outputs = [_check(part, r, None, False) for r in part.outputs.of(j).values()]
+    own = part.inputs.of(j)
     inputs = [_check(part, r, by_index.get(index), True) for index, r in own.items()]
     for index, edge in sorted(by_index.items()):
         if index in own or edge.producer is None:
@@ -309,7 +389,7 @@ def build_verdict(part: PartVerdicts, j: int) -> OpVerdict:
         producer = part.number.get(edge.producer)
         if producer is None or producer > j:
             continue
-        r = part.outputs[producer].get(edge.output)
+        r = part.outputs.of(producer).get(edge.output)
         if r is not None:
             produced = _check(part, r, None, False)
             inputs.append(TensorCheck(tensor_id=produced.tensor_id, passed=produced.passed, error=produced.error,

@@ -62,41 +62,47 @@ built only for what is read (the first divergence, a chain; the whole list for t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import attrgetter
+import numpy as np
 
 from ..errors import OptionError
 from ..pairing.near import did_you_mean
 from ..records import MetricRow
+from ..stats_table import RowColumns
 from ..verdict.policy import Policy
-from .checks import Bounds
+from .checks import Bounds, PartRows
 from .records import Localisation, OpGraph, OpVerdict, Verdict, VerdictList
 from .table import LazyVerdicts, PartVerdicts, judge_part
 
-_PART = attrgetter("rank", "iteration", "graph")
+PartKey = tuple[int | None, int | None, int | None]
 
 
-def _parts(rows: Sequence[MetricRow]) -> dict[tuple[int | None, int | None, int | None], Sequence[MetricRow]]:
+def parts_of(columns: RowColumns) -> dict[PartKey, PartRows]:
     """The rows of each (rank, iteration, graph) part, in row order (parts in order of their first row)."""
-    keys = list(map(_PART, rows))
-    if len(set(keys)) <= 1:  # one part (the usual case): the rows as they are
-        return {keys[0]: rows} if keys else {}
-    parts: dict[tuple[int | None, int | None, int | None], list[MetricRow]] = {}
-    for key, row in zip(keys, rows):
-        parts.setdefault(key, []).append(row)
-    return dict(parts)
+    ranks, iterations, graphs = columns.rank, columns.iteration, columns.graph
+    if not ranks:
+        return {}
+    if len(set(ranks)) == len(set(iterations)) == len(set(graphs)) == 1:  # one part (the usual case): every row
+        return {(ranks[0], iterations[0], graphs[0]): PartRows(columns)}
+    positions: dict[PartKey, list[int]] = {}
+    for i, key in enumerate(zip(ranks, iterations, graphs)):
+        positions.setdefault(key, []).append(i)
+    return {key: PartRows(columns, np.asarray(at, dtype=np.intp)) for key, at in positions.items()}
 
 
-def localise(rows: Sequence[MetricRow], graph: OpGraph | Mapping[tuple, OpGraph], policy: Policy | None = None
-             ) -> Localisation:
+def localise(rows: Sequence[MetricRow] | RowColumns, graph: OpGraph | Mapping[tuple, OpGraph],
+             policy: Policy | None = None) -> Localisation:
     """Every operator's verdict, the first divergence and the first NaN/Inf tensor (module doc).
 
-    ``graph``: one graph for every part, or a graph per ``(rank, iteration, graph)`` part key.
-    The verdicts are a :class:`~compare.diverge.table.LazyVerdicts`: records built when read.
+    ``rows``: the rows, or their columns (:class:`~compare.stats_table.RowColumns`: read once for
+    the graph and the verdicts). ``graph``: one graph for every part, or a graph per ``(rank,
+    iteration, graph)`` part key. The verdicts are a :class:`~compare.diverge.table.LazyVerdicts`:
+    records built when read.
     """
+    columns = rows if isinstance(rows, RowColumns) else RowColumns(rows)
     bounds = Bounds(policy)
     parts: list[PartVerdicts] = []
     first_graph: OpGraph | None = None
-    for key, part_rows in _parts(rows).items():
+    for key, part_rows in parts_of(columns).items():
         part_graph = graph.get(key) if isinstance(graph, Mapping) else graph
         if part_graph is None:
             continue
@@ -147,4 +153,4 @@ def chain(localisation: Localisation, op: str) -> list[OpVerdict]:
     return out
 
 
-__all__ = ["chain", "localise"]
+__all__ = ["PartKey", "chain", "localise", "parts_of"]

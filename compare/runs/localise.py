@@ -4,11 +4,14 @@ what the run read (the fusion rule, the left dump leaf's MindSpore files, the ro
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..diverge.checks import PartRows
 from ..diverge.graph import build_graph
 from ..diverge.records import Localisation, OpGraph
-from ..diverge.verdicts import localise
+from ..diverge.verdicts import PartKey, localise, parts_of
 from ..heap import paused_gc
-from ..records import MetricRow
+from ..stats_table import RowColumns
 from ..verdict.policy import Policy
 from .network import NetworkResult
 
@@ -24,19 +27,20 @@ def localise_network(result: NetworkResult, policy: Policy | None = None) -> Loc
 
 
 def _localise(result: NetworkResult, policy: Policy | None) -> Localisation:
+    columns = RowColumns(result.rows)  # the rows' fields as columns (a statistics table's own lists)
     if not result.parts:  # one run
-        return localise(result.rows, build_graph(result.rows, result.left, result.rule), policy)
-    by_part: dict[tuple[int | None, int | None, int | None], list[MetricRow]] = {}
-    for row in result.rows:
-        by_part.setdefault((row.rank, row.iteration, row.graph), []).append(row)
+        return localise(columns, build_graph(PartRows(columns), result.left, result.rule), policy)
+    by_part = parts_of(columns)
     lefts = result.part_lefts if len(result.part_lefts) == len(result.parts) else [result.left] * len(result.parts)
     graphs_of_part = result.part_graphs or [None] * len(result.parts)
-    graphs: dict[tuple[int | None, int | None, int | None], OpGraph] = {}
+    graphs: dict[PartKey, OpGraph] = {}
     for (rank, iteration), graph_id, left in zip(result.parts, graphs_of_part, lefts):
         key = (rank, iteration, graph_id)
-        rows = by_part.get(key, [])
+        rows = by_part.get(key)
+        if rows is None:  # a part without rows
+            rows = PartRows(columns, np.zeros(0, dtype=np.intp))
         graphs[key] = build_graph(rows, left, result.rule)
-    return localise(result.rows, graphs, policy)
+    return localise(columns, graphs, policy)
 
 
 __all__ = ["localise_network"]
