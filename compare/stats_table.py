@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
-from operator import attrgetter, is_not
+from operator import attrgetter, is_not, itemgetter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import overload
@@ -120,15 +120,15 @@ class StatColumn:
                     diffs[row - start], rels[row - start] = diff, rel
         return lefts, rights, diffs, rels
 
-    def taken(self, positions: np.ndarray) -> StatColumn:
-        """This column's rows at ``positions`` (``-1``: a new row without the statistic)."""
+    def taken(self, positions: np.ndarray, moved: np.ndarray) -> StatColumn:
+        """This column's rows at ``positions`` (``-1``: a new row without the statistic);
+        ``moved[old]``: where row ``old`` goes (``-1``: dropped)."""
         inside = positions >= 0
         safe = np.where(inside, positions, 0)
-        lefts, rights = self.left, self.right
-        where = positions.tolist()
-        special = {new: self.special[old] for new, old in enumerate(where) if old >= 0 and old in self.special}
-        return StatColumn(self.name, [lefts[old] if old >= 0 else None for old in where],
-                          [rights[old] if old >= 0 else None for old in where],
+        special = {new: value for old, value in self.special.items() if (new := int(moved[old])) >= 0}
+        ends = np.where(inside, positions, len(self.left)).tolist()  # -1 reads the None appended at the end
+        gather = itemgetter(*ends) if len(ends) > 1 else (lambda column: tuple(column[i] for i in ends))
+        return StatColumn(self.name, list(gather(self.left + [None])), list(gather(self.right + [None])),
                           np.where(inside, self.diff[safe], np.nan), np.where(inside, self.rel[safe], np.nan),
                           np.where(inside, self.has[safe], False), special)
 
@@ -262,13 +262,19 @@ class StatsTable:
         positions = np.array([item if type(item) is int else -1 for item in order], dtype=np.int64)
         records = {new: item for new, item in enumerate(order) if type(item) is not int}
         where = positions.tolist()
+        # one C-level gather a column: position -1 (a new row) reads the None appended at the end
+        gather = itemgetter(*[old if old >= 0 else len(self) for old in where]) if len(where) > 1 else None
 
         def take(column: list) -> list:
-            return [column[old] if old >= 0 else None for old in where]
+            if gather is None:
+                return [column[old] if old >= 0 else None for old in where]
+            return list(gather(column + [None]))
 
+        moved = np.full(len(self), -1, dtype=np.int64)
+        moved[positions[positions >= 0]] = np.flatnonzero(positions >= 0)
         table = StatsTable(**{name: take(_LIST_FIELD[name](self)) for name in _LIST_FIELDS}, stats=list(self.stats),
-                           columns={name: column.taken(positions) for name, column in self.columns.items()},
-                           kept={new: self.kept[old] for new, old in enumerate(where) if old >= 0 and old in self.kept})
+                           columns={name: column.taken(positions, moved) for name, column in self.columns.items()},
+                           kept={new: record for old, record in self.kept.items() if (new := int(moved[old])) >= 0})
         for new, record in records.items():
             table.put_record(new, record)  # type: ignore[arg-type]
         return table
