@@ -51,16 +51,22 @@ import operator
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from enum import Enum
+from itertools import repeat
+from operator import attrgetter, contains, eq, is_
 from pathlib import Path
+
+import numpy as np
 
 from ..errors import OptionError
 from ..kernels import BOOL_CAPABLE, METRIC_NAMES, metric_key, resolve_algorithms
 from ..pairing.near import did_you_mean
 from ..records import (ARGUMENT_METRIC, Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind,
                        Verdict)
-from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF
-from .policy import CHECKSUM_METRICS, BoundResolver, Policy, Waiver, metric_name
+from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF, stat_metrics
+from ..stats_table import RowColumns
+from .policy import CHECKSUM_METRICS, BoundResolver, Policy, RowFields, Selector, Waiver, metric_name
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -69,6 +75,9 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
+#: The same comparisons over a column.
+_NUMPY_OPS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+    ">=": np.greater_equal, "<=": np.less_equal, "==": np.equal, ">": np.greater, "<": np.less}
 #: Every run of comparison characters in a gate text: the five operators and the near misses
 #: (``=>``, ``=<``, ``!=``, ``<>``, a lone ``=``) a typo makes.
 _OP_RE = re.compile(r">=|<=|==|=>|=<|!=|<>|>|<|=")
@@ -224,56 +233,22 @@ def _redirect_file(folder: Path) -> str | None:
     return max(found)[1] if found else None
 
 
-def _row_text(row: MetricRow) -> str:
-    return row.tensor_id or (row.left_op if row.left_op != "*" else row.right_op)
-
-
-def _reasons(row: MetricRow) -> str:
-    return "; ".join(row.reasons) if row.reasons else "no reason recorded"
-
-
-def _failure(i: int, row: MetricRow, metric: str | None, value: float | None, bound: Bound | None, message: str,
-             incomplete: bool) -> CheckFailure:
-    return CheckFailure(row=i, tensor_id=row.tensor_id, op_type=row.op_type, left_op=row.left_op,
-                        right_op=row.right_op, metric=metric, value=value, bound=bound, message=message,
-                        incomplete=incomplete)
-
-
 def _defined(row: MetricRow) -> frozenset[str] | None:
     """Metrics that have a value for this row's data (None: all of them); see the module docstring."""
-    if row.kind is RowKind.ARGUMENT:
+    return _defined_for(row.kind, row.shape, row.left_dtype, row.right_dtype)
+
+
+def _defined_for(kind: RowKind, shape: tuple[int, ...] | None, left_dtype: str | None, right_dtype: str | None
+                 ) -> frozenset[str] | None:
+    """:func:`_defined` of a row of this kind, shape and data types: an argument row has ArgumentDiff
+    only, an empty tensor (a 0 in the shape) nothing, bool against bool :data:`BOOL_CAPABLE`."""
+    if kind is RowKind.ARGUMENT:
         return _ARGUMENT_ONLY
-    shape = row.shape
     if shape and 0 in shape:
         return frozenset()
-    if row.left_dtype == "bool" and row.right_dtype == "bool":
+    if left_dtype == "bool" and right_dtype == "bool":
         return _BOOL_METRICS
     return None
-
-
-def _not_compared(i: int, row: MetricRow) -> CheckFailure:
-    return _failure(i, row, None, None, None, f"{_row_text(row)} not compared ({row.status.value}): {_reasons(row)}",
-                    True)
-
-
-def _not_computed(i: int, row: MetricRow, bound: Bound) -> CheckFailure:
-    why = _reasons(row)
-    if row.kind is RowKind.STATISTICS and bound.metric not in STAT_METRIC_OF:
-        why = "this row compares recorded statistics (no tensor data), gate it with a statistics metric such as " \
-              "MaxRelDiff or L2NormRelDiff"
-    elif row.kind is RowKind.TENSOR and bound.metric in STAT_METRIC_OF:
-        why = ("a statistics metric: this tensor row has no statistics recorded on both sides (msprobe's dump.json, "
-               "a MindSpore statistic.csv) to compare")
-    elif bound.metric in STAT_METRIC_OF and bound.metric not in row.metrics:
-        why = f"the statistic was not recorded on both sides; {why}"
-    message = f"{bound.metric} not computed for {_row_text(row)}, required by {bound.text} ({bound.source}): {why}"
-    return _failure(i, row, bound.metric, None, bound, message, True)
-
-
-def _violation(i: int, row: MetricRow, bound: Bound, value: float) -> CheckFailure:
-    value = float(value)  # repr of a Python float: the shortest text that reads back exactly
-    message = f"{bound.metric} = {value!r} violates {bound.text} ({bound.source})"
-    return _failure(i, row, bound.metric, value, bound, message, False)
 
 
 def violations(row: MetricRow, bounds: Sequence[Bound]) -> list[tuple[Bound, float]]:
@@ -293,54 +268,193 @@ def violations(row: MetricRow, bounds: Sequence[Bound]) -> list[tuple[Bound, flo
     return out
 
 
+class _Failing(Enum):
+    """Why the rows of a :class:`_Found` fail."""
+
+    NOT_COMPARED = "not compared"
+    NOT_COMPUTED = "not computed"
+    VIOLATION = "violation"
+
+
+@dataclass(frozen=True)
+class _Found:
+    """Rows (positions, increasing) failing one way; ``bound`` is their bound (None: not compared)
+    and ``order`` its position in the rows' bounds (-1: not compared), the order of one row's failures."""
+
+    failing: _Failing
+    rows: np.ndarray
+    bound: Bound | None
+    order: int
+
+
+class _Rows:
+    """What :func:`evaluate` reads of the rows: a :class:`~compare.stats_table.RowColumns` and
+    the columns it derives from them (kept once read)."""
+
+    def __init__(self, rows: Sequence[MetricRow]) -> None:
+        self.columns = RowColumns(rows)
+        self._keyed: dict[str, np.ndarray] = {}
+
+    def keyed(self, metric: str) -> np.ndarray:
+        """Whether each row's ``metrics`` has the key ``metric`` (None value or not): the rows a
+        :attr:`Bound.if_present` bound checks. A table's statistics rows have the metrics of the
+        statistics they compare (:func:`compare.stats.statistics_metrics`), its kept records their own."""
+        found = self._keyed.get(metric)
+        if found is not None:
+            return found
+        columns = self.columns
+        table = columns.table
+        if table is None:
+            found = np.fromiter(map(contains, map(_METRICS, columns.rows), repeat(metric)), dtype=bool,
+                                count=len(columns))
+        else:
+            found = np.zeros(len(table), dtype=bool)
+            for name in table.stats:
+                if metric in stat_metrics(name):
+                    found |= table.columns[name].has
+            for row, record in table.kept.items():
+                found[row] = metric in record.metrics
+        self._keyed[metric] = found
+        return found
+
+    def exceptional(self) -> np.ndarray:
+        """Whether some metric may be undefined for each row's data (:func:`_defined_for` is not
+        None, or a statistic recorded as null): those rows are checked one by one."""
+        columns, n = self.columns, len(self.columns)
+        undefined = np.fromiter(map(bool, columns.undefined), dtype=bool, count=n)
+        argument = np.fromiter(map(is_, columns.kind, repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
+        empty = np.fromiter(map(contains, map(_or_empty, columns.shape), repeat(0)), dtype=bool, count=n)
+        left_bool = np.fromiter(map(eq, columns.left_dtype, repeat("bool")), dtype=bool, count=n)
+        right_bool = np.fromiter(map(eq, columns.right_dtype, repeat("bool")), dtype=bool, count=n)
+        return undefined | argument | empty | (left_bool & right_bool)
+
+    def row_text(self, i: int) -> str:
+        columns = self.columns
+        left = columns.left_op[i]
+        return columns.tensor_id[i] or (left if left != "*" else columns.right_op[i])
+
+    def reasons(self, i: int) -> str:
+        reasons = self.columns.reasons[i]
+        return "; ".join(reasons) if reasons else "no reason recorded"
+
+    def failure(self, i: int, metric: str | None, value: float | None, bound: Bound | None, message: str,
+                incomplete: bool) -> CheckFailure:
+        columns = self.columns
+        return CheckFailure(row=i, tensor_id=columns.tensor_id[i], op_type=columns.op_type[i],
+                            left_op=columns.left_op[i], right_op=columns.right_op[i], metric=metric, value=value,
+                            bound=bound, message=message, incomplete=incomplete)
+
+    def not_compared(self, i: int) -> CheckFailure:
+        status = self.columns.status[i]
+        return self.failure(i, None, None, None, f"{self.row_text(i)} not compared ({status.value}): {self.reasons(i)}",
+                            True)
+
+    def not_computed(self, i: int, bound: Bound) -> CheckFailure:
+        why = self.reasons(i)
+        kind = self.columns.kind[i]
+        if kind is RowKind.STATISTICS and bound.metric not in STAT_METRIC_OF:
+            why = "this row compares recorded statistics (no tensor data), gate it with a statistics metric such as " \
+                  "MaxRelDiff or L2NormRelDiff"
+        elif kind is RowKind.TENSOR and bound.metric in STAT_METRIC_OF:
+            why = ("a statistics metric: this tensor row has no statistics recorded on both sides (msprobe's dump.json, "
+                   "a MindSpore statistic.csv) to compare")
+        elif bound.metric in STAT_METRIC_OF and not self.keyed(bound.metric)[i]:
+            why = f"the statistic was not recorded on both sides; {why}"
+        message = f"{bound.metric} not computed for {self.row_text(i)}, required by {bound.text} ({bound.source}): {why}"
+        return self.failure(i, bound.metric, None, bound, message, True)
+
+    def violation(self, i: int, bound: Bound) -> CheckFailure:
+        value = float(self.columns.metric(bound.metric)[0][i])  # a Python float: repr, the shortest exact text
+        message = f"{bound.metric} = {value!r} violates {bound.text} ({bound.source})"
+        return self.failure(i, bound.metric, value, bound, message, False)
+
+    def made(self, found: _Found, i: int) -> CheckFailure:
+        """The failure of row ``i`` of ``found``."""
+        if found.bound is None:
+            return self.not_compared(i)
+        if found.failing is _Failing.NOT_COMPUTED:
+            return self.not_computed(i, found.bound)
+        return self.violation(i, found.bound)
+
+    def selects(self, selector: Selector, i: int) -> bool:
+        """Whether ``selector`` selects row ``i``."""
+        columns = self.columns
+        return selector.selects(RowFields.at(columns, i), columns.left_op[i], columns.right_op[i],
+                                columns.tensor_id[i])
+
+
+_METRICS = attrgetter("metrics")
+_NO_SHAPE: tuple[int, ...] = ()
+
+
+def _or_empty(shape: tuple[int, ...] | None) -> tuple[int, ...]:
+    return shape if shape is not None else _NO_SHAPE
+
+
 def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date | None = None,
              parts: Sequence[PartReport] = ()) -> Verdict:
     """Check every row against ``policy`` (module docstring); ``today`` decides waiver expiry
     (the local date when None); ``parts``: the parts of a run compared in turn (each missing one
-    fails). Failures come part failures first, then in row order, one row's in bound order."""
+    fails). Failures come part failures first, then in row order, one row's in bound order.
+
+    On columns (:class:`~compare.stats_table.RowColumns`: a statistics table's own lists, one
+    ``map`` over records): the rows are grouped by their bounds (:meth:`BoundResolver.groups`,
+    resolved once per distinct data types and kind when the policy has no rules) and each bound
+    is one numpy comparison over its metric's column (``~(value OP limit)`` is true for NaN: a NaN
+    violates every bound). The rows for which a metric may have no value for the data (an
+    argument row, an empty tensor, bool against bool, a statistic recorded as null) say so one
+    by one (:func:`_defined_for`); only failing rows are read further (their failure's fields)."""
     today = today or datetime.date.today()
     valid, errors = _waivers(policy, today)
+    read = _Rows(rows)
+    columns = read.columns
+    n = len(columns)
+    gap = np.fromiter(map(bool, columns.expected_gap), dtype=bool, count=n)
+    expected = int(gap.sum())
     if not policy.gated:
         return Verdict(Outcome.FAILED if errors else Outcome.NOT_GATED, errors=errors, checked=0,
-                       expected_gaps=sum(1 for r in rows if r.expected_gap))
-    missing = _missing_parts(rows, parts)
-    part_rows = {position for position, _ in missing}
+                       expected_gaps=expected)
+    missing = _missing_parts(columns, parts)
     resolver = BoundResolver(policy)
-    resolve = resolver.bounds
+    groups = resolver.groups(columns, np.flatnonzero(~gap))
+    compared = np.fromiter(map(is_, columns.status, repeat(PairStatus.COMPARED)), dtype=bool, count=n)
     strict = policy.strict
-    compared = PairStatus.COMPARED
-    checks: dict[int, tuple[tuple[str, Callable[[float, float], bool], float, Bound], ...]] = {}
-    failures: list[CheckFailure] = []
-    expected = undefined = 0
-    for i, row in enumerate(rows):  # the hot loop: 100k rows in well under 0.5 s (docs/policy.md)
-        if row.expected_gap:
-            expected += 1
+    found: list[_Found] = []
+    if strict:
+        lost = ~gap & ~compared
+        lost[[position for position, _ in missing if position >= 0]] = False
+        found.append(_Found(_Failing.NOT_COMPARED, np.flatnonzero(lost), None, -1))
+    columns.load([bound.metric for bounds, _ in groups for bound in bounds])
+    exceptional = read.exceptional()
+    undefined = 0
+    for bounds, where in groups:
+        at = where[compared[where]]
+        if not len(at) or not bounds:
             continue
-        bounds = resolve(row)
-        if row.status is not compared:
-            if strict and i not in part_rows:
-                failures.append(_not_compared(i, row))
-            continue
-        prepared = checks.get(id(bounds))  # the resolver keeps each bounds tuple alive: ids are stable
-        if prepared is None:
-            prepared = checks[id(bounds)] = tuple((b.metric, _OPS[b.op], b.value, b) for b in bounds)
-        defined = _defined(row)
-        metrics = row.metrics
-        for metric, op, limit, bound in prepared:
-            if (defined is not None and metric not in defined) or metric in row.undefined:
-                undefined += 1
-                continue
-            if bound.if_present and metric not in metrics:
-                continue
-            value = metrics.get(metric)
-            if value is None:
-                if defined is not None and metric in _BOOL_MAYBE:  # bool RED: a number only sometimes
-                    undefined += 1
-                elif strict:
-                    failures.append(_not_computed(i, row, bound))
-            elif value != value or not op(value, limit):  # a NaN violates every bound
-                failures.append(_violation(i, row, bound, value))
-    failures, waived = _apply_waivers(failures, valid, rows)
+        odd = np.flatnonzero(exceptional[at])
+        no_value, maybe = _one_by_one(columns, bounds, at[odd].tolist())
+        for order, bound in enumerate(bounds):
+            values, present = columns.metric(bound.metric)
+            has = present[at]
+            live = np.ones(len(at), dtype=bool)
+            if len(odd):
+                live[odd] = ~no_value[order]
+            undefined += len(at) - int(live.sum())
+            if bound.if_present:
+                live &= read.keyed(bound.metric)[at]
+            absent = live & ~has
+            if len(odd):
+                bool_maybe = np.zeros(len(at), dtype=bool)
+                bool_maybe[odd] = maybe[order]
+                undefined += int((absent & bool_maybe).sum())
+                absent &= ~bool_maybe
+            if strict and absent.any():
+                found.append(_Found(_Failing.NOT_COMPUTED, at[absent], bound, order))
+            broken = live & has & ~_NUMPY_OPS[bound.op](values[at], bound.value)
+            if broken.any():
+                found.append(_Found(_Failing.VIOLATION, at[broken], bound, order))
+    failures = _in_order(read, found)
+    failures, waived = _apply_waivers(failures, valid, read)
     failures = [_part_missing(position, part) for position, part in missing] + failures
     if errors or any(not f.incomplete for f in failures):
         outcome = Outcome.FAILED
@@ -348,20 +462,54 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
         outcome = Outcome.INCOMPLETE
     else:
         outcome = Outcome.PASSED
-    return Verdict(outcome, failures, waived, errors, checked=len(rows) - expected, bounds=resolver.used,
+    return Verdict(outcome, failures, waived, errors, checked=n - expected, bounds=resolver.used,
                    expected_gaps=expected, undefined=undefined)
 
 
-def _missing_parts(rows: Sequence[MetricRow], parts: Sequence[PartReport]) -> list[tuple[int, PartReport]]:
+def _one_by_one(columns: RowColumns, bounds: Sequence[Bound], rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """For the rows whose metrics may have no value for their data (``rows``), per bound (first
+    axis) and row: whether the bound's metric has no value for the row's data (not checked, counted
+    undefined), and whether a missing value is the data's doing (bool RelativeEuclideanDistance:
+    a number only sometimes; counted undefined when missing, not incomplete)."""
+    no_value = np.zeros((len(bounds), len(rows)), dtype=bool)
+    maybe = np.zeros((len(bounds), len(rows)), dtype=bool)
+    kind, shape, left, right, nulls = (columns.kind, columns.shape, columns.left_dtype, columns.right_dtype,
+                                       columns.undefined)
+    for j, i in enumerate(rows):
+        defined = _defined_for(kind[i], shape[i], left[i], right[i])
+        for order, bound in enumerate(bounds):
+            metric = bound.metric
+            if (defined is not None and metric not in defined) or metric in nulls[i]:
+                no_value[order, j] = True
+            elif defined is not None and metric in _BOOL_MAYBE:
+                maybe[order, j] = True
+    return no_value, maybe
+
+
+def _in_order(read: _Rows, found: list[_Found]) -> list[CheckFailure]:
+    """The failures of ``found`` in row order, one row's in the order of its bounds."""
+    found = [f for f in found if len(f.rows)]
+    if not found:
+        return []
+    rows = np.concatenate([f.rows for f in found])
+    orders = np.concatenate([np.full(len(f.rows), f.order) for f in found])
+    which = np.concatenate([np.full(len(f.rows), k) for k, f in enumerate(found)])
+    order = np.lexsort((orders, rows))
+    return [read.made(found[k], i) for k, i in zip(which[order].tolist(), rows[order].tolist())]
+
+
+def _missing_parts(columns: RowColumns, parts: Sequence[PartReport]) -> list[tuple[int, PartReport]]:
     """Each missing part with the position of its row (-1 when the rows have none: a saved result
     written before parts had rows), in part order; each row stands for one part at most."""
     missing = [part for part in parts if part.missing]
     if not missing:
         return []
+    compared = PairStatus.COMPARED
     by_name: dict[str, list[int]] = {}
-    for i, row in enumerate(rows):
-        if row.tensor_id is None and row.status is not PairStatus.COMPARED:
-            by_name.setdefault(row.left_op, []).append(i)
+    for i, (tensor_id, status, left_op) in enumerate(zip(columns.tensor_id, columns.status, columns.left_op)):
+        if tensor_id is None and status is not compared:
+            by_name.setdefault(left_op, []).append(i)
+    rows = columns.rows
     taken: set[int] = set()
     found: list[tuple[int, PartReport]] = []
     for part in missing:
@@ -389,7 +537,7 @@ def _waivers(policy: Policy, today: datetime.date) -> tuple[list[Waiver], list[s
     return valid, errors
 
 
-def _apply_waivers(failures: list[CheckFailure], waivers: list[Waiver], rows: Sequence[MetricRow]
+def _apply_waivers(failures: list[CheckFailure], waivers: list[Waiver], read: _Rows
                    ) -> tuple[list[CheckFailure], list[CheckFailure]]:
     """Split failures into (kept, waived): the first valid waiver matching the row and covering
     the failure waives it (``waived_by`` = the waiver's label)."""
@@ -401,7 +549,7 @@ def _apply_waivers(failures: list[CheckFailure], waivers: list[Waiver], rows: Se
     for failure in failures:
         candidates = matching.get(failure.row)
         if candidates is None:
-            candidates = matching[failure.row] = [w for w in waivers if w.selector.matches(rows[failure.row])]
+            candidates = matching[failure.row] = [w for w in waivers if read.selects(w.selector, failure.row)]
         waiver = next((w for w in candidates if w.covers(failure.metric, failure.incomplete)), None)
         if waiver is None:
             kept.append(failure)
