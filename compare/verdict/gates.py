@@ -46,6 +46,7 @@ remains; else PASSED; NOT_GATED when the policy asks nothing (no bound, not stri
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 import operator
 import os
@@ -66,7 +67,7 @@ from ..records import (ARGUMENT_METRIC, Bound, CheckFailure, MetricRow, Outcome,
                        Verdict)
 from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF, stat_metrics
 from ..stats_table import RowColumns
-from .policy import CHECKSUM_METRICS, BoundResolver, Policy, RowFields, Selector, Waiver, metric_name
+from .policy import CHECKSUM_METRICS, BoundResolver, Policy, RowFields, Selector, Waiver, distinct, metric_name
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -235,16 +236,21 @@ def _redirect_file(folder: Path) -> str | None:
 
 def _defined(row: MetricRow) -> frozenset[str] | None:
     """Metrics that have a value for this row's data (None: all of them); see the module docstring."""
-    return _defined_for(row.kind, row.shape, row.left_dtype, row.right_dtype)
+    return _defined_for(row.kind, _empty(row.shape), row.left_dtype, row.right_dtype)
 
 
-def _defined_for(kind: RowKind, shape: tuple[int, ...] | None, left_dtype: str | None, right_dtype: str | None
+def _empty(shape: tuple[int, ...] | None) -> bool:
+    """Whether a shape is that of an empty tensor (a 0 in it)."""
+    return bool(shape) and 0 in shape  # type: ignore[operator]
+
+
+def _defined_for(kind: RowKind, empty: bool, left_dtype: str | None, right_dtype: str | None
                  ) -> frozenset[str] | None:
-    """:func:`_defined` of a row of this kind, shape and data types: an argument row has ArgumentDiff
-    only, an empty tensor (a 0 in the shape) nothing, bool against bool :data:`BOOL_CAPABLE`."""
+    """:func:`_defined` of a row of this kind, emptiness (:func:`_empty`) and data types: an argument
+    row has ArgumentDiff only, an empty tensor nothing, bool against bool :data:`BOOL_CAPABLE`."""
     if kind is RowKind.ARGUMENT:
         return _ARGUMENT_ONLY
-    if shape and 0 in shape:
+    if empty:
         return frozenset()
     if left_dtype == "bool" and right_dtype == "bool":
         return _BOOL_METRICS
@@ -297,36 +303,61 @@ class _Rows:
 
     def keyed(self, metric: str) -> np.ndarray:
         """Whether each row's ``metrics`` has the key ``metric`` (None value or not): the rows a
-        :attr:`Bound.if_present` bound checks. A table's statistics rows have the metrics of the
-        statistics they compare (:func:`compare.stats.statistics_metrics`), its kept records their own."""
-        found = self._keyed.get(metric)
-        if found is not None:
-            return found
+        :attr:`Bound.if_present` bound checks (:meth:`load_keyed`)."""
+        self.load_keyed((metric,))
+        return self._keyed[metric]
+
+    def load_keyed(self, metrics: Sequence[str]) -> None:
+        """Read :meth:`keyed` of ``metrics``: of records, one ``in`` a row; of a table, its
+        statistics rows have the metrics of the statistics they compare
+        (:func:`compare.stats.statistics_metrics`), its kept records their own."""
+        metrics = [metric for metric in dict.fromkeys(metrics) if metric not in self._keyed]
+        if not metrics:
+            return
         columns = self.columns
+        n = len(columns)
         table = columns.table
         if table is None:
-            found = np.fromiter(map(contains, map(_METRICS, columns.rows), repeat(metric)), dtype=bool,
-                                count=len(columns))
-        else:
-            found = np.zeros(len(table), dtype=bool)
-            for name in table.stats:
-                if metric in stat_metrics(name):
-                    found |= table.columns[name].has
-            for row, record in table.kept.items():
-                found[row] = metric in record.metrics
-        self._keyed[metric] = found
-        return found
+            dicts = list(map(_METRICS, columns.rows))
+            for metric in metrics:
+                self._keyed[metric] = np.fromiter(map(contains, dicts, repeat(metric)), dtype=bool, count=n)
+            return
+        found = {metric: np.zeros(n, dtype=bool) for metric in metrics}
+        for name in table.stats:
+            for metric in stat_metrics(name):
+                if metric in found:
+                    found[metric] |= table.columns[name].has
+        if table.kept:
+            rows = np.fromiter(table.kept, dtype=np.intp, count=len(table.kept))
+            dicts = list(map(_METRICS, table.kept.values()))
+            for metric, keyed in found.items():
+                keyed[rows] = np.fromiter(map(contains, dicts, repeat(metric)), dtype=bool, count=len(dicts))
+        self._keyed.update(found)
+
+    @functools.cached_property
+    def cases(self) -> np.ndarray:
+        """Per row, what :func:`_defined_for` reads as bits: 4 an argument row, 2 an empty tensor
+        (:func:`_empty`), 1 bool against bool (int8). Each test over every row only when a C-level
+        ``in`` (a set of the distinct shapes) finds a row it can be true for."""
+        columns, n = self.columns, len(self.columns)
+        shapes = columns.shape
+        empties = {shape for shape in set(shapes) if _empty(shape)}  # judged once per distinct shape
+        out = np.zeros(n, dtype=np.int8)
+        if empties:
+            out |= np.fromiter(map(empties.__contains__, shapes), dtype=bool, count=n).astype(np.int8) * 2
+        if any(map(is_, columns.kind, repeat(RowKind.ARGUMENT))):
+            out |= np.fromiter(map(is_, columns.kind, repeat(RowKind.ARGUMENT)), dtype=bool, count=n).astype(np.int8) * 4
+        left, right = columns.left_dtype, columns.right_dtype
+        if "bool" in left and "bool" in right:
+            out |= (np.fromiter(map(eq, left, repeat("bool")), dtype=bool, count=n)
+                    & np.fromiter(map(eq, right, repeat("bool")), dtype=bool, count=n)).astype(np.int8)
+        return out
 
     def exceptional(self) -> np.ndarray:
         """Whether some metric may be undefined for each row's data (:func:`_defined_for` is not
-        None, or a statistic recorded as null): those rows are checked one by one."""
-        columns, n = self.columns, len(self.columns)
-        undefined = np.fromiter(map(bool, columns.undefined), dtype=bool, count=n)
-        argument = np.fromiter(map(is_, columns.kind, repeat(RowKind.ARGUMENT)), dtype=bool, count=n)
-        empty = np.fromiter(map(contains, map(_or_empty, columns.shape), repeat(0)), dtype=bool, count=n)
-        left_bool = np.fromiter(map(eq, columns.left_dtype, repeat("bool")), dtype=bool, count=n)
-        right_bool = np.fromiter(map(eq, columns.right_dtype, repeat("bool")), dtype=bool, count=n)
-        return undefined | argument | empty | (left_bool & right_bool)
+        None: :attr:`cases` not 0, or a statistic recorded as null): those rows are checked one by one."""
+        columns = self.columns
+        return np.fromiter(map(bool, columns.undefined), dtype=bool, count=len(columns)) | (self.cases != 0)
 
     def row_text(self, i: int) -> str:
         columns = self.columns
@@ -363,18 +394,26 @@ class _Rows:
         message = f"{bound.metric} not computed for {self.row_text(i)}, required by {bound.text} ({bound.source}): {why}"
         return self.failure(i, bound.metric, None, bound, message, True)
 
-    def violation(self, i: int, bound: Bound) -> CheckFailure:
-        value = float(self.columns.metric(bound.metric)[0][i])  # a Python float: repr, the shortest exact text
-        message = f"{bound.metric} = {value!r} violates {bound.text} ({bound.source})"
-        return self.failure(i, bound.metric, value, bound, message, False)
+    def violations(self, rows: np.ndarray, bound: Bound) -> list[CheckFailure]:
+        """The failures of the rows at ``rows`` whose value violates ``bound``."""
+        columns = self.columns
+        metric = bound.metric
+        values = columns.metric(metric)[0][rows].tolist()  # Python floats: repr, the shortest exact text
+        tensor_id, op_type, left_op, right_op = columns.tensor_id, columns.op_type, columns.left_op, columns.right_op
+        end = f" violates {bound.text} ({bound.source})"
+        return [CheckFailure(row=i, tensor_id=tensor_id[i], op_type=op_type[i], left_op=left_op[i],
+                             right_op=right_op[i], metric=metric, value=value, bound=bound,
+                             message=f"{metric} = {value!r}{end}", incomplete=False)
+                for i, value in zip(rows.tolist(), values)]
 
-    def made(self, found: _Found, i: int) -> CheckFailure:
-        """The failure of row ``i`` of ``found``."""
-        if found.bound is None:
-            return self.not_compared(i)
+    def made(self, found: _Found) -> list[CheckFailure]:
+        """The failures of ``found``, in its row order."""
+        bound = found.bound
+        if bound is None:
+            return [self.not_compared(i) for i in found.rows.tolist()]
         if found.failing is _Failing.NOT_COMPUTED:
-            return self.not_computed(i, found.bound)
-        return self.violation(i, found.bound)
+            return [self.not_computed(i, bound) for i in found.rows.tolist()]
+        return self.violations(found.rows, bound)
 
     def selects(self, selector: Selector, i: int) -> bool:
         """Whether ``selector`` selects row ``i``."""
@@ -384,11 +423,6 @@ class _Rows:
 
 
 _METRICS = attrgetter("metrics")
-_NO_SHAPE: tuple[int, ...] = ()
-
-
-def _or_empty(shape: tuple[int, ...] | None) -> tuple[int, ...]:
-    return shape if shape is not None else _NO_SHAPE
 
 
 def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date | None = None,
@@ -409,7 +443,8 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
     read = _Rows(rows)
     columns = read.columns
     n = len(columns)
-    gap = np.fromiter(map(bool, columns.expected_gap), dtype=bool, count=n)
+    gaps = columns.expected_gap
+    gap = np.fromiter(map(bool, gaps), dtype=bool, count=n) if any(gaps) else np.zeros(n, dtype=bool)
     expected = int(gap.sum())
     if not policy.gated:
         return Verdict(Outcome.FAILED if errors else Outcome.NOT_GATED, errors=errors, checked=0,
@@ -417,14 +452,17 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
     missing = _missing_parts(columns, parts)
     resolver = BoundResolver(policy)
     groups = resolver.groups(columns, np.flatnonzero(~gap))
-    compared = np.fromiter(map(is_, columns.status, repeat(PairStatus.COMPARED)), dtype=bool, count=n)
+    status = columns.status
+    compared = (np.ones(n, dtype=bool) if status.count(PairStatus.COMPARED) == n
+                else np.fromiter(map(is_, status, repeat(PairStatus.COMPARED)), dtype=bool, count=n))
     strict = policy.strict
     found: list[_Found] = []
     if strict:
         lost = ~gap & ~compared
         lost[[position for position, _ in missing if position >= 0]] = False
         found.append(_Found(_Failing.NOT_COMPARED, np.flatnonzero(lost), None, -1))
-    columns.load([bound.metric for bounds, _ in groups for bound in bounds])
+    columns.load([bound.metric for bounds, _ in groups for bound in bounds if not bound.if_present])
+    read.load_keyed([bound.metric for bounds, _ in groups for bound in bounds if bound.if_present])
     exceptional = read.exceptional()
     undefined = 0
     for bounds, where in groups:
@@ -432,16 +470,18 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
         if not len(at) or not bounds:
             continue
         odd = np.flatnonzero(exceptional[at])
-        no_value, maybe = _one_by_one(columns, bounds, at[odd].tolist())
+        no_value, maybe = _one_by_one(read, bounds, at[odd].tolist())
         for order, bound in enumerate(bounds):
-            values, present = columns.metric(bound.metric)
-            has = present[at]
             live = np.ones(len(at), dtype=bool)
             if len(odd):
                 live[odd] = ~no_value[order]
             undefined += len(at) - int(live.sum())
             if bound.if_present:
                 live &= read.keyed(bound.metric)[at]
+                if not live.any():  # (a checksum bound on rows without checksums: the metric is not read)
+                    continue
+            values, present = columns.metric(bound.metric)
+            has = present[at]
             absent = live & ~has
             if len(odd):
                 bool_maybe = np.zeros(len(at), dtype=bool)
@@ -466,24 +506,29 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
                    expected_gaps=expected, undefined=undefined)
 
 
-def _one_by_one(columns: RowColumns, bounds: Sequence[Bound], rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def _one_by_one(read: _Rows, bounds: Sequence[Bound], rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """For the rows whose metrics may have no value for their data (``rows``), per bound (first
     axis) and row: whether the bound's metric has no value for the row's data (not checked, counted
     undefined), and whether a missing value is the data's doing (bool RelativeEuclideanDistance:
-    a number only sometimes; counted undefined when missing, not incomplete)."""
-    no_value = np.zeros((len(bounds), len(rows)), dtype=bool)
-    maybe = np.zeros((len(bounds), len(rows)), dtype=bool)
-    kind, shape, left, right, nulls = (columns.kind, columns.shape, columns.left_dtype, columns.right_dtype,
-                                       columns.undefined)
-    for j, i in enumerate(rows):
-        defined = _defined_for(kind[i], shape[i], left[i], right[i])
+    a number only sometimes; counted undefined when missing, not incomplete). Worked out once per
+    distinct (:attr:`_Rows.cases`, null statistics) of the rows (:func:`distinct`): what
+    :func:`_defined_for` and the nulls read."""
+    columns = read.columns
+    kind, left, right, nulls = columns.kind, columns.left_dtype, columns.right_dtype, columns.undefined
+    cases = read.cases[rows]
+    first, number = distinct([cases.tolist(), list(map(nulls.__getitem__, rows))], len(rows))
+    no_value = np.zeros((len(bounds), len(first)), dtype=bool)
+    maybe = np.zeros((len(bounds), len(first)), dtype=bool)
+    for k, at in enumerate(first.tolist()):
+        i = rows[at]
+        defined = _defined_for(kind[i], bool(cases[at] & 2), left[i], right[i])
         for order, bound in enumerate(bounds):
             metric = bound.metric
             if (defined is not None and metric not in defined) or metric in nulls[i]:
-                no_value[order, j] = True
+                no_value[order, k] = True
             elif defined is not None and metric in _BOOL_MAYBE:
-                maybe[order, j] = True
-    return no_value, maybe
+                maybe[order, k] = True
+    return no_value[:, number], maybe[:, number]
 
 
 def _in_order(read: _Rows, found: list[_Found]) -> list[CheckFailure]:
@@ -491,11 +536,12 @@ def _in_order(read: _Rows, found: list[_Found]) -> list[CheckFailure]:
     found = [f for f in found if len(f.rows)]
     if not found:
         return []
+    made = [failure for f in found for failure in read.made(f)]
+    if len(found) == 1:
+        return made
     rows = np.concatenate([f.rows for f in found])
     orders = np.concatenate([np.full(len(f.rows), f.order) for f in found])
-    which = np.concatenate([np.full(len(f.rows), k) for k, f in enumerate(found)])
-    order = np.lexsort((orders, rows))
-    return [read.made(found[k], i) for k, i in zip(which[order].tolist(), rows[order].tolist())]
+    return list(map(made.__getitem__, np.lexsort((orders, rows)).tolist()))
 
 
 def _missing_parts(columns: RowColumns, parts: Sequence[PartReport]) -> list[tuple[int, PartReport]]:

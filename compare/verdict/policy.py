@@ -607,6 +607,8 @@ class BoundResolver:
         positions (increasing), groups in the order of their first row (class docstring)."""
         if not len(positions):
             return []
+        if not self.policy.rules and not self.policy.dtype_defaults:  # the same bounds for every row
+            return [(self.bounds_of(RowFields.at(columns, int(positions[0])), "", "", None), positions)]
         where = positions.tolist()
         if any(test is not None for test in self._tests):
             by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
@@ -615,29 +617,24 @@ class BoundResolver:
                 bounds = self.bounds_of(RowFields.at(columns, i), left_op[i], right_op[i], tensor_id[i])
                 by_bounds.setdefault(id(bounds), (bounds, []))[1].append(i)
             return [(bounds, np.asarray(rows, dtype=np.intp)) for bounds, rows in by_bounds.values()]
+        kinds = list(map(id, columns.kind))  # the members are singletons; an Enum's hash is a Python call
         if self.policy.rules:
             fields = [columns.op_type, columns.left_dtype, columns.right_dtype, columns.rank, columns.iteration,
-                      columns.graph, columns.kind]
-        elif self.policy.dtype_defaults:
-            fields = [columns.kind, columns.left_dtype, columns.right_dtype]
+                      columns.graph, kinds]
         else:
-            fields = []
-        if not fields:
-            return [(self.bounds_of(RowFields.at(columns, where[0]), "", "", None), positions)]
+            fields = [kinds, columns.left_dtype, columns.right_dtype]
         if len(where) != len(columns):
             fields = [list(map(field.__getitem__, where)) for field in fields]
-        keys = list(zip(*fields))
-        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))  # key -> its first position in ``where``
+        first, number = distinct(fields, len(where))
         if len(first) == 1:
             return [(self.bounds_of(RowFields.at(columns, where[0]), "", "", None), positions)]
-        ordered = sorted(first.items(), key=lambda item: item[1])  # in order of first appearance
-        number = {key: n for n, (key, _) in enumerate(ordered)}
-        codes = np.fromiter(map(number.__getitem__, keys), dtype=np.intp, count=len(keys))
+        by_number = np.argsort(number, kind="stable")
+        ends = np.cumsum(np.bincount(number, minlength=len(first))).tolist()
         out: dict[int, tuple[tuple[Bound, ...], list[np.ndarray]]] = {}
-        for n, (_key, at) in enumerate(ordered):
+        for k, at in enumerate(first.tolist()):
             bounds = self.bounds_of(RowFields.at(columns, where[at]), "", "", None)
-            out.setdefault(id(bounds), (bounds, []))[1].append(np.flatnonzero(codes == n))
-        return [(bounds, np.sort(positions[np.concatenate(parts)]) if len(parts) > 1 else positions[parts[0]])
+            out.setdefault(id(bounds), (bounds, []))[1].append(by_number[ends[k - 1] if k else 0:ends[k]])
+        return [(bounds, positions[np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]])
                 for bounds, parts in out.values()]
 
     def _by_fields(self, fields: RowFields
@@ -672,6 +669,31 @@ class BoundResolver:
         return tuple(b for bounds in per_metric.values() for b in bounds) + policy.gates
 
 
+def distinct(columns: Sequence[Sequence[object]], rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``columns`` (each ``rows`` long; hashable values): the position of
+    the first row of each, in order of appearance, and each row's number in that order.
+
+    Each column is numbered by a dict of its distinct values and the numbers are combined as
+    integers: no tuple is made a row (100,000 tuples kept alive wake the garbage collector, whose
+    passes over a large heap cost more than the grouping)."""
+    code = np.zeros(rows, dtype=np.int64)
+    span = 1
+    for column in columns:
+        numbers = {value: k for k, value in enumerate(dict.fromkeys(column))}
+        if span * len(numbers) >= 2**62:
+            code = np.unique(code, return_inverse=True)[1].astype(np.int64)
+            span = int(code.max()) + 1
+        code = code * len(numbers) + np.fromiter(map(numbers.__getitem__, column), dtype=np.int64, count=rows)
+        span *= len(numbers)
+    if not rows:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    _, first, number = np.unique(code, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # distinct values by first appearance
+    renumber = np.empty(len(order), dtype=np.intp)
+    renumber[order] = np.arange(len(order))
+    return first[order], renumber[number.reshape(-1)]
+
+
 def _layer(per_metric: dict[str, tuple[Bound, ...]], bounds: Sequence[Bound], off: frozenset[str]) -> None:
     """Apply one layer: its bounds replace earlier bounds on the same metric; ``off`` removes them."""
     for metric in off:
@@ -685,5 +707,5 @@ def _layer(per_metric: dict[str, tuple[Bound, ...]], bounds: Sequence[Bound], of
 
 __all__ = ["CHECKSUM_METRICS", "DTYPE_EPS", "MAX_REGEX_LENGTH", "MAX_REGEX_NAME", "MAX_REGEX_REPEAT", "NOT_COMPARED",
            "STATS_REL_BOUNDED", "BoundResolver", "Globs", "NameRegexes", "Policy", "Rule", "Selector", "Waiver",
-           "RowFields", "dtype_bounds", "dtype_bounds_of", "dtype_family", "gated_metrics", "glob_lines", "glob_regex",
+           "RowFields", "distinct", "dtype_bounds", "dtype_bounds_of", "dtype_family", "gated_metrics", "glob_lines", "glob_regex",
            "higher_is_better", "metric_name", "names_of", "names_text", "regex_problem"]
