@@ -706,6 +706,6 @@ def _layer(per_metric: dict[str, tuple[Bound, ...]], bounds: Sequence[Bound], of
 
 
 __all__ = ["CHECKSUM_METRICS", "DTYPE_EPS", "MAX_REGEX_LENGTH", "MAX_REGEX_NAME", "MAX_REGEX_REPEAT", "NOT_COMPARED",
-           "STATS_REL_BOUNDED", "BoundResolver", "Globs", "NameRegexes", "Policy", "Rule", "Selector", "Waiver",
-           "RowFields", "distinct", "dtype_bounds", "dtype_bounds_of", "dtype_family", "gated_metrics", "glob_lines", "glob_regex",
-           "higher_is_better", "metric_name", "names_of", "names_text", "regex_problem"]
+           "STATS_REL_BOUNDED", "BoundResolver", "Globs", "NameRegexes", "Policy", "RowFields", "Rule", "Selector",
+           "Waiver", "distinct", "dtype_bounds", "dtype_bounds_of", "dtype_family", "gated_metrics", "glob_lines",
+           "glob_regex", "higher_is_better", "metric_name", "names_of", "names_text", "regex_problem"]
