@@ -8,7 +8,7 @@ msprobe's non-tensor arguments must be equal; checked on argument rows only, eve
 being undefined there). A policy file adds defaults,
 rules and waivers (:mod:`compare.verdict.policy`).
 
-:func:`evaluate`, row by row (docs/policy.md):
+:func:`evaluate` checks each row (docs/policy.md; on columns, :func:`evaluate`'s docstring):
 
 - a row with ``expected_gap`` (structurally not compared: a mixed-precision Cast without
   counterpart, a quant-filtered op, an overflow record, an NPU-only operator the fusion rule gives
@@ -409,7 +409,7 @@ class _Rows:
     def made(self, found: _Found) -> list[CheckFailure]:
         """The failures of ``found``, in its row order."""
         bound = found.bound
-        if bound is None:
+        if found.failing is _Failing.NOT_COMPARED or bound is None:
             return [self.not_compared(i) for i in found.rows.tolist()]
         if found.failing is _Failing.NOT_COMPUTED:
             return [self.not_computed(i, bound) for i in found.rows.tolist()]
