@@ -556,6 +556,9 @@ def gated_metrics(policy: Policy) -> list[str]:
 
 #: The built-in layer of a row: (data-type family, row kind), None without ``dtype = true``.
 _Family: TypeAlias = "tuple[str | None, RowKind] | None"
+#: What the fields of a row decide (:meth:`BoundResolver._by_fields`): its built-in layer, the rules
+#: it matches without a name test, the (rule, name test) pairs still to run on its names.
+_Known: TypeAlias = "tuple[_Family, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]"
 
 
 class BoundResolver:
@@ -572,13 +575,13 @@ class BoundResolver:
     nothing without ``dtype = true``), on its :class:`RowFields` when no rule tests names; then
     one resolution per distinct value, made in the order of each value's first row, gives the
     bounds and :attr:`used` a row-by-row resolution gives. Rules that test names are searched
-    row by row (:meth:`bounds_of`).
+    row by row, in row order, each row's fields matched once per distinct value.
     """
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self._cache: dict[tuple[_Family, tuple[int, ...]], tuple[Bound, ...]] = {}
-        self._fields: dict[RowFields, tuple[_Family, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]] = {}
+        self._fields: dict[RowFields, _Known] = {}
         self._tests = [rule.selector.name_test() if rule.selector.uses_names else None for rule in policy.rules]
 
     def bounds(self, row: MetricRow) -> tuple[Bound, ...]:
@@ -587,9 +590,17 @@ class BoundResolver:
 
     def bounds_of(self, fields: RowFields, left_op: str, right_op: str, tensor_id: str | None) -> tuple[Bound, ...]:
         """The bounds of the row of these fields and names (:meth:`bounds`)."""
+        return self._named(self._known(fields), left_op, right_op, tensor_id)
+
+    def _known(self, fields: RowFields) -> _Known:
+        """:meth:`_by_fields` of ``fields``, once."""
         known = self._fields.get(fields)
         if known is None:
             known = self._fields[fields] = self._by_fields(fields)
+        return known
+
+    def _named(self, known: _Known, left_op: str, right_op: str, tensor_id: str | None) -> tuple[Bound, ...]:
+        """The bounds of a row whose fields are ``known`` and whose names are these."""
         family, matched, by_name = known
         if by_name:
             names = names_of(left_op, right_op, tensor_id)
@@ -610,13 +621,6 @@ class BoundResolver:
         if not self.policy.rules and not self.policy.dtype_defaults:  # the same bounds for every row
             return [(self.bounds_of(RowFields.at(columns, int(positions[0])), "", "", None), positions)]
         where = positions.tolist()
-        if any(test is not None for test in self._tests):
-            by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
-            left_op, right_op, tensor_id = columns.left_op, columns.right_op, columns.tensor_id
-            for i in where:
-                bounds = self.bounds_of(RowFields.at(columns, i), left_op[i], right_op[i], tensor_id[i])
-                by_bounds.setdefault(id(bounds), (bounds, []))[1].append(i)
-            return [(bounds, np.asarray(rows, dtype=np.intp)) for bounds, rows in by_bounds.values()]
         kinds = list(map(id, columns.kind))  # the members are singletons; an Enum's hash is a Python call
         if self.policy.rules:
             fields = [columns.op_type, columns.left_dtype, columns.right_dtype, columns.rank, columns.iteration,
@@ -626,6 +630,14 @@ class BoundResolver:
         if len(where) != len(columns):
             fields = [list(map(field.__getitem__, where)) for field in fields]
         first, number = distinct(fields, len(where))
+        if any(test is not None for test in self._tests):  # the names of each row are searched, in row order
+            known = [self._known(RowFields.at(columns, where[at])) for at in first.tolist()]
+            by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
+            left_op, right_op, tensor_id = columns.left_op, columns.right_op, columns.tensor_id
+            for i, k in zip(where, number.tolist()):
+                bounds = self._named(known[k], left_op[i], right_op[i], tensor_id[i])
+                by_bounds.setdefault(id(bounds), (bounds, []))[1].append(i)
+            return [(bounds, np.asarray(rows, dtype=np.intp)) for bounds, rows in by_bounds.values()]
         if len(first) == 1:
             return [(self.bounds_of(RowFields.at(columns, where[0]), "", "", None), positions)]
         by_number = np.argsort(number, kind="stable")
@@ -637,8 +649,7 @@ class BoundResolver:
         return [(bounds, positions[np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]])
                 for bounds, parts in out.values()]
 
-    def _by_fields(self, fields: RowFields
-                   ) -> tuple[_Family, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]:
+    def _by_fields(self, fields: RowFields) -> _Known:
         """((data-type family, row kind) when built-in bounds apply, rules matched without a name test, (rule, name test) still to run)."""
         family = ((coarsest_family(fields.left_dtype, fields.right_dtype), fields.kind)
                   if self.policy.dtype_defaults else None)
