@@ -8,7 +8,7 @@ msprobe's non-tensor arguments must be equal; checked on argument rows only, eve
 being undefined there). A policy file adds defaults,
 rules and waivers (:mod:`compare.verdict.policy`).
 
-:func:`evaluate`, row by row (docs/policy.md):
+:func:`evaluate` checks each row (docs/policy.md; on columns, :func:`evaluate`'s docstring):
 
 - a row with ``expected_gap`` (structurally not compared: a mixed-precision Cast without
   counterpart, a quant-filtered op, an overflow record, an NPU-only operator the fusion rule gives
@@ -46,21 +46,28 @@ remains; else PASSED; NOT_GATED when the policy asks nothing (no bound, not stri
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 import operator
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from enum import Enum
+from itertools import repeat
+from operator import attrgetter, contains, eq, is_
 from pathlib import Path
+
+import numpy as np
 
 from ..errors import OptionError
 from ..kernels import BOOL_CAPABLE, METRIC_NAMES, metric_key, resolve_algorithms
 from ..pairing.near import did_you_mean
 from ..records import (ARGUMENT_METRIC, Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind,
                        Verdict)
-from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF
-from .policy import CHECKSUM_METRICS, BoundResolver, Policy, Waiver, metric_name
+from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF, stat_metrics
+from ..stats_table import RowColumns
+from .policy import CHECKSUM_METRICS, BoundResolver, Policy, RowFields, Selector, Waiver, distinct, metric_name
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -69,6 +76,9 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
+#: The same comparisons over a column.
+_NUMPY_OPS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+    ">=": np.greater_equal, "<=": np.less_equal, "==": np.equal, ">": np.greater, "<": np.less}
 #: Every run of comparison characters in a gate text: the five operators and the near misses
 #: (``=>``, ``=<``, ``!=``, ``<>``, a lone ``=``) a typo makes.
 _OP_RE = re.compile(r">=|<=|==|=>|=<|!=|<>|>|<|=")
@@ -224,56 +234,27 @@ def _redirect_file(folder: Path) -> str | None:
     return max(found)[1] if found else None
 
 
-def _row_text(row: MetricRow) -> str:
-    return row.tensor_id or (row.left_op if row.left_op != "*" else row.right_op)
-
-
-def _reasons(row: MetricRow) -> str:
-    return "; ".join(row.reasons) if row.reasons else "no reason recorded"
-
-
-def _failure(i: int, row: MetricRow, metric: str | None, value: float | None, bound: Bound | None, message: str,
-             incomplete: bool) -> CheckFailure:
-    return CheckFailure(row=i, tensor_id=row.tensor_id, op_type=row.op_type, left_op=row.left_op,
-                        right_op=row.right_op, metric=metric, value=value, bound=bound, message=message,
-                        incomplete=incomplete)
-
-
 def _defined(row: MetricRow) -> frozenset[str] | None:
     """Metrics that have a value for this row's data (None: all of them); see the module docstring."""
-    if row.kind is RowKind.ARGUMENT:
+    return _defined_for(row.kind, _empty(row.shape), row.left_dtype, row.right_dtype)
+
+
+def _empty(shape: tuple[int, ...] | None) -> bool:
+    """Whether a shape is that of an empty tensor (a 0 in it)."""
+    return bool(shape) and 0 in shape  # type: ignore[operator]
+
+
+def _defined_for(kind: RowKind, empty: bool, left_dtype: str | None, right_dtype: str | None
+                 ) -> frozenset[str] | None:
+    """:func:`_defined` of a row of this kind, emptiness (:func:`_empty`) and data types: an argument
+    row has ArgumentDiff only, an empty tensor nothing, bool against bool :data:`BOOL_CAPABLE`."""
+    if kind is RowKind.ARGUMENT:
         return _ARGUMENT_ONLY
-    shape = row.shape
-    if shape and 0 in shape:
+    if empty:
         return frozenset()
-    if row.left_dtype == "bool" and row.right_dtype == "bool":
+    if left_dtype == "bool" and right_dtype == "bool":
         return _BOOL_METRICS
     return None
-
-
-def _not_compared(i: int, row: MetricRow) -> CheckFailure:
-    return _failure(i, row, None, None, None, f"{_row_text(row)} not compared ({row.status.value}): {_reasons(row)}",
-                    True)
-
-
-def _not_computed(i: int, row: MetricRow, bound: Bound) -> CheckFailure:
-    why = _reasons(row)
-    if row.kind is RowKind.STATISTICS and bound.metric not in STAT_METRIC_OF:
-        why = "this row compares recorded statistics (no tensor data), gate it with a statistics metric such as " \
-              "MaxRelDiff or L2NormRelDiff"
-    elif row.kind is RowKind.TENSOR and bound.metric in STAT_METRIC_OF:
-        why = ("a statistics metric: this tensor row has no statistics recorded on both sides (msprobe's dump.json, "
-               "a MindSpore statistic.csv) to compare")
-    elif bound.metric in STAT_METRIC_OF and bound.metric not in row.metrics:
-        why = f"the statistic was not recorded on both sides; {why}"
-    message = f"{bound.metric} not computed for {_row_text(row)}, required by {bound.text} ({bound.source}): {why}"
-    return _failure(i, row, bound.metric, None, bound, message, True)
-
-
-def _violation(i: int, row: MetricRow, bound: Bound, value: float) -> CheckFailure:
-    value = float(value)  # repr of a Python float: the shortest text that reads back exactly
-    message = f"{bound.metric} = {value!r} violates {bound.text} ({bound.source})"
-    return _failure(i, row, bound.metric, value, bound, message, False)
 
 
 def violations(row: MetricRow, bounds: Sequence[Bound]) -> list[tuple[Bound, float]]:
@@ -293,54 +274,227 @@ def violations(row: MetricRow, bounds: Sequence[Bound]) -> list[tuple[Bound, flo
     return out
 
 
+class _Failing(Enum):
+    """Why the rows of a :class:`_Found` fail."""
+
+    NOT_COMPARED = "not compared"
+    NOT_COMPUTED = "not computed"
+    VIOLATION = "violation"
+
+
+@dataclass(frozen=True)
+class _Found:
+    """Rows (positions, increasing) failing one way; ``bound`` is their bound (None: not compared)
+    and ``order`` its position in the rows' bounds (-1: not compared), the order of one row's failures."""
+
+    failing: _Failing
+    rows: np.ndarray
+    bound: Bound | None
+    order: int
+
+
+class _Rows:
+    """What :func:`evaluate` reads of the rows: a :class:`~compare.stats_table.RowColumns` and
+    the columns it derives from them (kept once read)."""
+
+    def __init__(self, rows: Sequence[MetricRow]) -> None:
+        self.columns = RowColumns(rows)
+        self._keyed: dict[str, np.ndarray] = {}
+
+    def keyed(self, metric: str) -> np.ndarray:
+        """Whether each row's ``metrics`` has the key ``metric`` (None value or not): the rows a
+        :attr:`Bound.if_present` bound checks (:meth:`load_keyed`)."""
+        self.load_keyed((metric,))
+        return self._keyed[metric]
+
+    def load_keyed(self, metrics: Sequence[str]) -> None:
+        """Read :meth:`keyed` of ``metrics``: of records, one ``in`` a row; of a table, its
+        statistics rows have the metrics of the statistics they compare
+        (:func:`compare.stats.statistics_metrics`), its kept records their own."""
+        metrics = [metric for metric in dict.fromkeys(metrics) if metric not in self._keyed]
+        if not metrics:
+            return
+        columns = self.columns
+        n = len(columns)
+        table = columns.table
+        if table is None:
+            dicts = list(map(_METRICS, columns.rows))
+            for metric in metrics:
+                self._keyed[metric] = np.fromiter(map(contains, dicts, repeat(metric)), dtype=bool, count=n)
+            return
+        found = {metric: np.zeros(n, dtype=bool) for metric in metrics}
+        for name in table.stats:
+            for metric in stat_metrics(name):
+                if metric in found:
+                    found[metric] |= table.columns[name].has
+        if table.kept:
+            rows = np.fromiter(table.kept, dtype=np.intp, count=len(table.kept))
+            dicts = list(map(_METRICS, table.kept.values()))
+            for metric, keyed in found.items():
+                keyed[rows] = np.fromiter(map(contains, dicts, repeat(metric)), dtype=bool, count=len(dicts))
+        self._keyed.update(found)
+
+    @functools.cached_property
+    def cases(self) -> np.ndarray:
+        """Per row, what :func:`_defined_for` reads as bits: 4 an argument row, 2 an empty tensor
+        (:func:`_empty`), 1 bool against bool (int8). Each test over every row only when a C-level
+        ``in`` (a set of the distinct shapes) finds a row it can be true for."""
+        columns, n = self.columns, len(self.columns)
+        shapes = columns.shape
+        empties = {shape for shape in set(shapes) if _empty(shape)}  # judged once per distinct shape
+        out = np.zeros(n, dtype=np.int8)
+        if empties:
+            out |= np.fromiter(map(empties.__contains__, shapes), dtype=bool, count=n).astype(np.int8) * 2
+        if any(map(is_, columns.kind, repeat(RowKind.ARGUMENT))):
+            out |= np.fromiter(map(is_, columns.kind, repeat(RowKind.ARGUMENT)), dtype=bool, count=n).astype(np.int8) * 4
+        left, right = columns.left_dtype, columns.right_dtype
+        if "bool" in left and "bool" in right:
+            out |= (np.fromiter(map(eq, left, repeat("bool")), dtype=bool, count=n)
+                    & np.fromiter(map(eq, right, repeat("bool")), dtype=bool, count=n)).astype(np.int8)
+        return out
+
+    def exceptional(self) -> np.ndarray:
+        """Whether some metric may be undefined for each row's data (:func:`_defined_for` is not
+        None: :attr:`cases` not 0, or a statistic recorded as null): those rows are checked one by one."""
+        columns = self.columns
+        return np.fromiter(map(bool, columns.undefined), dtype=bool, count=len(columns)) | (self.cases != 0)
+
+    def row_text(self, i: int) -> str:
+        columns = self.columns
+        left = columns.left_op[i]
+        return columns.tensor_id[i] or (left if left != "*" else columns.right_op[i])
+
+    def reasons(self, i: int) -> str:
+        reasons = self.columns.reasons[i]
+        return "; ".join(reasons) if reasons else "no reason recorded"
+
+    def failure(self, i: int, metric: str | None, value: float | None, bound: Bound | None, message: str,
+                incomplete: bool) -> CheckFailure:
+        columns = self.columns
+        return CheckFailure(row=i, tensor_id=columns.tensor_id[i], op_type=columns.op_type[i],
+                            left_op=columns.left_op[i], right_op=columns.right_op[i], metric=metric, value=value,
+                            bound=bound, message=message, incomplete=incomplete)
+
+    def not_compared(self, i: int) -> CheckFailure:
+        status = self.columns.status[i]
+        return self.failure(i, None, None, None, f"{self.row_text(i)} not compared ({status.value}): {self.reasons(i)}",
+                            True)
+
+    def not_computed(self, i: int, bound: Bound) -> CheckFailure:
+        why = self.reasons(i)
+        kind = self.columns.kind[i]
+        if kind is RowKind.STATISTICS and bound.metric not in STAT_METRIC_OF:
+            why = "this row compares recorded statistics (no tensor data), gate it with a statistics metric such as " \
+                  "MaxRelDiff or L2NormRelDiff"
+        elif kind is RowKind.TENSOR and bound.metric in STAT_METRIC_OF:
+            why = ("a statistics metric: this tensor row has no statistics recorded on both sides (msprobe's dump.json, "
+                   "a MindSpore statistic.csv) to compare")
+        elif bound.metric in STAT_METRIC_OF and not self.keyed(bound.metric)[i]:
+            why = f"the statistic was not recorded on both sides; {why}"
+        message = f"{bound.metric} not computed for {self.row_text(i)}, required by {bound.text} ({bound.source}): {why}"
+        return self.failure(i, bound.metric, None, bound, message, True)
+
+    def violations(self, rows: np.ndarray, bound: Bound) -> list[CheckFailure]:
+        """The failures of the rows at ``rows`` whose value violates ``bound``."""
+        columns = self.columns
+        metric = bound.metric
+        values = columns.metric(metric)[0][rows].tolist()  # Python floats: repr, the shortest exact text
+        tensor_id, op_type, left_op, right_op = columns.tensor_id, columns.op_type, columns.left_op, columns.right_op
+        end = f" violates {bound.text} ({bound.source})"
+        return [CheckFailure(row=i, tensor_id=tensor_id[i], op_type=op_type[i], left_op=left_op[i],
+                             right_op=right_op[i], metric=metric, value=value, bound=bound,
+                             message=f"{metric} = {value!r}{end}", incomplete=False)
+                for i, value in zip(rows.tolist(), values)]
+
+    def made(self, found: _Found) -> list[CheckFailure]:
+        """The failures of ``found``, in its row order."""
+        bound = found.bound
+        if found.failing is _Failing.NOT_COMPARED or bound is None:
+            return [self.not_compared(i) for i in found.rows.tolist()]
+        if found.failing is _Failing.NOT_COMPUTED:
+            return [self.not_computed(i, bound) for i in found.rows.tolist()]
+        return self.violations(found.rows, bound)
+
+    def selects(self, selector: Selector, i: int) -> bool:
+        """Whether ``selector`` selects row ``i``."""
+        columns = self.columns
+        return selector.selects(RowFields.at(columns, i), columns.left_op[i], columns.right_op[i],
+                                columns.tensor_id[i])
+
+
+_METRICS = attrgetter("metrics")
+
+
 def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date | None = None,
              parts: Sequence[PartReport] = ()) -> Verdict:
     """Check every row against ``policy`` (module docstring); ``today`` decides waiver expiry
     (the local date when None); ``parts``: the parts of a run compared in turn (each missing one
-    fails). Failures come part failures first, then in row order, one row's in bound order."""
+    fails). Failures come part failures first, then in row order, one row's in bound order.
+
+    On columns (:class:`~compare.stats_table.RowColumns`: a statistics table's own lists, one
+    ``map`` over records): the rows are grouped by their bounds (:meth:`BoundResolver.groups`,
+    resolved once per distinct data types and kind when the policy has no rules) and each bound
+    is one numpy comparison over its metric's column (``~(value OP limit)`` is true for NaN: a NaN
+    violates every bound). The rows for which a metric may have no value for the data (an
+    argument row, an empty tensor, bool against bool, a statistic recorded as null) say so one
+    by one (:func:`_defined_for`); only failing rows are read further (their failure's fields)."""
     today = today or datetime.date.today()
     valid, errors = _waivers(policy, today)
+    read = _Rows(rows)
+    columns = read.columns
+    n = len(columns)
+    gaps = columns.expected_gap
+    gap = np.fromiter(map(bool, gaps), dtype=bool, count=n) if any(gaps) else np.zeros(n, dtype=bool)
+    expected = int(gap.sum())
     if not policy.gated:
         return Verdict(Outcome.FAILED if errors else Outcome.NOT_GATED, errors=errors, checked=0,
-                       expected_gaps=sum(1 for r in rows if r.expected_gap))
-    missing = _missing_parts(rows, parts)
-    part_rows = {position for position, _ in missing}
+                       expected_gaps=expected)
+    missing = _missing_parts(columns, parts)
     resolver = BoundResolver(policy)
-    resolve = resolver.bounds
+    groups = resolver.groups(columns, np.flatnonzero(~gap))
+    status = columns.status
+    compared = (np.ones(n, dtype=bool) if status.count(PairStatus.COMPARED) == n
+                else np.fromiter(map(is_, status, repeat(PairStatus.COMPARED)), dtype=bool, count=n))
     strict = policy.strict
-    compared = PairStatus.COMPARED
-    checks: dict[int, tuple[tuple[str, Callable[[float, float], bool], float, Bound], ...]] = {}
-    failures: list[CheckFailure] = []
-    expected = undefined = 0
-    for i, row in enumerate(rows):  # the hot loop: 100k rows in well under 0.5 s (docs/policy.md)
-        if row.expected_gap:
-            expected += 1
+    found: list[_Found] = []
+    if strict:
+        lost = ~gap & ~compared
+        lost[[position for position, _ in missing if position >= 0]] = False
+        found.append(_Found(_Failing.NOT_COMPARED, np.flatnonzero(lost), None, -1))
+    columns.load([bound.metric for bounds, _ in groups for bound in bounds if not bound.if_present])
+    read.load_keyed([bound.metric for bounds, _ in groups for bound in bounds if bound.if_present])
+    exceptional = read.exceptional()
+    undefined = 0
+    for bounds, where in groups:
+        at = where[compared[where]]
+        if not len(at) or not bounds:
             continue
-        bounds = resolve(row)
-        if row.status is not compared:
-            if strict and i not in part_rows:
-                failures.append(_not_compared(i, row))
-            continue
-        prepared = checks.get(id(bounds))  # the resolver keeps each bounds tuple alive: ids are stable
-        if prepared is None:
-            prepared = checks[id(bounds)] = tuple((b.metric, _OPS[b.op], b.value, b) for b in bounds)
-        defined = _defined(row)
-        metrics = row.metrics
-        for metric, op, limit, bound in prepared:
-            if (defined is not None and metric not in defined) or metric in row.undefined:
-                undefined += 1
-                continue
-            if bound.if_present and metric not in metrics:
-                continue
-            value = metrics.get(metric)
-            if value is None:
-                if defined is not None and metric in _BOOL_MAYBE:  # bool RED: a number only sometimes
-                    undefined += 1
-                elif strict:
-                    failures.append(_not_computed(i, row, bound))
-            elif value != value or not op(value, limit):  # a NaN violates every bound
-                failures.append(_violation(i, row, bound, value))
-    failures, waived = _apply_waivers(failures, valid, rows)
+        odd = np.flatnonzero(exceptional[at])
+        no_value, maybe = _one_by_one(read, bounds, at[odd].tolist())
+        for order, bound in enumerate(bounds):
+            live = np.ones(len(at), dtype=bool)
+            if len(odd):
+                live[odd] = ~no_value[order]
+            undefined += len(at) - int(live.sum())
+            if bound.if_present:
+                live &= read.keyed(bound.metric)[at]
+                if not live.any():  # (a checksum bound on rows without checksums: the metric is not read)
+                    continue
+            values, present = columns.metric(bound.metric)
+            has = present[at]
+            absent = live & ~has
+            if len(odd):
+                bool_maybe = np.zeros(len(at), dtype=bool)
+                bool_maybe[odd] = maybe[order]
+                undefined += int((absent & bool_maybe).sum())
+                absent &= ~bool_maybe
+            if strict and absent.any():
+                found.append(_Found(_Failing.NOT_COMPUTED, at[absent], bound, order))
+            broken = live & has & ~_NUMPY_OPS[bound.op](values[at], bound.value)
+            if broken.any():
+                found.append(_Found(_Failing.VIOLATION, at[broken], bound, order))
+    failures = _in_order(read, found)
+    failures, waived = _apply_waivers(failures, valid, read)
     failures = [_part_missing(position, part) for position, part in missing] + failures
     if errors or any(not f.incomplete for f in failures):
         outcome = Outcome.FAILED
@@ -348,20 +502,60 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
         outcome = Outcome.INCOMPLETE
     else:
         outcome = Outcome.PASSED
-    return Verdict(outcome, failures, waived, errors, checked=len(rows) - expected, bounds=resolver.used,
+    return Verdict(outcome, failures, waived, errors, checked=n - expected, bounds=resolver.used,
                    expected_gaps=expected, undefined=undefined)
 
 
-def _missing_parts(rows: Sequence[MetricRow], parts: Sequence[PartReport]) -> list[tuple[int, PartReport]]:
+def _one_by_one(read: _Rows, bounds: Sequence[Bound], rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """For the rows whose metrics may have no value for their data (``rows``), per bound (first
+    axis) and row: whether the bound's metric has no value for the row's data (not checked, counted
+    undefined), and whether a missing value is the data's doing (bool RelativeEuclideanDistance:
+    a number only sometimes; counted undefined when missing, not incomplete). Worked out once per
+    distinct (:attr:`_Rows.cases`, null statistics) of the rows (:func:`distinct`): what
+    :func:`_defined_for` and the nulls read."""
+    columns = read.columns
+    kind, left, right, nulls = columns.kind, columns.left_dtype, columns.right_dtype, columns.undefined
+    cases = read.cases[rows]
+    first, number = distinct([cases.tolist(), list(map(nulls.__getitem__, rows))], len(rows))
+    no_value = np.zeros((len(bounds), len(first)), dtype=bool)
+    maybe = np.zeros((len(bounds), len(first)), dtype=bool)
+    for k, at in enumerate(first.tolist()):
+        i = rows[at]
+        defined = _defined_for(kind[i], bool(cases[at] & 2), left[i], right[i])
+        for order, bound in enumerate(bounds):
+            metric = bound.metric
+            if (defined is not None and metric not in defined) or metric in nulls[i]:
+                no_value[order, k] = True
+            elif defined is not None and metric in _BOOL_MAYBE:
+                maybe[order, k] = True
+    return no_value[:, number], maybe[:, number]
+
+
+def _in_order(read: _Rows, found: list[_Found]) -> list[CheckFailure]:
+    """The failures of ``found`` in row order, one row's in the order of its bounds."""
+    found = [f for f in found if len(f.rows)]
+    if not found:
+        return []
+    made = [failure for f in found for failure in read.made(f)]
+    if len(found) == 1:
+        return made
+    rows = np.concatenate([f.rows for f in found])
+    orders = np.concatenate([np.full(len(f.rows), f.order) for f in found])
+    return list(map(made.__getitem__, np.lexsort((orders, rows)).tolist()))
+
+
+def _missing_parts(columns: RowColumns, parts: Sequence[PartReport]) -> list[tuple[int, PartReport]]:
     """Each missing part with the position of its row (-1 when the rows have none: a saved result
     written before parts had rows), in part order; each row stands for one part at most."""
     missing = [part for part in parts if part.missing]
     if not missing:
         return []
+    compared = PairStatus.COMPARED
     by_name: dict[str, list[int]] = {}
-    for i, row in enumerate(rows):
-        if row.tensor_id is None and row.status is not PairStatus.COMPARED:
-            by_name.setdefault(row.left_op, []).append(i)
+    for i, (tensor_id, status, left_op) in enumerate(zip(columns.tensor_id, columns.status, columns.left_op)):
+        if tensor_id is None and status is not compared:
+            by_name.setdefault(left_op, []).append(i)
+    rows = columns.rows
     taken: set[int] = set()
     found: list[tuple[int, PartReport]] = []
     for part in missing:
@@ -389,7 +583,7 @@ def _waivers(policy: Policy, today: datetime.date) -> tuple[list[Waiver], list[s
     return valid, errors
 
 
-def _apply_waivers(failures: list[CheckFailure], waivers: list[Waiver], rows: Sequence[MetricRow]
+def _apply_waivers(failures: list[CheckFailure], waivers: list[Waiver], read: _Rows
                    ) -> tuple[list[CheckFailure], list[CheckFailure]]:
     """Split failures into (kept, waived): the first valid waiver matching the row and covering
     the failure waives it (``waived_by`` = the waiver's label)."""
@@ -401,7 +595,7 @@ def _apply_waivers(failures: list[CheckFailure], waivers: list[Waiver], rows: Se
     for failure in failures:
         candidates = matching.get(failure.row)
         if candidates is None:
-            candidates = matching[failure.row] = [w for w in waivers if w.selector.matches(rows[failure.row])]
+            candidates = matching[failure.row] = [w for w in waivers if read.selects(w.selector, failure.row)]
         waiver = next((w for w in candidates if w.covers(failure.metric, failure.incomplete)), None)
         if waiver is None:
             kept.append(failure)

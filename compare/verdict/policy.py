@@ -33,11 +33,16 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+import numpy as np
 
 from ..kernels import ALIASES, METRIC_NAMES, METRICS, metric_key
 from ..records import ARGUMENT_METRIC, Bound, MetricRow, RowKind
 from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF, TEXT_STATS
+
+if TYPE_CHECKING:
+    from ..stats_table import RowColumns
 
 #: The waiver ``metrics`` entry that covers rows (or gated metrics) that were not computed.
 NOT_COMPARED = "not-compared"
@@ -385,7 +390,12 @@ class Selector:
 
     def matches(self, row: MetricRow) -> bool:
         """Whether ``row`` is selected."""
-        return self.matches_fields(row) and (not self.uses_names or self.matches_names(names_text(row)))
+        return self.selects(RowFields.of(row), row.left_op, row.right_op, row.tensor_id)
+
+    def selects(self, fields: RowFields, left_op: str, right_op: str, tensor_id: str | None) -> bool:
+        """Whether the row of these fields and names is selected (:meth:`matches` of its parts)."""
+        return self.matches_fields(fields) and (
+            not self.uses_names or self.matches_names(names_of(left_op, right_op, tensor_id)))
 
     def matches_names(self, names: str) -> bool:
         """The ``op`` / ``op_regex`` part, on a row's :func:`names_text`."""
@@ -402,9 +412,8 @@ class Selector:
             return self.op_regex.search
         return self.matches_names
 
-    def matches_fields(self, row: MetricRow) -> bool:
-        """Everything but the names: rank, iteration, graph, OpType, data types (a function of
-        :func:`field_key` alone)."""
+    def matches_fields(self, row: RowFields) -> bool:
+        """Everything but the names: rank, iteration, graph, OpType, data types (:class:`RowFields`)."""
         if self.rank is not None and row.rank not in self.rank:
             return False
         if self.iteration is not None and row.iteration not in self.iteration:
@@ -420,10 +429,28 @@ class Selector:
         return self.right_dtype is None or _dt(self.right_dtype, row.right_dtype)
 
 
-def field_key(row: MetricRow) -> tuple:
-    """The row fields selectors and built-in bounds read besides the names (rows of one network
-    share a few)."""
-    return (row.op_type, row.left_dtype, row.right_dtype, row.rank, row.iteration, row.graph, row.kind)
+@dataclass(frozen=True, slots=True)
+class RowFields:
+    """The fields of a row selectors and built-in bounds read besides the names (rows of one
+    network share a few: :class:`BoundResolver` works once per distinct value)."""
+
+    op_type: str | None
+    left_dtype: str | None
+    right_dtype: str | None
+    rank: int | None
+    iteration: int | None
+    graph: int | None
+    kind: RowKind
+
+    @classmethod
+    def of(cls, row: MetricRow) -> RowFields:
+        return cls(row.op_type, row.left_dtype, row.right_dtype, row.rank, row.iteration, row.graph, row.kind)
+
+    @classmethod
+    def at(cls, columns: RowColumns, row: int) -> RowFields:
+        """The fields of row ``row`` of ``columns``."""
+        return cls(columns.op_type[row], columns.left_dtype[row], columns.right_dtype[row], columns.rank[row],
+                   columns.iteration[row], columns.graph[row], columns.kind[row])
 
 
 def _dt(pattern: Globs, dtype: str | None) -> bool:
@@ -435,7 +462,11 @@ def names_text(row: MetricRow) -> str:
     NPUDump and GroundTruth cells (split on ``,``; the ``*`` of a missing side left out), then
     the TensorIndex. A glob must match a whole line; a regular expression is searched with
     ``re.MULTILINE`` (``^`` and ``$`` anchor at each name)."""
-    left, right, tensor = row.left_op, row.right_op, row.tensor_id
+    return names_of(row.left_op, row.right_op, row.tensor_id)
+
+
+def names_of(left: str, right: str, tensor: str | None) -> str:
+    """:func:`names_text` of a row whose NPUDump, GroundTruth and TensorIndex cells are these."""
     text = left if left != "*" else ""
     if right != left and right != "*":
         text = f"{text}\n{right}" if text else right
@@ -525,31 +556,54 @@ def gated_metrics(policy: Policy) -> list[str]:
 
 #: The built-in layer of a row: (data-type family, row kind), None without ``dtype = true``.
 _Family: TypeAlias = "tuple[str | None, RowKind] | None"
+#: What the fields of a row decide (:meth:`BoundResolver._by_fields`): its built-in layer, the rules
+#: it matches without a name test, the (rule, name test) pairs still to run on its names.
+_Known: TypeAlias = "tuple[_Family, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]"
 
 
 class BoundResolver:
     """The bounds of each row under a policy, with the matching work done once per distinct case.
 
-    Per distinct :func:`field_key` (OpType, data types, rank, iteration, graph) the data-type
-    family and the rules whose other fields match are found once; per row only the ``op`` /
-    ``op_regex`` patterns of those rules are searched. The bound tuple of each (family, matched
-    rules) is computed once. :attr:`used` lists every distinct bound returned so far.
+    Per distinct :class:`RowFields` (OpType, data types, rank, iteration, graph, row kind) the
+    data-type family and the rules whose other fields match are found once; per row only the
+    ``op`` / ``op_regex`` patterns of those rules are searched. The bound tuple of each (family,
+    matched rules) is computed once (the same tuple object each time). :attr:`used` lists every
+    distinct bound returned so far, in first-seen order.
+
+    :meth:`groups` resolves many rows of a :class:`~compare.stats_table.RowColumns` at once: the
+    bounds of a row depend only on its data types and kind when the policy has no rules (on
+    nothing without ``dtype = true``), on its :class:`RowFields` when no rule tests names; then
+    one resolution per distinct value, made in the order of each value's first row, gives the
+    bounds and :attr:`used` a row-by-row resolution gives. Rules that test names are searched
+    row by row, in row order, each row's fields matched once per distinct value.
     """
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self._cache: dict[tuple[_Family, tuple[int, ...]], tuple[Bound, ...]] = {}
-        self._fields: dict[tuple, tuple[_Family, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]] = {}
+        self._fields: dict[RowFields, _Known] = {}
         self._tests = [rule.selector.name_test() if rule.selector.uses_names else None for rule in policy.rules]
 
     def bounds(self, row: MetricRow) -> tuple[Bound, ...]:
-        fields = field_key(row)
+        """The bounds of ``row``."""
+        return self.bounds_of(RowFields.of(row), row.left_op, row.right_op, row.tensor_id)
+
+    def bounds_of(self, fields: RowFields, left_op: str, right_op: str, tensor_id: str | None) -> tuple[Bound, ...]:
+        """The bounds of the row of these fields and names (:meth:`bounds`)."""
+        return self._named(self._known(fields), left_op, right_op, tensor_id)
+
+    def _known(self, fields: RowFields) -> _Known:
+        """:meth:`_by_fields` of ``fields``, once."""
         known = self._fields.get(fields)
         if known is None:
-            known = self._fields[fields] = self._by_fields(row)
+            known = self._fields[fields] = self._by_fields(fields)
+        return known
+
+    def _named(self, known: _Known, left_op: str, right_op: str, tensor_id: str | None) -> tuple[Bound, ...]:
+        """The bounds of a row whose fields are ``known`` and whose names are these."""
         family, matched, by_name = known
         if by_name:
-            names = names_text(row)
+            names = names_of(left_op, right_op, tensor_id)
             more = [i for i, test in by_name if test(names)]
             if more:
                 matched = tuple(sorted(matched + tuple(more)))
@@ -559,14 +613,50 @@ class BoundResolver:
             hit = self._cache[key] = self._combine(family, matched)
         return hit
 
-    def _by_fields(self, row: MetricRow
-                   ) -> tuple[_Family, tuple[int, ...], tuple[tuple[int, Callable[[str], object]], ...]]:
+    def groups(self, columns: RowColumns, positions: np.ndarray) -> list[tuple[tuple[Bound, ...], np.ndarray]]:
+        """The rows at ``positions`` (increasing) grouped by their bounds: each group's bounds and
+        positions (increasing), groups in the order of their first row (class docstring)."""
+        if not len(positions):
+            return []
+        if not self.policy.rules and not self.policy.dtype_defaults:  # the same bounds for every row
+            return [(self.bounds_of(RowFields.at(columns, int(positions[0])), "", "", None), positions)]
+        where = positions.tolist()
+        kinds = list(map(id, columns.kind))  # the members are singletons; an Enum's hash is a Python call
+        if self.policy.rules:
+            fields = [columns.op_type, columns.left_dtype, columns.right_dtype, columns.rank, columns.iteration,
+                      columns.graph, kinds]
+        else:
+            fields = [kinds, columns.left_dtype, columns.right_dtype]
+        if len(where) != len(columns):
+            fields = [list(map(field.__getitem__, where)) for field in fields]
+        first, number = distinct(fields, len(where))
+        if any(test is not None for test in self._tests):  # the names of each row are searched, in row order
+            known = [self._known(RowFields.at(columns, where[at])) for at in first.tolist()]
+            by_bounds: dict[int, tuple[tuple[Bound, ...], list[int]]] = {}
+            left_op, right_op, tensor_id = columns.left_op, columns.right_op, columns.tensor_id
+            for i, k in zip(where, number.tolist()):
+                bounds = self._named(known[k], left_op[i], right_op[i], tensor_id[i])
+                by_bounds.setdefault(id(bounds), (bounds, []))[1].append(i)
+            return [(bounds, np.asarray(rows, dtype=np.intp)) for bounds, rows in by_bounds.values()]
+        if len(first) == 1:
+            return [(self.bounds_of(RowFields.at(columns, where[0]), "", "", None), positions)]
+        by_number = np.argsort(number, kind="stable")
+        ends = np.cumsum(np.bincount(number, minlength=len(first))).tolist()
+        out: dict[int, tuple[tuple[Bound, ...], list[np.ndarray]]] = {}
+        for k, at in enumerate(first.tolist()):
+            bounds = self.bounds_of(RowFields.at(columns, where[at]), "", "", None)
+            out.setdefault(id(bounds), (bounds, []))[1].append(by_number[ends[k - 1] if k else 0:ends[k]])
+        return [(bounds, positions[np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0]])
+                for bounds, parts in out.values()]
+
+    def _by_fields(self, fields: RowFields) -> _Known:
         """((data-type family, row kind) when built-in bounds apply, rules matched without a name test, (rule, name test) still to run)."""
-        family = (coarsest_family(row.left_dtype, row.right_dtype), row.kind) if self.policy.dtype_defaults else None
+        family = ((coarsest_family(fields.left_dtype, fields.right_dtype), fields.kind)
+                  if self.policy.dtype_defaults else None)
         plain: list[int] = []
         by_name: list[tuple[int, Callable[[str], object]]] = []
         for i, rule in enumerate(self.policy.rules):
-            if rule.selector.matches_fields(row):
+            if rule.selector.matches_fields(fields):
                 test = self._tests[i]
                 if test is None:
                     plain.append(i)
@@ -590,6 +680,31 @@ class BoundResolver:
         return tuple(b for bounds in per_metric.values() for b in bounds) + policy.gates
 
 
+def distinct(columns: Sequence[Sequence[object]], rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``columns`` (each ``rows`` long; hashable values): the position of
+    the first row of each, in order of appearance, and each row's number in that order.
+
+    Each column is numbered by a dict of its distinct values and the numbers are combined as
+    integers: no tuple is made a row (100,000 tuples kept alive wake the garbage collector, whose
+    passes over a large heap cost more than the grouping)."""
+    code = np.zeros(rows, dtype=np.int64)
+    span = 1
+    for column in columns:
+        numbers = {value: k for k, value in enumerate(dict.fromkeys(column))}
+        if span * len(numbers) >= 2**62:
+            code = np.unique(code, return_inverse=True)[1].astype(np.int64)
+            span = int(code.max()) + 1
+        code = code * len(numbers) + np.fromiter(map(numbers.__getitem__, column), dtype=np.int64, count=rows)
+        span *= len(numbers)
+    if not rows:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    _, first, number = np.unique(code, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # distinct values by first appearance
+    renumber = np.empty(len(order), dtype=np.intp)
+    renumber[order] = np.arange(len(order))
+    return first[order], renumber[number.reshape(-1)]
+
+
 def _layer(per_metric: dict[str, tuple[Bound, ...]], bounds: Sequence[Bound], off: frozenset[str]) -> None:
     """Apply one layer: its bounds replace earlier bounds on the same metric; ``off`` removes them."""
     for metric in off:
@@ -602,6 +717,6 @@ def _layer(per_metric: dict[str, tuple[Bound, ...]], bounds: Sequence[Bound], of
 
 
 __all__ = ["CHECKSUM_METRICS", "DTYPE_EPS", "MAX_REGEX_LENGTH", "MAX_REGEX_NAME", "MAX_REGEX_REPEAT", "NOT_COMPARED",
-           "STATS_REL_BOUNDED", "BoundResolver", "Globs", "NameRegexes", "Policy", "Rule", "Selector", "Waiver",
-           "dtype_bounds", "dtype_bounds_of", "dtype_family", "field_key", "gated_metrics", "glob_lines", "glob_regex",
-           "higher_is_better", "metric_name", "names_text", "regex_problem"]
+           "STATS_REL_BOUNDED", "BoundResolver", "Globs", "NameRegexes", "Policy", "RowFields", "Rule", "Selector",
+           "Waiver", "distinct", "dtype_bounds", "dtype_bounds_of", "dtype_family", "gated_metrics", "glob_lines",
+           "glob_regex", "higher_is_better", "metric_name", "names_of", "names_text", "regex_problem"]
