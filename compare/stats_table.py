@@ -717,7 +717,7 @@ class RowColumns:
 
     def load(self, names: Sequence[str]) -> None:
         """Read metrics ``names`` of every row: a table's by :meth:`StatsTable.metric`; records'
-        in one pass over their metric dicts (numpy reads None as NaN, a NaN value is computed)."""
+        from their metric dicts, one list a metric (numpy reads None as NaN, a NaN value is computed)."""
         names = [name for name in dict.fromkeys(names) if name not in self._metrics]
         if not names:
             return
@@ -725,11 +725,10 @@ class RowColumns:
             for name in names:
                 self._metrics[name] = self.table.metric(name)
             return
-        rows = self.rows
-        n = len(rows)
-        values = [tuple(map(metrics.get, names)) for metrics in map(_METRICS, rows)] if n else []
-        columns = list(zip(*values)) if n else [() for _ in names]
-        for name, column in zip(names, columns):
+        dicts = list(map(_METRICS, self.rows))
+        # a list a metric (a tuple a row would be a new container a row: the collector would walk them)
+        for name in names:
+            column = [metrics.get(name) for metrics in dicts]
             array = np.array(column, dtype=np.float64)
             present = ~np.isnan(array)
             absent = np.flatnonzero(~present)  # NaN: a computed NaN, or None (not computed)
