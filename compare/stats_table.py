@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
-from operator import attrgetter, is_not, itemgetter
+from operator import attrgetter, contains, is_not, itemgetter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import overload
@@ -238,6 +238,19 @@ class StatsTable:
             present[rows_kept] = [value is not None for value in kept]
             values[rows_kept] = [np.nan if value is None else value for value in kept]
         return values, present
+
+    def keyed(self, name: str) -> np.ndarray:
+        """Whether each row's record has metric ``name`` among its ``metrics`` keys (its value None
+        or not): a statistics row the metrics of the statistics it compares
+        (:func:`compare.stats.statistics_metrics`), a kept record its own."""
+        out = np.zeros(len(self), dtype=bool)
+        found = _metric_parts(tuple(self.stats)).get(name)
+        if found is not None:
+            out |= self.columns[found[0]].has
+        if self.kept:
+            rows = np.fromiter(self.kept, dtype=np.int64, count=len(self.kept))
+            out[rows] = [name in record.metrics for record in self.kept.values()]
+        return out
 
     # ---------------------------------------------------------------------------------------
     # writers
@@ -714,6 +727,13 @@ class RowColumns:
             self.load((name,))
             found = self._metrics[name]
         return found
+
+    def keyed(self, name: str) -> np.ndarray:
+        """Whether each row's ``metrics`` has the key ``name`` (its value None or not): a table's
+        :meth:`StatsTable.keyed`, else one ``in`` a record."""
+        if self.table is not None:
+            return self.table.keyed(name)
+        return np.fromiter(map(contains, map(_METRICS, self.rows), repeat(name)), dtype=bool, count=len(self.rows))
 
     def load(self, names: Sequence[str]) -> None:
         """Read metrics ``names`` of every row: a table's by :meth:`StatsTable.metric`; records'

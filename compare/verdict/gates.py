@@ -55,7 +55,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import repeat
-from operator import attrgetter, contains, eq, is_
+from operator import attrgetter, eq, is_
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +65,7 @@ from ..kernels import BOOL_CAPABLE, METRIC_NAMES, metric_key, resolve_algorithms
 from ..pairing.near import did_you_mean
 from ..records import (ARGUMENT_METRIC, Bound, CheckFailure, MetricRow, Outcome, PairStatus, PartReport, RowKind,
                        Verdict)
-from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF, stat_metrics
+from ..stats import STAT_METRIC_NAMES, STAT_METRIC_OF
 from ..stats_table import RowColumns
 from .policy import CHECKSUM_METRICS, BoundResolver, Policy, RowFields, Selector, Waiver, distinct, metric_name
 
@@ -308,31 +308,10 @@ class _Rows:
         return self._keyed[metric]
 
     def load_keyed(self, metrics: Sequence[str]) -> None:
-        """Read :meth:`keyed` of ``metrics``: of records, one ``in`` a row; of a table, its
-        statistics rows have the metrics of the statistics they compare
-        (:func:`compare.stats.statistics_metrics`), its kept records their own."""
-        metrics = [metric for metric in dict.fromkeys(metrics) if metric not in self._keyed]
-        if not metrics:
-            return
-        columns = self.columns
-        n = len(columns)
-        table = columns.table
-        if table is None:
-            dicts = list(map(_METRICS, columns.rows))
-            for metric in metrics:
-                self._keyed[metric] = np.fromiter(map(contains, dicts, repeat(metric)), dtype=bool, count=n)
-            return
-        found = {metric: np.zeros(n, dtype=bool) for metric in metrics}
-        for name in table.stats:
-            for metric in stat_metrics(name):
-                if metric in found:
-                    found[metric] |= table.columns[name].has
-        if table.kept:
-            rows = np.fromiter(table.kept, dtype=np.intp, count=len(table.kept))
-            dicts = list(map(_METRICS, table.kept.values()))
-            for metric, keyed in found.items():
-                keyed[rows] = np.fromiter(map(contains, dicts, repeat(metric)), dtype=bool, count=len(dicts))
-        self._keyed.update(found)
+        """Read :meth:`keyed` of ``metrics`` (:meth:`~compare.stats_table.RowColumns.keyed`)."""
+        for metric in dict.fromkeys(metrics):
+            if metric not in self._keyed:
+                self._keyed[metric] = self.columns.keyed(metric)
 
     @functools.cached_property
     def cases(self) -> np.ndarray:

@@ -201,3 +201,16 @@ def test_metric_columns_of_special_entries_follow_the_definitions() -> None:
     for name in ("MaxDiff", "MaxRelDiff", "ChecksumDiff"):
         values, present = result.table.metric(name)
         assert [float(v) if p else None for v, p in zip(values, present)] == [r.metrics.get(name) for r in records]
+
+
+@settings(max_examples=60, deadline=None)
+@given(SIDES, st.lists(st.integers(0, 11), max_size=3))
+def test_keyed_is_the_records_keys(sides: list, inserted: list[int]) -> None:
+    result = compare_stats(_pairs(sides))
+    order: list[int | MetricRow] = list(range(len(result.table)))
+    for at in inserted:
+        order.insert(min(at, len(order)), _argument_row(at))
+    view = MetricRows(result.table.arranged(order))
+    for name in result.metrics + ["ArgumentDiff", "CosineSimilarity"]:
+        assert RowColumns(view).keyed(name).tolist() == RowColumns(list(view)).keyed(name).tolist()
+        assert RowColumns(list(view)).keyed(name).tolist() == [name in row.metrics for row in view]
