@@ -68,6 +68,8 @@ _STD_LAYOUT = "{" + ",".join(_text(key) + ":%s" for key in STD_KEYS) + "}"
 _STAT_VALUES = attrgetter("left", "right", "diff", "rel")
 #: ``repr``'s text of a non-finite float -> its JSON text (:func:`encode_float`'s string).
 _NON_FINITE = {"nan": '"nan"', "inf": '"inf"', "-inf": '"-inf"'}
+#: The texts after a statistic's left, right, diff and rel in its object.
+_STAT_KEYS = (',"right":', ',"diff":', ',"rel":', "}")
 #: The text of each member of the closed sets a row holds (an enum's ``.value`` is a slow descriptor).
 _STATUS = {status: _text(status.value) for status in PairStatus}
 _KIND = {kind: _text(kind.value) for kind in RowKind}
@@ -118,12 +120,11 @@ def _float_texts(values: list[Any], stat_at: Callable[[int], bool]) -> list[str]
     ~0.11 us a float instead of ~0.4); a NaN or an infinity then as :func:`encode_float`'s string.
 
     None (a metric not computed, a statistic one side lacks; common: 7% of the values of a
-    statistics run) is null in every field; its positions are found by ``list.index`` scans. Any
+    statistics run) is null in every field; its positions are found by one pass over the types. Any
     other value that is not a float (a checksum or ``same`` / ``different`` text, a whole number
     ...) is formatted alone, as the field it sits in writes it: a statistic's ``left`` / ``right``
     / ``diff`` (the positions ``i`` for which ``stat_at(i)``) by :func:`_stat`, any other field
-    by :func:`_number`. Both stand in the float batch as 0.0,
-    their text replacing 0.0's."""
+    by :func:`_number`. Both stand in the float batch as 0.0, their text replacing 0.0's."""
     kinds = list(map(type, values))
     floats_only = kinds.count(float)
     nones = [] if floats_only == len(kinds) else list(compress(range(len(kinds)), map(is_, kinds, repeat(_NONE))))
@@ -134,7 +135,7 @@ def _float_texts(values: list[Any], stat_at: Callable[[int], bool]) -> list[str]
         floats = values.copy()
         for i in chain(nones, odd):
             floats[i] = 0.0
-    texts = repr_texts(floats)
+    texts = _repeated_texts(floats)
     for text, json_text in _NON_FINITE.items():  # repr's "nan", "inf", "-inf": not JSON numbers
         for i in _positions(texts, text):
             texts[i] = json_text
@@ -143,6 +144,32 @@ def _float_texts(values: list[Any], stat_at: Callable[[int], bool]) -> list[str]
     for i in odd:
         texts[i] = _stat(values[i]) if stat_at(i) else _number(values[i])
     return texts
+
+
+def _repeated_texts(floats: list[float]) -> list[str]:
+    """``repr``'s text of each float (:func:`~compare.reports.float_text.repr_texts`), each
+    distinct value formatted once when values repeat (a batch of statistics rows holds many
+    equal ones: zero differences, both sides' equal values; a tenth of them distinct on the 100k
+    case): the values are told apart as dict keys, except 0.0 and -0.0 (equal keys, different
+    texts), whose texts are then set by their sign."""
+    distinct = list(dict.fromkeys(floats))
+    if len(distinct) > _REPEATED * len(floats):
+        return repr_texts(floats)
+    known = dict(zip(distinct, repr_texts(distinct)))
+    texts = list(map(known.__getitem__, floats))
+    if 0.0 in known:
+        values = np.fromiter(floats, dtype=np.float64, count=len(floats))
+        zeros = values == 0.0
+        negative = np.signbit(values) & zeros
+        if negative.any():
+            for i, sign in zip(np.flatnonzero(zeros).tolist(), negative[zeros].tolist()):
+                texts[i] = "-0.0" if sign else "0.0"
+    return texts
+
+
+#: Above this share of distinct values, a batch's floats are formatted each (telling them apart
+#: costs ~0.08 us a value; formatting one ~0.1-0.3).
+_REPEATED = 0.7
 
 
 def _texts(items: Sequence[str]) -> str:
@@ -252,7 +279,7 @@ class RowEncoder:
         texts = _float_texts(floats.values, floats.stat_at)
         metrics, std, statistics = self._record_objects(batch, floats, texts, 0)
         return _joined(range(start, start + len(batch)), _field_texts(RowColumns(batch), 0, len(batch), batch),
-                       metrics, std, statistics)
+                       [metrics], [std], [statistics])
 
     def _record_floats(self, rows: Sequence[MetricRow]) -> _Floats:
         """The float fields of records in the order their lines write them: each row's metrics
@@ -337,18 +364,20 @@ class RowEncoder:
         texts = _float_texts(values, stat_at)
         metrics, statistics = self._table_objects(table, first, stop, texts, split)
         fields = _field_texts(columns, first, stop, None, [row for row, _ in kept])
-        lines = _joined(range(start, start + count), fields, metrics, ["null"] * count, statistics)
+        lines = _joined(range(start, start + count), fields, metrics, ["null"], statistics)
         if kept:
             objects = self._record_objects(records, own, texts, base)
             positions = [start + row - first for row, _ in kept]
-            again = _joined(positions, _field_texts(RowColumns(records), 0, len(records), records), *objects)
+            again = _joined(positions, _field_texts(RowColumns(records), 0, len(records), records),
+                            *([column] for column in objects))
             for position, line in zip(positions, again):
                 lines[position - start] = line
         return lines
 
     def _table_objects(self, table: StatsTable, first: int, stop: int, texts: list[str],
-                       split: int) -> tuple[list[str], list[str]]:
-        """The metrics and statistics objects of a table's rows ``first:stop``, of the texts of
+                       split: int) -> tuple[_Parts, _Parts]:
+        """The metrics and statistics objects of a table's rows ``first:stop`` as parts of their
+        lines (:func:`_joined`: each value a column of the object's template), of the texts of
         their statistics' values (``texts``: each statistic's left, right and diff columns in
         turn, then each one's rel column from ``split``).
 
@@ -357,7 +386,8 @@ class RowEncoder:
         ``"inf"``), null otherwise; ``LRelDiff`` the rel as it is (the same text); a checksum's
         0.0 when its diff is ``same``, 1.0 when it is another value, null when None. A metric of
         the document no statistic of the table has is null. A row's statistics object holds the
-        statistics it compares, in the table's order: the rows are grouped by that set."""
+        statistics it compares, in the table's order: when the rows of the batch differ in that
+        set, each row's object is made alone (a column of objects)."""
         count = stop - first
         stats = table.stats
         by_stat: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {}
@@ -383,20 +413,34 @@ class RowEncoder:
                 if first <= row < stop and not isinstance(diff, float):
                     magnitudes[row - first] = "null"
             metric_texts[names[0]], metric_texts[names[1]] = magnitudes, by_stat[name][3]
-        nulls = ["null"] * count
-        metric_columns = [metric_texts.get(name, nulls) for name in self._names.names]
-        metrics = list(map(self._layout.__mod__, zip(*metric_columns))) if metric_columns else ["{}"] * count
+        nulls = ["null"]
+        metrics: _Parts = ["{}"]
+        if self._names.names:
+            metrics = []
+            for key, name in zip(self._keys, self._names.names):
+                metrics += ["," + key, metric_texts.get(name, nulls)]
+            metrics[0] = "{" + self._keys[0]
+            metrics.append("}")
         if not stats:
-            return metrics, ["{}"] * count
+            return metrics, ["{}"]
         has = np.stack([table.columns[name].has[first:stop] for name in stats], axis=1)
         sets, which = np.unique(has, axis=0, return_inverse=True)
+        if len(sets) == 1:
+            names = [name for name, there in zip(stats, sets[0].tolist()) if there]
+            if not names:
+                return metrics, ["{}"]
+            parts: _Parts = []
+            for name in names:
+                parts.append(',' + _text(name) + ':{"left":')
+                parts.extend(chain.from_iterable(zip(by_stat[name], _STAT_KEYS)))
+            parts[0] = "{" + parts[0][1:]
+            parts[-1] = "}}"
+            return metrics, parts
         statistics: list[str] = [""] * count
         for number, present in enumerate(sets.tolist()):
             names = [name for name, there in zip(stats, present) if there]
             layout = _stat_layout(tuple(names))
             columns = [text for name in names for text in by_stat[name]]
-            if len(sets) == 1:
-                return metrics, (list(map(layout.__mod__, zip(*columns))) if names else ["{}"] * count)
             rows = np.flatnonzero(which.reshape(-1) == number).tolist()
             if not names:
                 for row in rows:
@@ -405,7 +449,7 @@ class RowEncoder:
             picked = [list(map(column.__getitem__, rows)) for column in columns]
             for row, text in zip(rows, map(layout.__mod__, zip(*picked))):
                 statistics[row] = text
-        return metrics, statistics
+        return metrics, [statistics]
 
 
 @dataclass(frozen=True)
@@ -568,27 +612,34 @@ def _field_texts(columns: RowColumns, first: int, stop: int, records: Sequence[M
     ], _by_identity(read(columns.grade), _grade), _extras(read(columns.msprobe), arguments)
 
 
-def _joined(positions: Sequence[int], fields: _Fields, metrics: list[str], std: list[str], statistics: list[str]) -> list[str]:
-    """The lines of rows: each ``%`` of one template, in which a field whose text is the same in
-    every row is written once (its ``%`` doubled) and every other is a ``%s``."""
+#: Parts of a line (:func:`_joined`): a text, the same in every row, or a column of texts (one a
+#: row, or one for all: the same in every row).
+_Parts = list[str | list[str]]
+
+
+def _joined(positions: Sequence[int], fields: _Fields, metrics: _Parts, std: _Parts, statistics: _Parts) -> list[str]:
+    """The lines of rows: each ``%`` of one template, in which the texts and the columns whose
+    text is the same in every row are written once (their ``%`` doubled) and every other column
+    is a ``%s``."""
     head, grade, extra = fields
-    items = [("row", list(map(int.__repr__, positions))), *head[:12], ("metrics", metrics), ("std", std),
-             *head[12:], ("statistics", statistics), ("grade", grade)]
+    parts: _Parts = ['{"row":', list(map(int.__repr__, positions))]
+    for key, texts in head[:12]:
+        parts += [f',"{key}":', texts]
+    parts += [',"metrics":', *metrics, ',"std":', *std]
+    for key, texts in head[12:]:
+        parts += [f',"{key}":', texts]
+    parts += [',"statistics":', *statistics, ',"grade":', grade, extra, "}"]
     pieces = []
     variable = []
-    for key, texts in items:
-        if texts.count(texts[0]) == len(texts):
-            pieces.append(f'"{key}":' + texts[0].replace("%", "%%"))
+    for part in parts:
+        if type(part) is str:
+            pieces.append(part.replace("%", "%%"))
+        elif part.count(part[0]) == len(part):
+            pieces.append(part[0].replace("%", "%%"))
         else:
-            pieces.append(f'"{key}":%s')
-            variable.append(texts)
-    end = "}"
-    if extra.count(extra[0]) == len(extra):
-        end = extra[0].replace("%", "%%") + "}"
-    else:
-        end = "%s}"
-        variable.append(extra)
-    template = "{" + ",".join(pieces) + end
+            pieces.append("%s")
+            variable.append(part)
+    template = "".join(pieces)
     if not variable:
         return [template % ()] * len(positions)
     return list(map(template.__mod__, zip(*variable)))

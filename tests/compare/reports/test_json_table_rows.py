@@ -111,3 +111,12 @@ def test_no_record_is_built_to_write_a_statistics_run(tmp_path: Path, monkeypatc
     head = result.to_dict(with_rows=False)
     assert write_result(head, tmp_path / "r.json", result.rows, result.metrics).read_text() == expected
     assert built == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, math.nan, -math.nan, math.inf, 1e-5, 0.1, 5e-324]) | st.floats(),
+                min_size=20, max_size=200))
+def test_repeated_floats_are_formatted_once_each_with_its_own_text(values: list[float]) -> None:
+    """Equal values formatted once (0.0 and -0.0 are equal keys with different texts, NaNs are
+    not equal to themselves): each text is the value's ``repr``."""
+    assert json_rows._repeated_texts(values) == [float.__repr__(v) for v in values]
