@@ -125,6 +125,9 @@ def _float_texts(values: list[Any], stat_at: Callable[[int], bool]) -> list[str]
     ...) is formatted alone, as the field it sits in writes it: a statistic's ``left`` / ``right``
     / ``diff`` (the positions ``i`` for which ``stat_at(i)``) by :func:`_stat`, any other field
     by :func:`_number`. Both stand in the float batch as 0.0, their text replacing 0.0's."""
+    fast = _distinct_texts(values)
+    if fast is not None:
+        return fast
     kinds = list(map(type, values))
     floats_only = kinds.count(float)
     nones = [] if floats_only == len(kinds) else list(compress(range(len(kinds)), map(is_, kinds, repeat(_NONE))))
@@ -135,7 +138,7 @@ def _float_texts(values: list[Any], stat_at: Callable[[int], bool]) -> list[str]
         floats = values.copy()
         for i in chain(nones, odd):
             floats[i] = 0.0
-    texts = _repeated_texts(floats)
+    texts = repr_texts(floats)
     for text, json_text in _NON_FINITE.items():  # repr's "nan", "inf", "-inf": not JSON numbers
         for i in _positions(texts, text):
             texts[i] = json_text
@@ -146,29 +149,49 @@ def _float_texts(values: list[Any], stat_at: Callable[[int], bool]) -> list[str]
     return texts
 
 
-def _repeated_texts(floats: list[float]) -> list[str]:
-    """``repr``'s text of each float (:func:`~compare.reports.float_text.repr_texts`), each
-    distinct value formatted once when values repeat (a batch of statistics rows holds many
-    equal ones: zero differences, both sides' equal values; a tenth of them distinct on the 100k
-    case): the values are told apart as dict keys, except 0.0 and -0.0 (equal keys, different
-    texts), whose texts are then set by their sign."""
-    distinct = list(dict.fromkeys(floats))
-    if len(distinct) > _REPEATED * len(floats):
-        return repr_texts(floats)
-    known = dict(zip(distinct, repr_texts(distinct)))
-    texts = list(map(known.__getitem__, floats))
-    if 0.0 in known:
-        values = np.fromiter(floats, dtype=np.float64, count=len(floats))
-        zeros = values == 0.0
-        negative = np.signbit(values) & zeros
-        if negative.any():
-            for i, sign in zip(np.flatnonzero(zeros).tolist(), negative[zeros].tolist()):
-                texts[i] = "-0.0" if sign else "0.0"
+def _distinct_texts(values: list[Any]) -> list[str] | None:
+    """:func:`_float_texts` of a batch whose values repeat (a batch of statistics rows holds many
+    equal ones: zero differences, both sides' equal values, None; a tenth of them distinct on the
+    100k case), each distinct value written once: None as null, a float by one
+    :func:`~compare.reports.float_text.repr_texts` call (a NaN or an infinity as
+    :func:`encode_float`'s string), any other value by :func:`_number` (what it writes of a
+    whole number or a flag is the text of the float equal to it, in every field: values equal as
+    keys have the same text), but for 0.0 and -0.0 (equal keys, different texts), whose texts
+    are then set by their sign. None (the values formatted one by one) when most values are
+    distinct (telling them apart costs ~0.08 us a value), or when one is text (a checksum's: its
+    text depends on the field it sits in) or not a number."""
+    try:
+        distinct = list(dict.fromkeys(values))
+    except TypeError:  # not a number: written one by one (where it raises)
+        return None
+    if len(distinct) > _REPEATED * len(values):
+        return None
+    kinds = list(map(type, distinct))
+    if str in kinds:
+        return None
+    floats = [value for value, kind in zip(distinct, kinds) if kind is float]
+    known = dict(zip(floats, repr_texts(floats)))
+    for text, json_text in _NON_FINITE.items():  # repr's "nan", "inf", "-inf": not JSON numbers
+        for value in [value for value, written in known.items() if written == text]:
+            known[value] = json_text
+    try:
+        for value, kind in zip(distinct, kinds):
+            if kind is not float:
+                known[value] = "null" if value is None else _number(value)
+        texts = list(map(known.__getitem__, values))
+        if 0.0 in known:
+            numbers = np.array(values, dtype=np.float64)  # None: NaN
+            negative = np.signbit(numbers) & (numbers == 0.0)
+            if negative.any():
+                wrong = negative if known[0.0] == "0.0" else (numbers == 0.0) & ~negative
+                for i in np.flatnonzero(wrong).tolist():
+                    texts[i] = "0.0" if known[0.0] == "-0.0" else "-0.0"
+    except (TypeError, ValueError, OverflowError):  # not a number: written one by one (where it raises)
+        return None
     return texts
 
 
-#: Above this share of distinct values, a batch's floats are formatted each (telling them apart
-#: costs ~0.08 us a value; formatting one ~0.1-0.3).
+#: Above this share of distinct values, a batch's values are formatted each (:func:`_distinct_texts`).
 _REPEATED = 0.7
 
 

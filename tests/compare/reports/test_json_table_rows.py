@@ -113,10 +113,17 @@ def test_no_record_is_built_to_write_a_statistics_run(tmp_path: Path, monkeypatc
     assert built == []
 
 
+_REPEATING = st.sampled_from([0.0, -0.0, math.nan, -math.inf, 1e-5, 0.1, 5e-324, None, 0, 1, False, True, 2**70,
+                               2**70 + 1]) | st.floats()
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([0.0, -0.0, math.nan, -math.nan, math.inf, 1e-5, 0.1, 5e-324]) | st.floats(),
-                min_size=20, max_size=200))
-def test_repeated_floats_are_formatted_once_each_with_its_own_text(values: list[float]) -> None:
-    """Equal values formatted once (0.0 and -0.0 are equal keys with different texts, NaNs are
-    not equal to themselves): each text is the value's ``repr``."""
-    assert json_rows._repeated_texts(values) == [float.__repr__(v) for v in values]
+@given(st.lists(_REPEATING, min_size=20, max_size=200), st.lists(_REPEATING | _VALUES, min_size=20, max_size=200))
+def test_repeated_values_are_written_once_each_with_its_own_text(values: list, with_text: list) -> None:
+    """Equal values written once (0.0 and -0.0, 0 and False, 1 and 1.0 are equal keys; NaNs are
+    not equal to themselves): each text is the value's own, as the field it sits in writes it
+    (a statistic's left / right / diff: text as it is; any other field: a number)."""
+    assert json_rows._float_texts(values, lambda i: False) == [json_rows._number(v) for v in values]
+    at_stat = [i % 2 == 0 or isinstance(v, str) for i, v in enumerate(with_text)]
+    assert (json_rows._float_texts(with_text, at_stat.__getitem__)
+            == [json_rows._stat(v) if at_stat[i] else json_rows._number(v) for i, v in enumerate(with_text)])
