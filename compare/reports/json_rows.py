@@ -375,7 +375,7 @@ class RowEncoder:
         split = len(values)  # statistics' left / right / diff before, rel after
         for part in parts:
             values += part[3]
-        kept = [(row, record) for row, record in table.kept.items() if first <= row < stop]
+        kept = [(row, table.kept[row]) for row in filter(table.kept.__contains__, range(first, stop))]
         records = [record for _, record in kept]
         own = self._record_floats(records)
         base = len(values)
@@ -432,8 +432,9 @@ class RowEncoder:
             magnitudes = [text[1:] if text[0] == "-" else text for text in diff_texts]
             for i in _positions(magnitudes, '"-inf"'):
                 magnitudes[i] = '"inf"'
-            for row, (diff, _rel) in column.special.items():
-                if first <= row < stop and not isinstance(diff, float):
+            special = column.special
+            for row in filter(special.__contains__, range(first, stop)) if special else ():
+                if not isinstance(special[row][0], float):
                     magnitudes[row - first] = "null"
             metric_texts[names[0]], metric_texts[names[1]] = magnitudes, by_stat[name][3]
         nulls = ["null"]
@@ -498,9 +499,14 @@ def _table_metrics(stats: tuple[str, ...]) -> frozenset[str]:
     return frozenset(m for name in stats for m in stat_metrics(name))
 
 
+def _nones(values: list[Any]) -> int:
+    """How many values are None (by identity: ``list.count`` would call each record's ``__eq__``)."""
+    return sum(map(is_, values, repeat(None)))
+
+
 def _nullable(values: list[Any], write: Callable[[Any], str]) -> list[str]:
     """Each value's text by ``write``; None is null (a column of nulls: one shared text)."""
-    nones = values.count(None)
+    nones = _nones(values)
     if nones == len(values):
         return ["null"] * len(values)
     if not nones:
@@ -529,7 +535,7 @@ def _by_identity(values: list[Any], write: Callable[[Any], str]) -> list[str]:
 
 def _whole_texts(values: list[Any]) -> list[str]:
     """Whole numbers (or null, or anything :func:`_plain` writes) as text."""
-    if values.count(None) == len(values):
+    if _nones(values) == len(values):
         return ["null"] * len(values)
     if all(type(value) is int for value in values):
         return list(map(int.__repr__, values))
@@ -553,7 +559,7 @@ def _extras(cells: list[MsprobeCells | None], arguments: list[ArgumentDiff | Non
     a field of all the rows' cells at a time), its argument (:func:`_argument`)."""
     count = len(cells)
     out = [""] * count
-    nones = cells.count(None)
+    nones = _nones(cells)
     if nones < count:
         where = list(range(count)) if not nones else [i for i, c in enumerate(cells) if c is not None]
         present = cells if not nones else [cells[i] for i in where]
@@ -563,7 +569,7 @@ def _extras(cells: list[MsprobeCells | None], arguments: list[ArgumentDiff | Non
         columns.append(_by_identity(list(map(_STACK, present)), _texts))
         for i, text in zip(where, map(_MSPROBE_LAYOUT.__mod__, zip(*columns))):
             out[i] = text
-    if arguments.count(None) < count:
+    if _nones(arguments) < count:
         for i, argument in enumerate(arguments):
             if argument is not None:
                 out[i] += _argument(argument)
