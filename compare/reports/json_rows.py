@@ -526,18 +526,21 @@ def _remembered(values: list[Any], write: Callable[[Any], str]) -> list[str]:
 
 
 def _by_identity(values: list[Any], write: Callable[[Any], str]) -> list[str]:
-    """Each value's text by ``write``, worked out once per object (grades and stacks are shared
-    by many rows; hashing them by value costs more than writing them)."""
+    """Each value's text by ``write``, worked out once per object (grades, stacks and a table's
+    empty reasons are shared by many rows; hashing them by value costs more than writing them)."""
     ids = list(map(id, values))
     texts = {key: write(value) for key, value in dict(zip(ids, values)).items()}
     return list(map(texts.__getitem__, ids))
+
+
+_INT = {int}
 
 
 def _whole_texts(values: list[Any]) -> list[str]:
     """Whole numbers (or null, or anything :func:`_plain` writes) as text."""
     if _nones(values) == len(values):
         return ["null"] * len(values)
-    if all(type(value) is int for value in values):
+    if set(map(type, values)) == _INT:
         return list(map(int.__repr__, values))
     return list(map(_plain, values))
 
@@ -629,7 +632,7 @@ def _field_texts(columns: RowColumns, first: int, stop: int, records: Sequence[M
         ("right_dtype", _remembered(read(columns.right_dtype), _text_or_null)),
         ("shape", _remembered(read(columns.shape), _shape)),
         ("status", list(map(_STATUS.__getitem__, read(columns.status)))),
-        ("reasons", list(map(_reasons, read(columns.reasons)))),
+        ("reasons", _by_identity(read(columns.reasons), _reasons)),
         ("left_address", left_address),
         ("right_address", right_address),
         ("op_sequence", _nullable(read(columns.op_sequence), _plain)),
