@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..heap import paused_gc
 from ..diverge.records import InputEdge, Localisation, OpVerdict, SourceLine, TensorCheck, Verdict
+from ..heap import paused_gc
 from .result_json import encode_float
 
 #: Key of a row's operator in :func:`verdict_map`: (rank, iteration, left op name).

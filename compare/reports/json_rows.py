@@ -1,7 +1,7 @@
 """The rows of the JSON result: the one encoder of a row, its line of text; the document streamed.
 
 A row is never built as a dict to be encoded: :class:`RowEncoder` writes each row's line of
-compact JSON straight from the record (a dict then the encoder cost ~25 us a statistics row;
+compact JSON straight from its fields (a dict then the encoder cost ~25 us a statistics row;
 ``--json`` and ``ComparisonResult.to_json`` write millions of rows). Each value becomes text
 where it is read: strings through the json module's own C escaper (``ensure_ascii``: non-ASCII
 and the surrogate escapes of undecodable file names written as ``\\uXXXX``), finite floats as
@@ -16,14 +16,17 @@ The rows as dicts (``ComparisonResult.to_dict``, ``--overflow``) are these lines
 (:func:`row_documents`, ``json.loads``): one encoder, so the dict and the text cannot disagree,
 and ``dumps(to_dict())`` is ``to_json()`` byte for byte.
 
-The floats (13-21 a row: metrics, std, statistics) are made text a batch of rows at a time
-(:meth:`RowEncoder.lines`, :data:`ROWS_PER_WRITE` rows): gathered in the order the lines write
-them, formatted by one :func:`~compare.reports.float_text.repr_texts` call (``repr``'s text,
-~0.1 us a float instead of ~0.4), each line then built from its slice; ``line()`` is ``lines()``
-of one row. (Measured for issue 31: a batch encoded column by column -- each field by one
-comprehension, each line by one ``%`` of a template -- is no faster than row by row, the records
-being read in a worse order; only the floats pay to batch. On the 100k statistics case the row
-lines cost ~16 -> ~14 us a row, on 10k small tensors ~10 -> ~7.4.)
+A batch of rows (:meth:`RowEncoder.lines`, :data:`ROWS_PER_WRITE` rows) is encoded column by
+column: each field of all its rows made text at once (:class:`~compare.stats_table.RowColumns`:
+the records' fields read once, or a statistics table's own lists; a value that repeats -- data
+types, shapes, grades, stacks -- written once), the floats (13-21 a row: metrics, std,
+statistics) gathered and formatted by one :func:`~compare.reports.float_text.repr_texts` call
+(``repr``'s text, ~0.1 us a float instead of ~0.4; each distinct value once when they repeat),
+each line one ``%`` of a template in which what is the same in every row of the batch is written
+once. The rows of a statistics run (a :class:`~compare.stats_table.MetricRows` view) are read
+from their table: no record is built a row (one was ~10-25 us). ``line()`` is ``lines()`` of
+one row. (Issue 31, the 100k statistics case, one thread: the row lines ~21 -> ~9-10 us a row
+with the records the view built; 10k small tensors ~7 -> ~6.)
 
 :func:`write_result` and :func:`render_result` stream the document: the head (every key but
 ``rows``, :func:`~compare.reports.result_json.result_document`), the row lines a few thousand at
@@ -276,9 +279,11 @@ class RowEncoder:
     template in which the fields that are the same in every row of the batch are written once.
     The floats of records are read from their metric, std and statistics dicts
     (:meth:`_record_floats`); those of the rows of a :class:`~compare.stats_table.MetricRows` view
-    from its table's statistic columns (:meth:`_table_floats`: no record is built), a row kept
-    as a record by the table (an argument row) from that record. Both give the bytes of the
-    records the view builds (``tests/compare/reports/test_json_table_rows.py``)."""
+    from its table's statistic columns (:meth:`_table_lines`, :meth:`_table_objects`: no record
+    is built), a row kept as a record by the table (an argument row) from that record. Both
+    give the bytes of the records the view builds (``tests/compare/reports/test_json_table_rows.py``).
+    A table whose statistics have metrics the document does not name is written by its records
+    (rows with metrics of their own: rare, and the records' way handles them)."""
 
     def __init__(self, metrics: Sequence[str]) -> None:
         self._names = MetricNames(metrics)
@@ -366,9 +371,9 @@ class RowEncoder:
 
     def _table_lines(self, start: int, table: StatsTable, columns: RowColumns, first: int, stop: int) -> list[str]:
         """The lines of a statistics table's rows ``first:stop`` (:meth:`lines`): the floats of its
-        statistic columns (:meth:`_table_floats`), with those of the rows it keeps as records
-        (:meth:`_record_floats`) after them in the same :func:`_float_texts` call; a kept row's
-        line is then made of its record alone."""
+        statistic columns (each one's left, right and diff, then each one's rel), with those of
+        the rows it keeps as records (:meth:`_record_floats`) after them in the same
+        :func:`_float_texts` call; a kept row's line is then made of its record alone."""
         count = stop - first
         stats = table.stats
         parts = [table.columns[name].fields(first, stop) for name in stats]

@@ -20,7 +20,7 @@ from compare import compare_network
 from compare.records import ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, StatDiff
 from compare.reports import json_rows
 from compare.reports.json_rows import RowEncoder, render_result, row_documents, write_result
-from compare.stats import StatsRow, statistics_metrics, stat_metrics
+from compare.stats import StatsRow, stat_metrics, statistics_metrics
 from compare.stats_table import MetricRows, StatsResult, StatsTable
 
 _NAMES = st.sampled_from(["conv", "Add", "", "%s", "%", 'q"uote', "line\nbreak", "\u00e9\u4e2d", "\udcff", "a,b"])
@@ -55,7 +55,7 @@ def _row(draw: st.DrawFn, index: int) -> tuple[StatsRow, MetricRow]:
                            argument=argument, grade=grade, left_address=draw(st.none() | st.integers(0, 2**40)),
                            std=draw(st.none() | st.tuples(*[st.none() | st.floats()] * 4)),
                            undefined=frozenset(draw(st.lists(st.sampled_from(sorted(metrics)), max_size=2))))
-        return StatsRow(*record_fields(record), grade=grade, msprobe=cells, argument=argument), record
+        return StatsRow(*_record_fields(record), grade=grade, msprobe=cells, argument=argument), record
     values = {name: StatDiff(draw(_VALUES), draw(_VALUES), draw(_VALUES), draw(_RELS))
               for name in _STATS if draw(st.booleans())}
     row = StatsRow(index, *names, *dtypes, shape, values, draw(_NAMES), draw(_NAMES), list(reasons), status,
@@ -65,7 +65,7 @@ def _row(draw: st.DrawFn, index: int) -> tuple[StatsRow, MetricRow]:
     return row, record
 
 
-def record_fields(record: MetricRow) -> tuple:
+def _record_fields(record: MetricRow) -> tuple:
     return (record.index, record.op_type, record.left_op, record.right_op, record.tensor_id, record.left_dtype,
             record.right_dtype, record.shape)
 
