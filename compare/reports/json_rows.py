@@ -1,7 +1,7 @@
 """The rows of the JSON result: the one encoder of a row, its line of text; the document streamed.
 
 A row is never built as a dict to be encoded: :class:`RowEncoder` writes each row's line of
-compact JSON straight from the record (a dict then the encoder cost ~25 us a statistics row;
+compact JSON straight from its fields (a dict then the encoder cost ~25 us a statistics row;
 ``--json`` and ``ComparisonResult.to_json`` write millions of rows). Each value becomes text
 where it is read: strings through the json module's own C escaper (``ensure_ascii``: non-ASCII
 and the surrogate escapes of undecodable file names written as ``\\uXXXX``), finite floats as
@@ -16,14 +16,17 @@ The rows as dicts (``ComparisonResult.to_dict``, ``--overflow``) are these lines
 (:func:`row_documents`, ``json.loads``): one encoder, so the dict and the text cannot disagree,
 and ``dumps(to_dict())`` is ``to_json()`` byte for byte.
 
-The floats (13-21 a row: metrics, std, statistics) are made text a batch of rows at a time
-(:meth:`RowEncoder.lines`, :data:`ROWS_PER_WRITE` rows): gathered in the order the lines write
-them, formatted by one :func:`~compare.reports.float_text.repr_texts` call (``repr``'s text,
-~0.1 us a float instead of ~0.4), each line then built from its slice; ``line()`` is ``lines()``
-of one row. (Measured for issue 31: a batch encoded column by column -- each field by one
-comprehension, each line by one ``%`` of a template -- is no faster than row by row, the records
-being read in a worse order; only the floats pay to batch. On the 100k statistics case the row
-lines cost ~16 -> ~14 us a row, on 10k small tensors ~10 -> ~7.4.)
+A batch of rows (:meth:`RowEncoder.lines`, :data:`ROWS_PER_WRITE` rows) is encoded column by
+column: each field of all its rows made text at once (:class:`~compare.stats_table.RowColumns`:
+the records' fields read once, or a statistics table's own lists; a value that repeats -- data
+types, shapes, grades, stacks -- written once), the floats (13-21 a row: metrics, std,
+statistics) gathered and formatted by one :func:`~compare.reports.float_text.repr_texts` call
+(``repr``'s text, ~0.1 us a float instead of ~0.4; each distinct value once when they repeat),
+each line one ``%`` of a template in which what is the same in every row of the batch is written
+once. The rows of a statistics run (a :class:`~compare.stats_table.MetricRows` view) are read
+from their table: no record is built a row (one was ~10-25 us). ``line()`` is ``lines()`` of
+one row. (Issue 31, the 100k statistics case, one thread: the row lines ~21 -> ~9-10 us a row
+with the records the view built; 10k small tensors ~7 -> ~6.)
 
 :func:`write_result` and :func:`render_result` stream the document: the head (every key but
 ``rows``, :func:`~compare.reports.result_json.result_document`), the row lines a few thousand at
@@ -38,18 +41,24 @@ import functools
 import json
 import os
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from json.encoder import encode_basestring_ascii
-from operator import attrgetter, is_not
+from operator import attrgetter, is_, is_not
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from ..records import ArgumentDiff, Grade, MetricRow, MsprobeCells, PairStatus, RowGrade, RowKind, ValueCounts
+from ..stats import TEXT_STATS, stat_metrics
+from ..stats_table import MetricRows, RowColumns, StatsTable
 from .files import atomic_write
 from .float_text import repr_texts
 from .result_json import ROW_ENCODER, STD_KEYS, STD_NAME, dumps, encode_float, head_and_tail, write_json
 
+_NONE = type(None)
 #: Rows encoded per write (and per piece of :func:`render_result`).
 ROWS_PER_WRITE = 2048
 
@@ -62,6 +71,8 @@ _STD_LAYOUT = "{" + ",".join(_text(key) + ":%s" for key in STD_KEYS) + "}"
 _STAT_VALUES = attrgetter("left", "right", "diff", "rel")
 #: ``repr``'s text of a non-finite float -> its JSON text (:func:`encode_float`'s string).
 _NON_FINITE = {"nan": '"nan"', "inf": '"inf"', "-inf": '"-inf"'}
+#: The texts after a statistic's left, right, diff and rel in its object.
+_STAT_KEYS = (',"right":', ',"diff":', ',"rel":', "}")
 #: The text of each member of the closed sets a row holds (an enum's ``.value`` is a slow descriptor).
 _STATUS = {status: _text(status.value) for status in PairStatus}
 _KIND = {kind: _text(kind.value) for kind in RowKind}
@@ -106,21 +117,23 @@ def _positions(items: list[Any], item: object) -> list[int]:
         return positions
 
 
-def _float_texts(values: list[Any], starts: Sequence[int], ends: Sequence[int]) -> list[str]:
+def _float_texts(values: list[Any], stat_at: Callable[[int], bool]) -> list[str]:
     """The JSON text of each value of a batch's float fields (metrics, std, statistics): all the
     floats formatted by one :func:`~compare.reports.float_text.repr_texts` call (``repr``'s text,
     ~0.11 us a float instead of ~0.4); a NaN or an infinity then as :func:`encode_float`'s string.
 
     None (a metric not computed, a statistic one side lacks; common: 7% of the values of a
-    statistics run) is null in every field; its positions are found by ``list.index`` scans. Any
+    statistics run) is null in every field; its positions are found by one pass over the types. Any
     other value that is not a float (a checksum or ``same`` / ``different`` text, a whole number
     ...) is formatted alone, as the field it sits in writes it: a statistic's ``left`` / ``right``
-    / ``diff`` (positions ``starts[k] + 4j + 0..2`` of a statistics block ``[starts[k], ends[k])``)
-    by :func:`_stat`, any other field by :func:`_number`. Both stand in the float batch as 0.0,
-    their text replacing 0.0's."""
+    / ``diff`` (the positions ``i`` for which ``stat_at(i)``) by :func:`_stat`, any other field
+    by :func:`_number`. Both stand in the float batch as 0.0, their text replacing 0.0's."""
+    fast = _distinct_texts(values)
+    if fast is not None:
+        return fast
     kinds = list(map(type, values))
     floats_only = kinds.count(float)
-    nones = [] if floats_only == len(kinds) else _positions(kinds, type(None))
+    nones = [] if floats_only == len(kinds) else list(compress(range(len(kinds)), map(is_, kinds, repeat(_NONE))))
     odd = [] if floats_only + len(nones) == len(kinds) else [
         i for i in compress(range(len(kinds)), map(is_not, kinds, repeat(float))) if values[i] is not None]
     floats = values
@@ -135,10 +148,59 @@ def _float_texts(values: list[Any], starts: Sequence[int], ends: Sequence[int]) 
     for i in nones:
         texts[i] = "null"
     for i in odd:
-        block = bisect_right(starts, i) - 1
-        in_stat = block >= 0 and i < ends[block] and (i - starts[block]) % 4 != 3
-        texts[i] = _stat(values[i]) if in_stat else _number(values[i])
+        texts[i] = _stat(values[i]) if stat_at(i) else _number(values[i])
     return texts
+
+
+def _distinct_texts(values: list[Any]) -> list[str] | None:
+    """:func:`_float_texts` of a batch whose values repeat (a batch of statistics rows holds many
+    equal ones: zero differences, both sides' equal values, None; a tenth of them distinct on the
+    100k case), each distinct value written once: None as null, a float by one
+    :func:`~compare.reports.float_text.repr_texts` call (a NaN or an infinity as
+    :func:`encode_float`'s string), any other value by :func:`_number` (what it writes of a
+    whole number or a flag is the text of the float equal to it, in every field: values equal as
+    keys have the same text), but for 0.0 and -0.0 (equal keys, different texts), whose texts
+    are then set by their sign. None (the values formatted one by one) when most values are
+    distinct (telling them apart costs ~0.08 us a value; a sample of the batch tells first), or
+    when one is text (a checksum's: its text depends on the field it sits in) or not a number."""
+    try:
+        sample = values[::max(1, len(values) // _SAMPLE)]
+        if len(dict.fromkeys(sample)) > _REPEATED * len(sample):  # mostly distinct (a tensor run's metrics)
+            return None
+        distinct = list(dict.fromkeys(values))
+    except TypeError:  # not a number: written one by one (where it raises)
+        return None
+    if len(distinct) > _REPEATED * len(values):
+        return None
+    kinds = list(map(type, distinct))
+    if str in kinds:
+        return None
+    floats = [value for value, kind in zip(distinct, kinds) if kind is float]
+    known = dict(zip(floats, repr_texts(floats)))
+    for text, json_text in _NON_FINITE.items():  # repr's "nan", "inf", "-inf": not JSON numbers
+        for value in [value for value, written in known.items() if written == text]:
+            known[value] = json_text
+    try:
+        for value, kind in zip(distinct, kinds):
+            if kind is not float:
+                known[value] = "null" if value is None else _number(value)
+        texts = list(map(known.__getitem__, values))
+        if 0.0 in known:
+            numbers = np.array(values, dtype=np.float64)  # None: NaN
+            negative = np.signbit(numbers) & (numbers == 0.0)
+            if negative.any():
+                wrong = negative if known[0.0] == "0.0" else (numbers == 0.0) & ~negative
+                for i in np.flatnonzero(wrong).tolist():
+                    texts[i] = "0.0" if known[0.0] == "-0.0" else "-0.0"
+    except (TypeError, ValueError, OverflowError):  # not a number: written one by one (where it raises)
+        return None
+    return texts
+
+
+#: Above this share of distinct values, a batch's values are formatted each (:func:`_distinct_texts`),
+#: as told first by every n-th value, about this many of them.
+_REPEATED = 0.7
+_SAMPLE = 256
 
 
 def _texts(items: Sequence[str]) -> str:
@@ -175,12 +237,15 @@ def _grade(grade: RowGrade | None) -> str:
     return f'{{"result":{_GRADE[grade.grade]},"messages":{_texts(grade.messages)}}}'
 
 
-def _msprobe(cells: MsprobeCells) -> str:
-    return (f',"msprobe":{{"left_name":{_text(cells.left_name)},"right_name":{_text(cells.right_name)},'
-            f'"left_data":{_text(cells.left_data)},"right_data":{_text(cells.right_data)},'
-            f'"left_requires_grad":{_plain(cells.left_grad)},"right_requires_grad":{_plain(cells.right_grad)},'
-            f'"requires_grad_consistent":{_plain(cells.grad_consistent)},"source":{_text(cells.source)},'
-            f'"stack":{_texts(cells.stack)}}}')
+#: The ``%`` template of a row's ``msprobe`` object (with its key): its nine values are the ``%s``.
+_MSPROBE_LAYOUT = (',"msprobe":{"left_name":%s,"right_name":%s,"left_data":%s,"right_data":%s,'
+                   '"left_requires_grad":%s,"right_requires_grad":%s,"requires_grad_consistent":%s,"source":%s,'
+                   '"stack":%s}')
+#: The text fields of :class:`MsprobeCells` written first, then its flags, its source and its stack.
+_CELL_TEXTS = ("left_name", "right_name", "left_data", "right_data")
+_CELL_FLAGS = ("left_grad", "right_grad", "grad_consistent")
+_SOURCE = attrgetter("source")
+_STACK = attrgetter("stack")
 
 
 def _argument(argument: ArgumentDiff) -> str:
@@ -206,7 +271,19 @@ class RowEncoder:
     """The line of each row of one document (its metric names worked out once, their keys
     escaped once): ``line(position, row)`` is the row's object at ``position`` of the document's
     ``rows``, as compact JSON (docs/result-json.md: its keys in order; ``msprobe`` only in rows of
-    msprobe runs, ``argument`` only in argument rows)."""
+    msprobe runs, ``argument`` only in argument rows).
+
+    A batch of rows is encoded column by column (:meth:`lines`): each field of every row made text
+    at once (:class:`~compare.stats_table.RowColumns`: the records' fields, or the lists of a
+    statistics table), the floats by one :func:`_float_texts` call, each line one ``%`` of a
+    template in which the fields that are the same in every row of the batch are written once.
+    The floats of records are read from their metric, std and statistics dicts
+    (:meth:`_record_floats`); those of the rows of a :class:`~compare.stats_table.MetricRows` view
+    from its table's statistic columns (:meth:`_table_lines`, :meth:`_table_objects`: no record
+    is built), a row kept as a record by the table (an argument row) from that record. Both
+    give the bytes of the records the view builds (``tests/compare/reports/test_json_table_rows.py``).
+    A table whose statistics have metrics the document does not name is written by its records
+    (rows with metrics of their own: rare, and the records' way handles them)."""
 
     def __init__(self, metrics: Sequence[str]) -> None:
         self._names = MetricNames(metrics)
@@ -217,13 +294,30 @@ class RowEncoder:
         """The row's object on one line (no indentation, no trailing comma): :meth:`lines` of the one row."""
         return self.lines(position, (row,))[0]
 
-    def lines(self, start: int, rows: Sequence[MetricRow]) -> list[str]:
-        """The lines of ``rows`` at positions ``start``, ``start + 1`` ... of the document's ``rows``.
+    def lines(self, start: int, rows: Sequence[MetricRow], first: int = 0, stop: int | None = None) -> list[str]:
+        """The lines of ``rows[first:stop]`` (all of ``rows`` by default) at positions ``start``,
+        ``start + 1`` ... of the document's ``rows``.
 
-        The float fields of all the rows (metrics, std, statistics) are gathered in the order the
-        lines write them, turned into text at once (:func:`_float_texts`), and each line takes its
-        slice: a row's metrics (the document's, then its own others), its std's four values, its
-        statistics' four values each."""
+        The float fields of all the rows (metrics, std, statistics) are turned into text at once
+        (:func:`_float_texts`), then each row's metrics, std and statistics objects are made of
+        their texts, and each line of its fields (:func:`_joined`)."""
+        stop = len(rows) if stop is None else min(stop, len(rows))
+        if first >= stop:
+            return []
+        table = rows.table if isinstance(rows, MetricRows) else None
+        if table is not None and self._names.known.issuperset(_table_metrics(tuple(table.stats))):
+            return self._table_lines(start, table, RowColumns(rows), first, stop)
+        batch = list(rows[first:stop])
+        floats = self._record_floats(batch)
+        texts = _float_texts(floats.values, floats.stat_at)
+        metrics, std, statistics = self._record_objects(batch, floats, texts, 0)
+        return _joined(range(start, start + len(batch)), _field_texts(RowColumns(batch), 0, len(batch), batch),
+                       [metrics], [std], [statistics])
+
+    def _record_floats(self, rows: Sequence[MetricRow]) -> _Floats:
+        """The float fields of records in the order their lines write them: each row's metrics
+        (the document's, then its own others), its std's four values, its statistics' four values
+        each (left, right, diff, rel)."""
         names = self._names.names
         known = self._names.known
         values: list[Any] = []
@@ -243,62 +337,358 @@ class RowEncoder:
                 starts.append(len(values))
                 values += chain.from_iterable(map(_STAT_VALUES, row.statistics.values()))
                 ends.append(len(values))
-        texts = _float_texts(values, starts, ends)
-        lines = []
-        at = 0
+        return _Floats(values, starts, ends, own)
+
+    def _record_objects(self, rows: Sequence[MetricRow], floats: _Floats, texts: list[str],
+                        at: int) -> tuple[list[str], list[str], list[str]]:
+        """The metrics, std and statistics objects of records, their floats' texts read from
+        ``texts[at:]`` in :meth:`_record_floats`' order."""
+        names = self._names.names
+        own = floats.own
+        metrics_texts, std_texts, statistics_texts = [], [], []
         width = len(names)
         for i, row in enumerate(rows):
             row_names = own.get(i) if own else None
             if row_names is None:
-                metrics = self._layout % tuple(texts[at:at + width])
+                metrics_texts.append(self._layout % tuple(texts[at:at + width]))
                 at += width
             else:
                 keys = self._keys + tuple(_text(name) + ":" for name in row_names[width:])
-                metrics = "{" + ",".join(map(str.__add__, keys, texts[at:at + len(row_names)])) + "}"
+                metrics_texts.append("{" + ",".join(map(str.__add__, keys, texts[at:at + len(row_names)])) + "}")
                 at += len(row_names)
             if row.std is None:
-                std = "null"
+                std_texts.append("null")
             else:
-                std = _STD_LAYOUT % tuple(texts[at:at + 4])
+                std_texts.append(_STD_LAYOUT % tuple(texts[at:at + 4]))
                 at += 4
             if row.statistics is None:
-                statistics = "null"
+                statistics_texts.append("null")
             else:
                 end = at + 4 * len(row.statistics)
-                statistics = _stat_layout(tuple(row.statistics)) % tuple(texts[at:end])
+                statistics_texts.append(_stat_layout(tuple(row.statistics)) % tuple(texts[at:end]))
                 at = end
-            lines.append(self._line(start + i, row, metrics, std, statistics))
+        return metrics_texts, std_texts, statistics_texts
+
+    def _table_lines(self, start: int, table: StatsTable, columns: RowColumns, first: int, stop: int) -> list[str]:
+        """The lines of a statistics table's rows ``first:stop`` (:meth:`lines`): the floats of its
+        statistic columns (each one's left, right and diff, then each one's rel), with those of
+        the rows it keeps as records (:meth:`_record_floats`) after them in the same
+        :func:`_float_texts` call; a kept row's line is then made of its record alone."""
+        count = stop - first
+        stats = table.stats
+        parts = [table.columns[name].fields(first, stop) for name in stats]
+        values: list[Any] = []
+        for left, right, diff, _rel in parts:
+            values += left
+            values += right
+            values += diff
+        split = len(values)  # statistics' left / right / diff before, rel after
+        for part in parts:
+            values += part[3]
+        kept = [(row, table.kept[row]) for row in filter(table.kept.__contains__, range(first, stop))]
+        records = [record for _, record in kept]
+        own = self._record_floats(records)
+        base = len(values)
+        values += own.values
+
+        def stat_at(i: int) -> bool:
+            return i < split if i < base else own.stat_at(i - base)
+
+        texts = _float_texts(values, stat_at)
+        metrics, statistics = self._table_objects(table, first, stop, texts, split)
+        fields = _field_texts(columns, first, stop, None, [row for row, _ in kept])
+        lines = _joined(range(start, start + count), fields, metrics, ["null"], statistics)
+        if kept:
+            objects = self._record_objects(records, own, texts, base)
+            positions = [start + row - first for row, _ in kept]
+            again = _joined(positions, _field_texts(RowColumns(records), 0, len(records), records),
+                            *([column] for column in objects))
+            for position, line in zip(positions, again):
+                lines[position - start] = line
         return lines
 
-    @staticmethod
-    def _line(position: int, row: MetricRow, metrics: str, std: str, statistics: str) -> str:
-        """The row's line, its metrics, std and statistics given as text."""
-        plain = _plain
-        text = (f'{{"row":{int.__repr__(position)},"index":{plain(row.index)},'
-                f'"op_type":{"null" if row.op_type is None else _text(row.op_type)},'
-                f'"left_op":{_text(row.left_op)},"right_op":{_text(row.right_op)},'
-                f'"tensor_id":{"null" if row.tensor_id is None else _text(row.tensor_id)},'
-                f'"rank":{"null" if row.rank is None else plain(row.rank)},'
-                f'"graph":{"null" if row.graph is None else plain(row.graph)},'
-                f'"iteration":{"null" if row.iteration is None else plain(row.iteration)},'
-                f'"left_dtype":{"null" if row.left_dtype is None else _text(row.left_dtype)},'
-                f'"right_dtype":{"null" if row.right_dtype is None else _text(row.right_dtype)},'
-                f'"shape":{_shape(row.shape)},"status":{_STATUS[row.status]},'
-                f'"metrics":{metrics},"std":{std},'
-                f'"reasons":{_texts(row.reasons)},'
-                f'"left_address":{"null" if row.left_address is None else plain(row.left_address)},'
-                f'"right_address":{"null" if row.right_address is None else plain(row.right_address)},'
-                f'"op_sequence":{"null" if row.op_sequence is None else plain(row.op_sequence)},'
-                f'"expected_gap":{"null" if row.expected_gap is None else _text(row.expected_gap)},'
-                f'"left_counts":{_counts(row.left_counts)},"right_counts":{_counts(row.right_counts)},'
-                f'"kind":{_KIND[row.kind]},'
-                f'"undefined":{_texts(sorted(row.undefined)) if row.undefined else "[]"},'
-                f'"statistics":{statistics},"grade":{_grade(row.grade)}')
-        if row.msprobe is not None:
-            text += _msprobe(row.msprobe)
-        if row.argument is not None:
-            text += _argument(row.argument)
-        return text + "}"
+    def _table_objects(self, table: StatsTable, first: int, stop: int, texts: list[str],
+                       split: int) -> tuple[_Parts, _Parts]:
+        """The metrics and statistics objects of a table's rows ``first:stop`` as parts of their
+        lines (:func:`_joined`: each value a column of the object's template), of the texts of
+        their statistics' values (``texts``: each statistic's left, right and diff columns in
+        turn, then each one's rel column from ``split``).
+
+        A row's metrics are its statistics' (:func:`compare.stats.statistics_metrics`): ``LDiff``
+        is ``|diff|`` when the diff is a float (its text without a leading minus; ``"-inf"`` is
+        ``"inf"``), null otherwise; ``LRelDiff`` the rel as it is (the same text); a checksum's
+        0.0 when its diff is ``same``, 1.0 when it is another value, null when None. A metric of
+        the document no statistic of the table has is null. A row's statistics object holds the
+        statistics it compares, in the table's order: when the rows of the batch differ in that
+        set, each row's object is made alone (a column of objects)."""
+        count = stop - first
+        stats = table.stats
+        by_stat: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {}
+        for k, name in enumerate(stats):
+            at = 3 * k * count
+            rel_at = split + k * count
+            by_stat[name] = (texts[at:at + count], texts[at + count:at + 2 * count],
+                             texts[at + 2 * count:at + 3 * count], texts[rel_at:rel_at + count])
+        metric_texts: dict[str, list[str]] = {}
+        for name in stats:
+            column = table.columns[name]
+            names = stat_metrics(name)
+            if name in TEXT_STATS:
+                diffs = column.fields(first, stop)[2]
+                metric_texts[names[0]] = ["null" if diff is None else ("0.0" if diff == "same" else "1.0")
+                                          for diff in diffs]
+                continue
+            diff_texts = by_stat[name][2]
+            magnitudes = [text[1:] if text[0] == "-" else text for text in diff_texts]
+            for i in _positions(magnitudes, '"-inf"'):
+                magnitudes[i] = '"inf"'
+            special = column.special
+            for row in filter(special.__contains__, range(first, stop)) if special else ():
+                if not isinstance(special[row][0], float):
+                    magnitudes[row - first] = "null"
+            metric_texts[names[0]], metric_texts[names[1]] = magnitudes, by_stat[name][3]
+        nulls = ["null"]
+        metrics: _Parts = ["{}"]
+        if self._names.names:
+            metrics = []
+            for key, name in zip(self._keys, self._names.names):
+                metrics += ["," + key, metric_texts.get(name, nulls)]
+            metrics[0] = "{" + self._keys[0]
+            metrics.append("}")
+        if not stats:
+            return metrics, ["{}"]
+        has = np.stack([table.columns[name].has[first:stop] for name in stats], axis=1)
+        sets, which = np.unique(has, axis=0, return_inverse=True)
+        if len(sets) == 1:
+            names = [name for name, there in zip(stats, sets[0].tolist()) if there]
+            if not names:
+                return metrics, ["{}"]
+            parts: _Parts = []
+            for name in names:
+                parts.append(',' + _text(name) + ':{"left":')
+                parts.extend(chain.from_iterable(zip(by_stat[name], _STAT_KEYS)))
+            parts[0] = "{" + parts[0][1:]
+            parts[-1] = "}}"
+            return metrics, parts
+        statistics: list[str] = [""] * count
+        for number, present in enumerate(sets.tolist()):
+            names = [name for name, there in zip(stats, present) if there]
+            layout = _stat_layout(tuple(names))
+            columns = [text for name in names for text in by_stat[name]]
+            rows = np.flatnonzero(which.reshape(-1) == number).tolist()
+            if not names:
+                for row in rows:
+                    statistics[row] = "{}"
+                continue
+            picked = [list(map(column.__getitem__, rows)) for column in columns]
+            for row, text in zip(rows, map(layout.__mod__, zip(*picked))):
+                statistics[row] = text
+        return metrics, [statistics]
+
+
+@dataclass(frozen=True)
+class _Floats:
+    """The float fields of some records in line order (:meth:`RowEncoder._record_floats`):
+    ``values``; each statistics block ``[starts[k], ends[k])``; ``own``: row -> its metric names,
+    for the rows with metrics of their own (not the document's)."""
+
+    values: list[Any]
+    starts: list[int]
+    ends: list[int]
+    own: dict[int, tuple[str, ...]]
+
+    def stat_at(self, i: int) -> bool:
+        """Whether value ``i`` is a statistic's left, right or diff (written as text when it is text)."""
+        block = bisect_right(self.starts, i) - 1
+        return block >= 0 and i < self.ends[block] and (i - self.starts[block]) % 4 != 3
+
+
+@functools.lru_cache(maxsize=64)
+def _table_metrics(stats: tuple[str, ...]) -> frozenset[str]:
+    """The metrics of a table's statistics (:func:`compare.stats.stat_metrics`)."""
+    return frozenset(m for name in stats for m in stat_metrics(name))
+
+
+def _nones(values: list[Any]) -> int:
+    """How many values are None (by identity: ``list.count`` would call each record's ``__eq__``)."""
+    return sum(map(is_, values, repeat(None)))
+
+
+def _nullable(values: list[Any], write: Callable[[Any], str]) -> list[str]:
+    """Each value's text by ``write``; None is null (a column of nulls: one shared text)."""
+    nones = _nones(values)
+    if nones == len(values):
+        return ["null"] * len(values)
+    if not nones:
+        return list(map(write, values))
+    return ["null" if value is None else write(value) for value in values]
+
+
+def _remembered(values: list[Any], write: Callable[[Any], str]) -> list[str]:
+    """Each value's text by ``write``, worked out once per distinct value (shapes, data types,
+    grades ... repeat; values equal as keys have the same text in every field this writes);
+    values that cannot be dict keys are each written."""
+    try:
+        texts = {value: write(value) for value in set(values)}
+    except TypeError:  # unhashable (a list)
+        return list(map(write, values))
+    return list(map(texts.__getitem__, values))
+
+
+def _by_identity(values: list[Any], write: Callable[[Any], str]) -> list[str]:
+    """Each value's text by ``write``, worked out once per object (grades, stacks and a table's
+    empty reasons are shared by many rows; hashing them by value costs more than writing them)."""
+    ids = list(map(id, values))
+    texts = {key: write(value) for key, value in dict(zip(ids, values)).items()}
+    return list(map(texts.__getitem__, ids))
+
+
+_INT = {int}
+
+
+def _whole_texts(values: list[Any]) -> list[str]:
+    """Whole numbers (or null, or anything :func:`_plain` writes) as text."""
+    if _nones(values) == len(values):
+        return ["null"] * len(values)
+    if set(map(type, values)) == _INT:
+        return list(map(int.__repr__, values))
+    return list(map(_plain, values))
+
+
+def _text_or_null(value: str | None) -> str:
+    return "null" if value is None else _text(value)
+
+
+def _undefined(names: frozenset[str]) -> str:
+    return _texts(sorted(names)) if names else "[]"
+
+
+def _reasons(reasons: Sequence[str]) -> str:
+    return _texts(reasons) if reasons else "[]"
+
+
+def _extras(cells: list[MsprobeCells | None], arguments: list[ArgumentDiff | None]) -> list[str]:
+    """The objects a row has only sometimes, each with its key: its msprobe cells (:data:`_MSPROBE_LAYOUT`,
+    a field of all the rows' cells at a time), its argument (:func:`_argument`)."""
+    count = len(cells)
+    out = [""] * count
+    nones = _nones(cells)
+    if nones < count:
+        where = list(range(count)) if not nones else [i for i, c in enumerate(cells) if c is not None]
+        present = cells if not nones else [cells[i] for i in where]
+        columns = [list(map(_text, map(attrgetter(name), present))) for name in _CELL_TEXTS]
+        columns += [_flags(list(map(attrgetter(name), present))) for name in _CELL_FLAGS]
+        columns.append(list(map(_text, map(_SOURCE, present))))
+        columns.append(_by_identity(list(map(_STACK, present)), _texts))
+        for i, text in zip(where, map(_MSPROBE_LAYOUT.__mod__, zip(*columns))):
+            out[i] = text
+    if _nones(arguments) < count:
+        for i, argument in enumerate(arguments):
+            if argument is not None:
+                out[i] += _argument(argument)
+    return out
+
+
+def _flags(values: list[bool | None]) -> list[str]:
+    """Flags (or null) as the encoder writes them; a column holding anything else through :func:`_plain`."""
+    if set(map(type, values)) <= _FLAG_TYPES:
+        return list(map(_FLAG_TEXTS.__getitem__, values))
+    return list(map(_plain, values))
+
+
+_FLAG_TYPES = {bool, _NONE}
+_FLAG_TEXTS = {None: "null", True: "true", False: "false"}
+
+
+#: The texts of a batch's fields (:func:`_field_texts`): (key, one text a row) in the line's order,
+#: the grades' and the extra objects' (:func:`_extra`).
+_Fields = tuple[list[tuple[str, list[str]]], list[str], list[str]]
+
+
+def _field_texts(columns: RowColumns, first: int, stop: int, records: Sequence[MetricRow] | None,
+                 skipped: Sequence[int] = ()) -> _Fields:
+    """The text of each field of rows ``first:stop`` (but the row number and the floats' objects)
+    as (key, one text a row), in the line's order; ``records``: the rows' records, for the fields
+    only records hold (std's absence, addresses, expected gap, counts); None for a table's rows,
+    which have none of them. ``skipped``: rows whose line is made otherwise (a table's kept
+    rows): their arguments are not written."""
+    count = stop - first
+    nulls = ["null"] * count
+
+    def read(column: list[Any]) -> list[Any]:
+        return column[first:stop]
+
+    if records is None:
+        left_address = right_address = expected_gap = left_counts = right_counts = nulls
+    else:
+        left_address = _nullable(list(map(_LEFT_ADDRESS, records)), _plain)
+        right_address = _nullable(list(map(_RIGHT_ADDRESS, records)), _plain)
+        expected_gap = _nullable(read(columns.expected_gap), _text)
+        left_counts = _nullable(read(columns.left_counts), _counts)
+        right_counts = _nullable(read(columns.right_counts), _counts)
+    arguments = read(columns.argument)
+    for row in skipped:
+        arguments[row - first] = None
+    return [
+        ("index", _whole_texts(read(columns.index))),
+        ("op_type", _remembered(read(columns.op_type), _text_or_null)),
+        ("left_op", list(map(_text, read(columns.left_op)))),
+        ("right_op", list(map(_text, read(columns.right_op)))),
+        ("tensor_id", _nullable(read(columns.tensor_id), _text)),
+        ("rank", _nullable(read(columns.rank), _plain)),
+        ("graph", _nullable(read(columns.graph), _plain)),
+        ("iteration", _nullable(read(columns.iteration), _plain)),
+        ("left_dtype", _remembered(read(columns.left_dtype), _text_or_null)),
+        ("right_dtype", _remembered(read(columns.right_dtype), _text_or_null)),
+        ("shape", _remembered(read(columns.shape), _shape)),
+        ("status", list(map(_STATUS.__getitem__, read(columns.status)))),
+        ("reasons", _by_identity(read(columns.reasons), _reasons)),
+        ("left_address", left_address),
+        ("right_address", right_address),
+        ("op_sequence", _nullable(read(columns.op_sequence), _plain)),
+        ("expected_gap", expected_gap),
+        ("left_counts", left_counts),
+        ("right_counts", right_counts),
+        ("kind", list(map(_KIND.__getitem__, read(columns.kind)))),
+        ("undefined", _remembered(read(columns.undefined), _undefined)),
+    ], _by_identity(read(columns.grade), _grade), _extras(read(columns.msprobe), arguments)
+
+
+#: Parts of a line (:func:`_joined`): a text, the same in every row, or a column of texts (one a
+#: row, or one for all: the same in every row).
+_Parts = list[str | list[str]]
+
+
+def _joined(positions: Sequence[int], fields: _Fields, metrics: _Parts, std: _Parts, statistics: _Parts) -> list[str]:
+    """The lines of rows: each ``%`` of one template, in which the texts and the columns whose
+    text is the same in every row are written once (their ``%`` doubled) and every other column
+    is a ``%s``."""
+    head, grade, extra = fields
+    parts: _Parts = ['{"row":', list(map(int.__repr__, positions))]
+    for key, texts in head[:12]:
+        parts += [f',"{key}":', texts]
+    parts += [',"metrics":', *metrics, ',"std":', *std]
+    for key, texts in head[12:]:
+        parts += [f',"{key}":', texts]
+    parts += [',"statistics":', *statistics, ',"grade":', grade, extra, "}"]
+    pieces = []
+    variable = []
+    for part in parts:
+        if type(part) is str:
+            pieces.append(part.replace("%", "%%"))
+        elif part.count(part[0]) == len(part):
+            pieces.append(part[0].replace("%", "%%"))
+        else:
+            pieces.append("%s")
+            variable.append(part)
+    template = "".join(pieces)
+    if not variable:
+        return [template % ()] * len(positions)
+    return list(map(template.__mod__, zip(*variable)))
+
+
+_LEFT_ADDRESS = attrgetter("left_address")
+_RIGHT_ADDRESS = attrgetter("right_address")
 
 
 def _pieces(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequence[str]) -> Iterator[str]:
@@ -308,7 +698,7 @@ def _pieces(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequenc
     lines = RowEncoder(metrics).lines
     separator = "  "
     for start in range(0, len(rows), ROWS_PER_WRITE):
-        yield separator + ",\n  ".join(lines(start, rows[start:start + ROWS_PER_WRITE]))
+        yield separator + ",\n  ".join(lines(start, rows, start, start + ROWS_PER_WRITE))
         separator = ",\n  "
     yield tail
 
@@ -320,7 +710,7 @@ def row_documents(rows: Sequence[MetricRow], metrics: Sequence[str]) -> list[dic
     has tuples)."""
     lines = RowEncoder(metrics).lines
     return [json.loads(line) for start in range(0, len(rows), ROWS_PER_WRITE)
-            for line in lines(start, rows[start:start + ROWS_PER_WRITE])]
+            for line in lines(start, rows, start, start + ROWS_PER_WRITE)]
 
 
 def full_document(head: Mapping[str, Any], rows: Sequence[MetricRow], metrics: Sequence[str]) -> dict[str, Any]:
