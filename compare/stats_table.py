@@ -114,10 +114,12 @@ class StatColumn:
         if not has.all():
             for i in np.flatnonzero(~has).tolist():
                 diffs[i] = rels[i] = None
-        if self.special:
-            for row, (diff, rel) in self.special.items():
+        special = self.special
+        if special:  # the fewer of the special entries and the rows of the range are looked at
+            rows = (special if len(special) <= stop - start else [row for row in range(start, stop) if row in special])
+            for row in rows:
                 if start <= row < stop:
-                    diffs[row - start], rels[row - start] = diff, rel
+                    diffs[row - start], rels[row - start] = special[row]
         return lefts, rights, diffs, rels
 
     def taken(self, positions: np.ndarray, moved: np.ndarray) -> StatColumn:
