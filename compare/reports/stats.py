@@ -19,7 +19,7 @@ import csv
 import io
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import is_not
 from pathlib import Path
@@ -28,7 +28,7 @@ from ..records import RowGrade
 from ..stats import stat_label, stat_metrics
 from ..stats_table import StatsResult, StatsTable
 from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
-from .files import atomic_write_text, is_stream, stamped_in_folder
+from .files import atomic_write, is_stream, stamped_in_folder
 from .float_text import repr_texts
 from .table_columns import (
     BATCH_ROWS,
@@ -171,10 +171,10 @@ def _batch_columns(table: StatsTable, start: int, stop: int, columns: Mapping[st
     return cols
 
 
-def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> str:
-    """The statistics report as CSV text (``verdicts``: add the Verdict column, module doc),
-    built :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time, a column at a time,
-    from the result's table (:class:`compare.stats_table.StatsTable`)."""
+def stats_csv_chunks(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> Iterator[str]:
+    """The statistics report as CSV text, in chunks (``verdicts``: add the Verdict column, module
+    doc): the header line, then :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time,
+    built a column at a time from the result's table (:class:`compare.stats_table.StatsTable`)."""
     table = result.table
     rows = len(table)
     columns = {"with_selection": _any_set(table.rank) or _any_set(table.iteration),
@@ -182,9 +182,14 @@ def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | N
                "with_msprobe": _any_set(table.msprobe)}
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(header(table.stats, **columns, with_verdict=verdicts is not None))
+    yield buf.getvalue()
     for start in batches(rows):
-        buf.write(csv_lines(_batch_columns(table, start, min(start + BATCH_ROWS, rows), columns, verdicts), "\n"))
-    return buf.getvalue()
+        yield csv_lines(_batch_columns(table, start, min(start + BATCH_ROWS, rows), columns, verdicts), "\n")
+
+
+def render_stats_csv(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> str:
+    """The statistics report as CSV text (:func:`stats_csv_chunks` joined)."""
+    return "".join(stats_csv_chunks(result, verdicts))
 
 
 def _any_set(values: list[object]) -> bool:
@@ -209,7 +214,9 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
                        verdicts: Mapping[VerdictKey, str] | None = None) -> Path:
     """Write the statistics report (see the module doc; ``verdicts``: with the Verdict column)
     and return its path."""
-    return atomic_write_text(stats_output_path(output), render_stats_csv(result, verdicts))
+    chunks = stats_csv_chunks(result, verdicts)
+    # written as it is made, a batch of rows at a time: the text of a 10^6-row table is never whole in memory
+    return atomic_write(stats_output_path(output), lambda handle: handle.writelines(chunk.encode() for chunk in chunks))
 
 
 __all__ = [
