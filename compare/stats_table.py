@@ -41,7 +41,7 @@ from itertools import repeat
 from operator import attrgetter, contains, is_not, itemgetter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import overload
+from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
 
@@ -58,6 +58,8 @@ from .stats import (
     statistics_metrics,
 )
 
+#: The record type of a :class:`_TableRows`.
+R = TypeVar("R")
 #: A row without reasons (shared).
 NO_REASONS: tuple[str, ...] = ()
 #: A row whose statistics are all defined (shared).
@@ -384,11 +386,11 @@ def _metric_parts(stats: tuple[str, ...]) -> dict[str, tuple[str, _Part]]:
     return out
 
 
-class MetricRows(Sequence[MetricRow]):
-    """A table's rows as :class:`MetricRow` records, each built when read (module doc). Equal to a
-    list of the same records."""
+class _TableRows(Sequence[R]):
+    """A table's rows as records, each built when read by ``_BUILD(table, row)`` (module doc)."""
 
     __slots__ = ("table",)
+    _BUILD: ClassVar[Callable[[StatsTable, int], Any]]
 
     def __init__(self, table: StatsTable) -> None:
         self.table = table
@@ -397,70 +399,48 @@ class MetricRows(Sequence[MetricRow]):
         return len(self.table)
 
     @overload
-    def __getitem__(self, item: int) -> MetricRow: ...
+    def __getitem__(self, item: int) -> R: ...
 
     @overload
-    def __getitem__(self, item: slice) -> list[MetricRow]: ...
+    def __getitem__(self, item: slice) -> list[R]: ...
 
-    def __getitem__(self, item: int | slice) -> MetricRow | list[MetricRow]:
+    def __getitem__(self, item: int | slice) -> R | list[R]:
+        build = type(self)._BUILD
         if isinstance(item, slice):
-            return [self.table.metric_row(i) for i in range(*item.indices(len(self.table)))]
+            return [build(self.table, i) for i in range(*item.indices(len(self.table)))]
         rows = len(self.table)
         if not -rows <= item < rows:
             raise IndexError("row index out of range")
-        return self.table.metric_row(item % rows)
+        return build(self.table, item % rows)
 
-    def __iter__(self) -> Iterator[MetricRow]:
-        return map(self.table.metric_row, range(len(self.table)))
+    def __iter__(self) -> Iterator[R]:
+        return map(type(self)._BUILD, repeat(self.table), range(len(self.table)))
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (list, MetricRows)):
+        if isinstance(other, (list, type(self))):
             return list(self) == list(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"MetricRows({len(self)} rows)"
+        return f"{type(self).__name__}({len(self)} rows)"
 
 
-class StatsRows(Sequence[StatsRow]):
-    """A table's rows as :class:`~compare.stats.StatsRow` records, each built when read."""
+class MetricRows(_TableRows[MetricRow]):
+    """A table's rows as :class:`MetricRow` records, each built when read (:meth:`StatsTable.metric_row`).
+    Equal to a list of the same records."""
 
-    __slots__ = ("table",)
+    __slots__ = ()
+    _BUILD = StatsTable.metric_row
 
-    def __init__(self, table: StatsTable) -> None:
-        self.table = table
 
-    def __len__(self) -> int:
-        return len(self.table)
+class StatsRows(_TableRows[StatsRow]):
+    """A table's rows as :class:`~compare.stats.StatsRow` records, each built when read
+    (:meth:`StatsTable.stats_row`)."""
 
-    @overload
-    def __getitem__(self, item: int) -> StatsRow: ...
-
-    @overload
-    def __getitem__(self, item: slice) -> list[StatsRow]: ...
-
-    def __getitem__(self, item: int | slice) -> StatsRow | list[StatsRow]:
-        if isinstance(item, slice):
-            return [self.table.stats_row(i) for i in range(*item.indices(len(self.table)))]
-        rows = len(self.table)
-        if not -rows <= item < rows:
-            raise IndexError("row index out of range")
-        return self.table.stats_row(item % rows)
-
-    def __iter__(self) -> Iterator[StatsRow]:
-        return map(self.table.stats_row, range(len(self.table)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (list, StatsRows)):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"StatsRows({len(self)} rows)"
+    __slots__ = ()
+    _BUILD = StatsTable.stats_row
 
 
 @dataclass
