@@ -45,6 +45,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from convert.signals import check_interrupted
+
 from ..diverge.records import Localisation
 from ..errors import OptionError
 from ..records import MetricRow
@@ -114,6 +116,9 @@ def require_matplotlib() -> Any:
         import matplotlib  # here: matplotlib is an optional extra (html)
         import matplotlib.figure  # noqa: F401  (the Figure class the plots use)
     except ImportError as exc:
+        # a signal that arrived while a compiled module of matplotlib was initialising comes out
+        # as an ImportError ("initialization failed"): the run stops for the signal, not for want of matplotlib
+        check_interrupted()
         raise OptionError(f"the HTML report needs matplotlib ({exc}); {INSTALL_HINT}") from None
     return matplotlib
 

@@ -53,6 +53,10 @@ Edge-case policy (a record never crashes a run; a problem is a
 :class:`~convert.errors.DumpFormatError` naming the file and the byte offset):
 
 * a struct that neither starts with the magic nor is 2048 bytes long: error at byte 0;
+* a struct of exactly 2048 bytes that starts with the magic is the new layout only when its first
+  acc_list entry reads as one (``valid`` 1 and a known ``acc_type``); otherwise it is the old
+  layout, whose DHA model_id happens to begin with the magic's bytes (the layouts are told apart
+  by nothing else);
 * a new-layout struct cut short (header, entry head or entry data): error at the byte where the
   missing part starts; an unknown ``acc_type``: error at that field;
 * an output of more than :data:`MAX_STRUCT_BYTES` is refused before it is read;
@@ -120,6 +124,8 @@ class AccType(Enum):
 
 
 #: New layout: the uint64 fields of an entry's data, by accelerator.
+#: The ``acc_type`` codes of :class:`AccType`.
+_ACC_CODES = frozenset(acc.value for acc in AccType)
 ACC_FIELDS: dict[AccType, tuple[str, ...]] = {
     AccType.AIC: ("model_id", "stream_id", "task_id", "task_type", "context_id", "thread_id", "pc_start",
                   "para_base", "core_id", "block_id", "status"),
@@ -244,13 +250,22 @@ def decode_opdebug(data: bytes, path: str | os.PathLike[str] = "<bytes>", *, bas
     Raises :class:`DumpFormatError` for a struct of neither layout or cut short.
     """
     data = bytes(data)
-    if len(data) >= 4 and _u32(data, 0) == MAGIC:
+    if len(data) >= 4 and _u32(data, 0) == MAGIC and not (len(data) == OLD_LAYOUT_SIZE and not _new_entry(data)):
         return _decode_new(data, path, base)
     if len(data) == OLD_LAYOUT_SIZE:
         return _decode_old(data)
     raise DumpFormatError(path, f"overflow debug struct of {len(data)} bytes: neither the new layout (magic "
                                 f"0x{MAGIC:08X} at byte 0) nor the old one (exactly {OLD_LAYOUT_SIZE} bytes)",
                           offset=base)
+
+
+def _new_entry(data: bytes) -> bool:
+    """Whether the struct's first acc_list entry reads as one of the new layout (``valid`` 1, a
+    known ``acc_type``): what tells a new-layout struct of 2048 bytes from an old-layout one whose
+    first field (DHA model_id) happens to begin with the magic's bytes."""
+    if len(data) < 8 + _ENTRY_HEAD or _u32(data, 8) != 1:
+        return False
+    return _u32(data, 12) in _ACC_CODES
 
 
 def _decode_old(data: bytes) -> OpDebugRecord:

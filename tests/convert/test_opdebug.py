@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from convert.codecs.dumpwrite import write_dump
@@ -37,6 +37,8 @@ U64 = st.integers(min_value=0, max_value=2**64 - 1)
        l2=st.lists(U64, min_size=6, max_size=6), tail=st.lists(U64, min_size=5, max_size=5))
 def test_old_layout_round_trip(ai: list[int], dha: list[int], l2: list[int], tail: list[int]) -> None:
     kernel_code, block_idx, status, dha_status, l2_status = tail
+    # the one ambiguous struct (module doc): the magic, then a valid new-layout entry head
+    assume(not (dha[0] & 0xFFFFFFFF == 0x5A5A5A5A and dha[1] & 0xFFFFFFFF == 1 and dha[1] >> 32 < 4))
     blob = encode_old(ai, dha=dha, l2=l2, kernel_code=kernel_code, block_idx=block_idx, status=status,
                       dha_status=dha_status, l2_status=l2_status)
     assert len(blob) == OLD_LAYOUT_SIZE
@@ -245,3 +247,14 @@ def test_any_bytes_decode_or_are_diagnosed(tail: bytes, magic: bool, size: int |
         assert exc.offset is not None and 0 <= exc.offset <= len(blob)
     else:
         assert record.entries and record.primary in record.entries
+
+
+def test_a_2048_byte_struct_starting_with_the_magic_is_told_by_its_first_entry() -> None:
+    """An old-layout struct whose DHA model_id begins with the magic's bytes stays old; a 2048-byte
+    new-layout struct (its first entry valid, a known acc_type) stays new."""
+    old = encode_old([0] * 6, dha=[0x5A5A5A5A, 0, 0, 0, 0, 0], l2=[0] * 6, kernel_code=0, block_idx=0, status=0,
+                     dha_status=0, l2_status=0)
+    assert decode_opdebug(old).layout is OpDebugLayout.OLD
+    new = bytearray(old)
+    new[8:24] = (1).to_bytes(4, "little") + (0).to_bytes(4, "little") + bytes(4) + (88).to_bytes(4, "little")
+    assert decode_opdebug(bytes(new)).layout is OpDebugLayout.NEW
