@@ -23,24 +23,30 @@ Rows that are not statistics rows (an msprobe argument row, a part missing from 
 turn) keep their :class:`MetricRow` in ``kept`` (few a run) and have columns too (no statistic).
 
 Records on demand: :meth:`StatsTable.metric_row` / :meth:`StatsTable.stats_row` build the records
-of one row (equal field by field to those the records made: ``tests/compare/test_stats_table.py``), :class:`MetricRows` / :class:`StatsRows`
-are read-only sequences of them. Records built so are new objects each time: changing one does
-not change the table (the table's writers are its methods: :meth:`StatsTable.set_place`,
-:meth:`StatsTable.set_grades`, :meth:`StatsTable.arranged`).
+of one row (equal field by field to those the records made: ``tests/compare/test_stats_table.py``);
+:class:`MetricRows` / :class:`StatsRows` are read-only sequences of them (a statistics run's
+``NetworkResult.rows`` and ``StatsResult.rows``). A record built so is a new object each time (a
+kept record is itself): changing one does not change the table, whose writers are its methods
+(:meth:`StatsTable.set_place`, :meth:`StatsTable.set_grades`, :meth:`StatsTable.arranged`,
+:meth:`StatsTable.concat`).
 
-Metric columns for gates and the localisation: :meth:`StatsTable.metric` gives a metric
-(``MaxRelDiff`` ...) as a float64 array and its presence mask, by :meth:`StatsTable.metric_row`'s
-definitions (``LDiff = |diff|``, ``LRelDiff = rel``, a checksum 0.0 / 1.0).
+Columns for the readers of many rows: :meth:`StatsTable.metric` gives a metric (``MaxRelDiff``
+...) as a float64 array and its presence mask by the definitions of
+:func:`compare.stats.statistics_metrics` (``LDiff = |diff|``, ``LRelDiff = rel``, a checksum 0.0 /
+1.0), :meth:`StatsTable.keyed` which rows have it at all. :class:`RowColumns` gives any rows'
+fields as columns -- a table's own lists, or each field read once from records -- so the
+localisation, the grades, the gates, the JSON rows and the run summary read a table and records
+with one implementation and build no record a row.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
-from operator import attrgetter, contains, is_not, itemgetter
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import repeat
+from operator import attrgetter, contains, is_not, itemgetter
 from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
@@ -185,7 +191,8 @@ class StatsTable:
 
     def metric_row(self, row: int) -> MetricRow:
         """The :class:`MetricRow` of row ``row``: the kept record of a row that is not a
-        statistics row, else a new record (:meth:`StatsTable.metric_row`'s fields)."""
+        statistics row, else a new record: kind STATISTICS, the row's fields, its statistics
+        (:meth:`values`) and their metrics (:func:`compare.stats.statistics_metrics`)."""
         kept = self.kept.get(row)
         if kept is not None:
             return kept

@@ -73,7 +73,7 @@ def run_request(request: CompareRequest, *, extra_metrics: Sequence[str] = (), r
     ``left,right`` names file (see :mod:`compare.pairing.user_mapping`).
 
     When a side holds statistics and no tensor data the comparison is statistics-only: the result
-    has ``stats`` (a :class:`compare.stats.StatsResult`) and no metric rows.
+    has ``stats`` (a :class:`compare.stats_table.StatsResult`) and no metric rows.
 
     ``cluster`` (``"local:N"``: a Dask LocalCluster of N worker processes here) or ``scheduler``
     (a Dask scheduler's address, ``tcp://HOST:8786``, or its scheduler file): the parts of a
