@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import repeat
-from operator import attrgetter, contains, is_not, itemgetter
+from operator import attrgetter, contains, is_, is_not, itemgetter
 from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
@@ -700,6 +700,11 @@ class RowColumns:
     expected_gap = functools.cached_property(_record_field("expected_gap", None))
     left_counts = functools.cached_property(_record_field("left_counts", None))
     right_counts = functools.cached_property(_record_field("right_counts", None))
+
+    @functools.cached_property
+    def compared(self) -> np.ndarray:
+        """Whether each row's status is COMPARED (bool; expected gaps not looked at)."""
+        return np.fromiter(map(is_, self.status, repeat(PairStatus.COMPARED)), dtype=bool, count=len(self))
 
     @functools.cached_property
     def reasons(self) -> list[Sequence[str]]:

@@ -9,8 +9,6 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from itertools import repeat
-from operator import is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -23,7 +21,7 @@ from convert.signals import check_interrupted
 
 from ..errors import CompareError, OutputError
 from ..kernels import METRICS
-from ..records import PairStatus, PartNote
+from ..records import PartNote
 from ..stats_table import RowColumns
 from ..verdict.policy import gated_metrics
 from .echo import err
@@ -146,16 +144,12 @@ def worst_lines(rows: Sequence["MetricRow"], metrics: Sequence[str]) -> list[str
     rows' columns (:class:`~compare.stats_table.RowColumns`): only the rows shown are named."""
     columns = RowColumns(rows)
     lines = []
-    compared: np.ndarray | None = None
     for metric in metrics[:SUMMARY_METRICS]:
         higher = METRICS[metric].higher_is_better
         if higher is None:
             continue
-        if compared is None:
-            compared = np.fromiter(map(is_, columns.status, repeat(PairStatus.COMPARED)), dtype=bool,
-                                   count=len(columns))
         values, present = columns.metric(metric)
-        where = np.flatnonzero(compared & present)
+        where = np.flatnonzero(columns.compared & present)
         if not len(where):
             continue
         chosen = values[where]

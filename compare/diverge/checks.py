@@ -29,11 +29,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter, is_, is_not
+from operator import attrgetter, is_not
 
 import numpy as np
 
-from ..records import Bound, MetricRow, PairStatus, RowKind
+from ..records import Bound, MetricRow, RowKind
 from ..stats_table import RowColumns
 from ..verdict.gates import violations
 from ..verdict.policy import BoundResolver, Policy, coarsest_family
@@ -273,9 +273,8 @@ class PartRows:
 
 def compared(part: PartRows) -> np.ndarray:
     """Whether each row of ``part`` was compared: status COMPARED and no expected gap."""
-    n = len(part)
-    status = np.fromiter(map(is_, part.status, repeat(PairStatus.COMPARED)), dtype=bool, count=n)
-    gap = np.fromiter(map(bool, part.expected_gap), dtype=bool, count=n)
+    status = part.columns.compared if part.at is None else part.columns.compared[part.at]
+    gap = np.fromiter(map(bool, part.expected_gap), dtype=bool, count=len(part))
     return status & ~gap
 
 

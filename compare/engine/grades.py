@@ -399,7 +399,7 @@ def _candidates(rows: _Rows, checksums: bool) -> np.ndarray:
     ``ChecksumDiff`` that is not 0 (NaN: absent)."""
     columns = rows.columns
     count = len(columns)
-    flags = np.fromiter(map(is_not, columns.status, repeat(PairStatus.COMPARED)), dtype=bool, count=count)
+    flags = ~columns.compared
     values, present = columns.metric(ARGUMENT_METRIC)
     flags |= present & (values != 0.0)
     flags |= np.fromiter(map(ne, columns.left_dtype, columns.right_dtype), dtype=bool, count=count)

@@ -431,9 +431,7 @@ def evaluate(rows: Sequence[MetricRow], policy: Policy, *, today: datetime.date 
     missing = _missing_parts(columns, parts)
     resolver = BoundResolver(policy)
     groups = resolver.groups(columns, np.flatnonzero(~gap))
-    status = columns.status
-    compared = (np.ones(n, dtype=bool) if status.count(PairStatus.COMPARED) == n
-                else np.fromiter(map(is_, status, repeat(PairStatus.COMPARED)), dtype=bool, count=n))
+    compared = columns.compared
     strict = policy.strict
     found: list[_Found] = []
     if strict:
