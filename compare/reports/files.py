@@ -35,7 +35,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -158,6 +158,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
 def atomic_write_text(path: Path, text: str) -> Path:
     """UTF-8 text, written exactly (no newline translation)."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[str]) -> Path:
+    """UTF-8 text written as it is made, chunk by chunk (no newline translation): a large table's
+    text is never whole in memory (:func:`atomic_write`)."""
+    return atomic_write(path, lambda handle: handle.writelines(chunk.encode("utf-8") for chunk in chunks))
 
 
 def is_stream(path: Path) -> bool:

@@ -27,7 +27,7 @@ import csv
 import io
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from .cells import (
     shape_cell,
     std_column,
 )
-from .files import atomic_write_text, is_stream, stamped_in_folder
+from .files import atomic_write_chunks, atomic_write_text, is_stream, stamped_in_folder
 from .overflow import OverflowColumn
 from .parquet import require_pyarrow, write_parquet
 from .stats import GRADE_COLUMNS, grade_cells
@@ -206,10 +206,19 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
                float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
                verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None,
                overflow: OverflowColumn | None = None, **address: bool) -> str:
-    """The CSV report as text (the column layout, float format and address columns as for
-    write_report). ``verdicts``: add a last ``Verdict`` column, (rank, iteration, op) -> verdict;
-    ``overflow``: add the OverFlow column after Shape. Built
-    :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time, a column at a time."""
+    """The CSV report as text (:func:`csv_chunks` joined)."""
+    return "".join(csv_chunks(rows, metrics, layout, float_format=float_format, verdicts=verdicts, overflow=overflow,
+                              **address))
+
+
+def csv_chunks(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout = Layout.VCOMPARE, *,
+               float_format: FloatFormat = DEFAULT_FLOAT_FORMAT,
+               verdicts: Mapping[tuple[int | None, int | None, str], str] | None = None,
+               overflow: OverflowColumn | None = None, **address: bool) -> Iterator[str]:
+    """The CSV report as text, in chunks (the column layout, float format and address columns as
+    for write_report): the header line, then :data:`~compare.reports.table_columns.BATCH_ROWS`
+    rows at a time, built a column at a time. ``verdicts``: add a last ``Verdict`` column, (rank,
+    iteration, op) -> verdict; ``overflow``: add the OverFlow column after Shape."""
     rows = list(rows)
     address = {**address, **_selection_columns(rows)}
     terminator = "\r\n" if layout is Layout.MSACCUCMP else "\n"
@@ -217,6 +226,7 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
     buf = io.StringIO()
     names = _header(metrics, layout, overflow is not None, msprobe, graded, address)
     csv.writer(buf, lineterminator=terminator).writerow(names + (["Verdict"] if verdicts is not None else []))
+    yield buf.getvalue()
 
     def field(cell: str) -> str:
         return csv_field(cell, terminator)
@@ -227,8 +237,7 @@ def render_csv(rows: Iterable[MetricRow], metrics: Sequence[str], layout: Layout
                                  msprobe=msprobe, graded=graded, field=field, **address)
         if verdicts is not None:
             columns.append(each_distinct([_verdict_cell(row, verdicts) for row in batch], field))
-        buf.write(csv_lines(columns, terminator))
-    return buf.getvalue()
+        yield csv_lines(columns, terminator)
 
 
 def _as_is(cell: str) -> str:
@@ -321,8 +330,11 @@ def write_report(rows: Sequence[MetricRow], path: str | os.PathLike[str], metric
     if table_format is TableFormat.XLSX:  # the CSV table as a workbook; without a gate (compare.runs.outputs has it)
         table = render_csv(rows, metrics, layout, float_format=float_format, verdicts=verdicts, overflow=overflow,
                            **address)
-        return write_workbook(path, table, row_marks(rows, None), summary_items(counts=count_by_status(RowColumns(rows).status)),
-                              rule=mark_rule(rows, None))
-    render = render_txt if table_format is TableFormat.TXT else render_csv
-    return atomic_write_text(Path(path), render(rows, metrics, layout, float_format=float_format, verdicts=verdicts,
-                                                overflow=overflow, **address))
+        return write_workbook(path, table, row_marks(rows, None),
+                              summary_items(counts=count_by_status(RowColumns(rows).status)), rule=mark_rule(rows, None))
+    if table_format is TableFormat.TXT:  # column widths need the whole table
+        return atomic_write_text(Path(path), render_txt(rows, metrics, layout, float_format=float_format,
+                                                        verdicts=verdicts, overflow=overflow, **address))
+    # written as it is made: the text of a large table is never whole in memory
+    return atomic_write_chunks(Path(path), csv_chunks(rows, metrics, layout, float_format=float_format,
+                                                      verdicts=verdicts, overflow=overflow, **address))

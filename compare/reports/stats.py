@@ -28,7 +28,7 @@ from ..records import RowGrade
 from ..stats import stat_label, stat_metrics
 from ..stats_table import StatsResult, StatsTable
 from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
-from .files import atomic_write, is_stream, stamped_in_folder
+from .files import atomic_write_chunks, is_stream, stamped_in_folder
 from .float_text import repr_texts
 from .table_columns import (
     BATCH_ROWS,
@@ -214,9 +214,7 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
                        verdicts: Mapping[VerdictKey, str] | None = None) -> Path:
     """Write the statistics report (see the module doc; ``verdicts``: with the Verdict column)
     and return its path."""
-    chunks = stats_csv_chunks(result, verdicts)
-    # written as it is made, a batch of rows at a time: the text of a 10^6-row table is never whole in memory
-    return atomic_write(stats_output_path(output), lambda handle: handle.writelines(chunk.encode() for chunk in chunks))
+    return atomic_write_chunks(stats_output_path(output), stats_csv_chunks(result, verdicts))
 
 
 __all__ = [
