@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from convert.names.keys import normalize_golden_name
 
 from .errors import DumpFormatError
 from .records_msprobe import ARGUMENT_DIFFERS, ARGUMENT_METRIC, Argument, ArgumentDiff, MsprobeCells  # noqa: F401 - re-exported
+
+if TYPE_CHECKING:
+    from .tensor_table import TensorTable
 
 
 class TensorKind(str, Enum):
@@ -415,6 +418,7 @@ class Run:
     root: Path
     path: Path
     kind: RunKind
+    #: (An msprobe run's is a read-only :class:`~compare.tensor_table.OpsView` over ``tensors``.)
     ops: dict[str, OpDump] = field(default_factory=dict)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -425,6 +429,9 @@ class Run:
     overflow: list[OverflowRecord] = field(default_factory=list)
     stats_only: bool = False
     ran_iterations: tuple = ()
+    #: An msprobe run's calls and tensors as columns (:class:`compare.tensor_table.TensorTable`;
+    #: ``ops`` is then its :class:`~compare.tensor_table.OpsView`), None for other runs.
+    tensors: TensorTable | None = field(default=None, compare=False, repr=False)
 
     @property
     def rank(self) -> int | None:
@@ -504,7 +511,9 @@ class Pair:
 
 @dataclass
 class Pairing:
-    """Result of pairing two runs: the pairs, plus the names nobody paired (never dropped)."""
+    """Result of pairing two runs: the pairs, plus the names nobody paired (never dropped).
+    ``pairs`` is a list, or for two msprobe runs a :class:`~compare.tensor_table.PairTable` (a
+    sequence building each Pair when read)."""
 
     pairs: list[Pair]
     unmatched_left: list[str] = field(default_factory=list)

@@ -52,6 +52,7 @@ from typing import Any, ClassVar, TypeVar, overload
 import numpy as np
 
 from .records import ArgumentDiff, MetricRow, MsprobeCells, Pair, PairStatus, RowGrade, RowKind, StatDiff
+from .tensor_table import STAT_KEYS, PairTable, gather
 from .stats import (
     TEXT_STATS,
     Sides,
@@ -521,34 +522,35 @@ def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
     values: of all rows whose values are floats at once (one float64 column of every such
     statistic, :func:`compare.stats.float_diffs`), of the others by
     :func:`compare.stats.stat_diffs`. A pair whose work raises becomes a NOT_COMPARABLE row that
-    says so (one pair never aborts the run)."""
+    says so (one pair never aborts the run).
+
+    The pairs of two msprobe tables (:class:`~compare.tensor_table.PairTable`) are read as
+    columns: a row of two columnar tensors of one data type and shape, not both with a checksum
+    (msprobe's usual statistics row) is made from the columns without its Pair
+    (:func:`_columnar_rows`: the row :func:`~compare.stats.prepared_row` makes of it, a property
+    test holds the two equal); every other row from its Pair, as above."""
     count = len(pairs)
     table = StatsTable.blank(count)
-    index, op_type, left_op, right_op, tensor_id = (table.index, table.op_type, table.left_op, table.right_op,
-                                                     table.tensor_id)
-    left_dtype, right_dtype, shape, status, reasons = (table.left_dtype, table.right_dtype, table.shape, table.status,
-                                                       table.reasons)
-    left_source, right_source = table.left_source, table.right_source
     todo: list[tuple[int, Sides]] = []
-    for position, pair in enumerate(pairs):
+    flat = _Flat()
+    if isinstance(pairs, PairTable):
+        table.index, table.op_type = list(pairs.index), list(pairs.op_type)
+        table.left_op, table.right_op = list(pairs.left_op), list(pairs.right_op)
+        others = _columnar_rows(table, pairs, flat)
+    else:
+        others = range(count)
+    for position in others:
+        pair = pairs[position]
         try:
-            prepared = prepared_row(pair)
+            _prepared(table, position, pair, todo)
         except Exception as exc:  # noqa: BLE001 - one pair must never abort the run
             _internal_error(table, position, pair, exc)
-            continue
-        lref, rref = pair.left, pair.right
-        index[position], op_type[position], left_op[position] = pair.index, pair.op_type, pair.left_op
-        right_op[position], tensor_id[position] = pair.right_op, pair.tensor_id
-        left_dtype[position] = lref.dtype if lref is not None else None
-        right_dtype[position] = rref.dtype if rref is not None else None
-        shape[position] = tuple(lref.shape) if lref is not None else (tuple(rref.shape) if rref is not None else None)
-        status[position], reasons[position] = prepared.status, prepared.reasons
-        left_source[position], right_source[position] = prepared.left_source, prepared.right_source
-        if prepared.sides is not None:
-            todo.append((position, prepared.sides))
-    names = ordered_stats({name for _, sides in todo for name in sides.names})
+    names = ordered_stats({name for _, sides in todo for name in sides.names} | set(flat.names))
     table.columns = {name: StatColumn.empty(name, count) for name in names}
-    _float_values(table, [item for item in todo if item[1].floats])
+    order = {name: number for number, name in enumerate(table.columns)}
+    flat.add_sides([item for item in todo if item[1].floats], order)
+    flat.add_columns(order)
+    _float_values(table, flat)
     for position, sides in todo:
         if sides.floats:
             continue
@@ -567,30 +569,123 @@ def compare_stats(pairs: Sequence[Pair]) -> StatsResult:
     return StatsResult(table)
 
 
-def _float_values(table: StatsTable, rows: list[tuple[int, Sides]]) -> None:
-    """The values of the rows whose statistics are all floats, set at once in the table's new
-    (empty) columns: one float64 column of every value, :func:`compare.stats.float_diffs`, then
-    each statistic's part scattered into its column."""
+def _prepared(table: StatsTable, position: int, pair: Pair, todo: list[tuple[int, Sides]]) -> None:
+    """Row ``position`` of the table from its pair (:func:`compare.stats.prepared_row`); its
+    statistics, when it has some to compare, to ``todo``."""
+    prepared = prepared_row(pair)
+    lref, rref = pair.left, pair.right
+    table.index[position], table.op_type[position], table.left_op[position] = pair.index, pair.op_type, pair.left_op
+    table.right_op[position], table.tensor_id[position] = pair.right_op, pair.tensor_id
+    table.left_dtype[position] = lref.dtype if lref is not None else None
+    table.right_dtype[position] = rref.dtype if rref is not None else None
+    table.shape[position] = (tuple(lref.shape) if lref is not None
+                             else (tuple(rref.shape) if rref is not None else None))
+    table.status[position], table.reasons[position] = prepared.status, prepared.reasons
+    table.left_source[position], table.right_source[position] = prepared.left_source, prepared.right_source
+    if prepared.sides is not None:
+        todo.append((position, prepared.sides))
+
+
+@dataclass
+class _Flat:
+    """The float statistics of many rows, flattened for one :func:`compare.stats.float_diffs`:
+    each value's statistic number (its column's place), row, and both sides' values. ``names``:
+    the statistics of the columnar rows (:func:`_columnar_rows`), whose ``rows`` / ``lefts`` /
+    ``rights`` (per statistic: a column of values) are added by :meth:`add_columns`."""
+
+    stat_of: list[int] = field(default_factory=list)
+    row_of: list[int] = field(default_factory=list)
+    lefts: list[object] = field(default_factory=list)
+    rights: list[object] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    left_columns: list[list] = field(default_factory=list)
+    right_columns: list[list] = field(default_factory=list)
+
+    def add_sides(self, rows: list[tuple[int, Sides]], order: dict[str, int]) -> None:
+        """Add rows of :class:`~compare.stats.Sides` whose values are all floats."""
+        ids: dict[int, tuple[list[str], list[int]]] = {}  # id(names) -> (names kept alive, their statistic numbers)
+        for position, sides in rows:
+            found = ids.get(id(sides.names))
+            if found is None:
+                found = ids[id(sides.names)] = (sides.names, [order[name] for name in sides.names])
+            self.stat_of += found[1]
+            self.row_of += [position] * len(found[1])
+            self.lefts += sides.left
+            self.rights += sides.right
+
+    def add_columns(self, order: dict[str, int]) -> None:
+        """Add the columnar rows, one statistic at a time."""
+        count = len(self.rows)
+        for name, lefts, rights in zip(self.names, self.left_columns, self.right_columns):
+            self.stat_of += [order[name]] * count
+            self.row_of += self.rows
+            self.lefts += lefts
+            self.rights += rights
+
+
+def _columnar_rows(table: StatsTable, pairs: PairTable, flat: _Flat) -> list[int]:
+    """Fill the rows of ``pairs`` that pair two columnar tensors of one data type and shape, not
+    both with a checksum, from the tables' columns (their statistics go to ``flat``); the others'
+    positions are returned, in order.
+
+    Such a row is what :func:`compare.stats.prepared_row` makes of its Pair: COMPARED, no reason,
+    the two tensors' sources, the left tensor's name (``{call}:{input|output}:{index}``), data
+    types and shape; its statistics are ``max``, ``min``, ``avg`` and ``l2norm`` (a checksum of
+    one side only is no statistic of both), all floats."""
+    left, right = pairs.left, pairs.right
+    lspecial, rspecial, built = left.special, right.special, pairs.built
+    lsum, rsum, ldtype, rdtype, lshape, rshape = (left.checksum, right.checksum, left.dtype, right.dtype, left.shape,
+                                                  right.shape)
+    rows: list[int] = []
+    others: list[int] = []
+    for position, (lrow, rrow) in enumerate(zip(pairs.left_row, pairs.right_row)):
+        if (position in built or lrow in lspecial or rrow in rspecial
+                or (lsum[lrow] is not None and rsum[rrow] is not None)
+                or ldtype[lrow] != rdtype[rrow] or lshape[lrow] != rshape[rrow]):
+            others.append(position)
+        else:
+            rows.append(position)
     if not rows:
+        return others
+    lrows, rrows = gather(pairs.left_row, rows), gather(pairs.right_row, rows)
+    words = ["input" if is_input else "output" for is_input in gather(left.is_input, lrows)]
+    indexes = gather(left.index, lrows)
+    left_ops, right_ops = gather(pairs.left_op, rows), gather(pairs.right_op, rows)
+    name = left.json_path.name
+    right_name = right.json_path.name
+    for position, call, right_call, word, index, dtype, other_dtype, shape in zip(
+            rows, left_ops, right_ops, words, indexes, gather(ldtype, lrows), gather(rdtype, rrows),
+            gather(lshape, lrows)):
+        table.tensor_id[position] = f"{call}:{word}:{index}"
+        table.left_dtype[position], table.right_dtype[position], table.shape[position] = dtype, other_dtype, shape
+        table.status[position], table.reasons[position] = _COMPARED, ()
+        table.left_source[position] = f"{name} {call} {word} {index}"
+        table.right_source[position] = f"{right_name} {right_call} {word} {index}"
+    flat.names = ordered_stats(STAT_KEYS)
+    flat.rows = rows
+    left_stats, right_stats = left.stat_columns(), right.stat_columns()
+    for stat in flat.names:
+        flat.left_columns.append(gather(left_stats[stat], lrows))
+        flat.right_columns.append(gather(right_stats[stat], rrows))
+    return others
+
+
+#: ``PairStatus.COMPARED`` (an enum member read through its class is a Python-level lookup).
+_COMPARED = PairStatus.COMPARED
+
+
+def _float_values(table: StatsTable, flat: _Flat) -> None:
+    """The values of the rows whose statistics are all floats (``flat``), set at once in the
+    table's new (empty) columns: one float64 column of every value,
+    :func:`compare.stats.float_diffs`, then each statistic's part scattered into its column."""
+    if not flat.stat_of:
         return
     count = len(table)
-    ids: dict[int, tuple[list[str], list[int]]] = {}  # id(names) -> (names kept alive, their statistic numbers)
-    order = {name: number for number, name in enumerate(table.columns)}
-    stat_of: list[int] = []
-    row_of: list[int] = []
-    lefts: list[object] = []
-    rights: list[object] = []
-    for position, sides in rows:
-        found = ids.get(id(sides.names))
-        if found is None:
-            found = ids[id(sides.names)] = (sides.names, [order[name] for name in sides.names])
-        stat_of += found[1]
-        row_of += [position] * len(found[1])
-        lefts += sides.left
-        rights += sides.right
+    lefts, rights = flat.lefts, flat.rights
     left, right = np.array(lefts, dtype=np.float64), np.array(rights, dtype=np.float64)
     diffs, rels = float_diffs(left, right)
-    stat_at, row_at = np.array(stat_of, dtype=np.int64), np.array(row_of, dtype=np.int64)
+    stat_at, row_at = np.array(flat.stat_of, dtype=np.int64), np.array(flat.row_of, dtype=np.int64)
     left_objects, right_objects = np.array(lefts, dtype=object), np.array(rights, dtype=object)
     for number, column in enumerate(table.columns.values()):
         mine = stat_at == number

@@ -83,7 +83,8 @@ from convert.entries import list_entries, os_problem
 from convert.names.msprobe import SECTION_WORDS, item_name, msprobe_dtype, parse_msprobe_name
 
 from ..errors import CompareError, DumpFormatError
-from ..records import Argument, DumpLayout, OpDump, Run, RunKind, TensorKind, TensorRef
+from ..records import Argument, DumpLayout, Run, RunKind, TensorKind, TensorRef
+from ..tensor_table import OpsView, TensorTable
 from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
 from .msprobe_graph import dump_calls, dump_signature, read_msprobe_graph, read_stacks, remember_calls
@@ -391,20 +392,91 @@ def _flat(section: list | dict) -> bool:
     return True
 
 
-def _entry_op(name: str, entry: object, position: int, files: _Files, json_path: Path,
-              unknown: set[str], stack: tuple[str, ...] = ()) -> tuple[OpDump, list[str]]:
-    """One ``data`` entry as an OpDump (module doc), and the problems of its items when the op
-    keeps some tensors (else they are its ``error``); ``unknown`` collects sections not read.
+def _plain(item: dict, files: _Files) -> tuple | None:
+    """The columns of a tensor item of msprobe's usual statistics form (a valid shape, four float
+    statistics and a text or no ``md5``, no ``data_name``): ``(dtype, shape, nbytes, grad, Max,
+    Min, Mean, Norm, md5)``, as :func:`_tensor` would record them (a property test holds the two
+    equal); None for any other item (:func:`_tensor` then builds its record)."""
+    get = item.get
+    high, low, mean, norm = get("Max"), get("Min"), get("Mean"), get("Norm")
+    if type(high) is not float or type(low) is not float or type(mean) is not float or type(norm) is not float:
+        return None
+    checksum = get("md5")
+    if type(checksum) is not str and (checksum is not None or "md5" in item):
+        return None
+    data_name = get("data_name")
+    if type(data_name) is str and data_name not in ("", "-1"):
+        return None
+    shape_value = get("shape")
+    if type(shape_value) is not list or not _INT_ONLY.issuperset(map(type, shape_value)):
+        return None
+    shape = tuple(shape_value)
+    known_shape = files.shapes.get(shape)
+    if known_shape is None:
+        if shape and min(shape) < 0:
+            return None
+        known_shape = files.shapes[shape] = (shape, math.prod(shape))
+    dtype_text = get("dtype")
+    if type(dtype_text) is str:
+        known_dtype = files.dtypes.get(dtype_text)
+        dtype, itemsize = known_dtype if known_dtype is not None else _dtype_info(dtype_text, files)
+    else:
+        dtype, itemsize = "unknown", 0
+    grad = get("requires_grad")
+    if grad is not True and grad is not False:
+        grad = None
+    files.statistics_only += 1
+    return dtype, known_shape[0], known_shape[1] * itemsize, grad, high, low, mean, norm, checksum
+
+
+def _leaf_tensor(table: TensorTable, call: int, name: str, kind: TensorKind, index: int, leaf: dict, files: _Files,
+                 json_path: Path, label: str, problems: list[str]) -> None:
+    """Append one tensor leaf to the table: its columns (:func:`_plain`), else its record
+    (:func:`_tensor`) as a special row, its problem to ``problems``."""
+    plain = _plain(leaf, files)
+    if plain is None:
+        ref, problem = _tensor(name, kind, index, leaf, files, json_path, label)
+        table.add_special(call, ref)
+        if problem is not None:
+            problems.append(problem)
+        return
+    dtype, shape, nbytes, grad, high, low, mean, norm, checksum = plain
+    table.call.append(call)
+    table.is_input.append(kind is _INPUT)
+    table.index.append(index)
+    table.dtype.append(dtype)
+    table.shape.append(shape)
+    table.nbytes.append(nbytes)
+    table.label.append(label)
+    table.grad.append(grad)
+    table.high.append(high)
+    table.low.append(low)
+    table.mean.append(mean)
+    table.norm.append(norm)
+    table.checksum.append(checksum)
+
+
+def _entry_call(table: TensorTable, name: str, entry: object, files: _Files, json_path: Path,
+                unknown: set[str], stack: tuple[str, ...] = ()) -> list[str]:
+    """Append one ``data`` entry to the table as its next call (module doc), and give the
+    problems of its items when the call keeps some tensors (else they are its ``error``);
+    ``unknown`` collects sections not read.
 
     Written for 10^5 entries a dump: the sections of an entry come from a plan remembered per key
     list (:func:`_section_plan`), a flat section (:func:`_flat`, msprobe's usual one) is labelled
     and numbered in one loop, other sections take the general walk
     (:func:`~compare.loaders.msprobe_json.named_leaves`, :func:`_label`)."""
+    call = len(table.names)
     parsed = parse_msprobe_name(name)
-    op_type = parsed.op_type if parsed is not None else None
+    table.names.append(name)
+    table.op_types.append(parsed.op_type if parsed is not None else None)
+    table.stacks.append(stack)
     if type(entry) is not dict:
-        return OpDump(name=name, op_type=op_type, path=json_path, files=(json_path,), timestamp=position, stack=stack,
-                      error=f"{json_path}: entry {name!r} is a JSON {type(entry).__name__}, not an object"), []
+        table.arguments.append(())
+        table.files.append((json_path,))
+        table.errors.append(f"{json_path}: entry {name!r} is a JSON {type(entry).__name__}, not an object")
+        table.starts.append(len(table.call))
+        return []
     grads = parsed is not None and parsed.direction == "parameters_grad"
     if grads:
         plan = tuple((key, False, "") for key in entry)
@@ -413,12 +485,11 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
         plan = files.plans.get(keys)  # type: ignore[assignment]
         if plan is None:
             plan = _section_plan(keys, files, unknown)
-    inputs: list[TensorRef] = []
-    outputs: list[TensorRef] = []
+    first = len(table.call)
     counts = [0, 0]  # the next output and input index
     problems: list[str] = []
     arguments: list[Argument] = []
-    with_files = files.with_files  # unchanged after the items: no tensor of the op has a data file
+    with_files = files.with_files  # unchanged after the items: no tensor of the call has a data file
     for key, is_input, word in plan:
         section = entry[key]
         section_type = type(section)
@@ -432,7 +503,6 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
             problems.append(f"section {key!r} is a JSON {section_type.__name__}, not a list or object")
             continue
         kind = _INPUT if is_input else _OUTPUT
-        tensors = inputs if is_input else outputs
         index = counts[is_input]
         if flat:
             prefix = f"{name}.{word}"
@@ -446,10 +516,7 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
                 if leaf is not None:
                     leaf_type = leaf.get("type")
                     if (type(leaf_type) is str and leaf_type in _TENSOR_TYPES) or _is_tensor(leaf):
-                        ref, problem = _tensor(name, kind, index, leaf, files, json_path, prefix + place)
-                        tensors.append(ref)
-                        if problem is not None:
-                            problems.append(problem)
+                        _leaf_tensor(table, call, name, kind, index, leaf, files, json_path, prefix + place, problems)
                         index += 1
                         continue
                 arguments.append(_argument(prefix + place, kind, index, leaf))
@@ -462,21 +529,28 @@ def _entry_op(name: str, entry: object, position: int, files: _Files, json_path:
                 continue
             for label, leaf in labelled:
                 if _is_tensor(leaf):
-                    ref, problem = _tensor(name, kind, index, leaf, files, json_path, label)  # type: ignore[arg-type]
-                    tensors.append(ref)
-                    if problem is not None:
-                        problems.append(problem)
+                    _leaf_tensor(table, call, name, kind, index, leaf, files, json_path, label,  # type: ignore[arg-type]
+                                 problems)
                 else:
                     arguments.append(_argument(label, kind, index, leaf))
                 index += 1
         counts[is_input] = index
+    end = len(table.call)
+    table.starts.append(end)
+    table.arguments.append(tuple(arguments))
     error = None
-    if problems and not (inputs or outputs):
+    if problems and end == first:
         error = f"{json_path}: entry {name!r}: " + "; ".join(problems)
-    op_files = files.json_only if files.with_files == with_files else (json_path, *dict.fromkeys(
-        r.path for r in (*inputs, *outputs) if r.path is not json_path and r.path != json_path))
-    return OpDump(name, op_type, json_path, op_files, tuple(inputs), tuple(outputs), error, position,
-                  tuple(arguments), stack), (problems if error is None else [])
+    table.errors.append(error)
+    if files.with_files == with_files:
+        table.files.append(files.json_only)
+    else:  # the data files of its special rows, inputs first (OpDump.files)
+        special, is_input = table.special, table.is_input
+        refs = [special[row] for row in range(first, end) if row in special]
+        ordered = [r for r in refs if r.kind is _INPUT] + [r for r in refs if r.kind is not _INPUT]
+        table.files.append((json_path, *dict.fromkeys(
+            r.path for r in ordered if r.path is not json_path and r.path != json_path)))
+    return problems if error is None else []
 
 
 def _trees(folder: Path, root: Path | None) -> tuple[str, ...]:
@@ -538,15 +612,15 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
     partial: list[str] = []
     stacks = read_stacks(folder, run.notes)
     data = dump.data
-    tensors = 0
+    table = TensorTable(json_path)
     for position, (name, entry) in enumerate(data.items()):
-        op, problems = _entry_op(name, entry, position, files, json_path, unknown, stacks.get(name, ()))
-        data[name] = None  # its records are built: the entry's parse is freed now, its memory reused for them
-        run.ops[name] = op
+        problems = _entry_call(table, name, entry, files, json_path, unknown, stacks.get(name, ()))
+        data[name] = None  # its columns are built: the entry's parse is freed now, its memory reused for them
         run.order[name] = position
-        tensors += len(op.inputs) + len(op.outputs)
         if problems:
             partial.extend(problems)
+    run.ops, run.tensors = OpsView(table), table  # type: ignore[assignment]
+    tensors = len(table)
     without_data = files.statistics_only
     run.notes.append(f"msprobe dump {folder} ({dump.framework or 'framework not given'}, task "
                      f"{dump.task or '?'}, level {dump.level or '?'}): {len(run.ops)} call(s), {tensors} tensor(s)")

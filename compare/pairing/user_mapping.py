@@ -66,6 +66,7 @@ from convert.names.keys import name_key
 
 from ..errors import PairingError, ShapeError
 from ..records import OpDump, Pair, Pairing, PairingMode, PairStatus, Run, TensorKind, TensorRef
+from ..tensor_table import OpsView, PairTable, has_inputs
 from .mapping_file import MapEntry, load_mapping
 from .msprobe_mapping import MsprobeMapping, cross_framework, msprobe_entries
 from .names import SCOPE_RULES, is_amp_name, kernel_tail, match_names
@@ -108,6 +109,9 @@ class _Lookup:
 
 #: ``PairStatus.COMPARED`` (an enum member read through its class is a Python-level lookup: once a row).
 _COMPARED = PairStatus.COMPARED
+
+#: ``TensorKind.INPUT``, likewise.
+_INPUT = TensorKind.INPUT
 
 #: The plain layout of an ``ND`` tensor by its rank (:func:`plain_axes`).
 _ND_AXES = {4: "NCHW", 5: "NCDHW"}
@@ -167,25 +171,22 @@ def tensor_pair(base: dict, a: TensorRef, b: TensorRef) -> Pair:
     return Pair(**base, tensor_id=a.tensor_id, left=a, right=b, convert=False)
 
 
-def _order(run: Run) -> list[OpDump]:
-    """The ops of ``run`` by (position in ``run.order``, timestamp, name), those without a position
-    last. When ``run.order`` gives every op, in the order of ``run.ops``, increasing positions (a
-    loader that records the order it read the calls in: msprobe's), that is the order of
-    ``run.ops``: taken without sorting (10^5 keys)."""
+def _order(run: Run) -> list[str]:
+    """The names of the ops of ``run`` by (position in ``run.order``, timestamp, name), those
+    without a position last. When ``run.order`` gives every op, in the order of ``run.ops``,
+    increasing positions (a loader that records the order it read the calls in: msprobe's), that
+    is the order of ``run.ops``: taken without sorting (10^5 keys) and without its records."""
     order, ops = run.order, run.ops
     if len(order) == len(ops) and list(order) == list(ops):
         positions = list(order.values())
         if all(map(operator.lt, positions, positions[1:])):
-            return list(ops.values())
+            return list(ops)
     far = len(order) + 1
-    return sorted(ops.values(), key=lambda d: (order.get(d.name, far), d.timestamp, d.name))
+    return [d.name for d in sorted(ops.values(), key=lambda d: (order.get(d.name, far), d.timestamp, d.name))]
 
 
 def _kinds(left: Run, right: Run) -> tuple[tuple[TensorKind, ...], list[str]]:
-    def has_inputs(run: Run) -> bool:
-        return any(op.inputs for op in run.ops.values())
-
-    if has_inputs(left) and has_inputs(right):
+    if has_inputs(left.ops) and has_inputs(right.ops):
         return _KINDS, []
     return (TensorKind.OUTPUT,), ["only outputs are compared: one side holds no input tensors"]
 
@@ -216,7 +217,11 @@ def pair_families(left: Run, right: Run, *,
     # _pair's rows come in index order (an op's rows share its place in the merged order), the
     # overflow rows after them: the rows are in index order without sorting
     start = pairing.pairs[-1].index + 1 if pairing.pairs else 0
-    pairing.pairs.extend(overflow_rows(start, left, right))
+    overflowed = overflow_rows(start, left, right)
+    if isinstance(pairing.pairs, PairTable):
+        pairing.pairs.add_built(overflowed)
+    else:
+        pairing.pairs.extend(overflowed)
     overflow = sum(len(r.overflow) for r in (left, right))
     if overflow:
         pairing.notes.append(f"{overflow} overflow record(s) (Opdebug) listed, not compared")
@@ -247,8 +252,7 @@ class _Plan:
     anchor: dict[str, str]
 
 
-def _plan(left: Run, right: Run, left_order: list[OpDump], right_order: list[OpDump],
-          entries: list[MapEntry]) -> _Plan:
+def _plan(left: Run, right: Run, left_order: list[str], right_order: list[str], entries: list[MapEntry]) -> _Plan:
     """Mapping entries first; the name rules then pair every op the mapping does not mention."""
     mapped: dict[str, list[tuple[MapEntry, OpDump | None]]] = {}
     unknown: list[MapEntry] = []
@@ -264,8 +268,8 @@ def _plan(left: Run, right: Run, left_order: list[OpDump], right_order: list[OpD
             mapped.setdefault(op.name, []).append((entry, other))
             if other is not None:
                 anchor.setdefault(other.name, op.name)
-    free_left = [d.name for d in left_order if d.name not in mapped]
-    free_right = [d.name for d in right_order if d.name not in anchor]
+    free_left = [name for name in left_order if name not in mapped]
+    free_right = [name for name in right_order if name not in anchor]
     named, used = match_names(free_left, free_right, SCOPE_RULES)
     anchor.update({r: l for l, r in named.items()})
     return _Plan(mapped, unknown, named, used, anchor)
@@ -303,26 +307,25 @@ def _rule_notes(used: Counter) -> list[str]:
     return notes
 
 
-def _merge_order(left_order: list[OpDump], right_order: list[OpDump],
-                 anchor: dict[str, str]) -> list[tuple[str, OpDump]]:
-    """Both sides' ops in one row order, as ``(side, op)``: the left ops in their order; each
-    right-only op right after the left op paired with the paired right op preceding it in the
-    right side's order (first when none precedes it); right-only ops after one anchor keep the
-    right side's order."""
-    after: dict[str | None, list[OpDump]] = {}
+def _merge_order(left_order: list[str], right_order: list[str], anchor: dict[str, str]) -> list[tuple[str, str]]:
+    """Both sides' op names in one row order, as ``(side, name)``: the left ops in their order;
+    each right-only op right after the left op paired with the paired right op preceding it in
+    the right side's order (first when none precedes it); right-only ops after one anchor keep
+    the right side's order."""
+    after: dict[str | None, list[str]] = {}
     last: str | None = None
-    for dump in right_order:
-        if dump.name in anchor:
-            last = anchor[dump.name]
+    for name in right_order:
+        if name in anchor:
+            last = anchor[name]
         else:
-            after.setdefault(last, []).append(dump)
+            after.setdefault(last, []).append(name)
     if not after:  # every right op is paired (the usual case): the left ops in their order
-        return [("left", dump) for dump in left_order]
-    merged = [("right", d) for d in after.get(None, [])]
-    for dump in left_order:
-        merged.append(("left", dump))
-        if dump.name in after:
-            merged.extend(("right", d) for d in after[dump.name])
+        return [("left", name) for name in left_order]
+    merged = [("right", name) for name in after.get(None, [])]
+    for name in left_order:
+        merged.append(("left", name))
+        if name in after:
+            merged.extend(("right", other) for other in after[name])
     return merged
 
 
@@ -382,16 +385,22 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
                         "for the operators it does not mention")
     notes += _rule_notes(plan.used)
     amp: dict[str, bool] = {}  # whether each run is a mixed-precision one: asked only for an op paired with nothing
-    pairs: list[Pair] = []
+    views = _views(left, right)
+    pairs: list[Pair] | PairTable = [] if views is None else PairTable(views[0].table, views[1].table,
+                                                                       make=tensor_pair)
+    emit = pairs.extend if isinstance(pairs, list) else pairs.add_built
     casts: Counter = Counter()
     merged = _merge_order(left_order, right_order, plan.anchor)
-    mapped, named, right_ops = plan.mapped, plan.named, right.ops
-    for index, (side, dump) in enumerate(merged):
-        if side == "left" and dump.name in mapped:
-            pairs.extend(_mapped_rows(index, kinds, dump, mapped[dump.name]))
-        elif side == "left" and dump.name in named:
-            pairs.extend(op_tensor_rows(index, kinds, dump, right_ops[named[dump.name]], tensor_pair))
+    mapped, named, left_ops, right_ops = plan.mapped, plan.named, left.ops, right.ops
+    for index, (side, name) in enumerate(merged):
+        if side == "left" and name in mapped:
+            emit(_mapped_rows(index, kinds, left_ops[name], mapped[name]))
+        elif side == "left" and name in named:
+            if views is None or not _tabled_rows(pairs, index, kinds, views[0].number(name),  # type: ignore[arg-type]
+                                                 views[1].number(named[name])):  # type: ignore[arg-type]
+                emit(op_tensor_rows(index, kinds, left_ops[name], right_ops[named[name]], tensor_pair))
         else:
+            dump = (left_ops if side == "left" else right_ops)[name]
             if not amp:
                 amp.update(left=any(map(is_amp_name, left.ops)), right=any(map(is_amp_name, right.ops)))
             why = _one_sided_why(dump, side, amp, _RULES if entries and all(e.rule for e in entries)
@@ -400,17 +409,65 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
             casts[side] += amp_cast
             pair_left, pair_right = (dump, None) if side == "left" else (None, dump)
             rows = op_tensor_rows(index, kinds, pair_left, pair_right, tensor_pair, why_missing=why)
-            pairs.extend(dataclasses.replace(p, expected_gap=GAP_AMP_CAST) if amp_cast and p.reason == why else p
-                         for p in rows)
+            emit([dataclasses.replace(p, expected_gap=GAP_AMP_CAST) if amp_cast and p.reason == why else p
+                  for p in rows])
     notes += [f"{count} Cast kernel(s) of the {side} run inserted by mixed precision: listed, not compared"
               for side, count in sorted(casts.items()) if count]
-    pairs.extend(_unknown_rows(len(merged), plan.unknown))
+    emit(_unknown_rows(len(merged), plan.unknown))
     if plan.unknown:
         notes.append(f"{len(plan.unknown)} mapping line(s) name a left operator the left folder does not have "
                      f"({_sample(e.source for e in plan.unknown)})")
-    unmatched_left = [d.name for d in left_order if d.name not in plan.mapped and d.name not in plan.named]
-    unmatched_right = [d.name for d in right_order if d.name not in plan.anchor]
+    unmatched_left = [name for name in left_order if name not in plan.mapped and name not in plan.named]
+    unmatched_right = [name for name in right_order if name not in plan.anchor]
     return Pairing(pairs, unmatched_left, unmatched_right, MODE_FAMILY if entries is None else MODE_MAPPING, notes)
+
+
+def _views(left: Run, right: Run) -> tuple[OpsView, OpsView] | None:
+    """The two runs' ops when both are tabled (their pairs are then a :class:`PairTable`)."""
+    if isinstance(left.ops, OpsView) and isinstance(right.ops, OpsView):
+        return left.ops, right.ops
+    return None
+
+
+def _same_rows(left_index: list[int], left_rows: list[int], right_index: list[int], right_rows: list[int]) -> bool:
+    """Whether two calls' tensors of one kind hold the same indexes, each once and in increasing
+    order (:func:`compare.pairing.rows.op_tensor_rows` then pairs them by place)."""
+    if len(left_rows) != len(right_rows):
+        return False
+    last = -1
+    for a, b in zip(left_rows, right_rows):
+        index = left_index[a]
+        if index != right_index[b] or index <= last:
+            return False
+        last = index
+    return True
+
+
+def _tabled_rows(pairs: PairTable, index: int, kinds: tuple[TensorKind, ...], left_call: int, right_call: int) -> bool:
+    """Add the rows of two calls paired by name from the tables, when both calls are usable and
+    every tensor of ``kinds`` pairs with the one at its place (as
+    :func:`~compare.pairing.rows.op_tensor_rows` pairs them, inputs first); False (nothing added)
+    for any other case, which the general rules then take from the calls' records."""
+    left, right = pairs.left, pairs.right
+    if left.errors[left_call] is not None or right.errors[right_call] is not None:
+        return False
+    left_rows, right_rows = left.rows_of(left_call), right.rows_of(right_call)
+    left_is_input, right_is_input = left.is_input, right.is_input
+    lefts: list[int] = []
+    rights: list[int] = []
+    for kind in kinds:
+        want = kind is _INPUT
+        these = [row for row in left_rows if left_is_input[row] is want]
+        those = [row for row in right_rows if right_is_input[row] is want]
+        if not _same_rows(left.index, these, right.index, those):
+            return False
+        lefts += these
+        rights += those
+    if not lefts:
+        return False
+    pairs.add_tensors(index, left.op_types[left_call] or right.op_types[right_call], left.names[left_call],
+                      right.names[right_call], lefts, rights)
+    return True
 
 
 def _mapped_rows(index: int, kinds: tuple[TensorKind, ...], dump: OpDump,

@@ -199,7 +199,7 @@ class Shipped:
 
 
 def _without_ops(run: Run) -> Run:
-    return replace(run, ops={})
+    return replace(run, ops={}, tensors=None)
 
 
 def run_parts(job: WorkerJob, indices: list[int]) -> list[Shipped]:

@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 from ..loaders.msprobe_graph import user_frame
 from ..stats_table import RowColumns
+from ..tensor_table import Call, PairTable, call_of, has_arguments
 from ..records import (
     ARGUMENT_DIFFERS,
     ARGUMENT_METRIC,
@@ -44,7 +45,6 @@ from ..records import (
     DumpLayout,
     MetricRow,
     MsprobeCells,
-    OpDump,
     Pair,
     PairStatus,
     RowKind,
@@ -72,25 +72,39 @@ def _data_name(ref: TensorRef | None) -> str:
 
 
 def _stack(left: Run, right: Run, left_op: str, right_op: str) -> tuple[str, ...]:
-    op = left.ops.get(left_op) if left_op != _NO_COUNTERPART else None
-    if op is None and right_op != _NO_COUNTERPART:
-        op = right.ops.get(right_op)
-    return op.stack if op is not None else ()
+    call = call_of(left.ops, left_op) if left_op != _NO_COUNTERPART else None
+    if call is None and right_op != _NO_COUNTERPART:
+        call = call_of(right.ops, right_op)
+    return call.stack if call is not None else ()
 
 
 def msprobe_cells(pairs: Sequence[Pair], left: Run, right: Run) -> list[MsprobeCells]:
-    """The :class:`MsprobeCells` of each pair's row, in pair order (module doc)."""
+    """The :class:`MsprobeCells` of each pair's row, in pair order (module doc). The pairs of two
+    msprobe tables are read as columns where both tensors are columnar (a statistics-only tensor
+    has no data file: its Data_name cell is ``""``), from their Pairs elsewhere."""
     stacks: dict[tuple[str, str], tuple[str, ...]] = {}
     sources: dict[tuple[str, ...], str] = {}
+    table = pairs if isinstance(pairs, PairTable) else None
     out = []
-    for pair in pairs:
-        key = (pair.left_op, pair.right_op)
+    for position in range(len(pairs)):
+        if table is not None:
+            left_op, right_op = table.left_op[position], table.right_op[position]
+        else:
+            pair = pairs[position]
+            left_op, right_op = pair.left_op, pair.right_op
+        key = (left_op, right_op)
         stack = stacks.get(key)
         if stack is None:
-            stack = stacks[key] = _stack(left, right, pair.left_op, pair.right_op)
+            stack = stacks[key] = _stack(left, right, left_op, right_op)
         source = sources.get(stack)
         if source is None:
             source = sources[stack] = user_frame(stack) if stack else ""
+        if table is not None and table.columnar(position):
+            lrow, rrow = table.left_row[position], table.right_row[position]
+            out.append(MsprobeCells(table.left.label[lrow], table.right.label[rrow], "", "",  # type: ignore[arg-type]
+                                    table.left.grad[lrow], table.right.grad[rrow], stack, source))
+            continue
+        pair = pairs[position]
         lref, rref = pair.left, pair.right
         out.append(MsprobeCells(  # left_name, right_name, left_data, right_data, left_grad, right_grad, stack, source
             lref.label if lref is not None else "", rref.label if rref is not None else "",
@@ -178,7 +192,15 @@ def _place(pair: Pair) -> tuple[int, int]:
     return (_KIND_ORDER[ref.kind], ref.index)
 
 
-def _call_arguments(left: OpDump | None, right: OpDump | None, base: CallBase, stack: tuple[str, ...],
+def _places(pairs: Sequence[Pair], start: int, end: int) -> list[tuple[int, int]]:
+    """The places (kind order, index) of the rows ``start`` to ``end`` of ``pairs`` (a table's
+    from its columns)."""
+    if isinstance(pairs, PairTable):
+        return [pairs.place(row) for row in range(start, end)]
+    return [_place(pair) for pair in pairs[start:end]]
+
+
+def _call_arguments(left: Call | None, right: Call | None, base: CallBase, stack: tuple[str, ...],
                     undefined: frozenset[str]) -> list[tuple[tuple[int, int], MetricRow]]:
     """The argument rows of one call pair, with their places."""
     lefts = {(a.kind, a.index): a for a in left.arguments} if left is not None else {}
@@ -209,25 +231,29 @@ def argument_order(rows: RowColumns, pairs: Sequence[Pair], left: Run, right: Ru
     argument to add. Each call pair's arguments are added once, at its first group of rows."""
     if left.family is not DumpLayout.MSPROBE or right.family is not DumpLayout.MSPROBE:
         return None  # a golden / MindSpore side records no arguments: nothing to compare them with
-    if not any(op.arguments for run in (left, right) for op in run.ops.values()):
+    if not (has_arguments(left.ops) or has_arguments(right.ops)):
         return None
     undefined = frozenset(m for m in metrics if m != ARGUMENT_METRIC)  # one set for every argument row
     out: list[int | MetricRow] = []
     done: set[tuple[str, str, int | None, int | None, int | None]] = set()
     i = 0
     count = len(pairs)
+    if isinstance(pairs, PairTable):
+        left_ops, right_ops = pairs.left_op, pairs.right_op
+    else:
+        left_ops, right_ops = [pair.left_op for pair in pairs], [pair.right_op for pair in pairs]
     while i < count:
-        pair = pairs[i]
+        left_op, right_op = left_ops[i], right_ops[i]
         j = i
-        while j < count and pairs[j].left_op == pair.left_op and pairs[j].right_op == pair.right_op:
+        while j < count and left_ops[j] == left_op and right_ops[j] == right_op:
             j += 1
-        lop = left.ops.get(pair.left_op) if pair.left_op != _NO_COUNTERPART else None
-        rop = right.ops.get(pair.right_op) if pair.right_op != _NO_COUNTERPART else None
+        lop = call_of(left.ops, left_op) if left_op != _NO_COUNTERPART else None
+        rop = call_of(right.ops, right_op) if right_op != _NO_COUNTERPART else None
         extra = []
         if (lop is not None and lop.arguments) or (rop is not None and rop.arguments):
             base = CallBase(rows.index[i], rows.op_type[i], rows.left_op[i], rows.right_op[i], rows.op_sequence[i],
                             rows.rank[i], rows.iteration[i], rows.graph[i])
-            key = (pair.left_op, pair.right_op, base.rank, base.iteration, base.graph)
+            key = (left_op, right_op, base.rank, base.iteration, base.graph)
             if key not in done:
                 done.add(key)
                 stack = (lop.stack if lop is not None else ()) or (rop.stack if rop is not None else ())
@@ -236,7 +262,7 @@ def argument_order(rows: RowColumns, pairs: Sequence[Pair], left: Run, right: Ru
             out.extend(range(i, j))
         else:
             placed: list[tuple[tuple[int, int], int, int, int | MetricRow]] = [
-                (_place(p), 0, n, i + n) for n, p in enumerate(pairs[i:j])]
+                (place, 0, n, i + n) for n, place in enumerate(_places(pairs, i, j))]
             placed += [(place, 1, n, r) for n, (place, r) in enumerate(extra)]
             placed.sort(key=lambda item: (item[0], item[1], item[2]))
             out.extend(r for _, _, _, r in placed)

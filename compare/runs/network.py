@@ -27,9 +27,16 @@ from ..records import (
     SkippedFile,
     count_by_status,
 )
-from .msprobe_rows import annotate, argument_order, msprobe_cells, msprobe_sides, with_arguments
 from ..stats import mismatch_reason, recorded_statistics, shape_note, statistics_metrics
 from ..stats_table import RowColumns, compare_stats
+from ..tensor_table import op_files
+from .msprobe_rows import (
+    annotate,
+    argument_order,
+    msprobe_cells,
+    msprobe_sides,
+    with_arguments,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pairing.rule_records import FusionRule
@@ -242,7 +249,7 @@ def _file_ids(run: Run) -> set[tuple[int, int]]:
     """(device, inode) of every dump file of a run (files that cannot be stat'ed are left out).
     Each distinct path is stat'ed once (the calls of an msprobe run all name one ``dump.json``)."""
     ids = set()
-    for path in {path for op in run.ops.values() for path in op.files or (op.path,)}:
+    for path in op_files(run.ops):
         try:
             st = os.stat(path)
         except (OSError, ValueError):  # ValueError: a name no file can have (NUL, a lone surrogate)
