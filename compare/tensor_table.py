@@ -42,6 +42,15 @@ FORMAT = "ND"
 #: The float statistics of a columnar tensor, by their ``TensorRef.stats`` names.
 STAT_KEYS = ("max", "min", "avg", "l2norm")
 
+#: The tensor columns of a :class:`TensorTable`, in the order of a row tuple (:meth:`TensorTable.set_tensors`).
+TENSOR_FIELDS = ("call", "is_input", "index", "dtype", "shape", "nbytes", "label", "grad", "high", "low", "mean",
+                 "norm", "checksum")
+
+
+def special_row(call: int, ref: TensorRef) -> tuple:
+    """The row tuple of a special tensor (module doc): its place, no columns."""
+    return (call, ref.kind is _INPUT, ref.index, None, None, 0, None, None, None, None, None, None, None)
+
 
 @dataclass(eq=False)
 class TensorTable:
@@ -88,17 +97,12 @@ class TensorTable:
         """The number of tensors."""
         return len(self.call)
 
-    def add_special(self, call: int, ref: TensorRef) -> None:
-        """Append a special row: ``ref`` as the loader built it."""
-        row = len(self.call)
-        self.special[row] = ref
-        self.call.append(call)
-        self.is_input.append(ref.kind is _INPUT)
-        self.index.append(ref.index)
-        for column in (self.dtype, self.shape, self.label, self.grad, self.high, self.low, self.mean, self.norm,
-                       self.checksum):
-            column.append(None)
-        self.nbytes.append(0)
+    def set_tensors(self, rows: list[tuple]) -> None:
+        """Set the tensor columns from one tuple a tensor, in :data:`TENSOR_FIELDS` order (a
+        loader appends one tuple a leaf -- one C call -- and the columns are made here at once)."""
+        columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in TENSOR_FIELDS]
+        (self.call, self.is_input, self.index, self.dtype, self.shape, self.nbytes, self.label, self.grad, self.high,
+         self.low, self.mean, self.norm, self.checksum) = columns
 
     def stat_columns(self) -> dict[str, list[float | None]]:
         """The recorded statistics' columns by their ``TensorRef.stats`` names (:data:`STAT_KEYS`)."""
@@ -342,5 +346,5 @@ def gather(column: Sequence, rows: Sequence[int]) -> list:
     return list(itemgetter(*rows)(column))
 
 
-__all__ = ["FORMAT", "STAT_KEYS", "Call", "OpsView", "PairMaker", "PairTable", "TensorTable", "call_of", "gather", "has_arguments",
-           "has_inputs", "op_files"]
+__all__ = ["FORMAT", "STAT_KEYS", "TENSOR_FIELDS", "Call", "OpsView", "PairMaker", "PairTable", "TensorTable", "call_of", "gather", "has_arguments",
+           "has_inputs", "op_files", "special_row"]

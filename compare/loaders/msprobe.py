@@ -69,6 +69,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import operator
 import os
 import reprlib
 from collections.abc import Collection
@@ -84,7 +85,7 @@ from convert.names.msprobe import SECTION_WORDS, item_name, msprobe_dtype, parse
 
 from ..errors import CompareError, DumpFormatError
 from ..records import Argument, DumpLayout, Run, RunKind, TensorKind, TensorRef
-from ..tensor_table import OpsView, TensorTable
+from ..tensor_table import OpsView, TensorTable, special_row
 from . import msprobe_folders
 from .msprobe_folders import DATA_DIR, DUMP_JSON, folder_coords, select_folder
 from .msprobe_graph import dump_calls, dump_signature, read_msprobe_graph, read_stacks, remember_calls
@@ -392,22 +393,28 @@ def _flat(section: list | dict) -> bool:
     return True
 
 
-def _plain(item: dict, files: _Files) -> tuple | None:
-    """The columns of a tensor item of msprobe's usual statistics form (a valid shape, four float
-    statistics and a text or no ``md5``, no ``data_name``): ``(dtype, shape, nbytes, grad, Max,
-    Min, Mean, Norm, md5)``, as :func:`_tensor` would record them (a property test holds the two
+#: The keys msprobe's usual tensor item always has (:func:`_plain`: one C call reads them).
+_USUAL = operator.itemgetter("Max", "Min", "Mean", "Norm", "shape")
+
+
+def _plain(item: dict, files: _Files, call: int, is_input: bool, index: int, label: str) -> tuple | None:
+    """The row tuple (:data:`~compare.tensor_table.TENSOR_FIELDS`) of a tensor item of msprobe's
+    usual statistics form (a valid shape, four float statistics and a text or no ``md5``, no
+    ``data_name``), with the values :func:`_tensor` would record (a property test holds the two
     equal); None for any other item (:func:`_tensor` then builds its record)."""
-    get = item.get
-    high, low, mean, norm = get("Max"), get("Min"), get("Mean"), get("Norm")
+    try:
+        high, low, mean, norm, shape_value = _USUAL(item)
+    except KeyError:
+        return None
     if type(high) is not float or type(low) is not float or type(mean) is not float or type(norm) is not float:
         return None
+    get = item.get
     checksum = get("md5")
     if type(checksum) is not str and (checksum is not None or "md5" in item):
         return None
     data_name = get("data_name")
     if type(data_name) is str and data_name not in ("", "-1"):
         return None
-    shape_value = get("shape")
     if type(shape_value) is not list or not _INT_ONLY.issuperset(map(type, shape_value)):
         return None
     shape = tuple(shape_value)
@@ -426,40 +433,29 @@ def _plain(item: dict, files: _Files) -> tuple | None:
     if grad is not True and grad is not False:
         grad = None
     files.statistics_only += 1
-    return dtype, known_shape[0], known_shape[1] * itemsize, grad, high, low, mean, norm, checksum
+    return (call, is_input, index, dtype, known_shape[0], known_shape[1] * itemsize, label, grad, high, low, mean,
+            norm, checksum)
 
 
-def _leaf_tensor(table: TensorTable, call: int, name: str, kind: TensorKind, index: int, leaf: dict, files: _Files,
-                 json_path: Path, label: str, problems: list[str]) -> None:
-    """Append one tensor leaf to the table: its columns (:func:`_plain`), else its record
-    (:func:`_tensor`) as a special row, its problem to ``problems``."""
-    plain = _plain(leaf, files)
-    if plain is None:
+def _leaf_tensor(rows: list[tuple], special: dict[int, TensorRef], call: int, name: str, kind: TensorKind, index: int,
+                 leaf: dict, files: _Files, json_path: Path, label: str, problems: list[str]) -> None:
+    """Append one tensor leaf to the rows of a table: its columns (:func:`_plain`), else its record
+    (:func:`_tensor`) as a special row (``special``), its problem to ``problems``."""
+    row = _plain(leaf, files, call, kind is _INPUT, index, label)
+    if row is None:
         ref, problem = _tensor(name, kind, index, leaf, files, json_path, label)
-        table.add_special(call, ref)
+        special[len(rows)] = ref
+        row = special_row(call, ref)
         if problem is not None:
             problems.append(problem)
-        return
-    dtype, shape, nbytes, grad, high, low, mean, norm, checksum = plain
-    table.call.append(call)
-    table.is_input.append(kind is _INPUT)
-    table.index.append(index)
-    table.dtype.append(dtype)
-    table.shape.append(shape)
-    table.nbytes.append(nbytes)
-    table.label.append(label)
-    table.grad.append(grad)
-    table.high.append(high)
-    table.low.append(low)
-    table.mean.append(mean)
-    table.norm.append(norm)
-    table.checksum.append(checksum)
+    rows.append(row)
 
 
-def _entry_call(table: TensorTable, name: str, entry: object, files: _Files, json_path: Path,
+def _entry_call(table: TensorTable, rows: list[tuple], name: str, entry: object, files: _Files, json_path: Path,
                 unknown: set[str], stack: tuple[str, ...] = ()) -> list[str]:
-    """Append one ``data`` entry to the table as its next call (module doc), and give the
-    problems of its items when the call keeps some tensors (else they are its ``error``);
+    """Append one ``data`` entry to the table as its next call (module doc), its tensors to
+    ``rows`` (:meth:`~compare.tensor_table.TensorTable.set_tensors` makes them columns), and give
+    the problems of its items when the call keeps some tensors (else they are its ``error``);
     ``unknown`` collects sections not read.
 
     Written for 10^5 entries a dump: the sections of an entry come from a plan remembered per key
@@ -475,7 +471,7 @@ def _entry_call(table: TensorTable, name: str, entry: object, files: _Files, jso
         table.arguments.append(())
         table.files.append((json_path,))
         table.errors.append(f"{json_path}: entry {name!r} is a JSON {type(entry).__name__}, not an object")
-        table.starts.append(len(table.call))
+        table.starts.append(len(rows))
         return []
     grads = parsed is not None and parsed.direction == "parameters_grad"
     if grads:
@@ -485,7 +481,8 @@ def _entry_call(table: TensorTable, name: str, entry: object, files: _Files, jso
         plan = files.plans.get(keys)  # type: ignore[assignment]
         if plan is None:
             plan = _section_plan(keys, files, unknown)
-    first = len(table.call)
+    first = len(rows)
+    special = table.special
     counts = [0, 0]  # the next output and input index
     problems: list[str] = []
     arguments: list[Argument] = []
@@ -516,7 +513,8 @@ def _entry_call(table: TensorTable, name: str, entry: object, files: _Files, jso
                 if leaf is not None:
                     leaf_type = leaf.get("type")
                     if (type(leaf_type) is str and leaf_type in _TENSOR_TYPES) or _is_tensor(leaf):
-                        _leaf_tensor(table, call, name, kind, index, leaf, files, json_path, prefix + place, problems)
+                        _leaf_tensor(rows, special, call, name, kind, index, leaf, files, json_path, prefix + place,
+                                     problems)
                         index += 1
                         continue
                 arguments.append(_argument(prefix + place, kind, index, leaf))
@@ -529,13 +527,13 @@ def _entry_call(table: TensorTable, name: str, entry: object, files: _Files, jso
                 continue
             for label, leaf in labelled:
                 if _is_tensor(leaf):
-                    _leaf_tensor(table, call, name, kind, index, leaf, files, json_path, label,  # type: ignore[arg-type]
-                                 problems)
+                    _leaf_tensor(rows, special, call, name, kind, index, leaf, files, json_path,  # type: ignore[arg-type]
+                                 label, problems)
                 else:
                     arguments.append(_argument(label, kind, index, leaf))
                 index += 1
         counts[is_input] = index
-    end = len(table.call)
+    end = len(rows)
     table.starts.append(end)
     table.arguments.append(tuple(arguments))
     error = None
@@ -545,7 +543,6 @@ def _entry_call(table: TensorTable, name: str, entry: object, files: _Files, jso
     if files.with_files == with_files:
         table.files.append(files.json_only)
     else:  # the data files of its special rows, inputs first (OpDump.files)
-        special, is_input = table.special, table.is_input
         refs = [special[row] for row in range(first, end) if row in special]
         ordered = [r for r in refs if r.kind is _INPUT] + [r for r in refs if r.kind is not _INPUT]
         table.files.append((json_path, *dict.fromkeys(
@@ -613,12 +610,15 @@ def scan_msprobe(folder: Path, *, root: Path | None = None, coords: dict | None 
     stacks = read_stacks(folder, run.notes)
     data = dump.data
     table = TensorTable(json_path)
+    rows: list[tuple] = []
     for position, (name, entry) in enumerate(data.items()):
-        problems = _entry_call(table, name, entry, files, json_path, unknown, stacks.get(name, ()))
+        problems = _entry_call(table, rows, name, entry, files, json_path, unknown, stacks.get(name, ()))
         data[name] = None  # its columns are built: the entry's parse is freed now, its memory reused for them
         run.order[name] = position
         if problems:
             partial.extend(problems)
+    table.set_tensors(rows)
+    del rows
     run.ops, run.tensors = OpsView(table), table  # type: ignore[assignment]
     tensors = len(table)
     without_data = files.statistics_only

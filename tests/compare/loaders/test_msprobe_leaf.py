@@ -12,8 +12,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compare.loaders.msprobe import _Files, _stats, _tensor
+from compare.loaders.msprobe import _Files, _leaf_tensor, _stats, _tensor
 from compare.records import TensorKind
+from compare.tensor_table import TensorTable
 from convert.names.msprobe import msprobe_dtype
 
 JSON_PATH = Path("/d/dump.json")
@@ -98,3 +99,30 @@ def test_what_a_file_remembers_changes_nothing(items: list[dict]) -> None:
         ref, problem = _tensor("Functional.x.0.forward", TensorKind.INPUT, index, item, shared, JSON_PATH)
         ref_alone, problem_alone = _tensor("Functional.x.0.forward", TensorKind.INPUT, index, item, alone, JSON_PATH)
         assert problem == problem_alone and _fields(ref) == _fields(ref_alone)
+
+
+@given(st.lists(st.tuples(leaves(), st.sampled_from(TensorKind)), max_size=6))
+def test_a_leaf_as_columns_is_its_record(items: list[tuple[dict, TensorKind]]) -> None:
+    """A tensor leaf appended to a TensorTable (:func:`_leaf_tensor`: columns for msprobe's usual
+    statistics item, its record otherwise) gives back, as ``table.ref``, the record :func:`_tensor`
+    builds of it, field for field; the problems and the file's counts are the same."""
+    table = TensorTable(JSON_PATH, names=["Functional.x.0.forward"])
+    table_files = _Files(folder=Path("/d/dump_tensor_data"), names={"a.pt", "b.npy"}, used=set())
+    record_files = _Files(folder=Path("/d/dump_tensor_data"), names={"a.pt", "b.npy"}, used=set())
+    problems: list[str] = []
+    expected_problems = []
+    rows: list[tuple] = []
+    for index, (item, kind) in enumerate(items):
+        _leaf_tensor(rows, table.special, 0, "Functional.x.0.forward", kind, index, item, table_files, JSON_PATH,
+                     f"l{index}", problems)
+        ref, problem = _tensor("Functional.x.0.forward", kind, index, item, record_files, JSON_PATH, f"l{index}")
+        if problem is not None:
+            expected_problems.append(problem)
+        table.set_tensors(rows)
+        got = table.ref(index)
+        assert {k: v for k, v in vars(got).items() if k not in ("reader", "stats")} == {
+            k: v for k, v in vars(ref).items() if k not in ("reader", "stats")}
+        assert repr(got.stats) == repr(ref.stats) and (got.reader is None) == (ref.reader is None)
+        assert table.is_input[index] is (kind is TensorKind.INPUT) and table.index[index] == index
+    assert problems == expected_problems
+    assert vars(table_files) == vars(record_files)

@@ -28,9 +28,9 @@ def _run(names: list[str], positions: dict[str, int], timestamps: list[int]) -> 
     return run
 
 
-def _sorted(run: Run) -> list[OpDump]:
+def _sorted(run: Run) -> list[str]:
     far = len(run.order) + 1
-    return sorted(run.ops.values(), key=lambda d: (run.order.get(d.name, far), d.timestamp, d.name))
+    return [d.name for d in sorted(run.ops.values(), key=lambda d: (run.order.get(d.name, far), d.timestamp, d.name))]
 
 
 names = st.lists(st.sampled_from([f"Functional.relu.{i}.forward" for i in range(8)]), unique=True, max_size=8)
