@@ -29,7 +29,7 @@ from ..records import (
 )
 from ..stats import mismatch_reason, recorded_statistics, shape_note, statistics_metrics
 from ..stats_table import RowColumns, compare_stats
-from ..tensor_table import op_files
+from ..tensor_table import PairTable, op_files
 from .msprobe_rows import (
     annotate,
     argument_order,
@@ -159,6 +159,8 @@ def compare_loaded(left_run: Run, right_run: Run, scenario: Scenario | None, pai
         with paused_gc():  # ~4 long-lived records per row, no cycles: collections would only walk them (compare.heap)
             return _compare_statistics(left_run, right_run, scenario, pairing, prefix, stats_sides, notes, skipped,
                                        same=same, rule=rule, graded=graded)
+    if isinstance(pairing.pairs, PairTable):  # tensor rows read their Pairs several times: built once
+        pairing.pairs = list(pairing.pairs)
     rows = compare_pairs(pairing.pairs, options)
     if framework_dumps(left_run, right_run):
         check_framework_pairs(rows, pairing.pairs)
