@@ -61,7 +61,8 @@ lines and their comment lines); this module makes the graph of what it read.
   ``site-packages`` / ``dist-packages`` folder (the last one when all are): ``file``, the first
   line number, the code between the slashes (stripped). A gradient kernel's lines are those of
   its forward node (MindSpore's "Corresponding forward node candidate"). Also accepted:
-  ``# In file {file}({line})/{code}/`` (a line number in parentheses; not seen in 2.10 files).
+  ``# In file {file}({line})/{code}/`` (a line number in parentheses: the r1.x manuals' form; not
+  seen in 2.10 files).
 
 **Edge-case policy**: the text as :mod:`compare.loaders.ms_ir_text` reads it (unknown lines
 skipped, continuation lines, lines of at most 4 MiB); one node's arguments unfold to at most 4096

@@ -226,7 +226,7 @@ def scan_ir(path: Path) -> IrText:
         if current is not None and text.startswith("#"):
             _comment_line(current, text)
         elif current is not None and text.startswith(":"):
-            _name_once(current, colon_full_name(text))
+            _name_once(current, _colon_full_name(text))
         elif not text.startswith(":"):
             current = None  # Return(...) or an unknown line: what follows is not a node's
     if pending is not None:
@@ -326,7 +326,7 @@ def _comment_full_name(text: str) -> str | None:
     return scope or None
 
 
-def colon_full_name(text: str) -> str | None:
+def _colon_full_name(text: str) -> str | None:
     """The name of an older full-name line -- ``: full_name_with_scope: ({name})`` (r1.3) or
     ``: ({name})`` (r1.1 / r1.2) -- else None (an abstract line such as ``: (<Tensor...>) -> (...)``).
     ``{name}`` must be one word without ``<>()[]{},``."""
@@ -339,12 +339,12 @@ def colon_full_name(text: str) -> str | None:
     return name if _NAME_RE.fullmatch(name) else None
 
 
-def full_name_of_line(text: str) -> str | None:
+def _full_name_of_line(text: str) -> str | None:
     """The kernel name a (stripped) line gives in any of the three forms, else None."""
     if text.startswith(_FULLNAME):
         return _comment_full_name(text)
     if text.startswith(":"):
-        return colon_full_name(text)
+        return _colon_full_name(text)
     return None
 
 
@@ -352,7 +352,7 @@ def graph_gives_names(path: Path) -> bool:
     """Whether the file has a full-name line in any of the three forms (read until the first:
     cheap on a real graph, whose first kernel names itself within a few lines of the params).
     OSError propagates."""
-    return any(full_name_of_line(text.strip()) for _, text in _read_lines(path))
+    return any(_full_name_of_line(text.strip()) for _, text in _read_lines(path))
 
 
 def parse_trace(text: str) -> SourceLine | None:
@@ -380,5 +380,5 @@ def user_line(traces: Iterable[SourceLine]) -> SourceLine | None:
     return user if user is not None else last
 
 
-__all__ = ["FULLNAME_FORMS", "PARAM_REF_RE", "IrText", "NodeText", "Param", "Subgraph", "colon_full_name",
-           "full_name_of_line", "graph_gives_names", "parse_trace", "scan_ir", "user_line"]
+__all__ = ["FULLNAME_FORMS", "PARAM_REF_RE", "IrText", "NodeText", "Param", "Subgraph", "graph_gives_names",
+           "parse_trace", "scan_ir", "user_line"]

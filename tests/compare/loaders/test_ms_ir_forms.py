@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from compare.cli import app
@@ -108,6 +110,30 @@ def test_forms_mixed_in_one_file_first_line_wins(tmp_path: Path) -> None:
     "      : full_name_with_scope: ()\n",
 ])
 def test_abstract_lines_are_not_names(tmp_path: Path, line: str) -> None:
+    graph = _read(tmp_path, _graph_text(line, line))
+    assert list(graph.nodes) == ["kernel_graph_0_Conv2D-%0", "kernel_graph_0_BiasAdd-%1"]
+
+
+_SCOPE_PART = st.text(st.characters(whitelist_categories=("L", "N"), whitelist_characters="-_.@"), min_size=1,
+                      max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(_SCOPE_PART, min_size=1, max_size=5), form=st.sampled_from(sorted(FORMS)),
+       indent=st.sampled_from(["", "  ", "       ", "\t"]))
+def test_any_scope_name_reads_back_in_every_form(tmp_path: Path, parts: list[str], form: str, indent: str) -> None:
+    scope = "/".join(parts)
+    line = indent + FORMS[form].lstrip().format(scope)
+    graph = _read(tmp_path, _graph_text(line, ""))
+    assert list(graph.nodes)[0] == scope.replace("/", "_")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(inner=st.text(max_size=40), arrow=st.booleans())
+def test_abstract_like_lines_never_name(tmp_path: Path, inner: str, arrow: bool) -> None:
+    """A ``:`` line holding a ``<`` (a tensor abstract) or a ``->`` is never a name."""
+    text = f"(<{inner}>)" + (" -> (<T>)" if arrow else "")
+    line = "      : " + text.replace("\n", " ").replace("\r", " ") + "\n"
     graph = _read(tmp_path, _graph_text(line, line))
     assert list(graph.nodes) == ["kernel_graph_0_Conv2D-%0", "kernel_graph_0_BiasAdd-%1"]
 
