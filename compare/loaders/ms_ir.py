@@ -84,7 +84,16 @@ from convert.names.keys import name_key
 from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
 from ..errors import CompareError, DumpFormatError
 from ..records import Run
-from .ms_ir_text import FULLNAME_FORMS, PARAM_REF_RE, NodeText, Param, Subgraph, graph_gives_names, scan_ir, user_line
+from .ms_ir_text import (
+    FULLNAME_FORMS,
+    PARAM_REF_RE,
+    NodeText,
+    Param,
+    Subgraph,
+    graph_gives_names,
+    scan_ir,
+    user_line,
+)
 from .reader import RecordedGraph
 
 #: ``graphs/`` file name of graph ``{graph}``.

@@ -13,7 +13,13 @@ from ..engine import die_with_parent
 from ..errors import CompareError, PairingError
 from ..heap import paused_gc
 from ..loaders import load_run
-from ..loaders.parts import aligned_candidates, claim_parts, model_folders, part_op_names, select_parts
+from ..loaders.parts import (
+    aligned_candidates,
+    claim_parts,
+    model_folders,
+    part_op_names,
+    select_parts,
+)
 from ..loaders.selection import Selection, listing_text, values_of
 from ..pairing.entry import Paired, pair
 from ..pairing.fusion_rule import load_fusion_rule
@@ -178,7 +184,7 @@ class SideIterations:
     kernels only in some iterations: ``../shared/real/mindspore`` has iterations 2 and 3 on the
     left, 2 on the right, and iteration 3 shares no operator with 2). When they share none, each
     side's newest is compared as before, with a note; a pairing that then finds no common
-    operator says so in its error (:func:`none_shared`). Equal newest iterations: nothing changes.
+    operator says so in its error (:meth:`none_shared`). Equal newest iterations: nothing changes.
     """
 
     left: tuple[int, ...]

@@ -125,7 +125,7 @@ def test_any_scope_name_reads_back_in_every_form(tmp_path: Path, parts: list[str
     scope = "/".join(parts)
     line = indent + FORMS[form].lstrip().format(scope)
     graph = _read(tmp_path, _graph_text(line, ""))
-    assert list(graph.nodes)[0] == scope.replace("/", "_")
+    assert next(iter(graph.nodes)) == scope.replace("/", "_")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -142,9 +142,9 @@ def test_no_usable_names_gives_a_note(tmp_path: Path) -> None:
     graph = _read(tmp_path, _graph_text("", ""))
     assert list(graph.nodes) == ["kernel_graph_0_Conv2D-%0", "kernel_graph_0_BiasAdd-%1"]
     assert graph.notes == (
-        "ms_output_trace_code_graph_0.ir: none of its 2 kernels has a full name (no '# Fullname with scope: (...)', "
-        "': full_name_with_scope: (...)' or ': (...)' line under a node): its kernels cannot be matched to the "
-        "dumped operators, so the first divergence has no source line",)
+        ("ms_output_trace_code_graph_0.ir: none of its 2 kernels has a full name (no '# Fullname with scope: (...)', "
+         "': full_name_with_scope: (...)' or ': (...)' line under a node): its kernels cannot be matched to the "
+         "dumped operators, so the first divergence has no source line"),)
     assert not graph_gives_names(tmp_path / "ms_output_trace_code_graph_0.ir")
 
 
