@@ -18,7 +18,13 @@ lines and their comment lines); this module makes the graph of what it read.
   name is the ``Fullname with scope`` with ``/`` as ``_`` -- the dump-file spelling
   (``Default/network-WithLossCell/_backbone-Net/fc1-Dense/MatMul-op0`` ->
   ``Default_network-WithLossCell__backbone-Net_fc1-Dense_MatMul-op0``); a node without that line
-  is named ``{graph}_{Type}-%{N}``. A name met twice keeps its first node (a note says so).
+  is named ``{graph}_{Type}-%{N}``. A name met twice keeps its first node (a note says so). The
+  full name is read in all three forms MindSpore has written (:mod:`compare.loaders.ms_ir_text`:
+  ``# Fullname with scope: (...)`` today, ``: full_name_with_scope: (...)`` in r1.3, a plain
+  ``: (...)`` line in r1.1 / r1.2, as the manuals of those versions show); a graph whose kernels
+  have none of them gets a note (its kernels match no dumped operator, so no source line reaches
+  the first-divergence summary), and so does the run of a leaf whose graph file gives no name
+  (:func:`names_note`, read when the leaf is scanned).
   ``op_type`` is the callee without a ``PrimFunc_`` prefix. Nodes keep the body's order, several
   subgraphs one after the other in file order. That order is topological (every producer comes
   before its consumers) but it is **not** the execution order: on the real MindSpore 2.10 CPU
@@ -55,7 +61,8 @@ lines and their comment lines); this module makes the graph of what it read.
   ``site-packages`` / ``dist-packages`` folder (the last one when all are): ``file``, the first
   line number, the code between the slashes (stripped). A gradient kernel's lines are those of
   its forward node (MindSpore's "Corresponding forward node candidate"). Also accepted:
-  ``# In file {file}({line})/{code}/`` (a line number in parentheses; not seen in 2.10 files).
+  ``# In file {file}({line})/{code}/`` (a line number in parentheses: the r1.x manuals' form; not
+  seen in 2.10 files).
 
 **Edge-case policy**: the text as :mod:`compare.loaders.ms_ir_text` reads it (unknown lines
 skipped, continuation lines, lines of at most 4 MiB); one node's arguments unfold to at most 4096
@@ -77,7 +84,16 @@ from convert.names.keys import name_key
 from ..diverge.records import GraphSource, InputEdge, NodeRole, OpGraph, OpNode
 from ..errors import CompareError, DumpFormatError
 from ..records import Run
-from .ms_ir_text import PARAM_REF_RE, NodeText, Param, Subgraph, scan_ir, user_line
+from .ms_ir_text import (
+    FULLNAME_FORMS,
+    PARAM_REF_RE,
+    NodeText,
+    Param,
+    Subgraph,
+    graph_gives_names,
+    scan_ir,
+    user_line,
+)
 from .reader import RecordedGraph
 
 #: ``graphs/`` file name of graph ``{graph}``.
@@ -141,6 +157,24 @@ def _ir_in(graphs: Path, graph: int | None) -> Path | None:
     except OSError:
         return None
     return found[0] if len(found) == 1 else None
+
+
+def names_note(leaf: Path, graph: int | None = None) -> str | None:
+    """The note for a run read from ``leaf`` whose graph file (:func:`find_ir`) is there but gives no
+    kernel name in any of the three forms (:func:`compare.loaders.ms_ir_text.graph_gives_names`);
+    None when there is no graph file or it gives names. The file is read only up to its first
+    name line. One that cannot be read gets its own note (it cannot be used either)."""
+    ir = find_ir(leaf, graph)
+    if ir is None:
+        return None
+    try:
+        if graph_gives_names(ir):
+            return None
+    except OSError as exc:
+        return (f"graph file {ir} cannot be read ({exc.strerror or exc}): the first-divergence summary cannot "
+                "name source lines")
+    return (f"graph file {ir} gives no operator names (no {FULLNAME_FORMS} line under a node): the first-divergence "
+            "summary cannot name source lines")
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,6 +326,11 @@ def read_ir(path: Path) -> OpGraph:
     notes: list[str] = []
     for subgraph in ir.subgraphs:
         _add_subgraph(nodes, notes, subgraph, {**subgraph.params, **ir.params}, path)
+    kernels = [text for subgraph in ir.subgraphs for text in subgraph.nodes if _is_kernel(text.callee)]
+    if kernels and not any(text.fullname for text in kernels):
+        notes.append(f"{path.name}: none of its {len(kernels)} kernels has a full name (no {FULLNAME_FORMS} line "
+                     "under a node): its kernels cannot be matched to the dumped operators, so the first divergence "
+                     "has no source line")
     return OpGraph(nodes=nodes, source=GraphSource.MINDSPORE_IR, edges=True, notes=tuple(notes))
 
 
@@ -444,4 +483,4 @@ def recorded_ir_graph(run: Run, ops: Collection[str], notes: list[str]) -> Recor
 
 
 __all__ = ["IR_NAME", "VIRTUAL_OPS", "dump_spelling", "dump_spelling_scope", "find_ir", "in_execution_order",
-           "match_dumped", "op_type", "read_ir", "recorded_ir_graph"]
+           "match_dumped", "names_note", "op_type", "read_ir", "recorded_ir_graph"]

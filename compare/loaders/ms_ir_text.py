@@ -10,12 +10,18 @@ reads what :mod:`compare.loaders.ms_ir` makes a graph of.
     subgraph @{graph}({header params}) {                 opens a body (several: all, file order)
       %{N}({label}) = {callee}({arguments}) {attributes...}                   a node
           : ({input abstracts}) -> ({output abstracts})   (ignored)
-          # Fullname with scope: ({scope}/{Type}-op{K})
+          # Fullname with scope: ({scope}/{Type}-op{K})    the kernel's full name, today's form;
+          : full_name_with_scope: ({scope}/{Type}-op{K})   the same, r1.3 (seed 001's sample);
+          : ({scope}/{Type}-op{K})                         the same, r1.1 / r1.2 (seeds 000, 002)
           # Corresponding forward node candidate:        (ignored; the lines below it count,
           # Corresponding code candidate:                 likewise)
           # In file {file}:{line}[~{line}][, {col}~{col}]/{code}/
       Return(%{N})                                       (not a node)
     }                                                    closes the body
+
+The first full-name line of a node, in any of the three forms, names it. A plain ``: (...)`` line
+is a name only when what the parentheses hold is one word without ``<>()[]{},`` (an abstract line
+always has a ``<`` or a ``->``): ``: (<Tensor[Float32]...>)`` and ``: ()`` are not names.
 
 Edge-case policy: unknown line shapes are skipped; a node line whose argument list does not
 close on its line takes up to 64 continuation lines (a multi-line ``Tensor`` value); lines are
@@ -44,6 +50,10 @@ _TRACE_RE = re.compile(r":(\d{1,9})(?:~\d{1,9})?(?:, ?\d{1,9}~\d{1,9})?/")
 _OLD_TRACE_RE = re.compile(r"\((\d{1,9})\)/")
 _SCAN_RE = re.compile(r'[()\[\]{}",\\]')
 _FULLNAME = "# Fullname with scope:"
+_OLD_FULLNAME = "full_name_with_scope:"
+_NAME_RE = re.compile(r"[^\s<>()\[\]{},]+")
+#: The three forms of a full-name line, for messages.
+FULLNAME_FORMS = "'# Fullname with scope: (...)', ': full_name_with_scope: (...)' or ': (...)'"
 _IN_FILE = "# In file "
 
 
@@ -215,6 +225,8 @@ def scan_ir(path: Path) -> IrText:
             continue
         if current is not None and text.startswith("#"):
             _comment_line(current, text)
+        elif current is not None and text.startswith(":"):
+            _name_once(current, _colon_full_name(text))
         elif not text.startswith(":"):
             current = None  # Return(...) or an unknown line: what follows is not a node's
     if pending is not None:
@@ -292,15 +304,55 @@ def _split_args(text: str, start: int) -> list[str]:
 def _comment_line(node: NodeText, text: str) -> None:
     """``# Fullname with scope: (...)`` and ``# In file ...`` lines of a node; others ignored."""
     if text.startswith(_FULLNAME):
-        scope = text[len(_FULLNAME):].strip()
-        if scope.startswith("(") and scope.endswith(")"):
-            scope = scope[1:-1].strip()
-        if scope and node.fullname is None:
-            node.fullname = scope
+        _name_once(node, _comment_full_name(text))
     elif text.startswith(_IN_FILE):
         trace = parse_trace(text[len(_IN_FILE):])
         if trace is not None:
             node.traces.append(trace)
+
+
+def _name_once(node: NodeText, name: str | None) -> None:
+    """Give the node ``name`` unless it has one already (its first full-name line counts)."""
+    if name and node.fullname is None:
+        node.fullname = name
+
+
+def _comment_full_name(text: str) -> str | None:
+    """The name of a ``# Fullname with scope: (...)`` line (today's form: whatever the parentheses
+    hold, or the rest of the line without them); None for an empty one."""
+    scope = text[len(_FULLNAME):].strip()
+    if scope.startswith("(") and scope.endswith(")"):
+        scope = scope[1:-1].strip()
+    return scope or None
+
+
+def _colon_full_name(text: str) -> str | None:
+    """The name of an older full-name line -- ``: full_name_with_scope: ({name})`` (r1.3) or
+    ``: ({name})`` (r1.1 / r1.2) -- else None (an abstract line such as ``: (<Tensor...>) -> (...)``).
+    ``{name}`` must be one word without ``<>()[]{},``."""
+    rest = text[1:].strip() if text.startswith(":") else ""
+    if rest.startswith(_OLD_FULLNAME):
+        rest = rest[len(_OLD_FULLNAME):].strip()
+    if len(rest) < 3 or rest[0] != "(" or rest[-1] != ")":
+        return None
+    name = rest[1:-1].strip()
+    return name if _NAME_RE.fullmatch(name) else None
+
+
+def _full_name_of_line(text: str) -> str | None:
+    """The kernel name a (stripped) line gives in any of the three forms, else None."""
+    if text.startswith(_FULLNAME):
+        return _comment_full_name(text)
+    if text.startswith(":"):
+        return _colon_full_name(text)
+    return None
+
+
+def graph_gives_names(path: Path) -> bool:
+    """Whether the file has a full-name line in any of the three forms (read until the first:
+    cheap on a real graph, whose first kernel names itself within a few lines of the params).
+    OSError propagates."""
+    return any(_full_name_of_line(text.strip()) for _, text in _read_lines(path))
 
 
 def parse_trace(text: str) -> SourceLine | None:
@@ -328,4 +380,5 @@ def user_line(traces: Iterable[SourceLine]) -> SourceLine | None:
     return user if user is not None else last
 
 
-__all__ = ["PARAM_REF_RE", "IrText", "NodeText", "Param", "Subgraph", "parse_trace", "scan_ir", "user_line"]
+__all__ = ["FULLNAME_FORMS", "PARAM_REF_RE", "IrText", "NodeText", "Param", "Subgraph", "graph_gives_names",
+           "parse_trace", "scan_ir", "user_line"]

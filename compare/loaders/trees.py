@@ -53,7 +53,7 @@ from .ascend import clean_op_name
 from .listing import cached_listing
 from .mindspore import constants_folder, scan_npy, scan_sync
 from .ms_order import apply_order, order_files, read_execution_order, read_global_order
-from .ms_ir import recorded_ir_graph
+from .ms_ir import names_note, recorded_ir_graph
 from .reader import MAX_SNIFF, OpenRequest, RecordedGraph, TreeReader
 from .selection import (
     Candidate,
@@ -409,6 +409,10 @@ def scan_candidate(candidate: Candidate, *, root: Path, version: int | None = No
             if iteration is not None and run.ran_iterations and int(iteration) not in run.ran_iterations:  # type: ignore[arg-type]
                 run.notes.append(f"{global_.name} does not list iteration {iteration} (the graph ran in "
                                  f"{', '.join(str(i) for i in run.ran_iterations[:20])})")
+        graph = coords.get("graph")
+        unnamed = names_note(c.path, graph if isinstance(graph, int) else None)
+        if unnamed is not None:
+            run.notes.append(unnamed)
     return run
 
 

@@ -10,11 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine import die_with_parent
-from ..errors import CompareError
+from ..errors import CompareError, PairingError
 from ..heap import paused_gc
 from ..loaders import load_run
-from ..loaders.parts import aligned_candidates, model_folders, part_op_names
-from ..loaders.selection import Selection, values_of
+from ..loaders.parts import (
+    aligned_candidates,
+    claim_parts,
+    model_folders,
+    part_op_names,
+    select_parts,
+)
+from ..loaders.selection import Selection, listing_text, values_of
 from ..pairing.entry import Paired, pair
 from ..pairing.fusion_rule import load_fusion_rule
 from ..pairing.names import match_names
@@ -135,6 +141,9 @@ def _load_and_pair_now(left: PathLike, right: PathLike, fusion_rule: RuleArg | B
                        dump_version: int | None, *, quant_rule: RuleArg | None, close_fusion_rule: RuleArg | None,
                        mapping: PathLike | list | None, keep_raw_names: bool = False):
     choice = choose_models(left, right, select, dump_version, keep_raw_names=keep_raw_names)
+    iterations = side_iterations(left, right, choice) if select["iteration"] is None else None
+    if iterations is not None and iterations.agreed is not None:
+        choice.left["iteration"] = choice.right["iteration"] = iterations.agreed
     left_run = load_run(left, version=dump_version, keep_raw_names=keep_raw_names, **choice.left)
     left_run.notes.extend(choice.left_notes)
     right_select, aligned = _align_right(right, choice.right, left_run)
@@ -147,9 +156,95 @@ def _load_and_pair_now(left: PathLike, right: PathLike, fusion_rule: RuleArg | B
     right_run.notes.extend(choice.right_notes)
     if aligned:
         right_run.notes.append(f"{aligned} chosen to match the left side")
-    scenario, rule, pairing = pair_loaded(left_run, right_run, fusion_rule, quant_rule=quant_rule,
-                                          close_fusion_rule=close_fusion_rule, mapping=mapping)
+    if iterations is not None:
+        note = iterations.note(left_run, right_run)
+        if note:
+            left_run.notes.append(note)
+    try:
+        scenario, rule, pairing = pair_loaded(left_run, right_run, fusion_rule, quant_rule=quant_rule,
+                                              close_fusion_rule=close_fusion_rule, mapping=mapping)
+    except PairingError as exc:
+        if iterations is None or iterations.shared or iterations.agreed is not None:
+            raise
+        raise PairingError(f"{exc}; {iterations.none_shared(left_run, right_run, 'was')} -- --iteration N applies "
+                           "to both sides, so to compare other iterations give each side's iteration folder as "
+                           "-l / -r") from None
     return left_run, right_run, scenario, rule, pairing
+
+
+@dataclass(frozen=True)
+class SideIterations:
+    """The iterations each side could be compared at when ``--iteration`` is not given: those of
+    the rank, graph and model folder its default selection picks (:func:`side_iterations`).
+
+    Policy (``--iteration`` not given, both sides with iterations): when the newest iterations
+    differ, the newest one both sides have is compared on both (:attr:`agreed`, a note says so and
+    what else each side has) -- the default "newest on each side" would compare different steps
+    of the run, whose operators may not even be the same (a MindSpore GPU dump writes some
+    kernels only in some iterations: ``../shared/real/mindspore`` has iterations 2 and 3 on the
+    left, 2 on the right, and iteration 3 shares no operator with 2). When they share none, each
+    side's newest is compared as before, with a note; a pairing that then finds no common
+    operator says so in its error (:meth:`none_shared`). Equal newest iterations: nothing changes.
+    """
+
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+
+    @property
+    def shared(self) -> tuple[int, ...]:
+        """The iterations both sides have, in order."""
+        return tuple(sorted(set(self.left) & set(self.right)))
+
+    @property
+    def agreed(self) -> int | None:
+        """The iteration to compare on both sides: the newest shared one when the sides' newest
+        iterations differ; None otherwise (each side's own default applies)."""
+        if not self.left or not self.right or self.left[-1] == self.right[-1] or not self.shared:
+            return None
+        return self.shared[-1]
+
+    def _listing(self) -> str:
+        return f"left has {listing_text(self.left)}; right has {listing_text(self.right)}"
+
+    def note(self, left_run: Run, right_run: Run) -> str | None:
+        """The note on the choice (None when the sides' newest iterations are the same)."""
+        if self.agreed is not None:
+            return (f"iteration {self.agreed} chosen: the newest iteration both sides have ({self._listing()}); "
+                    "choose another with --iteration")
+        if self.left and self.right and not self.shared:
+            return self.none_shared(left_run, right_run, "is")
+        return None
+
+    def none_shared(self, left_run: Run, right_run: Run, verb: str) -> str:
+        """What was compared when the sides share no iteration (``verb``: ``is`` / ``was``)."""
+        return (f"the two sides share no iteration ({self._listing()}): left iteration "
+                f"{left_run.coords.get('iteration')} {verb} compared with right iteration "
+                f"{right_run.coords.get('iteration')}")
+
+
+def side_iterations(left: PathLike, right: PathLike, choice: ModelChoice) -> SideIterations | None:
+    """Each side's iterations under its selection (:class:`SideIterations`); None when a side's
+    model folder is still to be chosen (``right_open``: chosen once the left side is read)."""
+    if choice.right_open:
+        return None
+    return SideIterations(_iterations_of(left, choice.left), _iterations_of(right, choice.right))
+
+
+def _iterations_of(path: PathLike, select: dict) -> tuple[int, ...]:
+    """The iterations of the part the selection picks at ``path`` (its rank, graph and model
+    folder as the default selection chooses them), in order; empty when the path is no tree with
+    iterations (a golden folder, one dump folder), when the selection picks several ranks or
+    graphs, or when it picks nothing (the side's own load then says why)."""
+    try:
+        candidates = claim_parts(path, selection_of(select))
+        if candidates is None:
+            return ()
+        parts = select_parts(candidates, selection_of({**select, "iteration": "all"}), where=str(path), notes=[])
+    except CompareError:
+        return ()
+    if len({(c.get("rank"), c.get("graph")) for c in parts}) > 1:
+        return ()
+    return tuple(sorted({value for value in values_of(parts, "iteration") if isinstance(value, int)}))
 
 
 @dataclass
