@@ -148,10 +148,14 @@ def _cosine(f: Finish) -> float | None:
     if math.sqrt(ny) <= EPS64:
         f.notes.add(Note.RIGHT_ALL_ZERO)
         return None
+    if f.pair.maxabs == 0.0 and f.left_finite and f.right_finite:
+        # every element equal (max |x - y| is 0, no NaN or inf): exactly 1.0. The sums below come
+        # from three passes that add in different orders (the paired pass, each side's pass), so
+        # sum(x*y) and sum(x*x) of equal data may differ in their last bits (1 - 1e-16)
+        return 1.0
     sxy = f.pair.sxy
     product = sxx * syy
-    # one rounding: identical sides give exactly 1.0 (sqrt of an exact square is exact); the
-    # two-division form is for products that overflow or underflow
+    # one rounding; the two-division form is for products that overflow or underflow
     c = sxy / math.sqrt(product) if 1e-300 < product < math.inf else sxy / nx / ny
     return min(c, 1.0)  # Python min: a NaN c stays NaN
 
@@ -262,7 +266,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
         "Scalar-like shape (sum(shape) == len(shape)): 1.0 + Note.SCALAR. "
         "|x| <= eps and |y| < eps (incl. empty): 1.0 + Note.BOTH_ZERO (reference prints '1.0'). "
         "Else sqrt(|x|) <= eps: None + Note.LEFT_ALL_ZERO; sqrt(|y|) <= eps: None + "
-        "Note.RIGHT_ALL_ZERO. NaN/inf data: nan.",
+        "Note.RIGHT_ALL_ZERO. Else every element equal (max |x - y| == 0, all finite): exactly 1.0. "
+        "NaN/inf data: nan.",
         _cosine, on_bool=True,
     ),
     Metric(
