@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from convert.cli import app
@@ -43,9 +44,9 @@ def _dump(folder: Path, name: str = MANUAL_NAME, seed: int = 0) -> tuple[Path, n
     return path, x, y
 
 
-def _invoke(*args: object):
-    result = CliRunner().invoke(app, ["convert", *(str(a) for a in args)])
-    return result
+def _invoke(*args: object) -> Result:
+    """``vconvert convert ARGS`` through typer's runner."""
+    return CliRunner().invoke(app, ["convert", *(str(a) for a in args)])
 
 
 def _names(folder: Path) -> list[str]:
@@ -113,4 +114,5 @@ def test_the_manuals_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert result.exit_code == 0, result.output
     assert "1 file(s) read, 2 file(s) written" in result.output
     assert _names(tmp_path / "output") == [f"{MANUAL_NAME}.input.0.2x3x4x5.npy", f"{MANUAL_NAME}.output.0.2x3x4x5.npy"]
+    np.testing.assert_array_equal(np.load(tmp_path / "output" / f"{MANUAL_NAME}.input.0.2x3x4x5.npy"), x)
     np.testing.assert_array_equal(np.load(tmp_path / "output" / f"{MANUAL_NAME}.output.0.2x3x4x5.npy"), y)
