@@ -41,11 +41,12 @@ or ``DT_<code>`` for an unknown integer.
 
 DT_HIFLOAT4_SCALE (42; ``hifloat4_scale`` in the dump parser of hicann/oam-tools, which names it
 and saves its bytes undecoded) is named but not decoded, and :func:`numpy_dtype` says why
-(:data:`HIFLOAT4_SCALE`, an :class:`UndecodedCode`): its 4-byte elements are HiFloat4 block-scale words, not numbers. The one
-public definition of such a word (the PTO ISA's ``hif4-scale.asl``, PTO-ISA/pto-spec) packs an
-E6M2 base scale (bits 7-0) and 8 + 16 one-bit exponent increments (bits 15-8, 31-16) that give
-64 HiFloat4 lanes their scales; no public source ties dump type 42 to that word, nor says which
-elements of which tensor a dumped word scales, so a value per element cannot be made honestly.
+(:data:`HIFLOAT4_SCALE`, an :class:`UndecodedCode`): its 4-byte elements are HiFloat4
+block-scale words, not numbers. The one public definition of such a word (the PTO ISA's
+``hif4-scale.asl``, PTO-ISA/pto-spec) packs an E6M2 base scale (bits 7-0) and 8 + 16 one-bit
+exponent increments (bits 15-8, 31-16) that give 64 HiFloat4 lanes their scales; no public source
+ties dump type 42 to that word, nor says which elements of which tensor a dumped word scales, so
+a value per element cannot be made honestly (docs/dtypes.md).
 
 All multi-byte values are little-endian (the byte order of every Ascend host).
 """

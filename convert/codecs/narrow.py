@@ -16,10 +16,10 @@ whose bit ``b`` is bit ``b % 8`` of byte ``b // 8``. So for 4 bits element ``2k`
 byte 0 then bits 0-3 of byte 1). A tensor of ``n`` elements occupies ``ceil(n*bits/8)`` bytes; the
 unused high bits of the last byte are ignored on reading and written as 0.
 
-* The 4-bit nibble order is confirmed by public Ascend source: op-plugin's
-  ``ConvertWeightToINT4Pack`` (torch_npu ``npu_convert_weight_to_int4pack``) places eight int4 or
-  float4_e2m1 values at bits 0, 4, ..., 28 of a little-endian int32, i.e. element 0 in the low
-  nibble of byte 0.
+* The 4-bit nibble order is confirmed by public Ascend source: ``aclnnConvertWeightToINT4Pack``
+  (hicann/ops-nn ``matmul/convert_weight_to_int4_pack/op_host/op_api/aclnn_convert_weight_to_int4_pack.cpp``,
+  behind torch_npu's ``npu_convert_weight_to_int4pack``) packs two int4 or float4_e2m1 values a
+  byte, the first in bits 0-3: element 0 in the low nibble of byte 0.
 * The 2-bit and 6-bit orders are an assumption (the same little-end-first rule); no public
   source states them.
 
@@ -71,12 +71,13 @@ table built here from the device's definition (every value is exact in float32):
 * **HiFloat4**: CANN's ``op::HiFloat4`` (opbase ``include/nnopbase/opdev/hifloat4.h``) defines it as
   1 sign, 1 exponent, 2 mantissa bits, bias 1, no NaN or Inf, denormal ``M/4`` at ``E = 0`` -- the
   same 16 values as float4_e1m2, and decoded with the same table. (No other public definition of
-  the element values was found; block scales, if any, are separate tensors.)
+  the element values was found; its block scales are dump type 42, not decoded: see
+  :mod:`convert.codecs.dtypes`.) Confirmed against ``src/nnopbase/common/utils/hifloat4.cpp``.
 
 Why hand-written: numpy packs single bits only (``packbits``) and ml_dtypes stores one sub-byte
 element per byte, has no HiFloat8 / e1m2 type and reads e8m0's 0x00 otherwise than the device, so
-unpacking nibble, crumb and 6-bit streams and the three value tables are written here (the 6-bit path uses numpy's little-order
-``unpackbits`` / ``packbits``).
+unpacking nibble, crumb and 6-bit streams and the three value tables are written here (the 6-bit
+path uses numpy's little-order ``unpackbits`` / ``packbits``).
 """
 
 from __future__ import annotations
