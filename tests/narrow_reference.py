@@ -89,8 +89,8 @@ def value(name: str, code: int) -> float:
         return float(code)
     if name == "hifloat8":
         return HIFLOAT8[code]
-    if name == "float8_e8m0":
-        return NAN if code == 0xFF else 2.0 ** (code - 127)
+    if name == "float8_e8m0":  # the device (CANN opbase float8_e8m0.cpp): 0x00 is zero, not 2**-127
+        return 0.0 if code == 0 else NAN if code == 0xFF else 2.0 ** (code - 127)
     params = {
         "float8_e5m2": (5, 2, 15, "ieee"), "float8_e4m3fn": (4, 3, 7, "fn"), "float6_e3m2": (3, 2, 3, ""),
         "float6_e2m3": (2, 3, 1, ""), "float4_e2m1": (2, 1, 1, ""), "float4_e1m2": (1, 2, 1, ""),

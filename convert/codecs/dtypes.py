@@ -24,19 +24,29 @@ DT_COMPLEX32          32     complex64 (from 2 x fp16)     ``complex32``
 DT_HIFLOAT8           33     float32 (a 256-entry table)   ``hifloat8``
 DT_FLOAT8_E5M2        34     ``ml_dtypes.float8_e5m2``     ``float8_e5m2``
 DT_FLOAT8_E4M3FN      35     ``ml_dtypes.float8_e4m3fn``   ``float8_e4m3fn``
-DT_FLOAT8_E8M0        36     ``ml_dtypes.float8_e8m0fnu``  ``float8_e8m0``
+DT_FLOAT8_E8M0        36     float32 (the device's table)  ``float8_e8m0`` (0x00 is 0.0)
 DT_FLOAT6_E3M2/E2M3   37/38  ``ml_dtypes.float6_*fn``      ``float6_e3m2`` / ``float6_e2m3`` (6 bits)
 DT_FLOAT4_E2M1        39     ``ml_dtypes.float4_e2m1fn``   ``float4_e2m1`` (4 bits)
 DT_FLOAT4_E1M2        40     float32 (a 16-entry table)    ``float4_e1m2`` (4 bits)
 DT_HIFLOAT4           41     float32 (a 16-entry table)    ``hifloat4`` (4 bits)
+DT_HIFLOAT4_SCALE     42     not decoded (see below)       ``hifloat4_scale``
 ====================  =====  ============================  ========================================
 
 The 8/6/4/2-bit types are :mod:`convert.codecs.narrow` (bit packing, packed or one-a-byte storage told by
-the byte count, the HiFloat8 / e1m2 tables); COMPLEX32 is a little-endian float16 pair (real,
+the byte count, the HiFloat8 / e1m2 / e8m0 tables); COMPLEX32 is a little-endian float16 pair (real,
 imaginary), widened exactly to complex64. Every other code (``DT_STRING``, ``DT_QINT8``,
 ``DT_DUAL``, ``DT_VARIANT``, codes not in the table ...) cannot be decoded: :func:`numpy_dtype`
 raises :class:`UnsupportedDataType` and :func:`dtype_name` returns the enum name (``DT_STRING``)
 or ``DT_<code>`` for an unknown integer.
+
+DT_HIFLOAT4_SCALE (42; ``hifloat4_scale`` in the dump parser of hicann/oam-tools, which names it
+and saves its bytes undecoded) is named but not decoded, and :func:`numpy_dtype` says why
+(:data:`HIFLOAT4_SCALE`, an :class:`UndecodedCode`): its 4-byte elements are HiFloat4
+block-scale words, not numbers. The one public definition of such a word (the PTO ISA's
+``hif4-scale.asl``, PTO-ISA/pto-spec) packs an E6M2 base scale (bits 7-0) and 8 + 16 one-bit
+exponent increments (bits 15-8, 31-16) that give 64 HiFloat4 lanes their scales; no public source
+ties dump type 42 to that word, nor says which elements of which tensor a dumped word scales, so
+a value per element cannot be made honestly (docs/dtypes.md).
 
 All multi-byte values are little-endian (the byte order of every Ascend host).
 """
@@ -45,12 +55,13 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Union
 
 import numpy as np
 
-from .narrow import NarrowType, Values, decode_codes, decoded_dtype, layout, packed_nbytes
+from .narrow import NarrowType, Values, decode_codes, decoded_dtype, layout, packed_nbytes, same_bits_dtype
 from .narrow import stored_nbytes as _narrow_nbytes
 
 Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
@@ -107,6 +118,32 @@ class DataType(IntEnum):
     DT_FLOAT4_E2M1 = 39
     DT_FLOAT4_E1M2 = 40
     DT_HIFLOAT4 = 41
+
+
+@dataclass(frozen=True)
+class UndecodedCode:
+    """A data-type code newer dump writers use that vcompare names but does not decode on purpose.
+
+    Kept out of :class:`DataType`, whose every member has a graph twin in
+    :mod:`convert.codecs.nano` (no public graph code is known for these). ``label`` is the
+    proto-style name for messages, ``name`` the DataType column, ``reason`` why it is not decoded.
+    """
+
+    code: int
+    label: str
+    name: str
+    reason: str
+
+
+#: DT_HIFLOAT4_SCALE (see the module docstring).
+HIFLOAT4_SCALE = UndecodedCode(
+    42, "DT_HIFLOAT4_SCALE", "hifloat4_scale",
+    "cannot decode: dump type 42 (hifloat4_scale) is a HiFloat4 block-scale word (4 bytes: an E6M2 "
+    "base scale and exponent-increment bits shared by 64 HiFloat4 lanes), not one number an element; "
+    "the dump does not say which elements of which tensor a word scales")
+
+#: The named, not decoded codes, by code.
+_NOT_DECODED: dict[int, UndecodedCode] = {HIFLOAT4_SCALE.code: HIFLOAT4_SCALE}
 
 
 class Format(IntEnum):
@@ -226,7 +263,7 @@ _NARROW: dict[int, NarrowType] = {
     DataType.DT_HIFLOAT8: NarrowType("hifloat8", 8, Values.HIFLOAT8),
     DataType.DT_FLOAT8_E5M2: NarrowType("float8_e5m2", 8, Values.ML_DTYPES, "float8_e5m2"),
     DataType.DT_FLOAT8_E4M3FN: NarrowType("float8_e4m3fn", 8, Values.ML_DTYPES, "float8_e4m3fn"),
-    DataType.DT_FLOAT8_E8M0: NarrowType("float8_e8m0", 8, Values.ML_DTYPES, "float8_e8m0fnu"),
+    DataType.DT_FLOAT8_E8M0: NarrowType("float8_e8m0", 8, Values.E8M0, "float8_e8m0fnu"),
     DataType.DT_FLOAT6_E3M2: NarrowType("float6_e3m2", 6, Values.ML_DTYPES, "float6_e3m2fn"),
     DataType.DT_FLOAT6_E2M3: NarrowType("float6_e2m3", 6, Values.ML_DTYPES, "float6_e2m3fn"),
     DataType.DT_FLOAT4_E2M1: NarrowType("float4_e2m1", 4, Values.ML_DTYPES, "float4_e2m1fn"),
@@ -241,6 +278,7 @@ _DECODABLE = frozenset(_STORAGE) | frozenset(_NARROW) | {int(DataType.DT_BF16), 
 
 #: numpy-style names where they differ from ``str(storage dtype)``.
 _SPECIAL_NAMES = {DataType.DT_BF16: "bfloat16", DataType.DT_UINT1: "uint1", DataType.DT_COMPLEX32: "complex32",
+                  **{code: undecoded.name for code, undecoded in _NOT_DECODED.items()},
                   **{code: narrow.name for code, narrow in _NARROW.items()}}
 
 #: Code written for each numpy dtype (by ``dtype.str`` without byte order, plus bfloat16).
@@ -277,7 +315,11 @@ class DataSizeError(ValueError):
 
 
 def data_type_label(code: int) -> str:
-    """``DT_FLOAT16 (2)`` style label for messages; ``DT_<code>`` for unknown codes."""
+    """``DT_FLOAT16 (2)`` style label for messages (``DT_HIFLOAT4_SCALE (42)`` for the named, not
+    decoded codes); ``DT_<code>`` for unknown codes."""
+    undecoded = _NOT_DECODED.get(int(code))
+    if undecoded is not None:
+        return f"{undecoded.label} ({undecoded.code})"
     try:
         return f"{DataType(code).name} ({int(code)})"
     except ValueError:
@@ -317,10 +359,11 @@ def _dtype_name(code: int) -> str:
 def numpy_dtype(code: int) -> np.dtype:
     """dtype of a decoded tensor of a data-type code: the storage dtype of the plain types, bf16 ->
     ``ml_dtypes.bfloat16``, uint1 -> uint8, the narrow types -> their ml_dtypes type (int4 ->
-    ``ml_dtypes.int4``, float8_e8m0 -> ``ml_dtypes.float8_e8m0fnu`` ...) or float32 (HiFloat8,
-    float4_e1m2, HiFloat4), complex32 -> complex64.
+    ``ml_dtypes.int4``, float8_e5m2 -> ``ml_dtypes.float8_e5m2`` ...) or float32 (HiFloat8,
+    float8_e8m0, float4_e1m2, HiFloat4), complex32 -> complex64.
 
-    Raises :class:`UnsupportedDataType` for codes that cannot be decoded.
+    Raises :class:`UnsupportedDataType` for codes that cannot be decoded; for a named code that is
+    not decoded on purpose (DT_HIFLOAT4_SCALE) the message says why.
     """
     code = int(code)
     try:
@@ -334,6 +377,8 @@ def numpy_dtype(code: int) -> np.dtype:
         return decoded_dtype(narrow)
     if code == DataType.DT_COMPLEX32:
         return np.dtype(np.complex64)
+    if code in _NOT_DECODED:
+        raise UnsupportedDataType(f"data type {data_type_label(code)}: {_NOT_DECODED[code].reason}")
     raise UnsupportedDataType(
         f"data type {data_type_label(code)} cannot be decoded (supported: "
         + ", ".join(sorted({dtype_name(c) for c in _DECODABLE}))
@@ -343,8 +388,9 @@ def numpy_dtype(code: int) -> np.dtype:
 
 @functools.cache
 def _narrow_codes_by_dtype() -> dict[np.dtype, int]:
-    """The code written for each ml_dtypes type of :data:`_NARROW` (float8_e4m3fn -> 35 ...)."""
-    return {decoded_dtype(n): int(code) for code, n in _NARROW.items() if n.values is Values.ML_DTYPES}
+    """The code written for each ml_dtypes type of :data:`_NARROW` (float8_e4m3fn -> 35,
+    float8_e8m0fnu -> 36 ...): the types with the same bit patterns as a code's."""
+    return {dtype: int(code) for code, n in _NARROW.items() if (dtype := same_bits_dtype(n)) is not None}
 
 
 def narrow_type(code: int) -> NarrowType | None:
@@ -444,8 +490,8 @@ def decode(buf: Buffer, code: int, shape: tuple[int, ...]) -> np.ndarray:
       array of 0/1 values.
     * The narrow types (:mod:`convert.codecs.narrow`): packed little end first, or one element a byte when
       the buffer holds exactly ``count`` bytes (and that is not the packed size); decoded to their
-      ml_dtypes type (a view for the 1-byte fp8 types) or, for HiFloat8 / float4_e1m2 / HiFloat4,
-      to float32 through the format's value table.
+      ml_dtypes type (a view for the 1-byte fp8 types) or, for HiFloat8 / float8_e8m0 / float4_e1m2
+      / HiFloat4, to float32 through the format's value table.
     * COMPLEX32: (real, imaginary) float16 pairs widened exactly to complex64 (a copy).
     * The result is a zero-copy (read-only when ``buf`` is) view wherever the dtype allows.
 

@@ -16,10 +16,10 @@ whose bit ``b`` is bit ``b % 8`` of byte ``b // 8``. So for 4 bits element ``2k`
 byte 0 then bits 0-3 of byte 1). A tensor of ``n`` elements occupies ``ceil(n*bits/8)`` bytes; the
 unused high bits of the last byte are ignored on reading and written as 0.
 
-* The 4-bit nibble order is confirmed by public Ascend source: op-plugin's
-  ``ConvertWeightToINT4Pack`` (torch_npu ``npu_convert_weight_to_int4pack``) places eight int4 or
-  float4_e2m1 values at bits 0, 4, ..., 28 of a little-endian int32, i.e. element 0 in the low
-  nibble of byte 0.
+* The 4-bit nibble order is confirmed by public Ascend source: ``aclnnConvertWeightToINT4Pack``
+  (hicann/ops-nn ``matmul/convert_weight_to_int4_pack/op_host/op_api/aclnn_convert_weight_to_int4_pack.cpp``,
+  behind torch_npu's ``npu_convert_weight_to_int4pack``) packs two int4 or float4_e2m1 values a
+  byte, the first in bits 0-3: element 0 in the low nibble of byte 0.
 * The 2-bit and 6-bit orders are an assumption (the same little-end-first rule); no public
   source states them.
 
@@ -32,8 +32,16 @@ width; 2 or 3 elements of 6 bits) the bytes are read as packed.
 
 Values. Codes of the types ml_dtypes has are decoded by viewing the code bytes as that type
 (ml_dtypes keeps a sub-byte value in the low bits of one byte): float8_e5m2, float8_e4m3fn,
-float8_e8m0fnu, float6_e3m2fn, float6_e2m3fn, float4_e2m1fn, int4, int2, uint2. The others go
-through a float32 table built here from the format's definition (every value is exact in float32):
+float6_e3m2fn, float6_e2m3fn, float4_e2m1fn, int4, int2, uint2. The others go through a float32
+table built here from the device's definition (every value is exact in float32):
+
+* **float8_e8m0** (the MX block scale): CANN's ``op::Float8E8M0`` (hicann/opbase
+  ``src/nnopbase/common/utils/float8_e8m0.cpp``) decodes code ``0x00`` as **0.0**, ``0xFF`` as NaN
+  and every other code ``c`` as ``2**(c - 127)`` (the float32 whose exponent field is ``c``:
+  ``0x01`` is ``2**-126``, ``0xFE`` ``2**127``). ml_dtypes' ``float8_e8m0fnu`` (the OCP MX reading)
+  has no zero and gives ``2**-127`` for ``0x00``; the device's reading is the one its tensors
+  mean, so the table follows the device. Arrays of ``float8_e8m0fnu`` are still written as their
+  bytes (the two agree on every code but 0x00's value).
 
 * **HiFloat8** (Huawei's HiF8, arXiv:2409.16626). Bit 7 is the sign ``S``; bits 6-0 (the body)
   hold, from the top, a prefix-coded *dot* field giving the exponent width ``D``, the exponent,
@@ -54,18 +62,22 @@ through a float32 table built here from the format's definition (every value is 
   sign, the other ``D-1`` bits follow a hidden 1, so ``|e|`` is ``2**(D-1) .. 2**D - 1`` (D = 0
   gives e = 0). Value ``(-1)**S * 2**e * (1 + M / 2**m)``. Denormals (dot ``0000``, mantissa
   ``M`` = 1..7): ``(-1)**S * 2**(M - 23)``. ``0x00`` is zero, ``0x80`` NaN (there is no -0),
-  ``0x6F`` / ``0xEF`` (D = 4, e = +15, M = 1) are +Inf / -Inf. Range 2**-22 .. 2**15 * 1.5.
+  ``0x6F`` / ``0xEF`` (D = 4, e = +15, M = 1) are +Inf / -Inf, so the largest finite magnitude is
+  ``0x6E`` = 2**15 (D = 4, e = +15, M = 0). Finite range 2**-22 .. 2**15. The same table as CANN's
+  ``op::HiFloat8`` (hicann/opbase ``include/nnopbase/opdev/hifloat8.h``: NaN ``0x80``, Inf
+  ``0x6F``, exponents -22 .. 15) and as the PTO ISA's ``hif8.asl`` (PTO-ISA/pto-spec).
 * **float4_e1m2**: ``S E MM``, exponent bias 1, no Inf or NaN: ``E = 0`` gives ``(-1)**S * M/4``
   (so ``0x8`` is -0), ``E = 1`` gives ``(-1)**S * (1 + M/4)``; magnitudes 0 .. 1.75.
 * **HiFloat4**: CANN's ``op::HiFloat4`` (opbase ``include/nnopbase/opdev/hifloat4.h``) defines it as
   1 sign, 1 exponent, 2 mantissa bits, bias 1, no NaN or Inf, denormal ``M/4`` at ``E = 0`` -- the
   same 16 values as float4_e1m2, and decoded with the same table. (No other public definition of
-  the element values was found; block scales, if any, are separate tensors.)
+  the element values was found; its block scales are dump type 42, not decoded: see
+  :mod:`convert.codecs.dtypes`.) Confirmed against ``src/nnopbase/common/utils/hifloat4.cpp``.
 
 Why hand-written: numpy packs single bits only (``packbits``) and ml_dtypes stores one sub-byte
-element per byte and has no HiFloat8 / e1m2 type, so unpacking nibble, crumb and 6-bit streams and
-the two value tables are written here (the 6-bit path uses numpy's little-order
-``unpackbits`` / ``packbits``).
+element per byte, has no HiFloat8 / e1m2 type and reads e8m0's 0x00 otherwise than the device, so
+unpacking nibble, crumb and 6-bit streams and the three value tables are written here (the 6-bit
+path uses numpy's little-order ``unpackbits`` / ``packbits``).
 """
 
 from __future__ import annotations
@@ -83,6 +95,7 @@ class Values(Enum):
     ML_DTYPES = "ml_dtypes"  #: viewed as the ml_dtypes type of :attr:`NarrowType.ml_name`
     HIFLOAT8 = "hifloat8"  #: the HiFloat8 table (float32)
     E1M2 = "e1m2"  #: the S1 E1 M2 bias-1 table (float32): float4_e1m2 and HiFloat4
+    E8M0 = "e8m0"  #: the device's e8m0 table (float32): 0x00 is 0.0, 0xFF NaN, else 2**(c - 127)
 
 
 class Layout(Enum):
@@ -96,8 +109,8 @@ class Layout(Enum):
 class NarrowType:
     """A data type of 8 or fewer bits an element: its report name, width and value decoder.
 
-    ``ml_name`` is the ml_dtypes attribute decoding the codes when ``values`` is ML_DTYPES (empty
-    otherwise).
+    ``ml_name`` is the ml_dtypes type with the same bit patterns (empty when ml_dtypes has none):
+    an array of it is written as its codes, and when ``values`` is ML_DTYPES it decodes the codes.
     """
 
     name: str
@@ -179,6 +192,15 @@ def _ml_dtype(name: str) -> np.dtype:
     return np.dtype(getattr(ml_dtypes, name))
 
 
+def e8m0_value(code: int) -> float:
+    """The device's value of one e8m0 code: 0.0 for ``0x00``, NaN for ``0xFF``, else ``2**(code - 127)``."""
+    if code == 0x00:
+        return 0.0
+    if code == 0xFF:
+        return float("nan")
+    return 2.0 ** (code - 127)
+
+
 def hifloat8_value(code: int) -> float:
     """The value of one HiFloat8 byte, from the definition in the module docstring."""
     negative = bool(code & 0x80)
@@ -219,9 +241,11 @@ def e1m2_value(code: int) -> float:
 
 @functools.cache
 def value_table(values: Values) -> np.ndarray:
-    """The float32 value of every code of a table type (256 entries for HiFloat8, 16 for e1m2)."""
+    """The float32 value of every code of a table type (256 entries for HiFloat8 and e8m0, 16 for e1m2)."""
     if values is Values.HIFLOAT8:
         table = [hifloat8_value(c) for c in range(256)]
+    elif values is Values.E8M0:
+        table = [e8m0_value(c) for c in range(256)]
     elif values is Values.E1M2:
         table = [e1m2_value(c) for c in range(16)]
     else:
@@ -236,6 +260,12 @@ def decoded_dtype(narrow: NarrowType) -> np.dtype:
     if narrow.values is Values.ML_DTYPES:
         return _ml_dtype(narrow.ml_name)
     return np.dtype(np.float32)
+
+
+def same_bits_dtype(narrow: NarrowType) -> np.dtype | None:
+    """The ml_dtypes type whose arrays hold ``narrow``'s codes as they are (written byte for byte),
+    or None when ml_dtypes has no such type (HiFloat8, float4_e1m2, HiFloat4)."""
+    return _ml_dtype(narrow.ml_name) if narrow.ml_name else None
 
 
 def decode_codes(raw: np.ndarray, narrow: NarrowType, count: int, storage: Layout) -> np.ndarray:
@@ -254,6 +284,7 @@ def encode_codes(array: np.ndarray, narrow: NarrowType) -> np.ndarray:
     """The codes (uint8, one an element, flat) of ``array`` as type ``narrow``.
 
     * A uint8 array holds the codes (bit patterns) themselves; each must be ``< 2**bits``.
+    * An array of the type's same-bits ml_dtypes type (:func:`same_bits_dtype`) holds its codes too.
     * Otherwise, for an ml_dtypes type: the array converted to it (ml_dtypes rounds to nearest even).
     * Otherwise, for a table type: each value must be one of the type's values (looked up exactly;
       NaN takes the type's NaN code, -0.0 the +0 code where the type has no -0); anything else is a
@@ -266,6 +297,9 @@ def encode_codes(array: np.ndarray, narrow: NarrowType) -> np.ndarray:
             bad = int(flat[np.argmax(flat > narrow.mask)])
             raise ValueError(f"{narrow.name} codes are {narrow.bits}-bit: {bad} does not fit")
         return np.ascontiguousarray(flat)
+    same_bits = same_bits_dtype(narrow)
+    if same_bits is not None and array.dtype == same_bits:
+        return np.bitwise_and(np.ascontiguousarray(flat).view(np.uint8), narrow.mask)
     if narrow.values is Values.ML_DTYPES:
         converted = np.ascontiguousarray(flat.astype(_ml_dtype(narrow.ml_name)))
         return np.bitwise_and(converted.view(np.uint8), narrow.mask)
@@ -298,6 +332,6 @@ def _codes_of_values(values: np.ndarray, narrow: NarrowType) -> np.ndarray:
     return mapped[inverse.reshape(-1)]
 
 
-__all__ = ["Layout", "NarrowType", "Values", "decode_codes", "decoded_dtype", "e1m2_value", "encode_codes",
-           "hifloat8_value", "layout", "pack_codes", "packed_nbytes", "stored_nbytes", "unpack_codes",
-           "value_table"]
+__all__ = ["Layout", "NarrowType", "Values", "decode_codes", "decoded_dtype", "e1m2_value", "e8m0_value",
+           "encode_codes", "hifloat8_value", "layout", "pack_codes", "packed_nbytes", "same_bits_dtype",
+           "stored_nbytes", "unpack_codes", "value_table"]

@@ -70,7 +70,8 @@ EXPECTED_NAMES = {
     39: "float4_e2m1",
     40: "float4_e1m2",
     41: "hifloat4",
-    42: "DT_42",
+    42: "hifloat4_scale",
+    43: "DT_43",
     999: "DT_999",
 }
 

@@ -79,7 +79,8 @@ def test_ml_dtypes_arrays_round_trip(tmp_path: Path, dtype: object, code: int, p
     array = values.astype(dtype)
     assert code_for_numpy(array.dtype) == code
     info, back, _ = _write_and_read(tmp_path, TensorSpec(array, packed=packed))
-    assert info.data_type == code and back.dtype == np.dtype(dtype)
+    decoded = np.float32 if code == 36 else dtype  # e8m0: the device's table, float32 (docs/dtypes.md)
+    assert info.data_type == code and back.dtype == np.dtype(decoded)
     np.testing.assert_array_equal(back.astype(np.float64), array.astype(np.float64))
 
 
@@ -176,7 +177,7 @@ def test_vconvert_dump_and_txt_write_the_values(tmp_path: Path, capsys) -> None:
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("dtype", [ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu])
+@pytest.mark.parametrize("dtype", [ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn])
 def test_large_fp8_tensors_are_memory_mapped(tmp_path: Path, dtype: object) -> None:
     from convert.codecs.fastread import MIN_MAP_BYTES, is_mapped
 
