@@ -188,11 +188,12 @@ class OpDebugRecord:
     @property
     def primary(self) -> OpDebugEntry:
         """The entry whose operator overflowed: the first entry with a non-zero status (old
-        layout: AI Core first, then DHA and L2 Atomic Add); when none has one, AI Core (old) or
-        the first entry (new)."""
+        layout: AI Core, then L2 Atomic Add, then DHA Atomic Add -- the last block in struct
+        order with a non-zero status, as the reference links it); when none has one, AI Core
+        (old) or the first entry (new)."""
         order = list(self.entries)
         if self.layout is OpDebugLayout.OLD:
-            order = order[2:] + order[:2]
+            order.reverse()
         for entry in order:
             if entry.status:
                 return entry

@@ -38,33 +38,52 @@ def _case(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_summary_lines(tmp_path: Path) -> None:
+    """The reference's layout: 49/50 ``=`` around ``[k]``, the recorded op name, the record's
+    time stamp, base names of the copies, numbers in the tensor's own type; no op line and no
+    reason when no dump is linked; an undecodable record keeps its block with the reason."""
     dump, out = _case(tmp_path)
     text = summary_text(analyse_overflow(dump, out, count=3))
-    bar = "=" * 38
-    stem = out / f"Conv2D.conv1.3.1.{TS + 50}"
+    before, after = "=" * 49, "=" * 50
+    stem = f"Conv2D.conv1.3.1.{TS + 50}"
     lines = text.splitlines()
     assert lines[:10] == [
-        f"{bar}[1]{bar}",
+        f"{before}[1]{after}",
         "[Conv2D] conv1",
         " [AI Core][TaskId:3][StreamId:1][Status:4]",
-        f" [timestamp:{TS + 50}]",
-        f" input.0: {stem}.input.0.npy",
-        " -[Format: NCHW] [Shape: (2, 2)] [Dtype: float16] [Max: 4.000000] [Min: 1.000000] [Mean: 2.500000]",
-        f" output.0: {stem}.output.0.npy",
-        " -[Format: ND] [Shape: (3,)] [Dtype: float16] [Max: inf] [Min: -1.000000] [Mean: inf]",
-        f" output.1: {stem}.output.1.npy",
+        f" [timestamp:{TS + 100}]",
+        f" {stem}.input.0.npy",
+        " -[Format: NCHW] [Shape: (2, 2)] [Dtype: float16] [Max: 4.0] [Min: 1.0] [Mean: 2.5]",
+        f" {stem}.output.0.npy",
+        " -[Format: ND] [Shape: (3,)] [Dtype: float16] [Max: inf] [Min: -1.0] [Mean: inf]",
+        f" {stem}.output.1.npy",
         " -[Format: ND] [Shape: (2,)] [Dtype: float32] [Max: nan] [Min: nan] [Mean: nan]",
     ]
-    assert lines[10:15] == [
-        f"{bar}[2]{bar}",
-        "[?] ?",
-        " [AIV][TaskId:8][StreamId:1][Status:2]",
-        f" [timestamp:{TS + 200}]",
-        f" [no linked op dump: no op dump in {dump} has task_id 8 and stream_id 1, context_id 0, thread_id 0]",
-    ]
-    assert lines[15:18] == [f"{bar}[3]{bar}", "[?] ?", f" [Opdebug file: {dump}/Opdebug.Node_OpDebug.9.1.{TS + 300}]"]
-    assert lines[18].startswith(" [not decoded: ") and "(byte 0)" in lines[18]
-    assert len(lines) == 19
+    assert lines[10:13] == [f"{before}[2]{after}", " [AIV][TaskId:8][StreamId:1][Status:2]", f" [timestamp:{TS + 200}]"]
+    assert lines[13:15] == [f"{before}[3]{after}", f" [timestamp:{TS + 300}]"]
+    assert lines[15].startswith(" [not decoded: ") and "(byte 0)" in lines[15]
+    assert len(lines) == 16 and text.endswith("]\n")
+
+
+def test_status_lines_of_every_flagged_block(tmp_path: Path) -> None:
+    """Old layout: one line per block with a non-zero status, DHA, L2, AI Core order, the dump of
+    the last such block linked; none when no block is flagged. New layout: every flagged entry,
+    or the first entry when none is."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    write_dump(dump / f"Add.add1.8.2.{TS + 10}", outputs=[np.array([1, 2], np.int32)], op_name="blk/add1")
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.1.2.{TS + 100}",
+                       [encode_old((0, 2, 8, 0, 0, 0), status=4, dha=(0, 2, 7, 0, 0, 0), dha_status=1,
+                                   l2=(0, 2, 6, 0, 0, 0), l2_status=2),
+                        encode_old((0, 2, 8, 0, 0, 0)),
+                        encode_new([NewEntry(AccType.AIV, {"task_id": 8, "stream_id": 2})])])
+    lines = summary_text(analyse_overflow(dump, tmp_path / "out")).splitlines()
+    bars = [k for k, line in enumerate(lines) if line.startswith("=")]
+    assert lines[1:5] == ["[Add] blk/add1", " [DHA Atomic Add][TaskId:7][StreamId:2][Status:1]",
+                          " [L2 Atomic Add][TaskId:6][StreamId:2][Status:2]",
+                          " [AI Core][TaskId:8][StreamId:2][Status:4]"]
+    assert lines[bars[1] + 1:bars[1] + 3] == ["[Add] blk/add1", f" [timestamp:{TS + 100}]"]
+    assert lines[bars[2] + 1:bars[2] + 3] == ["[Add] blk/add1", " [AIV][TaskId:8][StreamId:2][Status:0]"]
+    assert " -[Format: ND] [Shape: (2,)] [Dtype: int32] [Max: 2] [Min: 1] [Mean: 1.5]" in lines
 
 
 def test_written_files(tmp_path: Path) -> None:
