@@ -11,10 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from compare.records import MetricRow, PairStatus, ValueCounts
 from compare.reports.network import header, render_csv, render_txt
-from compare.reports.overflow import OverflowColumn, add_overflow_to_document, summary_text, write_overflow_summary
+from compare.reports.overflow import (
+    NumpyValue,
+    OverflowColumn,
+    add_overflow_to_document,
+    summary_text,
+    value_text,
+    write_overflow_summary,
+)
 from compare.runs.overflow import analyse_overflow
 from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.codecs.opdebug import AccType, NewEntry, encode_new, encode_old, write_opdebug_file
@@ -155,3 +164,54 @@ def test_column_in_csv_txt_and_json() -> None:
     assert txt[0].split()[8] == "OverFlow" and [line.split()[8] for line in txt[1:]] == ["YES", "NO", "NaN"]
     doc = add_overflow_to_document({"rows": [{"row": i} for i in range(3)], "schema": "x"}, column, rows)
     assert [r["overflow"] for r in doc["rows"]] == ["YES", "NO", "NaN"] and doc["schema"] == "x"
+
+
+#: value_text's rule (its docstring): positional from 1e-4 up to this bound, else scientific.
+POSITIONAL_BELOW = {"float16": 1e3, "float32": 1e6, "float64": 1e16}
+FLOAT_BITS = {"float16": (np.uint16, 16), "float32": (np.uint32, 32), "float64": (np.uint64, 64)}
+
+
+def _rule(x: np.floating) -> str:
+    """The rule stated in value_text's docstring, with numpy's two digit generators."""
+    if np.isnan(x):
+        return "nan"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    size = abs(float(x))
+    if size == 0 or 1e-4 <= size < POSITIONAL_BELOW[x.dtype.name]:
+        return np.format_float_positional(x, unique=True, trim="0")
+    return np.format_float_scientific(x, unique=True, trim="-", exp_digits=2)
+
+
+@given(name=st.sampled_from(sorted(FLOAT_BITS)), data=st.data())
+def test_float_statistics_print_by_the_stated_rule(name: str, data: st.DataObject) -> None:
+    """Any float16 / float32 / float64 value (every bit pattern): the stated rule, the shortest
+    digits that read back to the same value in its own type."""
+    unsigned, bits = FLOAT_BITS[name]
+    x = np.array([data.draw(st.integers(0, 2**bits - 1), label="bits")], unsigned).view(name)[0]
+    text = value_text(NumpyValue(x.item(), name))
+    assert text == _rule(x)
+    if np.isfinite(x):
+        back = np.dtype(name).type(text)
+        assert back == x and np.signbit(back) == np.signbit(x)
+
+
+@given(value=st.integers(-(2**63), 2**63 - 1))
+def test_integer_statistics_print_in_decimal(value: int) -> None:
+    assert value_text(NumpyValue(value, "int64")) == str(value)
+
+
+@pytest.mark.parametrize("value, type_name, text", [
+    (65504.0, "float16", "6.55e+04"), (-65504.0, "float16", "-6.55e+04"), (0.498046875, "float16", "0.498"),
+    (-0.03125, "float16", "-0.03125"), (2048.0, "float16", "2.048e+03"), (8.0, "float16", "8.0"),
+    (2.0, "float32", "2.0"), (1e6, "float32", "1e+06"), (28334.5, "float64", "28334.5"), (100000, "int32", "100000"),
+    (-3, "int32", "-3"), (float("inf"), "float16", "inf"), (float("-inf"), "float32", "-inf"),
+    (float("nan"), "float16", "nan"), (True, "bool", "True"),
+])
+def test_statistics_text_examples(value: float, type_name: str, text: str) -> None:
+    """The reference cases' numbers (and a few at the rule's edges)."""
+    assert value_text(NumpyValue(value, type_name)) == text
+
+
+def test_statistic_not_computed_reads_nan() -> None:
+    assert value_text(None) == "NaN"
