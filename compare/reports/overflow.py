@@ -181,9 +181,8 @@ class OverflowAnalysis:
 # --------------------------------------------------------------------------- summary text / JSON
 
 
-def value_text(value: NumpyValue | None) -> str:
-    """A statistic as the reference prints it: ``str()`` of the numpy scalar (``NaN`` when not
-    computed).
+def value_text(value: NumpyValue) -> str:
+    """A statistic as the reference prints it: ``str()`` of the numpy scalar.
 
     The rule, numpy 2's ``str`` of a scalar: integers in decimal, bool ``True`` / ``False``;
     floats as the shortest digits that read back to the same value *in the scalar's own type*,
@@ -194,8 +193,6 @@ def value_text(value: NumpyValue | None) -> str:
     print as ml_dtypes prints its scalars. A Python ``float`` would print float16 65504 as
     ``65504.0`` and the float16 mean 0.498 as ``0.498046875``: the type matters.
     """
-    if value is None:
-        return NOT_APPLICABLE
     return str(np.dtype(value.type_name).type(value.value))
 
 
@@ -215,14 +212,17 @@ def status_entries(record: OpDebugRecord) -> tuple[OpDebugEntry, ...]:
     return record.entries[:1]
 
 
+def _statistics_text(shown: ShownStatistics | None) -> str:
+    if shown is None:  # not computed: an empty tensor, a tensor that could not be read
+        return f"[Max: {NOT_APPLICABLE}] [Min: {NOT_APPLICABLE}] [Mean: {NOT_APPLICABLE}]"
+    return f"[Max: {value_text(shown.maximum)}] [Min: {value_text(shown.minimum)}] [Mean: {value_text(shown.mean)}]"
+
+
 def _tensor_lines(linked: LinkedDump, tensor: TensorSummary) -> list[str]:
     name = tensor.npy.name if tensor.npy is not None else f"{linked.real_name}.{tensor.kind}.{tensor.index}.npy"
-    shown = tensor.shown
-    maximum, minimum, mean = (value_text(None),) * 3 if shown is None else (
-        value_text(shown.maximum), value_text(shown.minimum), value_text(shown.mean))
     lines = [f" {name}",
              f" -[Format: {tensor.format}] [Shape: {shape_text(tensor.shape)}] [Dtype: {tensor.dtype}] "
-             f"[Max: {maximum}] [Min: {minimum}] [Mean: {mean}]"]
+             + _statistics_text(tensor.shown)]
     if tensor.problem is not None:
         lines.append(f"  ({tensor.problem})")
     return lines

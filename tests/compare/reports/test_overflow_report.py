@@ -20,6 +20,7 @@ from compare.reports.overflow import (
     NumpyValue,
     OverflowColumn,
     add_overflow_to_document,
+    summary_document,
     summary_text,
     value_text,
     write_overflow_summary,
@@ -213,5 +214,14 @@ def test_statistics_text_examples(value: float, type_name: str, text: str) -> No
     assert value_text(NumpyValue(value, type_name)) == text
 
 
-def test_statistic_not_computed_reads_nan() -> None:
-    assert value_text(None) == "NaN"
+def test_statistics_not_computed_read_nan(tmp_path: Path) -> None:
+    """An empty tensor has no max, min or mean (numpy raises): ``NaN`` in the text, null in the JSON."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    write_dump(dump / f"Add.add1.8.2.{TS + 10}", outputs=[np.zeros((0, 3), np.float16)], op_name="add1")
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.1.2.{TS + 100}", [encode_old((0, 2, 8, 0, 0, 0), status=4)])
+    analysis = analyse_overflow(dump, tmp_path / "out")
+    assert summary_text(analysis).splitlines()[-1] == (
+        " -[Format: ND] [Shape: (0, 3)] [Dtype: float16] [Max: NaN] [Min: NaN] [Mean: NaN]")
+    (tensor,) = summary_document(analysis)["findings"][0]["linked_dump"]["tensors"]
+    assert (tensor["max"], tensor["min"], tensor["mean"]) == (None, None, None)
