@@ -103,8 +103,10 @@ _U64 = struct.Struct("<Q")
 #: The largest debug struct read (a real one is 2048 bytes or a few hundred): a larger output of
 #: an Opdebug file is refused before it is read.
 MAX_STRUCT_BYTES = 1 << 20
-#: Values a context / thread id takes when the entry has none.
-NO_ID = frozenset({0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
+#: Values a context / thread id takes when the entry has none: 0xFFFF is what the device writes
+#: for a task that is not an FFTS+ sub-task (the reference tool ignores it too), the wider ones
+#: are the same marker in a uint32 / uint64.
+NO_ID = frozenset({0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
 
 
 class OpDebugLayout(str, Enum):
