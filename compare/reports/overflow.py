@@ -189,9 +189,10 @@ def value_text(value: NumpyValue) -> str:
     positional (trailing ``.0`` kept) when the value is 0 or ``1e-4 <= |x| < 10**p`` with p = 3
     for float16, 6 for float32, 16 for float64, else scientific with at least two exponent
     digits and no trailing zeros (float16 ``65504`` -> ``6.55e+04``, ``2048`` -> ``2.048e+03``;
-    float32 ``1e6`` -> ``1e+06``); ``nan``, ``inf``, ``-inf``. bfloat16 and the narrow floats
-    print as ml_dtypes prints its scalars. A Python ``float`` would print float16 65504 as
-    ``65504.0`` and the float16 mean 0.498 as ``0.498046875``: the type matters.
+    float32 ``1e6`` -> ``1e+06``); ``nan``, ``inf``, ``-inf``. (Tensors of an ml_dtypes type --
+    bfloat16, fp8, fp6, fp4, e8m0, int4 -- are summarised as float32 / int64: see
+    :mod:`compare.runs.overflow`, step 5.) A Python ``float`` would print
+    float16 65504 as ``65504.0`` and the float16 mean 0.498 as ``0.498046875``: the type matters.
     """
     return str(np.dtype(value.type_name).type(value.value))
 

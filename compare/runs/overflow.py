@@ -23,8 +23,11 @@ Steps (§7.8 of the reference-tool spec):
 5. Read the linked dump: every input, then every output is written as
    ``{dump name}.{input|output}.{i}.npy`` into the output folder and its max / min / mean taken
    twice, over every element: in float64 (the JSON's) and in the tensor's own type as numpy
-   gives them (the text's, as the reference prints them); complex data: the real part. An operator known by converted
-   tensor files only: those files are summarised where they are (nothing is copied).
+   gives them (the text's, as the reference prints them; an ml_dtypes type -- bfloat16, fp8,
+   fp6, fp4, e8m0, int4 -- as float32 or int64, :func:`_numpy_native`); complex data: the real
+   part. An
+   operator known by converted tensor files only: those files are summarised where they are
+   (nothing is copied).
 
 Nothing stops the run but a bad ``-d`` or an output folder that cannot be written: every other
 problem is stated in its block.
@@ -242,10 +245,26 @@ def _statistics(array: np.ndarray) -> tuple[float | None, float | None, float | 
     if array.dtype.kind == "V" and array.dtype.itemsize == 2:
         array = array.view(ml_dtypes.bfloat16)
     values = np.real(array) if np.iscomplexobj(array) else array
+    native = _numpy_native(values)
     with np.errstate(all="ignore"):
-        shown = ShownStatistics(_numpy_value(values.max()), _numpy_value(values.min()), _numpy_value(values.mean()))
+        shown = ShownStatistics(_numpy_value(native.max()), _numpy_value(native.min()), _numpy_value(native.mean()))
         wide = np.asarray(values, dtype=np.float64)
         return float(wide.max()), float(wide.min()), float(wide.mean()), shown
+
+
+#: ml_dtypes' integer types (numpy's reductions would keep a mean of int4 data in int4).
+_NARROW_INTEGERS = frozenset({"int2", "uint2", "int4", "uint4"})
+
+
+def _numpy_native(values: np.ndarray) -> np.ndarray:
+    """``values`` in a type numpy reduces properly: numpy's own types as they are; an ml_dtypes
+    type (kind ``V``: bfloat16, the fp8 / fp6 / fp4 and e8m0 floats, int4 / int2) accumulates its
+    sum in its own narrow type (a mean of e8m0 data overflows to NaN, of int2 data rounds to an
+    int2), so its floats are summarised as float32 and its integers as int64, which hold every
+    value exactly."""
+    if values.dtype.kind != "V":
+        return values
+    return values.astype(np.int64 if values.dtype.name in _NARROW_INTEGERS else np.float32)
 
 
 def _numpy_value(scalar: np.generic) -> NumpyValue:

@@ -225,3 +225,21 @@ def test_statistics_not_computed_read_nan(tmp_path: Path) -> None:
         " -[Format: ND] [Shape: (0, 3)] [Dtype: float16] [Max: NaN] [Min: NaN] [Mean: NaN]")
     (tensor,) = summary_document(analysis)["findings"][0]["linked_dump"]["tensors"]
     assert (tensor["max"], tensor["min"], tensor["mean"]) == (None, None, None)
+
+
+def test_narrow_types_are_summarised_in_a_wide_type(tmp_path: Path) -> None:
+    """ml_dtypes tensors: numpy would sum them in their own narrow type (an e8m0 mean is NaN, an
+    int4 mean an int4); their floats are summarised as float32, their integers as int64."""
+    import ml_dtypes
+
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    write_dump(dump / f"Add.add1.8.2.{TS + 10}", op_name="add1",
+               inputs=[TensorSpec(np.array([1, 2, 4], np.float32).astype(ml_dtypes.float8_e8m0fnu)),
+                       TensorSpec(np.array([1, -3, 7], np.int8).astype(ml_dtypes.int4))],
+               outputs=[TensorSpec(np.array([1, 2.5, 4], np.float32).astype(ml_dtypes.bfloat16))])
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.1.2.{TS + 100}", [encode_old((0, 2, 8, 0, 0, 0), status=4)])
+    stats = [line.split("[Max: ")[1] for line in summary_text(analyse_overflow(dump, tmp_path / "out")).splitlines()
+             if line.startswith(" -[")]
+    assert stats == ["4.0] [Min: 1.0] [Mean: 2.3333333]", "7] [Min: -3] [Mean: 1.6666666666666667]",
+                     "4.0] [Min: 1.0] [Mean: 2.5]"]
