@@ -71,7 +71,7 @@ def run_overflow(dump: Path, output: Path, *, count: int, quiet: bool) -> int:
             if entry is None:
                 err(f"[{k}] {finding.real_name}: not decoded: {finding.problem}")
                 continue
-            target = (f"{linked.op_type} {linked.op_name}" if linked is not None
+            target = (f"{linked.op_type} {linked.recorded_op_name or linked.op_name}" if linked is not None
                       else f"no op dump ({finding.link_problem})")
             err(f"[{k}] {entry.kind} task {entry.task_id} stream {entry.stream_id} status {entry.status}: {target}")
     err(f"{analysis.found} overflow record(s) under {dump}, {analysis.selected} analysed"

@@ -5,23 +5,35 @@ The analysis records live here (not in :mod:`compare.runs.overflow`, which build
 reports may not import runs; they hold raw numbers and paths, and this module alone turns them
 into text.
 
-``overflow_summary_{YYYYmmddHHMMSS}.txt`` -- one block per decoded debug struct (file order =
-Opdebug timestamp order), each block::
+``overflow_summary_{YYYYmmddHHMMSS}.txt`` is the reference tool's summary, line for line (checked
+against its own output on four cases, ``tests/compare/cli/test_overflow_reference.py``): one
+block per analysed debug struct, in Opdebug timestamp order::
 
-    ======================================[1]======================================
-    [Conv2D] conv1
-     [AI Core][TaskId:3][StreamId:1][Status:4]
-     [timestamp:1700000000000100]
-     input.0: /out/Conv2D.conv1.3.1.1700000000000100.input.0.npy
-     -[Format: NCHW] [Shape: (1, 3, 4, 4)] [Dtype: float16] [Max: 65504.000000] [Min: -1.000000] [Mean: 2.500000]
-     output.0: ...
+    =================================================[1]==================================================
+    [Conv2D] conv1/Conv2D
+     [AIC][TaskId:12][StreamId:3][Status:1]
+     [timestamp:1700000000000200]
+     Conv2D.conv1_Conv2D.12.3.1700000000000100.input.0.npy
+     -[Format: NC1HWC0] [Shape: (1, 1, 4, 4, 16)] [Dtype: float16] [Max: 8.0] [Min: -8.0] [Mean: -0.03125]
 
-then each output. Numbers print ``%.6f`` (``nan``, ``inf``, ``-inf`` as such; ``NaN`` for a
-statistic that could not be computed, e.g. of an empty tensor). An Opdebug file that cannot be
-decoded, or a struct without a linked op dump, still gets its block: the op line reads
-``[?] ?`` and the next lines say why. The ``timestamp`` is the linked op dump's (the Opdebug
-file's when none is linked). ``overflow_summary_{ts}.json`` beside it holds the same, for machines
-(every decoded field of every entry, the Opdebug file, the linked dump, the npy files).
+1. the separator: 49 ``=``, ``[k]`` (1-based), 50 ``=``;
+2. ``[{op_type}] {op_name}``: the linked dump's file-name op type and the op name recorded *inside*
+   the dump (the file name's when the dump records none); no line when no dump is linked;
+3. one ``[{entry}][TaskId:..][StreamId:..][Status:..]`` line per entry with a non-zero status, in
+   struct order (old layout: ``DHA Atomic Add``, ``L2 Atomic Add``, ``AI Core``); a new-layout
+   struct whose entries all have status 0 still shows its first entry (:func:`status_entries`);
+4. ``[timestamp:..]``: the time stamp of the Opdebug record's file name;
+5. each input, then each output of the linked dump: the base name of its ``.npy`` copy, then
+   ``-[Format: ..] [Shape: ..] [Dtype: ..] [Max: ..] [Min: ..] [Mean: ..]``.
+
+Lines end with ``\n``; no blank lines. The numbers are those numpy gives in the tensor's own type,
+printed as numpy prints them (:class:`NumpyValue`, :func:`value_text`). What the reference does
+not show and vcompare adds (docs/differences.md): a struct that cannot be decoded keeps its block,
+``[timestamp:..]`` then ``[not decoded: ..]``; a tensor or dump that cannot be read says so on a
+line of its own; an empty tensor's statistics read ``NaN``. Why no dump is linked is not in the
+text (as the reference): the ``.json`` twin (``link_problem``) and the terminal say it.
+``overflow_summary_{ts}.json`` beside it holds the analysis for machines (every decoded field of
+every entry, the Opdebug file, the linked dump, the npy paths, float64 statistics).
 
 OverFlow column (``--overflow``): see :class:`OverflowColumn`.
 """
@@ -36,7 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from convert.codecs.opdebug import ADDRESS_FIELDS, OpDebugEntry, OpDebugRecord
+import ml_dtypes  # noqa: F401  (registers bfloat16 and the narrow floats as numpy type names)
+import numpy as np
+
+from convert.codecs.opdebug import ADDRESS_FIELDS, OpDebugEntry, OpDebugLayout, OpDebugRecord
 
 from ..records import MetricRow
 from .files import atomic_write_text, file_stamp
@@ -48,16 +63,42 @@ from .result_json import dumps
 FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "hifloat8", "float8_e5m2", "float8_e4m3fn",
                           "float8_e8m0", "float6_e3m2", "float6_e2m3", "float4_e2m1", "float4_e1m2", "hifloat4"})
 YES, NO, NOT_APPLICABLE = "YES", "NO", "NaN"
-SEPARATOR_WIDTH = 38
+#: The ``=`` before and after a block's ``[k]`` (the reference's widths).
+BAR_BEFORE, BAR_AFTER = "=" * 49, "=" * 50
+
+
+@dataclass(frozen=True)
+class NumpyValue:
+    """A statistic as numpy computes it: ``ndarray.max()`` / ``.min()`` / ``.mean()`` of a tensor
+    in its own data type, kept as the exact Python value of the numpy scalar (``value``: an
+    ``int`` for integer types, a ``bool`` for bool, else a ``float``, which holds any float16 /
+    float32 / bfloat16 value exactly) and the scalar's numpy type name (``type_name``).
+
+    numpy decides the type: max and min are in the tensor's type; the mean of a float16 tensor is
+    a float16 (summed in float32), of float32 a float32, of an integer or bool tensor a float64.
+    """
+
+    value: int | float | bool
+    type_name: str
+
+
+@dataclass(frozen=True)
+class ShownStatistics:
+    """The max, min and mean the summary text prints (:class:`NumpyValue`)."""
+
+    maximum: NumpyValue
+    minimum: NumpyValue
+    mean: NumpyValue
 
 
 @dataclass(frozen=True)
 class TensorSummary:
     """One tensor of a linked op dump: where its ``.npy`` copy went and its statistics.
 
-    ``maximum`` / ``minimum`` / ``mean`` are float64 over every element (NaN when one is NaN);
-    None when not computed (an empty tensor, a tensor that could not be read: ``problem``).
-    ``npy`` is None when the copy could not be written (``problem`` says why).
+    ``maximum`` / ``minimum`` / ``mean`` are float64 over every element (NaN when one is NaN), what
+    the JSON twin holds; ``shown`` the same statistics in the tensor's own type, what the text
+    prints. Both None when not computed (an empty tensor, a tensor that could not be read:
+    ``problem``). ``npy`` is None when the copy could not be written (``problem`` says why).
     """
 
     kind: str
@@ -70,12 +111,18 @@ class TensorSummary:
     minimum: float | None = None
     mean: float | None = None
     problem: str | None = None
+    shown: ShownStatistics | None = None
 
 
 @dataclass(frozen=True)
 class LinkedDump:
     """The op dump an overflow entry links to: same folder, same task and stream ids (and
-    context / thread ids when both sides have them), the earliest by timestamp."""
+    context / thread ids when both sides have them), the earliest by timestamp.
+
+    ``op_type`` / ``op_name`` are the fields of its file name; ``recorded_op_name`` the op name
+    stored inside the dump (``conv1/Conv2D`` for ``Conv2D.conv1_Conv2D...``), None when the dump
+    could not be read, records none, or is known by converted tensor files only.
+    """
 
     path: Path
     real_name: str
@@ -84,6 +131,7 @@ class LinkedDump:
     timestamp: int
     tensors: tuple[TensorSummary, ...] = ()
     problem: str | None = None
+    recorded_op_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,15 +181,20 @@ class OverflowAnalysis:
 # --------------------------------------------------------------------------- summary text / JSON
 
 
-def stat_text(value: float | None) -> str:
-    """``%.6f``; ``nan`` / ``inf`` / ``-inf`` as such; ``NaN`` when not computed."""
-    if value is None:
-        return NOT_APPLICABLE
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.6f}"
+def value_text(value: NumpyValue) -> str:
+    """A statistic as the reference prints it: ``str()`` of the numpy scalar.
+
+    The rule, numpy 2's ``str`` of a scalar: integers in decimal, bool ``True`` / ``False``;
+    floats as the shortest digits that read back to the same value *in the scalar's own type*,
+    positional (trailing ``.0`` kept) when the value is 0 or ``1e-4 <= |x| < 10**p`` with p = 3
+    for float16, 6 for float32, 16 for float64, else scientific with at least two exponent
+    digits and no trailing zeros (float16 ``65504`` -> ``6.55e+04``, ``2048`` -> ``2.048e+03``;
+    float32 ``1e6`` -> ``1e+06``); ``nan``, ``inf``, ``-inf``. (Tensors of an ml_dtypes type --
+    bfloat16, fp8, fp6, fp4, e8m0, int4 -- are summarised as float32 / int64: see
+    :mod:`compare.runs.overflow`, step 5.) A Python ``float`` would print
+    float16 65504 as ``65504.0`` and the float16 mean 0.498 as ``0.498046875``: the type matters.
+    """
+    return str(np.dtype(value.type_name).type(value.value))
 
 
 def shape_text(shape: Sequence[int]) -> str:
@@ -149,36 +202,51 @@ def shape_text(shape: Sequence[int]) -> str:
     return str(tuple(int(d) for d in shape))
 
 
-def _tensor_lines(tensor: TensorSummary) -> list[str]:
-    where = str(tensor.npy) if tensor.npy is not None else "(no .npy written)"
-    lines = [f" {tensor.kind}.{tensor.index}: {where}",
+def status_entries(record: OpDebugRecord) -> tuple[OpDebugEntry, ...]:
+    """The entries a block shows a status line for: each with a non-zero status, in struct order
+    (old layout: DHA Atomic Add, L2 Atomic Add, AI Core -- the reference's one line per such
+    block); a new-layout struct none of whose entries has one shows its first entry (the
+    reference shows the one entry it reads whatever its status)."""
+    flagged = tuple(entry for entry in record.entries if entry.status)
+    if flagged or record.layout is OpDebugLayout.OLD:
+        return flagged
+    return record.entries[:1]
+
+
+def _statistics_text(shown: ShownStatistics | None) -> str:
+    if shown is None:  # not computed: an empty tensor, a tensor that could not be read
+        return f"[Max: {NOT_APPLICABLE}] [Min: {NOT_APPLICABLE}] [Mean: {NOT_APPLICABLE}]"
+    return f"[Max: {value_text(shown.maximum)}] [Min: {value_text(shown.minimum)}] [Mean: {value_text(shown.mean)}]"
+
+
+def _tensor_lines(linked: LinkedDump, tensor: TensorSummary) -> list[str]:
+    name = tensor.npy.name if tensor.npy is not None else f"{linked.real_name}.{tensor.kind}.{tensor.index}.npy"
+    lines = [f" {name}",
              f" -[Format: {tensor.format}] [Shape: {shape_text(tensor.shape)}] [Dtype: {tensor.dtype}] "
-             f"[Max: {stat_text(tensor.maximum)}] [Min: {stat_text(tensor.minimum)}] [Mean: {stat_text(tensor.mean)}]"]
+             + _statistics_text(tensor.shown)]
     if tensor.problem is not None:
         lines.append(f"  ({tensor.problem})")
     return lines
 
 
 def block_lines(k: int, finding: OverflowFinding) -> list[str]:
-    """The summary block of one finding (``k``: its 1-based number)."""
-    bar = "=" * SEPARATOR_WIDTH
-    lines = [f"{bar}[{k}]{bar}"]
-    linked = finding.linked
-    lines.append(f"[{linked.op_type}] {linked.op_name}" if linked is not None else "[?] ?")
-    entry = finding.entry
-    if entry is None:
-        lines.append(f" [Opdebug file: {finding.source}]")
+    """The summary block of one finding (``k``: its 1-based number; layout: module docstring)."""
+    lines = [f"{BAR_BEFORE}[{k}]{BAR_AFTER}"]
+    linked, record = finding.linked, finding.record
+    if linked is not None:
+        lines.append(f"[{linked.op_type}] {linked.recorded_op_name or linked.op_name}")
+    if record is not None:
+        lines += [f" [{e.kind}][TaskId:{e.task_id}][StreamId:{e.stream_id}][Status:{e.status}]"
+                  for e in status_entries(record)]
+    lines.append(f" [timestamp:{finding.timestamp}]")
+    if record is None:
         lines.append(f" [not decoded: {finding.problem}]")
-        return lines
-    lines.append(f" [{entry.kind}][TaskId:{entry.task_id}][StreamId:{entry.stream_id}][Status:{entry.status}]")
-    lines.append(f" [timestamp:{linked.timestamp if linked is not None else finding.timestamp}]")
     if linked is None:
-        lines.append(f" [no linked op dump: {finding.link_problem}]")
         return lines
     if linked.problem is not None:
         lines.append(f" [op dump {linked.path} not read: {linked.problem}]")
     for tensor in linked.tensors:
-        lines += _tensor_lines(tensor)
+        lines += _tensor_lines(linked, tensor)
     return lines
 
 
@@ -296,6 +364,6 @@ def add_overflow_to_document(document: Mapping[str, Any], column: OverflowColumn
 
 __all__ = [
     "FLOAT_DTYPES", "LinkedDump", "OverflowAnalysis", "OverflowColumn", "OverflowFinding", "TensorSummary",
-    "add_overflow_to_document", "block_lines", "finding_document", "stat_text", "summary_document", "summary_text",
-    "write_overflow_summary",
+    "NumpyValue", "ShownStatistics", "add_overflow_to_document", "block_lines", "finding_document",
+    "shape_text", "status_entries", "summary_document", "summary_text", "value_text", "write_overflow_summary",
 ]

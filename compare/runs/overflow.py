@@ -22,8 +22,12 @@ Steps (§7.8 of the reference-tool spec):
    what MindSpore's npy dumps hold) stands for it.
 5. Read the linked dump: every input, then every output is written as
    ``{dump name}.{input|output}.{i}.npy`` into the output folder and its max / min / mean taken
-   (float64, over every element; complex data: the real part). An operator known by converted
-   tensor files only: those files are summarised where they are (nothing is copied).
+   twice, over every element: in float64 (the JSON's) and in the tensor's own type as numpy
+   gives them (the text's, as the reference prints them; an ml_dtypes type -- bfloat16, fp8,
+   fp6, fp4, e8m0, int4 -- as float32 or int64, :func:`_numpy_native`); complex data: the real
+   part. An
+   operator known by converted tensor files only: those files are summarised where they are
+   (nothing is copied).
 
 Nothing stops the run but a bad ``-d`` or an output folder that cannot be written: every other
 problem is stated in its block.
@@ -58,7 +62,15 @@ from convert.names.hashed import is_hashed_name, read_mapping
 
 from ..records import Run
 from ..reports.files import NAME_MAX, atomic_write
-from ..reports.overflow import LinkedDump, OverflowAnalysis, OverflowColumn, OverflowFinding, TensorSummary
+from ..reports.overflow import (
+    LinkedDump,
+    NumpyValue,
+    OverflowAnalysis,
+    OverflowColumn,
+    OverflowFinding,
+    ShownStatistics,
+    TensorSummary,
+)
 
 #: How deep below ``-d`` overflow records are looked for (as the reference tool).
 MAX_DEPTH = 30
@@ -222,16 +234,41 @@ def _ids_text(entry: OpDebugEntry) -> str:
     return text
 
 
-def _statistics(array: np.ndarray) -> tuple[float | None, float | None, float | None]:
-    """Max, min, mean in float64 (None for an empty array); the real part of complex data; a bare
-    2-byte void (a bfloat16 ``.npy``) read as bfloat16."""
+def _statistics(array: np.ndarray) -> tuple[float | None, float | None, float | None, ShownStatistics | None]:
+    """Max, min, mean in float64 (the JSON's), and the same in the tensor's own type as numpy
+    computes them (``ndarray.max()`` / ``.min()`` / ``.mean()``: the text's, as the reference
+    prints them, :class:`~compare.reports.overflow.NumpyValue`). All None for an empty array.
+    Complex data: those of the real part; a bare 2-byte void (a bfloat16 ``.npy``) is read as
+    bfloat16. NaN / inf arithmetic (``inf + -inf`` in a mean) gives NaN without a numpy warning."""
     if array.size == 0:
-        return None, None, None
+        return None, None, None, None
     if array.dtype.kind == "V" and array.dtype.itemsize == 2:
         array = array.view(ml_dtypes.bfloat16)
     values = np.real(array) if np.iscomplexobj(array) else array
-    values = np.asarray(values, dtype=np.float64)
-    return float(values.max()), float(values.min()), float(values.mean())
+    native = _numpy_native(values)
+    with np.errstate(all="ignore"):
+        shown = ShownStatistics(_numpy_value(native.max()), _numpy_value(native.min()), _numpy_value(native.mean()))
+        wide = np.asarray(values, dtype=np.float64)
+        return float(wide.max()), float(wide.min()), float(wide.mean()), shown
+
+
+#: ml_dtypes' integer types (numpy's reductions would keep a mean of int4 data in int4).
+_NARROW_INTEGERS = frozenset({"int2", "uint2", "int4", "uint4"})
+
+
+def _numpy_native(values: np.ndarray) -> np.ndarray:
+    """``values`` in a type numpy reduces properly: numpy's own types as they are; an ml_dtypes
+    type (kind ``V``: bfloat16, the fp8 / fp6 / fp4 and e8m0 floats, int4 / int2) accumulates its
+    sum in its own narrow type (a mean of e8m0 data overflows to NaN, of int2 data rounds to an
+    int2), so its floats are summarised as float32 and its integers as int64, which hold every
+    value exactly."""
+    if values.dtype.kind != "V":
+        return values
+    return values.astype(np.int64 if values.dtype.name in _NARROW_INTEGERS else np.float32)
+
+
+def _numpy_value(scalar: np.generic) -> NumpyValue:
+    return NumpyValue(scalar.item(), scalar.dtype.name)
 
 
 def _npy_writer(array: np.ndarray) -> Callable[[BinaryIO], None]:
@@ -264,6 +301,7 @@ def read_linked(item: FolderFile, name: OfflineName, out_dir: Path) -> LinkedDum
         header = read_header(item.path)
     except DumpFormatError as exc:
         return replace(linked, problem=str(exc))
+    linked = replace(linked, recorded_op_name=header.op_name or None)
     tensors = []
     for info in header.tensors:
         summary = TensorSummary(kind=info.kind, index=info.index, format=info.format_name, shape=tuple(info.shape),
@@ -274,8 +312,8 @@ def read_linked(item: FolderFile, name: OfflineName, out_dir: Path) -> LinkedDum
             tensors.append(replace(summary, problem=str(exc)))
             continue
         npy = atomic_write(out_dir / npy_name(item, name, info.kind, info.index), _npy_writer(array))
-        maximum, minimum, mean = _statistics(array)
-        tensors.append(replace(summary, npy=npy, maximum=maximum, minimum=minimum, mean=mean))
+        maximum, minimum, mean, shown = _statistics(array)
+        tensors.append(replace(summary, npy=npy, maximum=maximum, minimum=minimum, mean=mean, shown=shown))
     return replace(linked, tensors=tuple(tensors))
 
 
@@ -297,10 +335,10 @@ def read_converted(hit: LinkedFile, files: Sequence[FolderFile]) -> LinkedDump:
             tensors.append(TensorSummary(kind=kind, index=slot, format=layout, shape=(), dtype="?", npy=item.path,
                                          problem=why))
             continue
-        maximum, minimum, mean = _statistics(array)
+        maximum, minimum, mean, shown = _statistics(array)
         tensors.append(TensorSummary(kind=kind, index=slot, format=layout, shape=tuple(array.shape),
                                      dtype=logical_dtype_name(array.dtype), npy=item.path, maximum=maximum,
-                                     minimum=minimum, mean=mean))
+                                     minimum=minimum, mean=mean, shown=shown))
     tensors.sort(key=lambda t: (t.kind != "input", t.index))
     name = hit.name
     return LinkedDump(hit.file.path, stem, name.op_type, name.op_name, name.timestamp, tuple(tensors))

@@ -103,8 +103,10 @@ _U64 = struct.Struct("<Q")
 #: The largest debug struct read (a real one is 2048 bytes or a few hundred): a larger output of
 #: an Opdebug file is refused before it is read.
 MAX_STRUCT_BYTES = 1 << 20
-#: Values a context / thread id takes when the entry has none.
-NO_ID = frozenset({0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
+#: Values a context / thread id takes when the entry has none: 0xFFFF is what the device writes
+#: for a task that is not an FFTS+ sub-task (the reference tool ignores it too), the wider ones
+#: are the same marker in a uint32 / uint64.
+NO_ID = frozenset({0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF})
 
 
 class OpDebugLayout(str, Enum):
@@ -188,11 +190,12 @@ class OpDebugRecord:
     @property
     def primary(self) -> OpDebugEntry:
         """The entry whose operator overflowed: the first entry with a non-zero status (old
-        layout: AI Core first, then DHA and L2 Atomic Add); when none has one, AI Core (old) or
-        the first entry (new)."""
+        layout: AI Core, then L2 Atomic Add, then DHA Atomic Add -- the last block in struct
+        order with a non-zero status, as the reference links it); when none has one, AI Core
+        (old) or the first entry (new)."""
         order = list(self.entries)
         if self.layout is OpDebugLayout.OLD:
-            order = order[2:] + order[:2]
+            order.reverse()
         for entry in order:
             if entry.status:
                 return entry

@@ -74,6 +74,16 @@ def test_primary_entry_of_old_layout() -> None:
     assert decode_opdebug(encode_old()).primary.kind == "AI Core"  # nothing set: AI Core
 
 
+def test_primary_entry_of_old_layout_is_the_last_flagged_block() -> None:
+    """The reference links the last block, in DHA, L2, AI Core order, with a non-zero status:
+    with DHA and L2 flagged and AI Core not, L2's task."""
+    both = decode_opdebug(encode_old(dha=(0, 2, 7, 0, 0, 0), dha_status=1, l2=(0, 2, 9, 0, 0, 0), l2_status=1))
+    assert (both.primary.kind, both.primary.task_id) == ("L2 Atomic Add", 9)
+    all_three = decode_opdebug(encode_old((0, 2, 8, 0, 0, 0), status=4, dha=(0, 2, 7, 0, 0, 0), dha_status=1,
+                                          l2=(0, 2, 9, 0, 0, 0), l2_status=1))
+    assert all_three.primary.kind == "AI Core"
+
+
 @given(acc=st.sampled_from(list(AccType)), data=st.data(), version=st.integers(0, 2**32 - 1),
        padding=st.integers(0, 64))
 def test_new_layout_round_trip(acc: AccType, data: st.DataObject, version: int, padding: int) -> None:
@@ -86,7 +96,7 @@ def test_new_layout_round_trip(acc: AccType, data: st.DataObject, version: int, 
     assert (entry.task_id, entry.stream_id, entry.status) == (values["task_id"], values["stream_id"],
                                                               values["status"])
     for name, got in (("context_id", entry.context_id), ("thread_id", entry.thread_id)):
-        assert got == (None if values[name] in (2**32 - 1, 2**64 - 1) else values[name])
+        assert got == (None if values[name] in (2**16 - 1, 2**32 - 1, 2**64 - 1) else values[name])
 
 
 def test_new_layout_byte_offsets() -> None:

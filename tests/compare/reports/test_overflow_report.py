@@ -11,10 +11,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from compare.records import MetricRow, PairStatus, ValueCounts
 from compare.reports.network import header, render_csv, render_txt
-from compare.reports.overflow import OverflowColumn, add_overflow_to_document, summary_text, write_overflow_summary
+from compare.reports.overflow import (
+    NumpyValue,
+    OverflowColumn,
+    add_overflow_to_document,
+    summary_document,
+    summary_text,
+    value_text,
+    write_overflow_summary,
+)
 from compare.runs.overflow import analyse_overflow
 from convert.codecs.dumpwrite import TensorSpec, write_dump
 from convert.codecs.opdebug import AccType, NewEntry, encode_new, encode_old, write_opdebug_file
@@ -38,33 +48,52 @@ def _case(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_summary_lines(tmp_path: Path) -> None:
+    """The reference's layout: 49/50 ``=`` around ``[k]``, the recorded op name, the record's
+    time stamp, base names of the copies, numbers in the tensor's own type; no op line and no
+    reason when no dump is linked; an undecodable record keeps its block with the reason."""
     dump, out = _case(tmp_path)
     text = summary_text(analyse_overflow(dump, out, count=3))
-    bar = "=" * 38
-    stem = out / f"Conv2D.conv1.3.1.{TS + 50}"
+    before, after = "=" * 49, "=" * 50
+    stem = f"Conv2D.conv1.3.1.{TS + 50}"
     lines = text.splitlines()
     assert lines[:10] == [
-        f"{bar}[1]{bar}",
+        f"{before}[1]{after}",
         "[Conv2D] conv1",
         " [AI Core][TaskId:3][StreamId:1][Status:4]",
-        f" [timestamp:{TS + 50}]",
-        f" input.0: {stem}.input.0.npy",
-        " -[Format: NCHW] [Shape: (2, 2)] [Dtype: float16] [Max: 4.000000] [Min: 1.000000] [Mean: 2.500000]",
-        f" output.0: {stem}.output.0.npy",
-        " -[Format: ND] [Shape: (3,)] [Dtype: float16] [Max: inf] [Min: -1.000000] [Mean: inf]",
-        f" output.1: {stem}.output.1.npy",
+        f" [timestamp:{TS + 100}]",
+        f" {stem}.input.0.npy",
+        " -[Format: NCHW] [Shape: (2, 2)] [Dtype: float16] [Max: 4.0] [Min: 1.0] [Mean: 2.5]",
+        f" {stem}.output.0.npy",
+        " -[Format: ND] [Shape: (3,)] [Dtype: float16] [Max: inf] [Min: -1.0] [Mean: inf]",
+        f" {stem}.output.1.npy",
         " -[Format: ND] [Shape: (2,)] [Dtype: float32] [Max: nan] [Min: nan] [Mean: nan]",
     ]
-    assert lines[10:15] == [
-        f"{bar}[2]{bar}",
-        "[?] ?",
-        " [AIV][TaskId:8][StreamId:1][Status:2]",
-        f" [timestamp:{TS + 200}]",
-        f" [no linked op dump: no op dump in {dump} has task_id 8 and stream_id 1, context_id 0, thread_id 0]",
-    ]
-    assert lines[15:18] == [f"{bar}[3]{bar}", "[?] ?", f" [Opdebug file: {dump}/Opdebug.Node_OpDebug.9.1.{TS + 300}]"]
-    assert lines[18].startswith(" [not decoded: ") and "(byte 0)" in lines[18]
-    assert len(lines) == 19
+    assert lines[10:13] == [f"{before}[2]{after}", " [AIV][TaskId:8][StreamId:1][Status:2]", f" [timestamp:{TS + 200}]"]
+    assert lines[13:15] == [f"{before}[3]{after}", f" [timestamp:{TS + 300}]"]
+    assert lines[15].startswith(" [not decoded: ") and "(byte 0)" in lines[15]
+    assert len(lines) == 16 and text.endswith("]\n")
+
+
+def test_status_lines_of_every_flagged_block(tmp_path: Path) -> None:
+    """Old layout: one line per block with a non-zero status, DHA, L2, AI Core order, the dump of
+    the last such block linked; none when no block is flagged. New layout: every flagged entry,
+    or the first entry when none is."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    write_dump(dump / f"Add.add1.8.2.{TS + 10}", outputs=[np.array([1, 2], np.int32)], op_name="blk/add1")
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.1.2.{TS + 100}",
+                       [encode_old((0, 2, 8, 0, 0, 0), status=4, dha=(0, 2, 7, 0, 0, 0), dha_status=1,
+                                   l2=(0, 2, 6, 0, 0, 0), l2_status=2),
+                        encode_old((0, 2, 8, 0, 0, 0)),
+                        encode_new([NewEntry(AccType.AIV, {"task_id": 8, "stream_id": 2})])])
+    lines = summary_text(analyse_overflow(dump, tmp_path / "out")).splitlines()
+    bars = [k for k, line in enumerate(lines) if line.startswith("=")]
+    assert lines[1:5] == ["[Add] blk/add1", " [DHA Atomic Add][TaskId:7][StreamId:2][Status:1]",
+                          " [L2 Atomic Add][TaskId:6][StreamId:2][Status:2]",
+                          " [AI Core][TaskId:8][StreamId:2][Status:4]"]
+    assert lines[bars[1] + 1:bars[1] + 3] == ["[Add] blk/add1", f" [timestamp:{TS + 100}]"]
+    assert lines[bars[2] + 1:bars[2] + 3] == ["[Add] blk/add1", " [AIV][TaskId:8][StreamId:2][Status:0]"]
+    assert " -[Format: ND] [Shape: (2,)] [Dtype: int32] [Max: 2] [Min: 1] [Mean: 1.5]" in lines
 
 
 def test_written_files(tmp_path: Path) -> None:
@@ -136,3 +165,81 @@ def test_column_in_csv_txt_and_json() -> None:
     assert txt[0].split()[8] == "OverFlow" and [line.split()[8] for line in txt[1:]] == ["YES", "NO", "NaN"]
     doc = add_overflow_to_document({"rows": [{"row": i} for i in range(3)], "schema": "x"}, column, rows)
     assert [r["overflow"] for r in doc["rows"]] == ["YES", "NO", "NaN"] and doc["schema"] == "x"
+
+
+#: value_text's rule (its docstring): positional from 1e-4 up to this bound, else scientific.
+POSITIONAL_BELOW = {"float16": 1e3, "float32": 1e6, "float64": 1e16}
+FLOAT_BITS = {"float16": (np.uint16, 16), "float32": (np.uint32, 32), "float64": (np.uint64, 64)}
+
+
+def _rule(x: np.floating) -> str:
+    """The rule stated in value_text's docstring, with numpy's two digit generators."""
+    if np.isnan(x):
+        return "nan"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    size = abs(float(x))
+    if size == 0 or 1e-4 <= size < POSITIONAL_BELOW[x.dtype.name]:
+        return np.format_float_positional(x, unique=True, trim="0")
+    return np.format_float_scientific(x, unique=True, trim="-", exp_digits=2)
+
+
+@given(name=st.sampled_from(sorted(FLOAT_BITS)), data=st.data())
+def test_float_statistics_print_by_the_stated_rule(name: str, data: st.DataObject) -> None:
+    """Any float16 / float32 / float64 value (every bit pattern): the stated rule, the shortest
+    digits that read back to the same value in its own type."""
+    unsigned, bits = FLOAT_BITS[name]
+    x = np.array([data.draw(st.integers(0, 2**bits - 1), label="bits")], unsigned).view(name)[0]
+    text = value_text(NumpyValue(x.item(), name))
+    assert text == _rule(x)
+    if np.isfinite(x):
+        back = np.dtype(name).type(text)
+        assert back == x and np.signbit(back) == np.signbit(x)
+
+
+@given(value=st.integers(-(2**63), 2**63 - 1))
+def test_integer_statistics_print_in_decimal(value: int) -> None:
+    assert value_text(NumpyValue(value, "int64")) == str(value)
+
+
+@pytest.mark.parametrize("value, type_name, text", [
+    (65504.0, "float16", "6.55e+04"), (-65504.0, "float16", "-6.55e+04"), (0.498046875, "float16", "0.498"),
+    (-0.03125, "float16", "-0.03125"), (2048.0, "float16", "2.048e+03"), (8.0, "float16", "8.0"),
+    (2.0, "float32", "2.0"), (1e6, "float32", "1e+06"), (28334.5, "float64", "28334.5"), (100000, "int32", "100000"),
+    (-3, "int32", "-3"), (float("inf"), "float16", "inf"), (float("-inf"), "float32", "-inf"),
+    (float("nan"), "float16", "nan"), (True, "bool", "True"),
+])
+def test_statistics_text_examples(value: float, type_name: str, text: str) -> None:
+    """The reference cases' numbers (and a few at the rule's edges)."""
+    assert value_text(NumpyValue(value, type_name)) == text
+
+
+def test_statistics_not_computed_read_nan(tmp_path: Path) -> None:
+    """An empty tensor has no max, min or mean (numpy raises): ``NaN`` in the text, null in the JSON."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    write_dump(dump / f"Add.add1.8.2.{TS + 10}", outputs=[np.zeros((0, 3), np.float16)], op_name="add1")
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.1.2.{TS + 100}", [encode_old((0, 2, 8, 0, 0, 0), status=4)])
+    analysis = analyse_overflow(dump, tmp_path / "out")
+    assert summary_text(analysis).splitlines()[-1] == (
+        " -[Format: ND] [Shape: (0, 3)] [Dtype: float16] [Max: NaN] [Min: NaN] [Mean: NaN]")
+    (tensor,) = summary_document(analysis)["findings"][0]["linked_dump"]["tensors"]
+    assert (tensor["max"], tensor["min"], tensor["mean"]) == (None, None, None)
+
+
+def test_narrow_types_are_summarised_in_a_wide_type(tmp_path: Path) -> None:
+    """ml_dtypes tensors: numpy would sum them in their own narrow type (an e8m0 mean is NaN, an
+    int4 mean an int4); their floats are summarised as float32, their integers as int64."""
+    import ml_dtypes
+
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    write_dump(dump / f"Add.add1.8.2.{TS + 10}", op_name="add1",
+               inputs=[TensorSpec(np.array([1, 2, 4], np.float32).astype(ml_dtypes.float8_e8m0fnu)),
+                       TensorSpec(np.array([1, -3, 7], np.int8).astype(ml_dtypes.int4))],
+               outputs=[TensorSpec(np.array([1, 2.5, 4], np.float32).astype(ml_dtypes.bfloat16))])
+    write_opdebug_file(dump / f"Opdebug.Node_OpDebug.1.2.{TS + 100}", [encode_old((0, 2, 8, 0, 0, 0), status=4)])
+    stats = [line.split("[Max: ")[1] for line in summary_text(analyse_overflow(dump, tmp_path / "out")).splitlines()
+             if line.startswith(" -[")]
+    assert stats == ["4.0] [Min: 1.0] [Mean: 2.3333333]", "7] [Min: -3] [Mean: 1.6666666666666667]",
+                     "4.0] [Min: 1.0] [Mean: 2.5]"]

@@ -74,6 +74,17 @@ def test_link_by_context_and_thread(tmp_path: Path) -> None:
     assert linked(context=7) is None
 
 
+def test_link_ignores_the_no_id_marker_65535(tmp_path: Path) -> None:
+    """65535 (0xFFFF) is the device's "not an FFTS+ sub-task" context / thread id (the reference
+    ignores it): such a record links by task and stream, whatever ids the dump names carry."""
+    _op(tmp_path, f"Add.slice_b.5.1.{TS + 20}.4.1.0.0")
+    _op(tmp_path, f"Add.slice_c.5.1.{TS + 30}.4.1.2.0")
+    hit = find_linked(decode_opdebug(_aic(5, 1, context=0xFFFF, thread=0xFFFF)).primary, folder_files(tmp_path))
+    assert hit is not None and hit.name.op_name == "slice_b"
+    entry = decode_opdebug(_aic(5, 1, context=0xFFFF, thread=3)).primary
+    assert (entry.context_id, entry.thread_id) == (None, 3)
+
+
 def test_analyse_writes_npy_and_statistics(tmp_path: Path) -> None:
     dump, out = tmp_path / "dump" / "leaf", tmp_path / "out"
     _op(dump, f"Conv2D.conv1.3.1.{TS + 50}", np.array([[1, 65504], [-1, 2]], np.float16))
