@@ -26,7 +26,7 @@ Passes (:func:`compare.kernels._compute` drives them through :mod:`compare.kerne
 
 Each tile is processed in chunks of at most :data:`TILE` elements, gathered and decoded into
 small float64 buffers (:func:`_gather`, reading along the unit stride; the next chunk is
-prefetched), then reduced by :func:`_acc_side` / :func:`_acc_pair`, whose loops LLVM vectorises
+prefetched -- in the paired pass, at a tile's last chunk, the next tile's first), then reduced by :func:`_acc_side` / :func:`_acc_pair`, whose loops LLVM vectorises
 (see the fast-math policy in :mod:`compare.kernels.native.jit`). Those two are compiled once
 for float64 buffers whatever the storage types; only the small walkers are specialised per
 storage type.
@@ -1055,6 +1055,10 @@ def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, 
                                 r2, c2, rows2, cols2 = _chunk(d1, d0, j + 1)
                                 _prefetch_tile(xb, xsz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
                                 _prefetch_tile(yb, ysz, yo + r2 * sy1 + c2 * sy0, sy1, sy0, rows2, cols2)
+                            elif i3 + 1 < dims[b, 3]:  # the next tile's first chunk
+                                r2, c2, rows2, cols2 = _chunk(d1, d0, 0)
+                                _prefetch_tile(xb, xsz, xo + sx[b, 3], sx1, sx0, rows2, cols2)
+                                _prefetch_tile(yb, ysz, yo + sy[b, 3], sy1, sy0, rows2, cols2)
                             _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
                             if ycode <= CODE_F64 and _contiguous(sy1, sy0, rows, cols):  # read in place
                                 s = _pair_direct(xt, yb, ycode, ys, m, prm, do_rel, do_kl, do_err, err32, s)
