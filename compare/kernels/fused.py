@@ -26,7 +26,8 @@ Passes (:func:`compare.kernels._compute` drives them through :mod:`compare.kerne
 
 Each tile is processed in chunks of at most :data:`TILE` elements, gathered and decoded into
 small float64 buffers (:func:`_gather`, reading along the unit stride; the next chunk is
-prefetched -- in the paired pass, at a tile's last chunk, the next tile's first), then reduced by :func:`_acc_side` / :func:`_acc_pair`, whose loops LLVM vectorises
+prefetched -- in the paired pass, at a tile's last chunk, the next tile's first), then
+reduced by :func:`_acc_side` / :func:`_acc_pair`, whose loops LLVM vectorises
 (see the fast-math policy in :mod:`compare.kernels.native.jit`). Those two are compiled once
 for float64 buffers whatever the storage types; only the small walkers are specialised per
 storage type.
