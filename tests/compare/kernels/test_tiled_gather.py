@@ -154,3 +154,34 @@ def test_fractal_nz_pair_equals_its_contiguous_layout_to_the_bit(n1: int, m128: 
             a = pair_passes(x.view(np.uint16), ybuf, nz).pair(prm, do_rel, do_kl, err)
             b = pair_passes(x.view(np.uint16), ybuf_flat, bind_plan(flat)).pair(prm, do_rel, do_kl, err)
             assert _same(np.array(a), np.array(b)), (err, do_rel, do_kl)
+
+
+@st.composite
+def _row_tiles(draw):
+    """A storage buffer of any bit patterns (specials as in :func:`_column_tiles`) and a tile of
+    unit-stride rows ``s1`` apart inside it (``s1`` below, at or above the row length)."""
+    dtype = draw(st.sampled_from(STORAGE))
+    cols = draw(st.integers(1, 40))
+    rows = min(draw(st.integers(1, 40)), TILE // cols)
+    s1 = draw(st.integers(0, cols + 20))
+    o = draw(st.integers(0, 7))
+    n = o + (rows - 1) * s1 + cols + draw(st.integers(0, 3))
+    size = np.dtype(dtype).itemsize
+    raw = np.frombuffer(draw(st.binary(min_size=n * size, max_size=n * size)), dtype=dtype).copy()
+    special = draw(st.lists(st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0]), max_size=6))
+    places = draw(st.lists(st.integers(0, n - 1), min_size=len(special), max_size=len(special)))
+    vals = np.array(special, dtype=np.float16 if size == 2 else dtype)
+    raw[places] = vals.view(dtype) if size == 2 else vals
+    return raw, o, s1, rows, cols
+
+
+@given(_row_tiles())
+def test_unit_stride_rows_fill_the_tile_of_the_definition(case) -> None:
+    """The rows branch of :func:`fused._gather` (``s0 == 1``: the golden of FRACTAL_NZ data) fills
+    ``dst[r*cols + c] = src[o + r*s1 + c]``, every bit, and nothing past the tile."""
+    src, o, s1, rows, cols = case
+    dst = np.full(TILE, 7.0)
+    fused._gather(src, o, s1, 1, rows, cols, dst)
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    assert _same(dst[: rows * cols], _decode(src[o + r * s1 + c]))
+    assert (dst[rows * cols:] == 7.0).all()
