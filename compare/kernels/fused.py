@@ -26,7 +26,8 @@ Passes (:func:`compare.kernels._compute` drives them through :mod:`compare.kerne
 
 Each tile is processed in chunks of at most :data:`TILE` elements, gathered and decoded into
 small float64 buffers (:func:`_gather`, reading along the unit stride; the next chunk is
-prefetched), then reduced by :func:`_acc_side` / :func:`_acc_pair`, whose loops LLVM vectorises
+prefetched -- in the paired pass, at a tile's last chunk, the next tile's first), then
+reduced by :func:`_acc_side` / :func:`_acc_pair`, whose loops LLVM vectorises
 (see the fast-math policy in :mod:`compare.kernels.native.jit`). Those two are compiled once
 for float64 buffers whatever the storage types; only the small walkers are specialised per
 storage type.
@@ -499,8 +500,11 @@ def _gather(src, o, s1, s0, rows, cols, dst):  # pragma: no cover - exercised th
     Columns of unit stride (``s1 == 1``: the golden side of NC1HWC0 data, 16 channels ``H*W``
     apart) are transposed in 8 x 8 blocks (:func:`transpose8`): writing them one strided element
     at a time cost 0.57 ns an element, the paired pass 0.84 ns instead of a flat pair's 0.30 (L2,
-    float32 golden). The tile holds the same values at the same places either way, so every sum
-    over it is unchanged to the bit.
+    float32 golden). Rows of unit stride (``s0 == 1``: the golden side of FRACTAL_NZ data, 16
+    elements ``N`` apart) are copied through a slice whose unit step numba knows: the loop of the
+    general row slice (its step a runtime value) made the FRACTAL_NZ paired pass 1.48 ns an
+    element on B1.8 instead of 1.23-1.26. The tile holds the same values at the same places
+    whichever branch fills it, so every sum over it is unchanged to the bit.
 
     (Indexing goes through non-negative slices: a plain ``src[o + i]`` makes numba add a
     negative-index wrap-around select that stops LLVM from vectorising.)
@@ -509,6 +513,13 @@ def _gather(src, o, s1, s0, rows, cols, dst):  # pragma: no cover - exercised th
         row = src[o : o + rows * cols]
         for c in range(rows * cols):
             dst[c] = load_f64(row, c)
+    elif s0 == 1:  # rows of contiguous runs (the golden of FRACTAL_NZ data: 16 elements, N apart)
+        for r in range(rows):
+            b = o + r * s1
+            row = src[b : b + cols]
+            out = dst[r * cols : (r + 1) * cols]
+            for c in range(cols):
+                out[c] = load_f64(row, c)
     elif s0 <= s1 or rows == 1:
         for r in range(rows):
             b = o + r * s1
@@ -896,13 +907,21 @@ def _prefetch_ahead(buf, start, count):  # pragma: no cover - exercised through 
 def _prefetch_tile(buf, isz, o, s1, s0, rows, cols):  # pragma: no cover - exercised through the kernels
     """Prefetch the ``rows x cols`` tile at element ``o`` (strides ``s1``, ``s0``; ``isz`` bytes an
     element) of byte buffer ``buf``: its whole span when that is dense, else row by row or column
-    by column along a unit stride, else nothing."""
+    by column along a unit stride, else nothing.
+
+    Row by row, each row's last byte gets a hint of its own: a row that does not start on a line
+    boundary ends in one line more than its length in lines (the golden of FRACTAL_NZ data: rows
+    of 16 float32 = 64 bytes, ``N`` elements apart, ``N`` seldom a multiple of 16 -- without it
+    every such row's second line was a miss). Only here: a dense span's last line is hinted by
+    its neighbour chunk's first, and the side passes (dense spans) keep their loop as it was."""
     span = (rows - 1) * s1 + (cols - 1) * s0 + 1
     if span <= 2 * rows * cols:
         _prefetch_ahead(buf, o * isz, span * isz)
-    elif s0 == 1:
+    elif s0 == 1:  # rows apart: each row's last byte hinted too (see the docstring)
         for r in range(rows):
-            _prefetch_ahead(buf, (o + r * s1) * isz, cols * isz)
+            b = (o + r * s1) * isz
+            _prefetch_ahead(buf, b, cols * isz)
+            prefetch(buf, min(b + cols * isz, buf.shape[0]) - 1)
     elif s1 == 1 and rows * isz >= 64:
         for c in range(cols):
             _prefetch_ahead(buf, (o + c * s0) * isz, rows * isz)
@@ -1047,6 +1066,10 @@ def _pair_boxes(xb, xcode, yb, ycode, dims, sx, sy, ox, oy, prm, do_rel, do_kl, 
                                 r2, c2, rows2, cols2 = _chunk(d1, d0, j + 1)
                                 _prefetch_tile(xb, xsz, xo + r2 * sx1 + c2 * sx0, sx1, sx0, rows2, cols2)
                                 _prefetch_tile(yb, ysz, yo + r2 * sy1 + c2 * sy0, sy1, sy0, rows2, cols2)
+                            elif i3 + 1 < dims[b, 3]:  # the next tile's first chunk
+                                r2, c2, rows2, cols2 = _chunk(d1, d0, 0)
+                                _prefetch_tile(xb, xsz, xo + sx[b, 3], sx1, sx0, rows2, cols2)
+                                _prefetch_tile(yb, ysz, yo + sy[b, 3], sy1, sy0, rows2, cols2)
                             _gather_any(xb, xcode, xs, sx1, sx0, rows, cols, xt)
                             if ycode <= CODE_F64 and _contiguous(sy1, sy0, rows, cols):  # read in place
                                 s = _pair_direct(xt, yb, ycode, ys, m, prm, do_rel, do_kl, do_err, err32, s)

@@ -120,3 +120,68 @@ def test_channel_blocked_pair_equals_its_contiguous_layout_to_the_bit() -> None:
             a = pair_passes(x.view(np.uint16), y, blocked).pair(prm, do_rel, do_kl, err)
             b = pair_passes(x.view(np.uint16), y_in_x_order, bind_plan(flat)).pair(prm, do_rel, do_kl, err)
             assert _same(np.array(a), np.array(b)), (err, do_rel, do_kl)
+
+
+@given(n1=st.integers(1, 4), m128=st.integers(1, 2), extra=st.integers(0, 15),
+       ydtype=st.sampled_from((np.float32, np.float64, np.uint16)), seed=st.integers(0, 2**16))
+def test_fractal_nz_pair_equals_its_contiguous_layout_to_the_bit(n1: int, m128: int, extra: int, ydtype,
+                                                                  seed: int) -> None:
+    """A FRACTAL_NZ-like pair (left: ``N1 x M x 16`` contiguous; golden: ``M x N`` rows, of which
+    each tile reads 16 columns, ``N = 16 N1 + extra`` elements apart -- rows that start off a
+    64-byte line, whose last byte the row prefetch hints, and tiles whose first chunk the previous
+    tile's last prefetches) gives every field of the paired pass exactly as the contiguous pair
+    whose golden was rearranged into the left's order beforehand (``M`` a multiple of the 128
+    rows of a chunk: the chunks hold the same elements in the same order). NaN, infinities and
+    zeros included; the golden's last row ends where its buffer does when ``extra`` is 0."""
+    rng = np.random.default_rng(seed)
+    m, n = 128 * m128, 16 * n1 + extra
+    x = rng.standard_normal(n1 * m * 16).astype(np.float16)
+    y = (rng.standard_normal(m * n) * 4).astype(np.float16 if ydtype == np.uint16 else ydtype)
+    y[rng.integers(0, m * n, 3)] = [np.nan, np.inf, 0.0]
+    x[rng.integers(0, x.size, 2)] = [-np.inf, -0.0]
+    ybuf = y.view(np.uint16) if ydtype == np.uint16 else y
+    dims = np.array([[1, 1, 1, n1, m, 16]])
+    sx = np.array([[0, 0, 0, m * 16, 16, 1]])
+    sy = np.array([[0, 0, 0, 16, n, 1]])
+    zero = np.zeros(1, dtype=np.int64)
+    flat = flat_kernel_plan(x.size)
+    nz = bind_plan(KernelPlan((dims, sx, sy, zero, zero), flat.left, flat.right))
+    y_in_x_order = y.reshape(m, n)[:, : 16 * n1].reshape(m, n1, 16).transpose(1, 0, 2).reshape(-1).copy()
+    ybuf_flat = y_in_x_order.view(np.uint16) if ydtype == np.uint16 else y_in_x_order
+    prm = (0.0, 1.0, 1e-7, 0.0, 1.0)
+    for err in (ErrMode.OFF, ErrMode.F32):
+        for do_rel, do_kl in ((False, False), (True, False), (True, True)):
+            a = pair_passes(x.view(np.uint16), ybuf, nz).pair(prm, do_rel, do_kl, err)
+            b = pair_passes(x.view(np.uint16), ybuf_flat, bind_plan(flat)).pair(prm, do_rel, do_kl, err)
+            assert _same(np.array(a), np.array(b)), (err, do_rel, do_kl)
+
+
+@st.composite
+def _row_tiles(draw):
+    """A storage buffer of any bit patterns (specials as in :func:`_column_tiles`) and a tile of
+    unit-stride rows ``s1`` apart inside it (``s1`` below, at or above the row length)."""
+    dtype = draw(st.sampled_from(STORAGE))
+    cols = draw(st.integers(1, 40))
+    rows = min(draw(st.integers(1, 40)), TILE // cols)
+    s1 = draw(st.integers(0, cols + 20))
+    o = draw(st.integers(0, 7))
+    n = o + (rows - 1) * s1 + cols + draw(st.integers(0, 3))
+    size = np.dtype(dtype).itemsize
+    raw = np.frombuffer(draw(st.binary(min_size=n * size, max_size=n * size)), dtype=dtype).copy()
+    special = draw(st.lists(st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0]), max_size=6))
+    places = draw(st.lists(st.integers(0, n - 1), min_size=len(special), max_size=len(special)))
+    vals = np.array(special, dtype=np.float16 if size == 2 else dtype)
+    raw[places] = vals.view(dtype) if size == 2 else vals
+    return raw, o, s1, rows, cols
+
+
+@given(_row_tiles())
+def test_unit_stride_rows_fill_the_tile_of_the_definition(case) -> None:
+    """The rows branch of :func:`fused._gather` (``s0 == 1``: the golden of FRACTAL_NZ data) fills
+    ``dst[r*cols + c] = src[o + r*s1 + c]``, every bit, and nothing past the tile."""
+    src, o, s1, rows, cols = case
+    dst = np.full(TILE, 7.0)
+    fused._gather(src, o, s1, 1, rows, cols, dst)
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    assert _same(dst[: rows * cols], _decode(src[o + r * s1 + c]))
+    assert (dst[rows * cols:] == 7.0).all()
