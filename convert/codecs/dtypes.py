@@ -138,12 +138,19 @@ class UndecodedCode:
 #: DT_HIFLOAT4_SCALE (see the module docstring).
 HIFLOAT4_SCALE = UndecodedCode(
     42, "DT_HIFLOAT4_SCALE", "hifloat4_scale",
-    "cannot decode: dump type 42 (hifloat4_scale) is a HiFloat4 block-scale word (4 bytes: an E6M2 "
+    "dump type 42 (hifloat4_scale) is a HiFloat4 block-scale word (4 bytes: an E6M2 "
     "base scale and exponent-increment bits shared by 64 HiFloat4 lanes), not one number an element; "
     "the dump does not say which elements of which tensor a word scales")
 
 #: The named, not decoded codes, by code.
 _NOT_DECODED: dict[int, UndecodedCode] = {HIFLOAT4_SCALE.code: HIFLOAT4_SCALE}
+
+
+def undecoded_reason(code: int) -> str:
+    """Why a named data-type code is not decoded on purpose (:class:`UndecodedCode`), ``""`` for
+    any other code."""
+    undecoded = _NOT_DECODED.get(int(code))
+    return undecoded.reason if undecoded is not None else ""
 
 
 class Format(IntEnum):
@@ -378,7 +385,7 @@ def numpy_dtype(code: int) -> np.dtype:
     if code == DataType.DT_COMPLEX32:
         return np.dtype(np.complex64)
     if code in _NOT_DECODED:
-        raise UnsupportedDataType(f"data type {data_type_label(code)}: {_NOT_DECODED[code].reason}")
+        raise UnsupportedDataType(f"data type {data_type_label(code)}: cannot decode: {_NOT_DECODED[code].reason}")
     raise UnsupportedDataType(
         f"data type {data_type_label(code)} cannot be decoded (supported: "
         + ", ".join(sorted({dtype_name(c) for c in _DECODABLE}))

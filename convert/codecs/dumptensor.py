@@ -13,7 +13,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DumpFormatError
-from .dtypes import UnsupportedDataType, data_type_label, decode, dtype_name, element_count, numpy_dtype, stored_nbytes
+from .dtypes import (
+    UnsupportedDataType,
+    data_type_label,
+    decode,
+    dtype_name,
+    element_count,
+    numpy_dtype,
+    stored_nbytes,
+    undecoded_reason,
+)
 from .dumpheader import DumpHeader, TensorInfo
 
 #: Dimensions at or above this are negative int64 values written into the uint64 ``Shape.dim``.
@@ -48,7 +57,8 @@ def read_tensor(header: DumpHeader, info: TensorInfo) -> np.ndarray:
     try:
         numpy_dtype(code)
     except UnsupportedDataType:
-        problem = f"data type {data_type_label(code)} of {info.label} cannot be decoded"
+        why = undecoded_reason(code)
+        problem = f"data type {data_type_label(code)} of {info.label} cannot be decoded" + (f": {why}" if why else "")
         raise DumpFormatError(header.path, problem, offset=info.offset) from None
     shape = tuple(int(d) for d in info.shape)
     if any(d < 0 for d in shape):

@@ -52,10 +52,11 @@ from .dtypes import DataType, decode, narrow_type, nbytes_for, numpy_dtype
 MIN_MAP_BYTES = 1 << 20
 
 #: Data-type codes mapped: every code ``decode`` returns as a plain view of the bytes -- the
-#: floats (DT_FLOAT 1, DT_FLOAT16 2, DT_DOUBLE 12, DT_BF16 27, fp8 e5m2 / e4m3fn / e8m0 34-36),
-#: the integers and bool (0, 3-11, DT_RESOURCE 23) and complex (16, 17). The kernels read them in
-#: place; DT_UINT1 (29, bit-packed), the sub-byte types, HiFloat8 (a table) and complex32 are
-#: decoded into new arrays by ``read_tensor``.
+#: floats (DT_FLOAT 1, DT_FLOAT16 2, DT_DOUBLE 12, DT_BF16 27, fp8 e5m2 / e4m3fn 34-35), the
+#: integers and bool (0, 3-11, DT_RESOURCE 23) and complex (16, 17) -- which the kernels read in
+#: place, and float8_e8m0 (36), whose mapped bytes ``decode`` turns into a new float32 array (the
+#: device's table: :func:`view_plain`). DT_UINT1 (29, bit-packed), the other sub-byte types,
+#: HiFloat8 (a table) and complex32 are decoded into new arrays by ``read_tensor``.
 _MAPPED_CODES = frozenset({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 23, 27, 34, 35, 36})
 
 _PAGE = mmap.ALLOCATIONGRANULARITY

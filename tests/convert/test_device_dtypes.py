@@ -116,7 +116,8 @@ def test_dump_type_42_is_named_and_refused_with_the_reason(tmp_path: Path) -> No
         TensorSpec(np.array([0x3F, 0x11], "<u4").view(np.uint8), data_type=42, shape=(2,))])
     header = read_header(path)
     assert header.outputs[0].dtype_name == "hifloat4_scale"
-    refused = "data type DT_HIFLOAT4_SCALE (42) of output 0 cannot be decoded"
+    refused = ("data type DT_HIFLOAT4_SCALE (42) of output 0 cannot be decoded: dump type 42 (hifloat4_scale) is a "
+               "HiFloat4 block-scale word")
     with pytest.raises(DumpFormatError, match=re.escape(refused)):
         read_tensor(header, header.outputs[0])
 
