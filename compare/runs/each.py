@@ -88,6 +88,9 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
     if right_candidates is None:
         right_walked = []  # the right side is then read by load_run, whose run names them itself
     else:
+        if iter_spec is None:
+            chosen = _agreed_iterations(left_leaves, chosen, right_candidates, choice.left, right_select, str(left),
+                                        str(right), notes)
         right_only = _right_only(chosen, right_candidates, selection_of(right_select), str(right),
                                  by_graph=_is_multi(graph_spec))
     walked = [SkippedFile(side, path, why) for side, found in (("left", left_walked), ("right", right_walked))
@@ -100,6 +103,49 @@ def plan_each(left: PathLike, right: PathLike, select: dict, version: int | None
                      by_graph=_is_multi(graph_spec), right_model=right_select.get("model_name"),
                      right_probe=choice.right_probe, walked=walked, keep_raw_names=keep_raw_names,
                      right_only=right_only)
+
+
+def _agreed_iterations(left_leaves: list[Candidate], chosen: list[Candidate], right_candidates: list[Candidate],
+                       left_select: dict, right_select: dict, left_where: str, right_where: str,
+                       notes: list[str]) -> list[Candidate]:
+    """The parts to compare when ``--iteration`` is not given: each (rank, graph)'s newest
+    iteration, as chosen -- or, when the right side lacks that one, the newest iteration both
+    sides have for that rank and graph, with a note (the policy of a single comparison,
+    :class:`~compare.runs.loading.SideIterations`, part by part). A part whose rank and graph
+    share no iteration stays as chosen (it is then a part not compared, saying why)."""
+    every = {**left_select, "iteration": "all"}
+    try:
+        lefts = select_parts(left_leaves, selection_of(every), where=left_where, notes=[])
+        rights = select_parts(right_candidates, selection_of({**right_select, "iteration": "all"}), where=right_where,
+                              notes=[])
+    except CompareError:
+        return chosen
+
+    def by_place(leaves: list[Candidate]) -> dict[tuple[str, str], dict[object, Candidate]]:
+        places: dict[tuple[str, str], dict[object, Candidate]] = {}
+        for leaf in leaves:
+            iteration = leaf.get("iteration")
+            if isinstance(iteration, int):
+                places.setdefault((str(leaf.get("rank")), str(leaf.get("graph"))), {})[iteration] = leaf
+        return places
+
+    left_places, right_places = by_place(lefts), by_place(rights)
+    out = []
+    for leaf in chosen:
+        place = (str(leaf.get("rank")), str(leaf.get("graph")))
+        mine, theirs = left_places.get(place, {}), right_places.get(place, {})
+        shared = sorted(set(mine) & set(theirs))
+        if not theirs or leaf.get("iteration") in theirs or not shared:
+            out.append(leaf)
+            continue
+        agreed = shared[-1]
+        out.append(mine[agreed])
+        rank, graph = leaf.get("rank"), leaf.get("graph")
+        where = f"rank {rank}" + (f" graph {graph}" if graph is not None else "")
+        notes.append(f"{where}: iteration {agreed} chosen: the newest iteration both sides have (left has "
+                     f"{', '.join(map(str, sorted(mine)))}; right has {', '.join(map(str, sorted(theirs)))}); "
+                     "choose another with --iteration")
+    return out
 
 
 def _part_key(leaf: Candidate, by_graph: bool) -> tuple[str, str, str]:

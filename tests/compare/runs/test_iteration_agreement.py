@@ -5,8 +5,9 @@ compared on both sides, and a note says which and what else each side has; when 
 none, each side's newest is compared (as before) with a note, and a pairing that then finds no
 operator says so in its error, naming ``--iteration`` and each side's iterations. Checked on
 synthetic MindSpore sync trees, msprobe ``step{N}`` trees, and the real MindSpore GPU dump of
-``../shared/real/mindspore`` (left iterations 2 and 3, right only 2). ``--iteration`` given,
-equal newest iterations and ``--rank all`` (compared each in turn) are unchanged.
+``../shared/real/mindspore`` (left iterations 2 and 3, right only 2). ``--iteration`` given and
+equal newest iterations are unchanged; ``--rank all`` (compared each in turn) applies the rule to
+each rank.
 """
 
 from __future__ import annotations
@@ -107,8 +108,8 @@ def test_cli_exit_and_notes(sync: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_rank_all_is_unchanged(sync: dict[str, Path], tmp_path: Path) -> None:
-    """Compared each in turn: the parts are chosen as before (each side's newest per rank), with
-    no iteration note."""
+    """Compared each in turn, the same newest iteration on both sides: the parts are chosen as
+    before (each side's newest per rank), with no iteration note."""
     result = _run("-l", sync["left"], "-r", sync["left"], "--rank", "all", "-o", tmp_path / "r.csv",
                   "--json", tmp_path / "r.json")
     assert result.exit_code == 0, result.output
@@ -152,3 +153,21 @@ def test_real_gpu_dump_default_run(tmp_path: Path) -> None:
     assert note in document["notes"]
     assert {row["iteration"] for row in document["rows"]} <= {2, None}
     assert document["rows"]
+
+
+def test_rank_all_takes_the_iteration_both_sides_have(sync: dict[str, Path], tmp_path: Path) -> None:
+    """Compared each in turn without ``--iteration``: a rank whose newest iteration the right side
+    lacks is compared at the newest iteration both sides have, with a note (before: the part was
+    not compared, "--iteration 1 selects nothing", exit 2)."""
+    result = _run("-l", sync["left"], "-r", sync["only0"], "--rank", "all", "-o", tmp_path / "r.csv",
+                  "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    document = json.loads((tmp_path / "r.json").read_text())
+    assert {row["iteration"] for row in document["rows"]} == {0}
+    assert [n for n in document["notes"] if "iteration 0 chosen: the newest iteration both sides have (left has 0, "
+            "1; right has 0)" in n], document["notes"]
+
+
+def test_rank_all_with_no_shared_iteration_is_a_part_not_compared(sync: dict[str, Path], tmp_path: Path) -> None:
+    result = _run("-l", sync["left"], "-r", sync["other5"], "--rank", "all", "-o", tmp_path / "r.csv")
+    assert result.exit_code != 0 and "Traceback" not in result.output
