@@ -171,6 +171,69 @@ class OpVerdict:
     iteration: int | None = None
 
 
+@dataclass(frozen=True)
+class CheckColumns:
+    """:class:`TensorCheck` s as columns, one list a field, one entry a check (the fields' meaning:
+    :class:`TensorCheck`)."""
+
+    tensor_id: list[str]
+    passed: list[bool | None]
+    error: list[float | None]
+    failed: list[tuple[tuple[str, float], ...]]
+    nan: list[int | None]
+    inf: list[int | None]
+    saturated: list[int | None]
+    producer: list[InputEdge | None]
+
+
+@dataclass(frozen=True)
+class VerdictTable:
+    """:class:`OpVerdict` s as columns, one list a field, one entry an operator (the fields' meaning:
+    :class:`OpVerdict`), and their checks (``checks``): operator ``j``'s outputs are the checks
+    ``starts[j]:inputs[j]``, its inputs ``inputs[j]:starts[j + 1]``. What the JSON block of the
+    verdicts is written from (:func:`compare.reports.divergence.localisation_document`): a
+    localisation on columns gives it without building a record an operator
+    (:meth:`VerdictList.table`)."""
+
+    op: list[str]
+    op_type: list[str | None]
+    position: list[int]
+    verdict: list[Verdict]
+    rank: list[int | None]
+    iteration: list[int | None]
+    error: list[float | None]
+    input_error: list[float | None]
+    amplification: list[float | None]
+    blame: list[tuple[str, ...]]
+    source: list[SourceLine | None]
+    starts: list[int]
+    inputs: list[int]
+    checks: CheckColumns
+
+
+def verdict_table(verdicts: Sequence[OpVerdict]) -> VerdictTable:
+    """The :class:`VerdictTable` of ``verdicts`` (records), field by field."""
+    checks: list[TensorCheck] = []
+    starts: list[int] = []
+    inputs: list[int] = []
+    for verdict in verdicts:
+        starts.append(len(checks))
+        checks.extend(verdict.outputs)
+        inputs.append(len(checks))
+        checks.extend(verdict.inputs)
+    starts.append(len(checks))
+    columns = CheckColumns(tensor_id=[c.tensor_id for c in checks], passed=[c.passed for c in checks],
+                           error=[c.error for c in checks], failed=[c.failed for c in checks],
+                           nan=[c.nan for c in checks], inf=[c.inf for c in checks],
+                           saturated=[c.saturated for c in checks], producer=[c.producer for c in checks])
+    return VerdictTable(op=[v.op for v in verdicts], op_type=[v.op_type for v in verdicts],
+                        position=[v.position for v in verdicts], verdict=[v.verdict for v in verdicts],
+                        rank=[v.rank for v in verdicts], iteration=[v.iteration for v in verdicts],
+                        error=[v.error for v in verdicts], input_error=[v.input_error for v in verdicts],
+                        amplification=[v.amplification for v in verdicts], blame=[v.blame for v in verdicts],
+                        source=[v.source for v in verdicts], starts=starts, inputs=inputs, checks=columns)
+
+
 class VerdictList(Sequence[OpVerdict]):
     """The verdicts of a localisation in graph order, with their counts.
 
@@ -224,6 +287,10 @@ class VerdictList(Sequence[OpVerdict]):
         same rank and iteration: the last one, as the ``Verdict`` column has it)."""
         return {(verdict.rank, verdict.iteration, verdict.op): verdict.verdict for verdict in self}
 
+    def table(self) -> VerdictTable:
+        """The verdicts as columns (:class:`VerdictTable`), in order."""
+        return verdict_table(self)
+
 
 @dataclass(frozen=True)
 class Localisation:
@@ -262,5 +329,5 @@ class Localisation:
         return next((v for v in verdicts if v.op == op), None)
 
 
-__all__ = ["GraphSource", "InputEdge", "Localisation", "NodeRole", "OpGraph", "OpNode", "OpVerdict", "SOURCE_ROLES",
-           "SourceLine", "TensorCheck", "Verdict", "VerdictList"]
+__all__ = ["CheckColumns", "GraphSource", "InputEdge", "Localisation", "NodeRole", "OpGraph", "OpNode", "OpVerdict", "SOURCE_ROLES",
+           "SourceLine", "TensorCheck", "Verdict", "VerdictList", "VerdictTable", "verdict_table"]

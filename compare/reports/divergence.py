@@ -12,7 +12,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..diverge.records import InputEdge, Localisation, OpVerdict, SourceLine, TensorCheck, Verdict
+from ..diverge.records import (
+    CheckColumns,
+    InputEdge,
+    Localisation,
+    OpVerdict,
+    SourceLine,
+    TensorCheck,
+    Verdict,
+    VerdictList,
+    VerdictTable,
+    verdict_table,
+)
 from ..heap import paused_gc
 from .result_json import encode_float
 
@@ -143,37 +154,54 @@ def _edge(edge: InputEdge | None) -> dict[str, Any] | None:
     return {"producer": edge.producer, "output": edge.output, "role": edge.role.value, "name": edge.name}
 
 
-def _check(check: TensorCheck) -> dict[str, Any]:
-    return {"tensor_id": check.tensor_id, "passed": check.passed, "error": encode_float(check.error),
-            "failed": [{"metric": m, "value": encode_float(v)} for m, v in check.failed],
-            "nan": check.nan, "inf": check.inf, "saturated": check.saturated, "producer": _edge(check.producer)}
-
-
 def _source(source: SourceLine | None) -> dict[str, Any] | None:
     return None if source is None else {"file": source.file, "line": source.line, "code": source.code}
 
 
+def _check_documents(checks: CheckColumns) -> list[dict[str, Any]]:
+    """Each check as its JSON object (docs/result-json.md), in order."""
+    return [{"tensor_id": tensor_id, "passed": passed, "error": encode_float(error),
+             "failed": [{"metric": m, "value": encode_float(v)} for m, v in failed] if failed else [],
+             "nan": nan, "inf": inf, "saturated": saturated, "producer": _edge(producer)}
+            for tensor_id, passed, error, failed, nan, inf, saturated, producer
+            in zip(checks.tensor_id, checks.passed, checks.error, checks.failed, checks.nan, checks.inf,
+                   checks.saturated, checks.producer)]
+
+
+def verdict_documents(table: VerdictTable) -> list[dict[str, Any]]:
+    """Each operator's verdict as its JSON object (docs/result-json.md), in order, from the
+    verdicts as columns (:class:`~compare.diverge.records.VerdictTable`)."""
+    checks = _check_documents(table.checks)
+    starts = table.starts
+    return [{"op": op, "op_type": op_type, "position": position, "verdict": verdict.value, "rank": rank,
+             "iteration": iteration, "error": encode_float(error), "input_error": encode_float(input_error),
+             "amplification": encode_float(amplification), "blame": list(blame), "source": _source(source),
+             "outputs": checks[start:middle], "inputs": checks[middle:end]}
+            for op, op_type, position, verdict, rank, iteration, error, input_error, amplification, blame, source,
+            start, middle, end
+            in zip(table.op, table.op_type, table.position, table.verdict, table.rank, table.iteration, table.error,
+                   table.input_error, table.amplification, table.blame, table.source, starts, table.inputs,
+                   starts[1:])]
+
+
 def verdict_document(verdict: OpVerdict) -> dict[str, Any]:
     """One operator's verdict as its JSON object (docs/result-json.md)."""
-    return {
-        "op": verdict.op, "op_type": verdict.op_type, "position": verdict.position, "verdict": verdict.verdict.value,
-        "rank": verdict.rank, "iteration": verdict.iteration,
-        "error": encode_float(verdict.error), "input_error": encode_float(verdict.input_error),
-        "amplification": encode_float(verdict.amplification),
-        "blame": list(verdict.blame), "source": _source(verdict.source),
-        "outputs": [_check(c) for c in verdict.outputs], "inputs": [_check(c) for c in verdict.inputs],
-    }
+    return verdict_documents(verdict_table([verdict]))[0]
 
 
 def localisation_document(localisation: Localisation | None) -> dict[str, Any] | None:
-    """The ``localisation`` block of the JSON result, or None. Built with the cyclic collector
-    paused (:func:`compare.heap.paused_gc`): its ~5 dicts and lists an operator (130,000 for a
+    """The ``localisation`` block of the JSON result, or None. The verdicts are written from their
+    columns (:meth:`~compare.diverge.records.VerdictList.table`: a localisation on columns builds
+    no record an operator for it). Built with the cyclic collector paused
+    (:func:`compare.heap.paused_gc`): its ~5 dicts and lists an operator (130,000 for a
     100,000-row statistics run) all live until the document is written, and the collections their
-    allocation would set off walk the whole heap of the run to find no garbage (~0.8 s of ~1 s)."""
+    allocation would set off walk the whole heap of the run to find no garbage."""
     if localisation is None:
         return None
     first = localisation.first_divergence
+    verdicts = localisation.verdicts
     with paused_gc():
+        table = verdicts.table() if isinstance(verdicts, VerdictList) else verdict_table(verdicts)
         return {
             "graph_source": localisation.graph.source.value,
             "graph_edges": localisation.graph.edges,
@@ -181,7 +209,7 @@ def localisation_document(localisation: Localisation | None) -> dict[str, Any] |
             "first_divergence": None if first is None else verdict_document(first),
             "first_nonfinite": localisation.first_nonfinite,
             "notes": list(localisation.notes),
-            "verdicts": [verdict_document(v) for v in localisation.verdicts],
+            "verdicts": verdict_documents(table),
         }
 
 
@@ -193,4 +221,5 @@ def count_verdicts(localisation: Localisation | None) -> Mapping[str, int]:
 
 
 __all__ = ["count_verdicts", "divergence_lines", "explain_lines", "localisation_document", "verdict_document",
+           "verdict_documents",
            "verdict_map"]
