@@ -520,6 +520,8 @@ def part_table(part: PartVerdicts, record: Callable[[int], OpVerdict]) -> Verdic
 
     worst = _worst_of(op * 2 + (side > 0), checks.error[row], has, 2 * n)
     errors, input_errors = worst[0::2], worst[1::2]
+    amplification = [_amplification(e, i) if e is not None and i is not None else None
+                     for e, i in zip(errors, input_errors)]
     nodes = list(map(part.graph.nodes.__getitem__, part.names))
     verdicts = [VERDICTS[c] for c in part.codes.tolist()]
     blame: list[tuple[str, ...]] = [()] * n
@@ -533,7 +535,7 @@ def part_table(part: PartVerdicts, record: Callable[[int], OpVerdict]) -> Verdic
                 if p is False and e is not None and e.producer is not None))
     return VerdictTable(op=list(part.names), op_type=[node.op_type for node in nodes], position=list(part.positions),
                         verdict=verdicts, rank=[part.rank] * n, iteration=[part.iteration] * n, error=errors,
-                        input_error=input_errors, amplification=list(map(_amplification, errors, input_errors)),
+                        input_error=input_errors, amplification=amplification,
                         blame=blame, source=[node.source for node in nodes], starts=starts_list,
                         inputs=inputs_list, checks=table_checks)
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from ..diverge.records import (
     CheckColumns,
-    InputEdge,
     Localisation,
     OpVerdict,
     SourceLine,
@@ -25,7 +24,7 @@ from ..diverge.records import (
     verdict_table,
 )
 from ..heap import paused_gc
-from .result_json import encode_float
+from .result_json import JsonFloat, encode_float
 
 #: Key of a row's operator in :func:`verdict_map`: (rank, iteration, left op name).
 VerdictKey = tuple[int | None, int | None, str]
@@ -148,39 +147,53 @@ def verdict_map(localisation: Localisation | None) -> dict[VerdictKey, str]:
 # ------------------------------------------------------------------------------ JSON
 
 
-def _edge(edge: InputEdge | None) -> dict[str, Any] | None:
-    if edge is None:
-        return None
-    return {"producer": edge.producer, "output": edge.output, "role": edge.role.value, "name": edge.name}
-
-
 def _source(source: SourceLine | None) -> dict[str, Any] | None:
     return None if source is None else {"file": source.file, "line": source.line, "code": source.code}
 
 
+def _floats(values: list[float | None]) -> list[JsonFloat]:
+    """:func:`~compare.reports.result_json.encode_float` of each value; None and finite floats (the
+    usual case) are kept as they are without a call."""
+    return [value if value is None or (type(value) is float and value - value == 0.0) else encode_float(value)
+            for value in values]
+
+
 def _check_documents(checks: CheckColumns) -> list[dict[str, Any]]:
-    """Each check as its JSON object (docs/result-json.md), in order."""
-    return [{"tensor_id": tensor_id, "passed": passed, "error": encode_float(error),
+    """Each check as its JSON object (docs/result-json.md), in order. An edge's object is made
+    once and copied for each check it feeds (no two checks share an object)."""
+    edges: dict[int, dict[str, Any]] = {}
+    for edge in checks.producer:
+        if edge is not None and id(edge) not in edges:
+            edges[id(edge)] = {"producer": edge.producer, "output": edge.output, "role": edge.role.value,
+                               "name": edge.name}
+    return [{"tensor_id": tensor_id, "passed": passed, "error": error,
              "failed": [{"metric": m, "value": encode_float(v)} for m, v in failed] if failed else [],
-             "nan": nan, "inf": inf, "saturated": saturated, "producer": _edge(producer)}
+             "nan": nan, "inf": inf, "saturated": saturated,
+             "producer": None if producer is None else edges[id(producer)].copy()}
             for tensor_id, passed, error, failed, nan, inf, saturated, producer
-            in zip(checks.tensor_id, checks.passed, checks.error, checks.failed, checks.nan, checks.inf,
+            in zip(checks.tensor_id, checks.passed, _floats(checks.error), checks.failed, checks.nan, checks.inf,
                    checks.saturated, checks.producer)]
+
+
+#: Each verdict's JSON text (an enum member's ``value`` is a slow attribute read, this a dict look-up).
+_VERDICT_VALUE = {verdict: verdict.value for verdict in Verdict}
 
 
 def verdict_documents(table: VerdictTable) -> list[dict[str, Any]]:
     """Each operator's verdict as its JSON object (docs/result-json.md), in order, from the
-    verdicts as columns (:class:`~compare.diverge.records.VerdictTable`)."""
+    verdicts as columns (:class:`~compare.diverge.records.VerdictTable`); a float is written by
+    :func:`~compare.reports.result_json.encode_float` (a finite one, the usual case, as it is)."""
     checks = _check_documents(table.checks)
     starts = table.starts
-    return [{"op": op, "op_type": op_type, "position": position, "verdict": verdict.value, "rank": rank,
-             "iteration": iteration, "error": encode_float(error), "input_error": encode_float(input_error),
-             "amplification": encode_float(amplification), "blame": list(blame), "source": _source(source),
+    return [{"op": op, "op_type": op_type, "position": position, "verdict": _VERDICT_VALUE[verdict], "rank": rank,
+             "iteration": iteration,
+             "error": error, "input_error": input_error, "amplification": amplification,
+             "blame": list(blame), "source": None if source is None else _source(source),
              "outputs": checks[start:middle], "inputs": checks[middle:end]}
             for op, op_type, position, verdict, rank, iteration, error, input_error, amplification, blame, source,
             start, middle, end
-            in zip(table.op, table.op_type, table.position, table.verdict, table.rank, table.iteration, table.error,
-                   table.input_error, table.amplification, table.blame, table.source, starts, table.inputs,
+            in zip(table.op, table.op_type, table.position, table.verdict, table.rank, table.iteration,
+                   _floats(table.error), _floats(table.input_error), _floats(table.amplification), table.blame, table.source, starts, table.inputs,
                    starts[1:])]
 
 
