@@ -445,11 +445,11 @@ def _is_data(part: PartVerdicts, check: TensorCheck, failed_before: bool) -> boo
 # ------------------------------------------------------------------------------ the verdicts as columns
 
 
-def _worst_of(group: np.ndarray, error: np.ndarray, has: np.ndarray, groups: int) -> list[float | None]:
+def _worst_of(group: np.ndarray, error: np.ndarray, has: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_worst` of each group of checks (``group``: each check's group, in check order;
-    ``error`` / ``has``: its error and whether it has one): None when no check of the group has an
-    error, NaN when one is NaN, else the first of the largest (``max``'s pick: ``-0.0`` and ``0.0``
-    are equal, the first is kept)."""
+    ``error`` / ``has``: its error and whether it has one), and whether the group has one (None
+    when no check of the group has an error): NaN when one is NaN, else the first of the largest
+    (``max``'s pick: ``-0.0`` and ``0.0`` are equal, the first is kept)."""
     with_error = np.flatnonzero(has)
     values = error[with_error]
     where = group[with_error]
@@ -461,8 +461,23 @@ def _worst_of(group: np.ndarray, error: np.ndarray, has: np.ndarray, groups: int
     out = np.full(groups, np.nan)
     out[where[top[first]]] = values[top[first]]
     out[np.bincount(where[nan], minlength=groups) > 0] = np.nan
-    present = np.bincount(where, minlength=groups) > 0
-    return [value if here else None for value, here in zip(out.tolist(), present.tolist())]
+    return out, np.bincount(where, minlength=groups) > 0
+
+
+def _amplifications(error: np.ndarray, has_error: np.ndarray, input_error: np.ndarray, has_input: np.ndarray
+                    ) -> np.ndarray:
+    """:func:`_amplification` of each operator, NaN for None (no NaN is an amplification: a NaN
+    error gives None)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = error / input_error
+    zero = input_error == 0.0
+    out = np.where(zero, np.where(error > 0.0, np.inf, np.nan), ratio)
+    return np.where(has_error & has_input & ~np.isnan(error) & ~np.isnan(input_error), out, np.nan)
+
+
+def _optional(values: np.ndarray, present: np.ndarray) -> list[float | None]:
+    """The values as floats, None where not ``present``."""
+    return [value if here else None for value, here in zip(values.tolist(), present.tolist())]
 
 
 def part_table(part: PartVerdicts, record: Callable[[int], OpVerdict]) -> VerdictTable:
@@ -518,10 +533,11 @@ def part_table(part: PartVerdicts, record: Callable[[int], OpVerdict]) -> Verdic
         nan=[c.nan if c is not None else None for c in count], inf=[c.inf if c is not None else None for c in count],
         saturated=[c.saturated if c is not None else None for c in count], producer=producer)
 
-    worst = _worst_of(op * 2 + (side > 0), checks.error[row], has, 2 * n)
-    errors, input_errors = worst[0::2], worst[1::2]
-    amplification = [_amplification(e, i) if e is not None and i is not None else None
-                     for e, i in zip(errors, input_errors)]
+    worst, worst_present = _worst_of(op * 2 + (side > 0), checks.error[row], has, 2 * n)
+    error_at, has_output_error, input_at, has_input_error = worst[0::2], worst_present[0::2], worst[1::2], worst_present[1::2]
+    ratio = _amplifications(error_at, has_output_error, input_at, has_input_error)
+    errors, input_errors = _optional(error_at, has_output_error), _optional(input_at, has_input_error)
+    amplification = _optional(ratio, ~np.isnan(ratio))
     nodes = list(map(part.graph.nodes.__getitem__, part.names))
     verdicts = [VERDICTS[c] for c in part.codes.tolist()]
     blame: list[tuple[str, ...]] = [()] * n
