@@ -488,7 +488,12 @@ def part_table(part: PartVerdicts, record: Callable[[int], OpVerdict]) -> Verdic
     one is built by :func:`_check` (the bounds it broke, from
     :func:`compare.verdict.gates.violations`). Blame: of an ``inherited`` operator the producers of
     its failing inputs, from the columns; of an ``input-differs`` one the record's (``record``:
-    operator ``j``'s record, :meth:`LazyVerdicts._at`)."""
+    operator ``j``'s record, :meth:`LazyVerdicts._at`).
+
+    Both stay: :func:`build_verdict` makes the records the API and the text reports read one
+    operator at a time (the first divergence, a chain), this the columns the JSON block of every
+    operator is written from; tests/compare/diverge/test_localisation_columns.py holds the two
+    equal (the block of the table is the block of the records, on random graphs and rows)."""
     n = len(part.names)
     outputs, inputs, produced = part.outputs, part.inputs, part.produced
     out_op = np.repeat(np.arange(n), np.diff(outputs.start))
