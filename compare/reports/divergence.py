@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring_ascii as _string  # the compact encoder's own writer of a text
 from typing import Any
+
+import numpy as np
 
 from ..diverge.records import (
     CheckColumns,
@@ -24,7 +27,8 @@ from ..diverge.records import (
     verdict_table,
 )
 from ..heap import paused_gc
-from .result_json import JsonFloat, encode_float
+from .float_text import repr_texts
+from .result_json import ROW_ENCODER, JsonFloat, encode_float
 
 #: Key of a row's operator in :func:`verdict_map`: (rank, iteration, left op name).
 VerdictKey = tuple[int | None, int | None, str]
@@ -226,6 +230,110 @@ def localisation_document(localisation: Localisation | None) -> dict[str, Any] |
         }
 
 
+# ------------------------------------------------------------------------------ JSON text
+
+
+def _json_text(value: str | None) -> str:
+    """A text or None as the compact encoder writes it."""
+    return "null" if value is None else _string(value)
+
+
+def _json_int(value: int | None) -> str:
+    """A whole number or None as the compact encoder writes it (anything else: by the encoder itself)."""
+    if value is None:
+        return "null"
+    return int.__repr__(value) if type(value) is int else ROW_ENCODER.encode(value)
+
+
+def _int_texts(values: Sequence[int | None]) -> list[str]:
+    """:func:`_json_int` of each value, each distinct value written once when all are whole numbers
+    or None (a ``bool`` equals 0 or 1 as a key but is written ``true`` / ``false``: then one by one)."""
+    if not set(map(type, values)) <= _INT_OR_NONE:
+        return list(map(_json_int, values))
+    texts = {value: _json_int(value) for value in dict.fromkeys(values)}
+    return list(map(texts.__getitem__, values))
+
+
+_INT_OR_NONE = frozenset({int, type(None)})
+#: :func:`~compare.reports.result_json.encode_float` 's strings, as JSON text.
+_NON_FINITE_TEXT = {"nan": '"nan"', "inf": '"inf"', "-inf": '"-inf"'}
+
+
+def _float_texts(values: Sequence[float | None]) -> list[str]:
+    """Each value as :func:`~compare.reports.result_json.encode_float` and the compact encoder
+    write it: ``null``, the float's ``repr`` (:func:`~compare.reports.float_text.repr_texts`, a
+    column at a time), ``"nan"`` / ``"inf"`` / ``"-inf"`` as strings."""
+    numbers = [value if type(value) is float else float(value) for value in values if value is not None]
+    texts = repr_texts(numbers)
+    for i in np.flatnonzero(~np.isfinite(np.asarray(numbers, dtype=np.float64))).tolist():
+        texts[i] = _NON_FINITE_TEXT[texts[i]]
+    if len(numbers) == len(values):
+        return texts
+    found = iter(texts).__next__
+    return ["null" if value is None else found() for value in values]
+
+
+_CHECK_TEMPLATE = ('{"tensor_id":%s,"passed":%s,"error":%s,"failed":%s,"nan":%s,"inf":%s,"saturated":%s,'
+                   '"producer":%s}')
+_VERDICT_TEMPLATE = ('{"op":%s,"op_type":%s,"position":%s,"verdict":%s,"rank":%s,"iteration":%s,"error":%s,'
+                     '"input_error":%s,"amplification":%s,"blame":%s,"source":%s,"outputs":[%s],"inputs":[%s]}')
+_PASSED_TEXT = {None: "null", True: "true", False: "false"}
+
+
+def _check_texts(checks: CheckColumns) -> list[str]:
+    """Each check as :func:`_check_documents` 's object written by the compact encoder, in order."""
+    edges: dict[int, str] = {}
+    for edge in checks.producer:
+        if edge is not None and id(edge) not in edges:
+            edges[id(edge)] = (f'{{"producer":{_json_text(edge.producer)},"output":{_json_int(edge.output)},'
+                               f'"role":{_string(edge.role.value)},"name":{_string(edge.name)}}}')
+    values = iter(_float_texts([value for broken in checks.failed for _, value in broken])).__next__
+    failed = ["[]" if not broken else
+              "[" + ",".join([f'{{"metric":{_string(metric)},"value":{values()}}}' for metric, _ in broken]) + "]"
+              for broken in checks.failed]
+    return list(map(_CHECK_TEMPLATE.__mod__, zip(
+        map(_string, checks.tensor_id), map(_PASSED_TEXT.__getitem__, checks.passed), _float_texts(checks.error),
+        failed, _int_texts(checks.nan), _int_texts(checks.inf), _int_texts(checks.saturated),
+        ["null" if edge is None else edges[id(edge)] for edge in checks.producer])))
+
+
+def verdict_texts(table: VerdictTable) -> list[str]:
+    """Each operator's verdict as :func:`verdict_documents` 's object written by the compact
+    encoder (:data:`~compare.reports.result_json.ROW_ENCODER`), in order: the same text, written
+    from the columns with no object made (``--json``: :func:`localisation_text`)."""
+    checks = _check_texts(table.checks)
+    starts = table.starts
+    sources = {id(source): (f'{{"file":{_string(source.file)},"line":{_json_int(source.line)},'
+                            f'"code":{_string(source.code)}}}') for source in table.source if source is not None}
+    return list(map(_VERDICT_TEMPLATE.__mod__, zip(
+        map(_string, table.op), map(_json_text, table.op_type), _int_texts(table.position),
+        [_VERDICT_TEXT[verdict] for verdict in table.verdict], _int_texts(table.rank), _int_texts(table.iteration), _float_texts(table.error), _float_texts(table.input_error),
+        _float_texts(table.amplification),
+        ["[]" if not blame else "[" + ",".join(map(_string, blame)) + "]" for blame in table.blame],
+        ["null" if source is None else sources[id(source)] for source in table.source],
+        [",".join(checks[start:middle]) for start, middle in zip(starts, table.inputs)],
+        [",".join(checks[middle:end]) for middle, end in zip(table.inputs, starts[1:])])))
+
+
+#: Each verdict's JSON text.
+_VERDICT_TEXT = {verdict: _string(verdict.value) for verdict in Verdict}
+
+
+def localisation_text(localisation: Localisation) -> str:
+    """The ``localisation`` block as compact JSON text: ``ROW_ENCODER.encode(localisation_document(
+    localisation))``, written from the columns of the verdicts (:func:`verdict_texts`) without
+    making the block's ~130,000 objects of a 100,000-row run (the block of :func:`localisation_document`
+    stays for the API: a result's ``to_dict``; a test holds the two equal)."""
+    first = localisation.first_divergence
+    verdicts = localisation.verdicts
+    table = verdicts.table() if isinstance(verdicts, VerdictList) else verdict_table(verdicts)
+    first_text = "null" if first is None else verdict_texts(verdict_table([first]))[0]
+    return (f'{{"graph_source":{_string(localisation.graph.source.value)},'
+            f'"graph_edges":{ROW_ENCODER.encode(localisation.graph.edges)},"bounds":{_string(localisation.bounds)},'
+            f'"first_divergence":{first_text},"first_nonfinite":{_json_text(localisation.first_nonfinite)},'
+            f'"notes":[{",".join(map(_string, localisation.notes))}],"verdicts":[{",".join(verdict_texts(table))}]}}')
+
+
 def count_verdicts(localisation: Localisation | None) -> Mapping[str, int]:
     """Operators per verdict (every verdict listed, zeros included)."""
     if localisation is None:
@@ -233,6 +341,5 @@ def count_verdicts(localisation: Localisation | None) -> Mapping[str, int]:
     return {v.value: n for v, n in localisation.counts.items()}
 
 
-__all__ = ["count_verdicts", "divergence_lines", "explain_lines", "localisation_document", "verdict_document",
-           "verdict_documents",
-           "verdict_map"]
+__all__ = ["count_verdicts", "divergence_lines", "explain_lines", "localisation_document", "localisation_text",
+           "verdict_document", "verdict_documents", "verdict_map", "verdict_texts"]
