@@ -45,7 +45,16 @@ import numpy as np
 from ..heap import paused_gc
 from ..records import Bound
 from ..verdict.gates import violations
-from .checks import FAILS, NOT_COMPARED, PASSES, Bounds, PartRows, RowChecks, broken_bounds, row_checks
+from .checks import (
+    FAILS,
+    NOT_COMPARED,
+    PASSES,
+    Bounds,
+    PartRows,
+    RowChecks,
+    broken_bounds,
+    row_checks,
+)
 from .records import (
     SOURCE_ROLES,
     CheckColumns,

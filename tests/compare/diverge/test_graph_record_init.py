@@ -56,15 +56,15 @@ roles = st.sampled_from(list(NodeRole))
 @given(st.integers(0, 9), st.none() | texts, st.integers(0, 3), roles, texts, st.integers(0, 5))
 def test_input_edge_as_generated(index: int, producer: str | None, output: int, role: NodeRole, name: str,
                                  positional: int) -> None:
-    _same(InputEdge, dict(index=index, producer=producer, output=output, role=role, name=name), positional)
+    _same(InputEdge, {"index": index, "producer": producer, "output": output, "role": role, "name": name}, positional)
 
 
 @given(texts, st.none() | texts, roles, st.integers(0, 2), st.booleans(), st.integers(0, 5))
 def test_op_node_as_generated(name: str, op_type: str | None, role: NodeRole, edges: int, source: bool,
                               positional: int) -> None:
     inputs = tuple(InputEdge(i, name) for i in range(edges))
-    _same(OpNode, dict(name=name, op_type=op_type, role=role, inputs=inputs,
-                       source=SourceLine("f.py", 3) if source else None), positional)
+    _same(OpNode, {"name": name, "op_type": op_type, "role": role, "inputs": inputs,
+                   "source": SourceLine("f.py", 3) if source else None}, positional)
 
 
 def test_defaults() -> None:

@@ -24,7 +24,12 @@ from compare.diverge.records import (
     Verdict,
     verdict_table,
 )
-from compare.reports.divergence import localisation_document, localisation_text, verdict_document, verdict_texts
+from compare.reports.divergence import (
+    localisation_document,
+    localisation_text,
+    verdict_document,
+    verdict_texts,
+)
 from compare.reports.result_json import ROW_ENCODER
 
 TEXTS = st.text(max_size=6) | st.sampled_from(["a\"b", "c\\d", "\n\t\x00", "é中", "\udcff", "1e-7,", ""])
