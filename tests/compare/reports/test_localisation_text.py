@@ -30,7 +30,7 @@ from compare.reports.divergence import (
     verdict_document,
     verdict_texts,
 )
-from compare.reports.result_json import ROW_ENCODER
+from compare.reports.result_json import ROW_ENCODER, EncodedJson, dumps, head_and_tail
 
 TEXTS = st.text(max_size=6) | st.sampled_from(["a\"b", "c\\d", "\n\t\x00", "é中", "\udcff", "1e-7,", ""])
 FLOATS = (st.none() | st.floats() | st.sampled_from([0.0, -0.0, 1e-5, 9.99e-5, 1e-4, 1e-7, 1e16, 5e-324, math.nan,
@@ -73,3 +73,21 @@ def test_the_block_text_is_the_encoded_block(records: list[OpVerdict], notes: li
     localisation = Localisation(verdicts=records, graph=graph, first_divergence=first, first_nonfinite=nonfinite,
                                 bounds=bounds, notes=tuple(notes))
     assert localisation_text(localisation) == ROW_ENCODER.encode(localisation_document(localisation))
+
+
+def test_a_head_writes_the_text_as_it_writes_the_block() -> None:
+    """:func:`head_and_tail` takes an :class:`EncodedJson` as the value it writes: compact for a
+    block beyond the indent limit, indented (read back, then written) below it."""
+    check = TensorCheck(tensor_id="a:output:0", passed=False, error=1e-7, failed=(("MaxRelDiff", 2.5e-05),), nan=0,
+                        producer=InputEdge(0, "w", role=NodeRole.PARAMETER, name="fc.weight"))
+    graph = OpGraph(nodes={"a": OpNode("a")}, source=GraphSource.MSPROBE_CALLS, edges=False)
+    for count in (3, 3000):  # below and beyond the indent limit
+        records = [OpVerdict(op=f"op{i}", op_type="Conv2D", position=i, verdict=Verdict.ORIGIN, outputs=(check,),
+                             inputs=(check,), error=math.nan, input_error=0.0, amplification=math.inf)
+                   for i in range(count)]
+        localisation = Localisation(verdicts=records, graph=graph, first_divergence=records[0], bounds="b")
+        block = localisation_document(localisation)
+        encoded = EncodedJson(localisation_text(localisation))
+        assert head_and_tail({"localisation": encoded, "rows": []}) == head_and_tail({"localisation": block, "rows": []})
+        assert encoded.value() == block
+        assert dumps({"localisation": encoded}) == dumps({"localisation": block})
