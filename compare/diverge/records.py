@@ -148,7 +148,7 @@ class Verdict(Label):
     NOT_COMPARED = "not-compared"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TensorCheck:
     """One tensor of an operator against the bounds.
 
@@ -167,12 +167,27 @@ class TensorCheck:
     saturated: int | None = None
     producer: InputEdge | None = None
 
+    def __init__(self, tensor_id: str, passed: bool | None, error: float | None = None,
+                 failed: tuple[tuple[str, float], ...] = (), nan: int | None = None, inf: int | None = None,
+                 saturated: int | None = None, producer: InputEdge | None = None) -> None:
+        """The fields above, in their order and with their defaults (why written out:
+        :meth:`InputEdge.__init__`; one check a tensor of every operator the API or a report reads)."""
+        values = self.__dict__
+        values["tensor_id"] = tensor_id
+        values["passed"] = passed
+        values["error"] = error
+        values["failed"] = failed
+        values["nan"] = nan
+        values["inf"] = inf
+        values["saturated"] = saturated
+        values["producer"] = producer
+
     @property
     def nonfinite(self) -> bool:
         return bool(self.nan) or bool(self.inf)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class OpVerdict:
     """The verdict of one operator and the evidence for it.
 
@@ -195,6 +210,28 @@ class OpVerdict:
     source: SourceLine | None = None
     rank: int | None = None
     iteration: int | None = None
+
+    def __init__(self, op: str, op_type: str | None, position: int, verdict: Verdict,
+                 outputs: tuple[TensorCheck, ...] = (), inputs: tuple[TensorCheck, ...] = (),
+                 error: float | None = None, input_error: float | None = None, amplification: float | None = None,
+                 blame: tuple[str, ...] = (), source: SourceLine | None = None, rank: int | None = None,
+                 iteration: int | None = None) -> None:
+        """The fields above, in their order and with their defaults (why written out:
+        :meth:`InputEdge.__init__`; one record an operator when the API reads every verdict)."""
+        values = self.__dict__
+        values["op"] = op
+        values["op_type"] = op_type
+        values["position"] = position
+        values["verdict"] = verdict
+        values["outputs"] = outputs
+        values["inputs"] = inputs
+        values["error"] = error
+        values["input_error"] = input_error
+        values["amplification"] = amplification
+        values["blame"] = blame
+        values["source"] = source
+        values["rank"] = rank
+        values["iteration"] = iteration
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The hand-written ``__init__`` of the graph records a fusion rule's graph makes by the 10^4
-(:class:`InputEdge`, :class:`OpNode`): the same parameters, order and defaults as the dataclass
-fields, and the same record as the generated constructor would build."""
+(:class:`InputEdge`, :class:`OpNode`) and of the verdict records (:class:`TensorCheck`,
+:class:`OpVerdict`): the same parameters, order and defaults as the dataclass fields, and the
+same record as the generated constructor would build."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compare.diverge.records import InputEdge, NodeRole, OpNode, SourceLine
+from compare.diverge.records import InputEdge, NodeRole, OpNode, OpVerdict, SourceLine, TensorCheck, Verdict
 
-RECORDS = (InputEdge, OpNode)
+RECORDS = (InputEdge, OpNode, TensorCheck, OpVerdict)
 
 
 @pytest.mark.parametrize("record", RECORDS)
@@ -46,7 +47,7 @@ def _same(record: type, kwargs: dict, positional: int) -> None:
     assert pickle.loads(pickle.dumps(made)) == made
     assert dataclasses.replace(made) == made
     with pytest.raises(dataclasses.FrozenInstanceError):
-        made.name = "x"  # type: ignore[misc]
+        made.index = 1  # type: ignore[misc]
 
 
 texts = st.text(max_size=6)
@@ -70,3 +71,23 @@ def test_op_node_as_generated(name: str, op_type: str | None, role: NodeRole, ed
 def test_defaults() -> None:
     assert InputEdge(0, None) == InputEdge(index=0, producer=None, output=0, role=NodeRole.COMPUTE, name="")
     assert OpNode("a") == OpNode(name="a", op_type=None, role=NodeRole.COMPUTE, inputs=(), source=None)
+
+
+floats = st.none() | st.floats(allow_nan=False)
+
+
+@given(texts, st.sampled_from([None, True, False]), floats, st.integers(0, 2), st.integers(0, 8))
+def test_tensor_check_as_generated(tensor_id: str, passed: bool | None, error: float | None, broken: int,
+                                   positional: int) -> None:
+    _same(TensorCheck, {"tensor_id": tensor_id, "passed": passed, "error": error,
+                        "failed": tuple(("MaxRelDiff", float(i)) for i in range(broken)), "nan": broken, "inf": None,
+                        "saturated": 0, "producer": InputEdge(broken, tensor_id) if broken else None}, positional)
+
+
+@given(texts, st.none() | texts, st.integers(0, 9), st.sampled_from(list(Verdict)), floats, st.integers(0, 13))
+def test_op_verdict_as_generated(op: str, op_type: str | None, position: int, verdict: Verdict,
+                                 error: float | None, positional: int) -> None:
+    check = TensorCheck(op, None)
+    _same(OpVerdict, {"op": op, "op_type": op_type, "position": position, "verdict": verdict, "outputs": (check,),
+                      "inputs": (), "error": error, "input_error": None, "amplification": error, "blame": (op,),
+                      "source": SourceLine(op, 1), "rank": None, "iteration": position}, positional)
