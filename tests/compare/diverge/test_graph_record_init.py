@@ -13,7 +13,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compare.diverge.records import InputEdge, NodeRole, OpNode, OpVerdict, SourceLine, TensorCheck, Verdict
+from compare.diverge.records import (
+    InputEdge,
+    NodeRole,
+    OpNode,
+    OpVerdict,
+    SourceLine,
+    TensorCheck,
+    Verdict,
+)
 
 RECORDS = (InputEdge, OpNode, TensorCheck, OpVerdict)
 
