@@ -392,20 +392,5 @@ class Localisation:
         return next((v for v in verdicts if v.op == op), None)
 
 
-__all__ = [
-    "SOURCE_ROLES",
-    "CheckColumns",
-    "GraphSource",
-    "InputEdge",
-    "Localisation",
-    "NodeRole",
-    "OpGraph",
-    "OpNode",
-    "OpVerdict",
-    "SourceLine",
-    "TensorCheck",
-    "Verdict",
-    "VerdictList",
-    "VerdictTable",
-    "verdict_table",
-]
+__all__ = ["SOURCE_ROLES", "CheckColumns", "GraphSource", "InputEdge", "Localisation", "NodeRole", "OpGraph", "OpNode",
+           "OpVerdict", "SourceLine", "TensorCheck", "Verdict", "VerdictList", "VerdictTable", "verdict_table"]
