@@ -24,10 +24,12 @@ The rules are :mod:`compare.diverge.verdicts`'s (module doc there); here they ru
 
 Records (:class:`~compare.diverge.records.OpVerdict`, :class:`~compare.diverge.records.TensorCheck`)
 are built only when asked for, one operator at a time, and kept: the first divergence, a chain,
-``--explain``; the whole list when the API, the HTML report, ``--verdicts`` or the JSON block
-iterates it; a failing check's record lists the bounds its row broke from a record of the
-fields :func:`compare.verdict.gates.violations` reads (no row's record is built). Counts and
-labels come from the columns.
+``--explain``; the whole list when the API or the HTML report iterates it; a failing check's
+record lists the bounds its row broke from a record of the fields
+:func:`compare.verdict.gates.violations` reads (no row's record is built). Counts and labels
+come from the columns, and so does every operator's verdict for the JSON block
+(:meth:`LazyVerdicts.table`, :func:`part_table`: the verdicts as columns, a failing check's
+broken bounds by :func:`compare.diverge.checks.broken_bounds`).
 """
 
 from __future__ import annotations
