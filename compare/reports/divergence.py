@@ -326,12 +326,14 @@ def localisation_text(localisation: Localisation) -> str:
     stays for the API: a result's ``to_dict``; a test holds the two equal)."""
     first = localisation.first_divergence
     verdicts = localisation.verdicts
-    table = verdicts.table() if isinstance(verdicts, VerdictList) else verdict_table(verdicts)
-    first_text = "null" if first is None else verdict_texts(verdict_table([first]))[0]
+    with paused_gc():  # ~10 lists and 130,000 texts made: collections would walk the run's heap (localisation_document)
+        table = verdicts.table() if isinstance(verdicts, VerdictList) else verdict_table(verdicts)
+        first_text = "null" if first is None else verdict_texts(verdict_table([first]))[0]
+        texts = verdict_texts(table)
     return (f'{{"graph_source":{_string(localisation.graph.source.value)},'
             f'"graph_edges":{ROW_ENCODER.encode(localisation.graph.edges)},"bounds":{_string(localisation.bounds)},'
             f'"first_divergence":{first_text},"first_nonfinite":{_json_text(localisation.first_nonfinite)},'
-            f'"notes":[{",".join(map(_string, localisation.notes))}],"verdicts":[{",".join(verdict_texts(table))}]}}')
+            f'"notes":[{",".join(map(_string, localisation.notes))}],"verdicts":[{",".join(texts)}]}}')
 
 
 def count_verdicts(localisation: Localisation | None) -> Mapping[str, int]:
