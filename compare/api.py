@@ -28,12 +28,18 @@ from .pairing.entry import pair
 from .pairing.rule_records import FusionRule
 from .records import Bound, MetricRow, Pairing, PartReport, Run, SkippedFile, Verdict, count_by_status
 from .stats_table import RowColumns
-from .reports.divergence import localisation_document
+from .reports.divergence import localisation_document, localisation_text
 from .reports.files import tool_version
 from .reports.frame import frame_of
 from .reports.junit import render_junit
 from .reports.json_rows import full_document, render_result
-from .reports.result_json import decode_float, parts_from_document, result_document, skipped_from_document
+from .reports.result_json import (
+    EncodedJson,
+    decode_float,
+    parts_from_document,
+    result_document,
+    skipped_from_document,
+)
 from .reports.saved import load_result
 from .request import CompareRequest, Mode, PathLike, RuleArg
 from .runs.folders import op_choice, run_request
@@ -163,9 +169,9 @@ class ComparisonResult:
 
     def to_json(self) -> str:
         """The JSON result as text: exactly what ``--json`` writes (without ``--overflow``), the
-        document of :meth:`to_dict` (docs/result-json.md), its rows encoded straight to text
-        (:func:`compare.reports.json_rows.render_result`)."""
-        return render_result(self.to_dict(with_rows=False), self.rows, self.metrics)
+        document of :meth:`to_dict` (docs/result-json.md), its head as :meth:`json_head` has it and
+        its rows encoded straight to text (:func:`compare.reports.json_rows.render_result`)."""
+        return render_result(self.json_head(), self.rows, self.metrics)
 
     def to_dict(self, *, with_rows: bool = True) -> dict:
         """The versioned JSON result document as a dict (docs/result-json.md); ``verdict`` is null
@@ -176,9 +182,23 @@ class ComparisonResult:
         For a saved JSON result re-checked by :func:`regate`, inputs, options, notes, timing and
         creation time are the saved run's, so only the verdict can differ.
         """
+        head = self._head(encoded=False)
+        return full_document(head, self.rows, self.metrics) if with_rows else head
+
+    def json_head(self) -> dict:
+        """The head of the JSON result for a writer: :meth:`to_dict` ``(with_rows=False)`` with the
+        localisation block of a live run as its text
+        (:class:`~compare.reports.result_json.EncodedJson` of
+        :func:`~compare.reports.divergence.localisation_text`, written from the columns of the
+        verdicts: the block of a 100,000-row statistics run is ~130,000 objects a dict would make
+        and the encoder walk again); the same text once written."""
+        return self._head(encoded=True)
+
+    def _head(self, *, encoded: bool) -> dict:
+        """The document without rows (:meth:`to_dict`), the localisation as text when ``encoded``."""
         created = None
         version = tool_version()
-        localisation = localisation_document(self.localisation)
+        localisation: dict | EncodedJson | None
         if self.document is not None:
             saved = self.document.get("localisation")
             localisation = saved if isinstance(saved, dict) else None
@@ -186,11 +206,14 @@ class ComparisonResult:
             tool = self.document.get("tool")
             if isinstance(tool, dict) and isinstance(tool.get("version"), str):
                 version = tool["version"]
-        head = result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
+        elif encoded and self.localisation is not None:
+            localisation = EncodedJson(localisation_text(self.localisation))
+        else:
+            localisation = localisation_document(self.localisation)
+        return result_document(self.rows, self.metrics, inputs=self.inputs, options=self.options, notes=self.notes,
                                verdict=self.verdict if self.gated else None, timing=self.timing,
                                tool_version=version, created=created, localisation=localisation,
                                skipped=self.skipped, parts=self.parts)
-        return full_document(head, self.rows, self.metrics) if with_rows else head
 
     def write_json(self, path: "str | os.PathLike[str]") -> Path:
         """Write the JSON result (:meth:`to_json`'s text) to ``path`` through its writer of the output table

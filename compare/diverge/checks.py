@@ -360,6 +360,30 @@ def _checked(part: PartRows, rows: np.ndarray, bounds: tuple[Bound, ...]
     return out
 
 
+def broken_bounds(part: PartRows, rows: np.ndarray, bounds: Bounds) -> list[tuple[tuple[str, float], ...]]:
+    """The bounds each of ``rows`` (compared rows of ``part``) breaks, as ``(metric, value)`` in its
+    bounds' order: :func:`~compare.verdict.gates.violations` of each row, on columns (the bounds
+    grouped as :func:`row_checks` groups them; for the exceptional rows only the bounds
+    ``violations`` checks for such a row, :func:`_checked`)."""
+    out: list[list[tuple[str, float]]] = [[] for _ in range(len(rows))]
+    unusual = exceptional(part)
+    for group_bounds, at in bounds.groups(part, rows):
+        row_at = rows[at]
+        checked = [(list(group_bounds), np.flatnonzero(~unusual[row_at]))]
+        odd = np.flatnonzero(unusual[row_at])
+        if len(odd):
+            checked += [(some, odd[places]) for some, places in _checked(part, row_at[odd], group_bounds)]
+        for some, places in checked:
+            for bound in some:
+                r = row_at[places]
+                values, present = part.metric(bound.metric)
+                broken = places[present[r] & ~_NUMPY_OPS[bound.op](values[r], bound.value)]
+                for k, value in zip(at[broken].tolist(), values[row_at[broken]].tolist()):
+                    out[k].append((bound.metric, value))
+        # (each row's bounds are taken in order: a row is in one place of ``checked`` only)
+    return [tuple(found) for found in out]
+
+
 def _errors(part: PartRows, where: np.ndarray, statistics: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The error of each row at ``where`` (module doc; ``statistics``: whether each is a statistics row)
     and whether it has one."""
@@ -417,4 +441,4 @@ def row_checks(part: PartRows, order: Sequence[int], bounds: Bounds, source_inpu
 
 
 __all__ = ["DEFAULT_BOUNDS_TEXT", "DEFAULT_POLICY", "FAILS", "NOT_COMPARED", "PASSES", "Bounds", "PartRows", "RowChecks",
-           "compared", "exceptional", "nonfinite", "row_checks", "statistics"]
+           "broken_bounds", "compared", "exceptional", "nonfinite", "row_checks", "statistics"]

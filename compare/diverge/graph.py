@@ -102,19 +102,21 @@ def _topological(ops: Mapping[str, Sequence[str]], rank: Mapping[str, int]) -> l
 
 
 def graph_from_rule(rule: FusionRule) -> OpGraph:
-    """Policy 1: the fusion rule's ops, data edges and topological order."""
+    """Policy 1: the fusion rule's ops, data edges and topological order (ties by op id, then
+    rule order: a stable sort by id)."""
+    ops = rule.ops
+    roles = {name: ROLE_OF_TYPE.get(op.type or "", NodeRole.COMPUTE) for name, op in ops.items()}  # role_of, once an op
+    compute = NodeRole.COMPUTE
     edges: dict[str, tuple[InputEdge, ...]] = {}
-    for op in rule.ops.values():
-        data = [(name, index) for name, index in op.inputs if index >= 0]
-        edges[op.name] = tuple(
-            InputEdge(index=i, producer=name, output=index,
-                      role=role_of(rule.ops[name].type) if name in rule.ops else NodeRole.COMPUTE, name=name)
-            for i, (name, index) in enumerate(data))
-    rank = {name: (op.id, position) for position, (name, op) in enumerate(rule.ops.items())}
-    order = _topological({name: [e.producer for e in edges[name] if e.producer] for name in rule.ops},
-                         {name: i for i, name in enumerate(sorted(rank, key=rank.__getitem__))})
-    nodes = {name: OpNode(name=name, op_type=rule.ops[name].type, role=role_of(rule.ops[name].type),
-                          inputs=edges[name]) for name in order}
+    producers: dict[str, list[str]] = {}
+    for name, op in ops.items():
+        data = [(producer, index) for producer, index in op.inputs if index >= 0]
+        edges[name] = tuple([InputEdge(i, producer, index, roles.get(producer, compute), producer)
+                             for i, (producer, index) in enumerate(data)])
+        producers[name] = [producer for producer, _ in data if producer]
+    ids = {name: op.id for name, op in ops.items()}
+    order = _topological(producers, {name: i for i, name in enumerate(sorted(ids, key=ids.__getitem__))})
+    nodes = {name: OpNode(name, ops[name].type, roles[name], edges[name]) for name in order}
     return OpGraph(nodes=nodes, source=GraphSource.FUSION_RULE, edges=True)
 
 

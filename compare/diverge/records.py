@@ -71,7 +71,7 @@ class SourceLine:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class InputEdge:
     """Input ``index`` of an operator is output ``output`` of ``producer`` (None: unknown).
 
@@ -85,8 +85,23 @@ class InputEdge:
     role: NodeRole = NodeRole.COMPUTE
     name: str = ""
 
+    def __init__(self, index: int, producer: str | None, output: int = 0, role: NodeRole = NodeRole.COMPUTE,
+                 name: str = "") -> None:
+        """The fields above, in their order and with their defaults (a test holds the two lists
+        equal). Written out, not generated: the generated ``__init__`` of a frozen dataclass sets
+        each field through a call of ``object.__setattr__`` (~1 us an edge), storing them into the
+        instance's ``__dict__`` costs a third of it, and a fusion rule's graph has one edge an
+        input of every op (35,585 for 17,793 ops). Equality, hashing, ``repr`` and pickling stay
+        the dataclass's (:class:`compare.records.TensorRef` says more)."""
+        values = self.__dict__
+        values["index"] = index
+        values["producer"] = producer
+        values["output"] = output
+        values["role"] = role
+        values["name"] = name
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class OpNode:
     """One operator of the graph (see the module doc for names)."""
 
@@ -95,6 +110,17 @@ class OpNode:
     role: NodeRole = NodeRole.COMPUTE
     inputs: tuple[InputEdge, ...] = ()
     source: SourceLine | None = None
+
+    def __init__(self, name: str, op_type: str | None = None, role: NodeRole = NodeRole.COMPUTE,
+                 inputs: tuple[InputEdge, ...] = (), source: SourceLine | None = None) -> None:
+        """The fields above, in their order and with their defaults (why written out:
+        :meth:`InputEdge.__init__`; one node an operator of the graph)."""
+        values = self.__dict__
+        values["name"] = name
+        values["op_type"] = op_type
+        values["role"] = role
+        values["inputs"] = inputs
+        values["source"] = source
 
 
 @dataclass(frozen=True)
@@ -122,7 +148,7 @@ class Verdict(Label):
     NOT_COMPARED = "not-compared"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TensorCheck:
     """One tensor of an operator against the bounds.
 
@@ -141,12 +167,27 @@ class TensorCheck:
     saturated: int | None = None
     producer: InputEdge | None = None
 
+    def __init__(self, tensor_id: str, passed: bool | None, error: float | None = None,
+                 failed: tuple[tuple[str, float], ...] = (), nan: int | None = None, inf: int | None = None,
+                 saturated: int | None = None, producer: InputEdge | None = None) -> None:
+        """The fields above, in their order and with their defaults (why written out:
+        :meth:`InputEdge.__init__`; one check a tensor of every operator the API or a report reads)."""
+        values = self.__dict__
+        values["tensor_id"] = tensor_id
+        values["passed"] = passed
+        values["error"] = error
+        values["failed"] = failed
+        values["nan"] = nan
+        values["inf"] = inf
+        values["saturated"] = saturated
+        values["producer"] = producer
+
     @property
     def nonfinite(self) -> bool:
         return bool(self.nan) or bool(self.inf)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class OpVerdict:
     """The verdict of one operator and the evidence for it.
 
@@ -169,6 +210,91 @@ class OpVerdict:
     source: SourceLine | None = None
     rank: int | None = None
     iteration: int | None = None
+
+    def __init__(self, op: str, op_type: str | None, position: int, verdict: Verdict,
+                 outputs: tuple[TensorCheck, ...] = (), inputs: tuple[TensorCheck, ...] = (),
+                 error: float | None = None, input_error: float | None = None, amplification: float | None = None,
+                 blame: tuple[str, ...] = (), source: SourceLine | None = None, rank: int | None = None,
+                 iteration: int | None = None) -> None:
+        """The fields above, in their order and with their defaults (why written out:
+        :meth:`InputEdge.__init__`; one record an operator when the API reads every verdict)."""
+        values = self.__dict__
+        values["op"] = op
+        values["op_type"] = op_type
+        values["position"] = position
+        values["verdict"] = verdict
+        values["outputs"] = outputs
+        values["inputs"] = inputs
+        values["error"] = error
+        values["input_error"] = input_error
+        values["amplification"] = amplification
+        values["blame"] = blame
+        values["source"] = source
+        values["rank"] = rank
+        values["iteration"] = iteration
+
+
+@dataclass(frozen=True)
+class CheckColumns:
+    """:class:`TensorCheck` s as columns, one list a field, one entry a check (the fields' meaning:
+    :class:`TensorCheck`)."""
+
+    tensor_id: list[str]
+    passed: list[bool | None]
+    error: list[float | None]
+    failed: list[tuple[tuple[str, float], ...]]
+    nan: list[int | None]
+    inf: list[int | None]
+    saturated: list[int | None]
+    producer: list[InputEdge | None]
+
+
+@dataclass(frozen=True)
+class VerdictTable:
+    """:class:`OpVerdict` s as columns, one list a field, one entry an operator (the fields' meaning:
+    :class:`OpVerdict`), and their checks (``checks``): operator ``j``'s outputs are the checks
+    ``starts[j]:inputs[j]``, its inputs ``inputs[j]:starts[j + 1]``. What the JSON block of the
+    verdicts is written from (:func:`compare.reports.divergence.localisation_document`): a
+    localisation on columns gives it without building a record an operator
+    (:meth:`VerdictList.table`)."""
+
+    op: list[str]
+    op_type: list[str | None]
+    position: list[int]
+    verdict: list[Verdict]
+    rank: list[int | None]
+    iteration: list[int | None]
+    error: list[float | None]
+    input_error: list[float | None]
+    amplification: list[float | None]
+    blame: list[tuple[str, ...]]
+    source: list[SourceLine | None]
+    starts: list[int]
+    inputs: list[int]
+    checks: CheckColumns
+
+
+def verdict_table(verdicts: Sequence[OpVerdict]) -> VerdictTable:
+    """The :class:`VerdictTable` of ``verdicts`` (records), field by field."""
+    checks: list[TensorCheck] = []
+    starts: list[int] = []
+    inputs: list[int] = []
+    for verdict in verdicts:
+        starts.append(len(checks))
+        checks.extend(verdict.outputs)
+        inputs.append(len(checks))
+        checks.extend(verdict.inputs)
+    starts.append(len(checks))
+    columns = CheckColumns(tensor_id=[c.tensor_id for c in checks], passed=[c.passed for c in checks],
+                           error=[c.error for c in checks], failed=[c.failed for c in checks],
+                           nan=[c.nan for c in checks], inf=[c.inf for c in checks],
+                           saturated=[c.saturated for c in checks], producer=[c.producer for c in checks])
+    return VerdictTable(op=[v.op for v in verdicts], op_type=[v.op_type for v in verdicts],
+                        position=[v.position for v in verdicts], verdict=[v.verdict for v in verdicts],
+                        rank=[v.rank for v in verdicts], iteration=[v.iteration for v in verdicts],
+                        error=[v.error for v in verdicts], input_error=[v.input_error for v in verdicts],
+                        amplification=[v.amplification for v in verdicts], blame=[v.blame for v in verdicts],
+                        source=[v.source for v in verdicts], starts=starts, inputs=inputs, checks=columns)
 
 
 class VerdictList(Sequence[OpVerdict]):
@@ -224,6 +350,10 @@ class VerdictList(Sequence[OpVerdict]):
         same rank and iteration: the last one, as the ``Verdict`` column has it)."""
         return {(verdict.rank, verdict.iteration, verdict.op): verdict.verdict for verdict in self}
 
+    def table(self) -> VerdictTable:
+        """The verdicts as columns (:class:`VerdictTable`), in order."""
+        return verdict_table(self)
+
 
 @dataclass(frozen=True)
 class Localisation:
@@ -262,5 +392,5 @@ class Localisation:
         return next((v for v in verdicts if v.op == op), None)
 
 
-__all__ = ["GraphSource", "InputEdge", "Localisation", "NodeRole", "OpGraph", "OpNode", "OpVerdict", "SOURCE_ROLES",
-           "SourceLine", "TensorCheck", "Verdict", "VerdictList"]
+__all__ = ["SOURCE_ROLES", "CheckColumns", "GraphSource", "InputEdge", "Localisation", "NodeRole", "OpGraph", "OpNode",
+           "OpVerdict", "SourceLine", "TensorCheck", "Verdict", "VerdictList", "VerdictTable", "verdict_table"]

@@ -24,16 +24,18 @@ The rules are :mod:`compare.diverge.verdicts`'s (module doc there); here they ru
 
 Records (:class:`~compare.diverge.records.OpVerdict`, :class:`~compare.diverge.records.TensorCheck`)
 are built only when asked for, one operator at a time, and kept: the first divergence, a chain,
-``--explain``; the whole list when the API, the HTML report, ``--verdicts`` or the JSON block
-iterates it; a failing check's record lists the bounds its row broke from a record of the
-fields :func:`compare.verdict.gates.violations` reads (no row's record is built). Counts and
-labels come from the columns.
+``--explain``; the whole list when the API or the HTML report iterates it; a failing check's
+record lists the bounds its row broke from a record of the fields
+:func:`compare.verdict.gates.violations` reads (no row's record is built). Counts and labels
+come from the columns, and so does every operator's verdict for the JSON block
+(:meth:`LazyVerdicts.table`, :func:`part_table`: the verdicts as columns, a failing check's
+broken bounds by :func:`compare.diverge.checks.broken_bounds`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, repeat
@@ -45,9 +47,19 @@ import numpy as np
 from ..heap import paused_gc
 from ..records import Bound
 from ..verdict.gates import violations
-from .checks import FAILS, NOT_COMPARED, Bounds, PartRows, RowChecks, row_checks
+from .checks import (
+    FAILS,
+    NOT_COMPARED,
+    PASSES,
+    Bounds,
+    PartRows,
+    RowChecks,
+    broken_bounds,
+    row_checks,
+)
 from .records import (
     SOURCE_ROLES,
+    CheckColumns,
     InputEdge,
     NodeRole,
     OpGraph,
@@ -55,6 +67,7 @@ from .records import (
     TensorCheck,
     Verdict,
     VerdictList,
+    VerdictTable,
 )
 
 #: Verdict codes of the columns, in :class:`Verdict` order.
@@ -83,6 +96,17 @@ class Slots:
 
 
 @dataclass(frozen=True)
+class Produced:
+    """The producers' outputs that stand for inputs without a row of their own, flat: ``op`` the
+    judged operator they feed, ``edge`` their edge (a place in :attr:`PartVerdicts.edges`), ``row``
+    the producer's output row; by operator, then input index."""
+
+    op: np.ndarray
+    edge: np.ndarray
+    row: np.ndarray
+
+
+@dataclass(frozen=True)
 class PartVerdicts:
     """The judged operators of one part, on columns (module doc).
 
@@ -90,7 +114,11 @@ class PartVerdicts:
     ``positions``: their graph positions;
     ``outputs`` / ``inputs``: the operators' slot rows (output rows by index; own input rows by
     index); ``codes``: the verdict code of each operator (:data:`VERDICTS`);
-    ``failed_before``: whether an operator before it had a failing output or a differing source input.
+    ``failed_before``: whether an operator before it had a failing output or a differing source input;
+    ``edges``: the operators' input edges that count (the last of each index), ``own_edge``: the
+    edge of each own input slot (a place in ``edges``, -1: none); ``produced``: the producers'
+    output rows judged as inputs of the operators without an own row of that index, their
+    operator, edge and row by operator then index (module doc, 3.).
     """
 
     rows: PartRows
@@ -107,6 +135,9 @@ class PartVerdicts:
     codes: np.ndarray
     failed_before: np.ndarray
     first_nonfinite: str | None
+    edges: list[InputEdge]
+    own_edge: np.ndarray
+    produced: Produced
 
     @cached_property
     def lists(self) -> RowLists:
@@ -317,7 +348,9 @@ def judge_part(rows: PartRows, graph: OpGraph, bounds: Bounds, rank: int | None,
         first_nonfinite = rows.tensor_id[r] or rows.left_op[r]
     return PartVerdicts(rows=rows, graph=graph, bounds=bounds, rank=rank, iteration=iteration, names=names,
                         number=number, positions=judged_at.tolist(), outputs=outputs, inputs=inputs,
-                        checks=checks, codes=codes, failed_before=failed_before, first_nonfinite=first_nonfinite)
+                        checks=checks, codes=codes, failed_before=failed_before, first_nonfinite=first_nonfinite,
+                        edges=kept, own_edge=np.where(has_edge, at, -1),
+                        produced=Produced(op=e_op[use], edge=use, row=made_rows))
 
 
 def _source_node(graph: OpGraph, name: str) -> bool:
@@ -420,6 +453,152 @@ def _is_data(part: PartVerdicts, check: TensorCheck, failed_before: bool) -> boo
     return not part.graph.edges and not failed_before
 
 
+# ------------------------------------------------------------------------------ the verdicts as columns
+
+
+def _worst_of(group: np.ndarray, error: np.ndarray, has: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_worst` of each group of checks (``group``: each check's group, in check order;
+    ``error`` / ``has``: its error and whether it has one), and whether the group has one (None
+    when no check of the group has an error): NaN when one is NaN, else the first of the largest
+    (``max``'s pick: ``-0.0`` and ``0.0`` are equal, the first is kept)."""
+    with_error = np.flatnonzero(has)
+    values = error[with_error]
+    where = group[with_error]
+    nan = np.isnan(values)
+    largest = np.full(groups, -np.inf)
+    np.maximum.at(largest, where[~nan], values[~nan])
+    top = np.flatnonzero(~nan & (values == largest[where]))
+    _, first = np.unique(where[top], return_index=True)
+    out = np.full(groups, np.nan)
+    out[where[top[first]]] = values[top[first]]
+    out[np.bincount(where[nan], minlength=groups) > 0] = np.nan
+    return out, np.bincount(where, minlength=groups) > 0
+
+
+def _amplifications(error: np.ndarray, has_error: np.ndarray, input_error: np.ndarray, has_input: np.ndarray
+                    ) -> np.ndarray:
+    """:func:`_amplification` of each operator, NaN for None (no NaN is an amplification: a NaN
+    error gives None)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = error / input_error
+    zero = input_error == 0.0
+    out = np.where(zero, np.where(error > 0.0, np.inf, np.nan), ratio)
+    return np.where(has_error & has_input & ~np.isnan(error) & ~np.isnan(input_error), out, np.nan)
+
+
+def _optional(values: np.ndarray, present: np.ndarray) -> list[float | None]:
+    """The values as floats, None where not ``present``."""
+    return [value if here else None for value, here in zip(values.tolist(), present.tolist())]
+
+
+def part_table(part: PartVerdicts, record: Callable[[int], OpVerdict]) -> VerdictTable:
+    """The verdicts of ``part`` as columns (:class:`~compare.diverge.records.VerdictTable`): what
+    :func:`build_verdict` gives, operator by operator, built over arrays. Each operator's checks:
+    its output slots, its own input slots, the producers' outputs it reads (:class:`Produced`),
+    each by index. A check that passes or was not compared is read from the columns; a failing
+    one is built by :func:`_check` (the bounds it broke, from
+    :func:`compare.verdict.gates.violations`). Blame: of an ``inherited`` operator the producers of
+    its failing inputs, from the columns; of an ``input-differs`` one the record's (``record``:
+    operator ``j``'s record, :meth:`LazyVerdicts._at`).
+
+    Both stay: :func:`build_verdict` makes the records the API and the text reports read one
+    operator at a time (the first divergence, a chain), this the columns the JSON block of every
+    operator is written from; tests/compare/diverge/test_localisation_columns.py holds the two
+    equal (the block of the table is the block of the records, on random graphs and rows)."""
+    n = len(part.names)
+    outputs, inputs, produced = part.outputs, part.inputs, part.produced
+    out_op = np.repeat(np.arange(n), np.diff(outputs.start))
+    in_op = np.repeat(np.arange(n), np.diff(inputs.start))
+    op = np.concatenate([out_op, in_op, produced.op]).astype(np.intp)
+    side = np.concatenate([np.zeros(len(out_op), np.intp), np.ones(len(in_op), np.intp),
+                           np.full(len(produced.op), 2, np.intp)])
+    order = np.argsort(op * 3 + side, kind="stable")  # each side is by operator then index already
+    op, side = op[order], side[order]
+    row = np.concatenate([outputs.row, inputs.row, produced.row]).astype(np.intp)[order]
+    edge = np.concatenate([np.full(len(out_op), -1, np.intp), part.own_edge, produced.edge]).astype(np.intp)[order]
+    starts = np.searchsorted(op, np.arange(n + 1))
+    first_input = np.searchsorted(op * 2 + (side > 0), np.arange(n) * 2 + 1)
+
+    checks, rows = part.checks, part.rows
+    code = checks.passed[row]
+    own = side == 1
+    edges = part.edges
+    kept_source = np.fromiter((e.role in SOURCE_ROLES for e in edges), dtype=bool, count=len(edges))
+    source = own & (edge >= 0) & np.append(kept_source, False)[edge]
+    failing = code == FAILS
+    if checks.builtin is not None:
+        failing |= source & (checks.builtin[row] == FAILS)
+    has = checks.has_error[row]
+    row_list = row.tolist()
+    tensor_ids, left_ops, counts = rows.tensor_id, rows.left_op, rows.left_counts
+    ids = [tensor_ids[r] or left_ops[r] for r in row_list]
+    passed: list[bool | None] = [_PASSED[c] for c in code.tolist()]
+    error = [value if here else None for value, here in zip(checks.error[row].tolist(), has.tolist())]
+    producer: list[InputEdge | None] = [edges[e] if e >= 0 else None for e in edge.tolist()]
+    failed: list[tuple[tuple[str, float], ...]] = [()] * len(row_list)
+    run_fails = code == FAILS
+    for at, against in ((np.flatnonzero(run_fails), part.bounds), (np.flatnonzero(failing & ~run_fails), part.bounds.builtin_bounds)):
+        distinct, inverse = np.unique(row[at], return_inverse=True)
+        broken = broken_bounds(rows, distinct, against)
+        for k, d in zip(at.tolist(), inverse.reshape(-1).tolist()):
+            failed[k] = broken[d]
+            passed[k] = not broken[d]
+    count = [counts[r] for r in row_list]
+    table_checks = CheckColumns(
+        tensor_id=ids, passed=passed, error=error, failed=failed,
+        nan=[c.nan if c is not None else None for c in count], inf=[c.inf if c is not None else None for c in count],
+        saturated=[c.saturated if c is not None else None for c in count], producer=producer)
+
+    worst, worst_present = _worst_of(op * 2 + (side > 0), checks.error[row], has, 2 * n)
+    error_at, has_output_error, input_at, has_input_error = worst[0::2], worst_present[0::2], worst[1::2], worst_present[1::2]
+    ratio = _amplifications(error_at, has_output_error, input_at, has_input_error)
+    errors, input_errors = _optional(error_at, has_output_error), _optional(input_at, has_input_error)
+    amplification = _optional(ratio, ~np.isnan(ratio))
+    nodes = list(map(part.graph.nodes.__getitem__, part.names))
+    verdicts = [VERDICTS[c] for c in part.codes.tolist()]
+    blame: list[tuple[str, ...]] = [()] * n
+    starts_list, inputs_list = starts.tolist(), first_input.tolist()
+    for j in np.flatnonzero((part.codes == INHERITED) | (part.codes == INPUT_DIFFERS)).tolist():
+        if verdicts[j] is Verdict.INPUT_DIFFERS:
+            blame[j] = record(j).blame
+        else:
+            blame[j] = tuple(dict.fromkeys(
+                e.producer for e, p in zip(producer[inputs_list[j]:starts_list[j + 1]], passed[inputs_list[j]:starts_list[j + 1]])
+                if p is False and e is not None and e.producer is not None))
+    return VerdictTable(op=list(part.names), op_type=[node.op_type for node in nodes], position=list(part.positions),
+                        verdict=verdicts, rank=[part.rank] * n, iteration=[part.iteration] * n, error=errors,
+                        input_error=input_errors, amplification=amplification,
+                        blame=blame, source=[node.source for node in nodes], starts=starts_list,
+                        inputs=inputs_list, checks=table_checks)
+
+
+#: A check's ``passed`` from its code (:data:`~compare.diverge.checks.PASSES` ...); a failing one is its record's.
+_PASSED = {NOT_COMPARED: None, FAILS: False, PASSES: True}
+
+
+def _joined(tables: Sequence[VerdictTable]) -> VerdictTable:
+    """Tables one after the other (their check places moved on)."""
+    if len(tables) == 1:
+        return tables[0]
+    offsets = np.cumsum([0] + [len(t.checks.tensor_id) for t in tables]).tolist()
+
+    def joined(column: Callable[[VerdictTable], list]) -> list:
+        return list(chain.from_iterable(map(column, tables)))
+
+    checks = CheckColumns(tensor_id=joined(lambda t: t.checks.tensor_id), passed=joined(lambda t: t.checks.passed),
+                          error=joined(lambda t: t.checks.error), failed=joined(lambda t: t.checks.failed),
+                          nan=joined(lambda t: t.checks.nan), inf=joined(lambda t: t.checks.inf),
+                          saturated=joined(lambda t: t.checks.saturated), producer=joined(lambda t: t.checks.producer))
+    starts = [offset + s for offset, t in zip(offsets, tables) for s in t.starts[:-1]] + [offsets[-1]]
+    return VerdictTable(op=joined(attrgetter("op")), op_type=joined(attrgetter("op_type")),
+                        position=joined(attrgetter("position")), verdict=joined(attrgetter("verdict")),
+                        rank=joined(attrgetter("rank")), iteration=joined(attrgetter("iteration")),
+                        error=joined(attrgetter("error")), input_error=joined(attrgetter("input_error")),
+                        amplification=joined(attrgetter("amplification")), blame=joined(attrgetter("blame")),
+                        source=joined(attrgetter("source")), starts=starts,
+                        inputs=[offset + s for offset, t in zip(offsets, tables) for s in t.inputs], checks=checks)
+
+
 class LazyVerdicts(VerdictList):
     """The verdicts of every part, in part order then graph order, each record built on first use
     (:func:`build_verdict`) and kept, so that the same operator is always the same record."""
@@ -483,6 +662,13 @@ class LazyVerdicts(VerdictList):
             for name, code in zip(part.names, part.codes.tolist()):
                 out[(part.rank, part.iteration, name)] = VERDICTS[code]
         return out
+
+    def table(self) -> VerdictTable:
+        """The verdicts as columns, from the columns of each part (:func:`part_table`): no record
+        an operator (those of the ``input-differs`` operators, for their blame)."""
+        tables = [part_table(part, lambda j, start=int(self._starts[k]): self._at(start + j))
+                  for k, part in enumerate(self._parts)]
+        return _joined(tables) if tables else VerdictList().table()
 
     def first_of(self, op: str) -> OpVerdict | None:
         for k, part in enumerate(self._parts):

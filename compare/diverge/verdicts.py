@@ -55,8 +55,9 @@ tensor, in the same order, whose left side holds a NaN or an infinity (inputs be
 
 **On columns.** The rules run over arrays of the rows' checks and of the operators
 (:mod:`compare.diverge.checks`, :mod:`compare.diverge.table`); the records of the verdicts are
-built only for what is read (the first divergence, a chain; the whole list for the API, the HTML,
-``--verdicts`` or the JSON block), the verdict counts come from the columns.
+built only for what is read (the first divergence, a chain; the whole list for the API or the
+HTML), the verdict counts, the labels (``--verdicts``) and the JSON block of every verdict
+(:class:`~compare.diverge.records.VerdictTable`) come from the columns.
 """
 
 from __future__ import annotations

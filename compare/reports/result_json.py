@@ -25,6 +25,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -187,10 +188,24 @@ def parts_from_document(value: object) -> list[PartReport]:
     return out
 
 
+@dataclass(frozen=True)
+class EncodedJson:
+    """A value of the document already written as compact JSON text (what :data:`ROW_ENCODER`
+    writes of it): :func:`head_and_tail` takes the text as it is (a large block, the localisation
+    of 100,000 rows, written from columns without making its objects:
+    :func:`compare.reports.divergence.localisation_text`); :meth:`value` reads it back."""
+
+    text: str
+
+    def value(self) -> Any:
+        """The value the text writes (``json.loads``)."""
+        return json.loads(self.text)
+
+
 def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs: Mapping[str, object],
                     options: Mapping[str, object], notes: Sequence[str], verdict: Verdict | None,
                     timing: Mapping[str, float], tool_version: str,
-                    created: float | None = None, localisation: Mapping[str, Any] | None = None,
+                    created: float | None = None, localisation: Mapping[str, Any] | EncodedJson | None = None,
                     skipped: Sequence[SkippedFile] = (), parts: Sequence[PartReport] = ()) -> dict[str, Any]:
     """The JSON result document of one run (keys and types: docs/result-json.md) without its rows:
     ``rows`` is left empty, everything else (the counts included) is of ``rows``. The rows are
@@ -206,7 +221,8 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
     seconds and worker (empty for a single comparison).
     ``created``: seconds since the epoch (now when None), written as ISO 8601 UTC.
     ``localisation``: the block of :func:`compare.reports.divergence.localisation_document` (null
-    when the run has none, e.g. a saved result read back); for a statistics comparison its checks
+    when the run has none, e.g. a saved result read back), or its text (:class:`EncodedJson`, for
+    a writer: :meth:`compare.api.ComparisonResult.json_head`); for a statistics comparison its checks
     name the statistics metrics that broke their bounds (``MaxRelDiff`` ...).
     """
     stamp = time.gmtime(time.time() if created is None else created)
@@ -223,7 +239,8 @@ def result_document(rows: Sequence[MetricRow], metrics: Sequence[str], *, inputs
         "metrics": list(metrics),
         "rows": [],
         "verdict": verdict_document(verdict),
-        "localisation": None if localisation is None else dict(localisation),
+        "localisation": (None if localisation is None
+                         else localisation if isinstance(localisation, EncodedJson) else dict(localisation)),
         "timing": {str(k): encode_float(v) for k, v in timing.items()},
         "parts": [part_document(p) for p in parts],
     }
@@ -244,9 +261,11 @@ def head_and_tail(document: Mapping[str, Any]) -> tuple[str, str]:
     for key, value in document.items():
         if key == "rows":
             continue
-        text = ROW_ENCODER.encode(value)  # C-accelerated; indent=1 goes through the pure-Python encoder
+        encoded = isinstance(value, EncodedJson)
+        text = value.text if encoded else ROW_ENCODER.encode(value)  # C-accelerated; indent=1 is pure Python
         if len(text) <= _INDENT_LIMIT:
-            text = json.dumps(value, ensure_ascii=True, allow_nan=False, indent=1).replace("\n", "\n ")
+            text = json.dumps(value.value() if encoded else value, ensure_ascii=True, allow_nan=False,
+                              indent=1).replace("\n", "\n ")
         parts.append(f" {ROW_ENCODER.encode(key)}: {text}")
     return "{\n" + ",\n".join(parts) + ',\n "rows": [\n', "\n ]\n}\n"
 
@@ -255,7 +274,8 @@ def dumps(document: Mapping[str, Any]) -> str:
     """The document as JSON text: one row per line, no NaN literals (``allow_nan=False``)."""
     rows = document.get("rows", [])
     if not rows:
-        return json.dumps(dict(document), ensure_ascii=True, allow_nan=False, indent=1) + "\n"
+        plain = {key: value.value() if isinstance(value, EncodedJson) else value for key, value in document.items()}
+        return json.dumps(plain, ensure_ascii=True, allow_nan=False, indent=1) + "\n"
     head, tail = head_and_tail(document)
     encode = ROW_ENCODER.encode
     return head + ",\n".join("  " + encode(r) for r in rows) + tail

@@ -33,7 +33,14 @@ from compare.diverge.records import (
 from compare.diverge.statistics import ERROR_METRICS
 from compare.diverge.verdicts import chain, localise
 from compare.records import ARGUMENT_METRIC, MetricRow, PairStatus, RowKind, ValueCounts
-from compare.reports.divergence import divergence_lines, localisation_document
+from compare.reports.divergence import (
+    divergence_lines,
+    localisation_document,
+    localisation_text,
+    verdict_document,
+    verdict_documents,
+)
+from compare.reports.result_json import ROW_ENCODER
 from compare.verdict.gates import violations
 from compare.verdict.policy import Policy
 
@@ -296,6 +303,10 @@ POLICIES = st.sampled_from([None, build_policy(gates=["CosineSimilarity>=0.999",
 
 def _same(new: Localisation, old: Localisation) -> None:
     assert localisation_document(new) == localisation_document(old)  # every verdict, check, error (NaN as text)
+    # the JSON block from the columns (VerdictList.table) is the block of the records, built one by one
+    assert verdict_documents(new.verdicts.table()) == [verdict_document(v) for v in list(new.verdicts)]
+    # the block's text, from the columns (--json), is the compact encoder's text of the block
+    assert localisation_text(new) == ROW_ENCODER.encode(localisation_document(old))
     assert divergence_lines(new) == divergence_lines(old)
     assert new.counts == old.counts
     assert new.verdicts.labels() == VerdictList(old.verdicts).labels()
