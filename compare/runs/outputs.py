@@ -176,10 +176,11 @@ def write_parquet_table(result: "ComparisonResult", target: Target, options: Wri
 
 def write_json_result(result: "ComparisonResult", target: Target, options: WriteOptions) -> Path:
     """``--json``: the JSON result (docs/result-json.md, :meth:`compare.api.ComparisonResult.to_dict`),
-    its rows encoded and written in turn (:func:`compare.reports.json_rows.write_result`); with ``--overflow``,
-    the whole document with each row's OverFlow added."""
+    its rows encoded and written in turn (:func:`compare.reports.json_rows.write_result`), its localisation
+    block as text written from the verdicts' columns (:meth:`~compare.api.ComparisonResult.json_head`); with
+    ``--overflow``, the whole document with each row's OverFlow added."""
     if options.overflow is None:
-        return write_result(result.to_dict(with_rows=False), target.path, result.rows, result.metrics)
+        return write_result(result.json_head(), target.path, result.rows, result.metrics)
     return write_json(add_overflow_to_document(result.to_dict(), options.overflow, result.rows), target.path)
 
 
