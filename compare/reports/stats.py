@@ -36,8 +36,6 @@ from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
 from .files import atomic_write_chunks, is_stream, stamped_in_folder
 from .float_text import repr_rows
 from .table_columns import (
-    BATCH_ROWS,
-    batches,
     csv_field,
     csv_lines,
     each_distinct,
@@ -50,6 +48,11 @@ from .table_columns import (
 #: Key of :func:`render_stats_csv`'s ``verdicts``: (rank, iteration, left op name), as
 #: :func:`compare.reports.divergence.verdict_map` gives it.
 VerdictKey = tuple[int | None, int | None, str]
+#: Rows formatted together: more than the tensor report's
+#: (:data:`~compare.reports.table_columns.BATCH_ROWS`, 256), as the number cells of a batch are one
+#: table for numpy and orjson (:func:`value_rows`), whose calls cost per call: 2,048 rows cost ~10 %
+#: less a row than 256 on the S100k statistics case (same text); a batch's text is ~1 MB.
+BATCH_ROWS = 2048
 #: The types of a list of statistic values read as numbers at once (:meth:`ValueColumn.of_values`).
 _NONE = type(None)
 _FLOAT_OR_NONE = frozenset({float, _NONE})
@@ -128,14 +131,18 @@ class ValueColumn:
     others: Mapping[int, object]
 
     @classmethod
-    def of_values(cls, values: Sequence[object]) -> ValueColumn:
+    def of_values(cls, values: list[object]) -> ValueColumn:
         """The column of a list of values (a statistic's left or right values)."""
         rows = len(values)
         kinds = set(map(type, values))
-        if kinds <= _FLOAT_OR_NONE:  # numpy reads None as NaN; which are None is asked only when any is
-            absent = (np.fromiter(map(is_, values, repeat(None)), dtype=bool, count=rows) if _NONE in kinds
-                      else np.zeros(rows, dtype=bool))
-            return cls(np.array(values, dtype=np.float64), absent, {})
+        if kinds <= _FLOAT_OR_NONE:  # numpy reads None as NaN: the NaN are the None when there are as many
+            numbers = np.array(values, dtype=np.float64)
+            if _NONE not in kinds:
+                return cls(numbers, np.zeros(rows, dtype=bool), {})
+            nan = np.isnan(numbers)
+            if np.count_nonzero(nan) == values.count(None):
+                return cls(numbers, nan, {})
+            return cls(numbers, np.fromiter(map(is_, values, repeat(None)), dtype=bool, count=rows), {})
         return cls(np.array([value if type(value) is float else math.nan for value in values], dtype=np.float64),
                    np.array([value is None for value in values], dtype=bool),
                    {row: value for row, value in enumerate(values) if value is not None and type(value) is not float})
@@ -180,7 +187,8 @@ def value_rows(columns: Sequence[ValueColumn]) -> list[str]:
         values[:, at], absent[:, at] = column.numbers, column.absent
     zero = values == 0.0
     integral = ~zero & (values == np.trunc(values)) & (np.abs(values) < 1e15)  # NaN and inf are not
-    fills = np.where(absent, NOT_COMPUTED, None)
+    fills = np.empty((rows, width), dtype=object)
+    fills[absent] = NOT_COMPUTED
     fills[zero] = "0"
     holes = absent | zero | integral
     if integral.any():
@@ -190,14 +198,7 @@ def value_rows(columns: Sequence[ValueColumn]) -> list[str]:
         for row, value in column.others.items():
             holes[row, at], fills[row, at] = True, "%s"
             later.setdefault(row, []).append(_other_value(value))
-    empty = absent.all(axis=1)  # rows without any statistic (msprobe's argument rows): one text
-    if empty.any():
-        lines = np.full(rows, ",".join([NOT_COMPUTED] * width), dtype=object)
-        kept = ~empty
-        lines[kept] = np.array(repr_rows(values[kept], holes[kept], fills[kept]), dtype=object)
-        lines = lines.tolist()
-    else:
-        lines = repr_rows(values, holes, fills)
+    lines = repr_rows(values, holes, fills)
     for row, texts in later.items():
         lines[row] = lines[row] % tuple(texts)
     return lines
@@ -271,7 +272,7 @@ def _batch_columns(table: StatsTable, start: int, stop: int, columns: Mapping[st
 
 def stats_csv_chunks(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> Iterator[str]:
     """The statistics report as CSV text, in chunks (``verdicts``: add the Verdict column, module
-    doc): the header line, then :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time,
+    doc): the header line, then :data:`BATCH_ROWS` rows at a time,
     built a column at a time from the result's table (:class:`compare.stats_table.StatsTable`)."""
     table = result.table
     rows = len(table)
@@ -281,7 +282,7 @@ def stats_csv_chunks(result: StatsResult, verdicts: Mapping[VerdictKey, str] | N
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(header(table.stats, **columns, with_verdict=verdicts is not None))
     yield buf.getvalue()
-    for start in batches(rows):
+    for start in range(0, rows, BATCH_ROWS):
         yield csv_lines(_batch_columns(table, start, min(start + BATCH_ROWS, rows), columns, verdicts), "\n")
 
 
