@@ -150,25 +150,30 @@ class ValueColumn:
 
 def _differences(column: StatColumn, start: int, stop: int) -> tuple[ValueColumn, ValueColumn]:
     """The Diff and RelDiff values of rows ``start:stop`` of a statistic (:class:`StatColumn`: a
-    row without the statistic has none; a row's ``special`` pair stands for both numbers)."""
+    row without the statistic has none; a row's ``special`` pair stands for both numbers). The
+    special rows of the range are found by looking at the fewer of the range's rows and the
+    special entries (a checksum column is special on every row)."""
     absent = ~column.has[start:stop]
     diffs, rels = column.diff[start:stop], column.rel[start:stop]
-    specials = [(row - start, pair) for row, pair in column.special.items() if start <= row < stop]
-    if not specials:
+    special = column.special
+    rows = (special if len(special) <= stop - start else [row for row in range(start, stop) if row in special])
+    found = [row for row in rows if start <= row < stop]
+    if not found:
         return ValueColumn(diffs, absent, {}), ValueColumn(rels, absent, {})
-    parts = []
-    for numbers, part in ((diffs.copy(), 0), (rels.copy(), 1)):
-        missing, others = absent.copy(), {}
-        for row, pair in specials:
-            value = pair[part]
+    diffs, rels = diffs.copy(), rels.copy()
+    diff_absent, rel_absent = absent.copy(), absent.copy()
+    diff_others: dict[int, object] = {}
+    rel_others: dict[int, object] = {}
+    for row in found:
+        diff, rel = special[row]
+        at = row - start
+        for value, numbers, missing, others in ((diff, diffs, diff_absent, diff_others), (rel, rels, rel_absent, rel_others)):
+            missing[at] = value is None
             if type(value) is float:
-                numbers[row] = value
-            elif value is None:
-                missing[row] = True
-            else:
-                others[row] = value
-        parts.append(ValueColumn(numbers, missing, others))
-    return parts[0], parts[1]
+                numbers[at] = value
+            elif value is not None:
+                others[at] = value
+    return ValueColumn(diffs, diff_absent, diff_others), ValueColumn(rels, rel_absent, rel_others)
 
 
 def value_rows(columns: Sequence[ValueColumn]) -> list[str]:
@@ -177,10 +182,10 @@ def value_rows(columns: Sequence[ValueColumn]) -> list[str]:
     its ``repr``, NaN and the infinities ``nan`` / ``inf`` / ``-inf``, ``NaN`` for no value), text
     neutralised and CSV-quoted (:func:`_other_value`).
 
-    A table at a time: the cells fixed by the value (no value, zero, integral) are holes with their
-    text, the other floats are written by :func:`~compare.reports.float_text.repr_rows` (``repr``'s
-    text, no object a cell); a cell of ``others`` is a hole ``%s`` filled row by row afterwards (its
-    text may hold anything)."""
+    A table at a time: the cells fixed by the value (no value, zero, integral, text) are holes with
+    their text, the other floats are written by :func:`~compare.reports.float_text.repr_rows`
+    (``repr``'s text, no object a cell); a text holding ``[`` (which would cut a row there) or
+    ``%`` is a hole ``%s``, filled row by row afterwards (the row's only ``%``)."""
     rows, width = len(columns[0].numbers), len(columns)
     values, absent = np.empty((rows, width)), np.empty((rows, width), dtype=bool)
     for at, column in enumerate(columns):
@@ -194,10 +199,18 @@ def value_rows(columns: Sequence[ValueColumn]) -> list[str]:
     if integral.any():
         fills[integral] = np.array(list(map(str, values[integral].astype(np.int64).tolist())), dtype=object)
     later: dict[int, list[str]] = {}
+    known: dict[object, str] = {}  # equal values print alike (value_cell reads a number as its float)
     for at, column in enumerate(columns):
         for row, value in column.others.items():
-            holes[row, at], fills[row, at] = True, "%s"
-            later.setdefault(row, []).append(_other_value(value))
+            text = known.get(value)
+            if text is None:
+                text = known[value] = _other_value(value)
+            holes[row, at] = True
+            if "[" in text or "%" in text:  # not a fill of repr_rows, nor text in a row filled later
+                fills[row, at] = "%s"
+                later.setdefault(row, []).append(text)
+            else:
+                fills[row, at] = text
     lines = repr_rows(values, holes, fills)
     for row, texts in later.items():
         lines[row] = lines[row] % tuple(texts)
