@@ -331,12 +331,12 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
 
 __all__ = [
     "CHECKSUM_METRIC",
+    "ValueColumn",
     "VerdictKey",
     "grade_cells",
     "header",
     "render_stats_csv",
     "stat_label",
-    "ValueColumn",
     "stats_output_path",
     "value_cell",
     "value_rows",

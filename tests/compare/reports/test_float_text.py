@@ -16,7 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compare.reports import float_text
-from compare.reports.float_text import HIGH, LOW, MIN_BATCH, PAD, TINY, repr_rows, repr_texts
+from compare.reports.float_text import (
+    HIGH,
+    LOW,
+    MIN_BATCH,
+    PAD,
+    TINY,
+    repr_rows,
+    repr_texts,
+)
 
 ANY = st.integers(0, 2 ** 64 - 1).map(lambda bits: struct.unpack("<d", struct.pack("<Q", bits))[0])
 MID = st.floats(min_value=LOW, max_value=HIGH, exclude_max=True).flatmap(lambda v: st.sampled_from([v, -v]))
