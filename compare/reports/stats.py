@@ -36,6 +36,8 @@ from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
 from .files import atomic_write_chunks, is_stream, stamped_in_folder
 from .float_text import repr_rows
 from .table_columns import (
+    BATCH_ROWS,
+    batches,
     csv_field,
     csv_lines,
     each_distinct,
@@ -48,11 +50,6 @@ from .table_columns import (
 #: Key of :func:`render_stats_csv`'s ``verdicts``: (rank, iteration, left op name), as
 #: :func:`compare.reports.divergence.verdict_map` gives it.
 VerdictKey = tuple[int | None, int | None, str]
-#: Rows formatted together: more than the tensor report's
-#: (:data:`~compare.reports.table_columns.BATCH_ROWS`, 256), as the number cells of a batch are one
-#: table for numpy and orjson (:func:`value_rows`), whose calls cost per call: 2,048 rows cost ~10 %
-#: less a row than 256 on the S100k statistics case (same text); a batch's text is ~1 MB.
-BATCH_ROWS = 2048
 #: The types of a list of statistic values read as numbers at once (:meth:`ValueColumn.of_values`).
 _NONE = type(None)
 _FLOAT_OR_NONE = frozenset({float, _NONE})
@@ -285,7 +282,7 @@ def _batch_columns(table: StatsTable, start: int, stop: int, columns: Mapping[st
 
 def stats_csv_chunks(result: StatsResult, verdicts: Mapping[VerdictKey, str] | None = None) -> Iterator[str]:
     """The statistics report as CSV text, in chunks (``verdicts``: add the Verdict column, module
-    doc): the header line, then :data:`BATCH_ROWS` rows at a time,
+    doc): the header line, then :data:`~compare.reports.table_columns.BATCH_ROWS` rows at a time,
     built a column at a time from the result's table (:class:`compare.stats_table.StatsTable`)."""
     table = result.table
     rows = len(table)
@@ -295,7 +292,7 @@ def stats_csv_chunks(result: StatsResult, verdicts: Mapping[VerdictKey, str] | N
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(header(table.stats, **columns, with_verdict=verdicts is not None))
     yield buf.getvalue()
-    for start in range(0, rows, BATCH_ROWS):
+    for start in batches(rows):
         yield csv_lines(_batch_columns(table, start, min(start + BATCH_ROWS, rows), columns, verdicts), "\n")
 
 

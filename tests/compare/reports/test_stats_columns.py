@@ -72,6 +72,7 @@ def test_stats_csv_is_the_per_cell_table_across_batches(rows: list[StatsRow]) ->
     assert whole == _reference(result)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stats_report, "BATCH_ROWS", 3)
+        patch.setattr(stats_report, "batches", lambda count: range(0, count, 3))
         assert render_stats_csv(result) == whole
 
 
