@@ -31,7 +31,8 @@ Policy -- the same text as ``repr``, always:
 - Short columns (< :data:`MIN_BATCH` values) go through ``repr``: the call and the range masks
   cost more than they save.
 - :func:`repr_texts` takes floats (``float`` or a subclass such as ``numpy.float64``, whose
-  ``repr`` is taken as ``float.__repr__``'s); anything else is a caller's bug (``TypeError``).
+  ``repr`` is taken as ``float.__repr__``'s; the column is read as a float64 array), and
+  :func:`repr_rows` a float64 table; anything else is a caller's bug.
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def _orjson_dumps(values: np.ndarray) -> bytes:
 
 
 def _reprs(dumps: Dumps, values: np.ndarray) -> list[str]:
-    """``repr``'s texts of values (NaN and the infinities, which orjson writes as ``null``)."""
+    """``repr``'s texts of values (NaN and the infinities, which orjson writes as ``null``;
+    ``dumps`` unused: the forms :func:`_rows` applies share one signature)."""
     return [_repr(value) for value in values.tolist()]
 
 
