@@ -17,19 +17,24 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import repeat
-from operator import is_not
+from operator import is_, is_not
 from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
 
 from ..records import RowGrade
 from ..stats import stat_label, stat_metrics
-from ..stats_table import StatsResult, StatsTable
+from ..stats_table import StatColumn, StatsResult, StatsTable
 from .cells import MSPROBE_COLUMNS, NOT_COMPUTED, neutralise, shape_cell
 from .files import atomic_write_chunks, is_stream, stamped_in_folder
-from .float_text import repr_texts
+from .float_text import repr_rows
 from .table_columns import (
     BATCH_ROWS,
     batches,
@@ -45,6 +50,14 @@ from .table_columns import (
 #: Key of :func:`render_stats_csv`'s ``verdicts``: (rank, iteration, left op name), as
 #: :func:`compare.reports.divergence.verdict_map` gives it.
 VerdictKey = tuple[int | None, int | None, str]
+#: The types of a list of statistic values read as numbers at once (:meth:`ValueColumn.of_values`).
+_NONE = type(None)
+_FLOAT_OR_NONE = frozenset({float, _NONE})
+#: The types of a text column whose equal values print alike (:func:`_text_pair`).
+_TEXT_TYPES = frozenset({str, _NONE})
+#: A row's FailReason text: its reasons joined.
+_REASONS_TEXT = "; ".join
+T = TypeVar("T")
 
 
 #: msprobe's columns of its per-row reading (``RowGrade``), before FailReason when rows are graded.
@@ -94,41 +107,111 @@ def header(stats: Sequence[str], *, with_selection: bool = False, with_graph: bo
             + (["Verdict"] if with_verdict else []))
 
 
-def _integral(text: str) -> str:
-    """:func:`value_cell` of a finite float whose ``repr`` is ``text`` and ends in ``.0``: the
-    integer digits below 1e15 (``-0.0`` is ``0``), else ``text`` itself."""
-    if text == "-0.0":
-        return "0"
-    return text[:-2] if len(text) - 2 - (text[0] == "-") <= 15 else text
-
-
 def _other_value(value: object) -> str:
-    """The cell of a statistic that is not a float: text neutralised (and CSV-quoted: a checksum,
-    ``same`` / ``different``), ``NaN`` for None, other numbers as :func:`value_cell` writes them."""
+    """The cell of a statistic that is neither a float nor None: text neutralised (and CSV-quoted:
+    a checksum, ``same`` / ``different``), other numbers (an int, a numpy float) as
+    :func:`value_cell` writes them."""
     if isinstance(value, str):
         return csv_field(neutralise(value))
     return value_cell(value)
 
 
-def value_column(values: Sequence[object]) -> list[str]:
-    """The CSV fields of a column of statistic values: :func:`value_cell` of each number (zero is
-    ``0``; a float's ``repr``, integral ones below 1e15 without ``.0``, which is ``repr``'s text
-    cut, the texts of the column's floats made at once by :func:`~compare.reports.float_text.repr_texts`),
-    text neutralised; a whole column in one comprehension."""
-    texts = iter(repr_texts([value for value in values if type(value) is float and value != 0.0]))
-    return [("0" if value == 0.0 else text if (text := next(texts))[-2:] != ".0" else _integral(text))
-            if type(value) is float else NOT_COMPUTED if value is None else _other_value(value) for value in values]
+@dataclass(frozen=True, eq=False)
+class ValueColumn:
+    """One column of statistic values over a batch of rows, as :func:`value_rows` reads it:
+    ``numbers[i]`` is row ``i``'s value when it is a ``float`` (NaN otherwise), ``absent[i]``
+    whether the row has no value (``None``: the cell ``NaN``), ``others`` the rows whose value is
+    neither (text, an int, a float subclass), each written by :func:`_other_value`."""
+
+    numbers: np.ndarray
+    absent: np.ndarray
+    others: Mapping[int, object]
+
+    @classmethod
+    def of_values(cls, values: list[object]) -> ValueColumn:
+        """The column of a list of values (a statistic's left or right values)."""
+        rows = len(values)
+        kinds = set(map(type, values))
+        if kinds <= _FLOAT_OR_NONE:  # numpy reads None as NaN: the NaN are the None when there are as many
+            numbers = np.array(values, dtype=np.float64)
+            if _NONE not in kinds:
+                return cls(numbers, np.zeros(rows, dtype=bool), {})
+            nan = np.isnan(numbers)
+            if np.count_nonzero(nan) == values.count(None):
+                return cls(numbers, nan, {})
+            return cls(numbers, np.fromiter(map(is_, values, repeat(None)), dtype=bool, count=rows), {})
+        return cls(np.array([value if type(value) is float else math.nan for value in values], dtype=np.float64),
+                   np.array([value is None for value in values], dtype=bool),
+                   {row: value for row, value in enumerate(values) if value is not None and type(value) is not float})
 
 
-def right_value_column(lefts: Sequence[object], rights: Sequence[object], left_cells: Sequence[str]) -> list[str]:
-    """:func:`value_column` of ``rights``, reusing the left cell of a row whose two floats are equal
-    (equal floats print alike here, ``0.0`` and ``-0.0`` both ``0``): statistics of matching
-    runs are mostly equal, and a float's ``repr`` is the costly part of the table."""
-    texts = iter(repr_texts([right for left, right in zip(lefts, rights)
-                             if type(right) is float and not right == left and right != 0.0]))
-    return [(cell if right == left else "0" if right == 0.0
-             else text if (text := next(texts))[-2:] != ".0" else _integral(text)) if type(right) is float
-            else NOT_COMPUTED if right is None else _other_value(right) for left, right, cell in zip(lefts, rights, left_cells)]
+def _differences(column: StatColumn, start: int, stop: int) -> tuple[ValueColumn, ValueColumn]:
+    """The Diff and RelDiff values of rows ``start:stop`` of a statistic (:class:`StatColumn`: a
+    row without the statistic has none; a row's ``special`` pair stands for both numbers). The
+    special rows of the range are found by looking at the fewer of the range's rows and the
+    special entries (a checksum column is special on every row)."""
+    absent = ~column.has[start:stop]
+    diffs, rels = column.diff[start:stop], column.rel[start:stop]
+    special = column.special
+    rows = (special if len(special) <= stop - start else [row for row in range(start, stop) if row in special])
+    found = [row for row in rows if start <= row < stop]
+    if not found:
+        return ValueColumn(diffs, absent, {}), ValueColumn(rels, absent, {})
+    diffs, rels = diffs.copy(), rels.copy()
+    diff_absent, rel_absent = absent.copy(), absent.copy()
+    diff_others: dict[int, object] = {}
+    rel_others: dict[int, object] = {}
+    for row in found:
+        diff, rel = special[row]
+        at = row - start
+        for value, numbers, missing, others in ((diff, diffs, diff_absent, diff_others), (rel, rels, rel_absent, rel_others)):
+            missing[at] = value is None
+            if type(value) is float:
+                numbers[at] = value
+            elif value is not None:
+                others[at] = value
+    return ValueColumn(diffs, diff_absent, diff_others), ValueColumn(rels, rel_absent, rel_others)
+
+
+def value_rows(columns: Sequence[ValueColumn]) -> list[str]:
+    """The statistic cells of a batch of rows, each row's cells joined by ``,``: :func:`value_cell`
+    of each value (zero ``0``, an integral float below 1e15 its integer digits, another float
+    its ``repr``, NaN and the infinities ``nan`` / ``inf`` / ``-inf``, ``NaN`` for no value), text
+    neutralised and CSV-quoted (:func:`_other_value`).
+
+    A table at a time: the cells fixed by the value (no value, zero, integral, text) are holes with
+    their text, the other floats are written by :func:`~compare.reports.float_text.repr_rows`
+    (``repr``'s text, no object a cell); a text holding ``[`` (which would cut a row there) or
+    ``%`` is a hole ``%s``, filled row by row afterwards (the row's only ``%``)."""
+    rows, width = len(columns[0].numbers), len(columns)
+    values, absent = np.empty((rows, width)), np.empty((rows, width), dtype=bool)
+    for at, column in enumerate(columns):
+        values[:, at], absent[:, at] = column.numbers, column.absent
+    zero = values == 0.0
+    integral = ~zero & (values == np.trunc(values)) & (np.abs(values) < 1e15)  # NaN and inf are not
+    fills = np.empty((rows, width), dtype=object)
+    fills[absent] = NOT_COMPUTED
+    fills[zero] = "0"
+    holes = absent | zero | integral
+    if integral.any():
+        fills[integral] = np.array(list(map(str, values[integral].astype(np.int64).tolist())), dtype=object)
+    later: dict[int, list[str]] = {}
+    known: dict[object, str] = {}  # equal values print alike (value_cell reads a number as its float)
+    for at, column in enumerate(columns):
+        for row, value in column.others.items():
+            text = known.get(value)
+            if text is None:
+                text = known[value] = _other_value(value)
+            holes[row, at] = True
+            if "[" in text or "%" in text:  # not a fill of repr_rows, nor text in a row filled later
+                fills[row, at] = "%s"
+                later.setdefault(row, []).append(text)
+            else:
+                fills[row, at] = text
+    lines = repr_rows(values, holes, fills)
+    for row, texts in later.items():
+        lines[row] = lines[row] % tuple(texts)
+    return lines
 
 
 def _text_column(values: Sequence[object]) -> list[str]:
@@ -136,38 +219,64 @@ def _text_column(values: Sequence[object]) -> list[str]:
     return text_column(values, csv_field)
 
 
+def _text_pair(lefts: Sequence[object], rights: Sequence[object]) -> list[list[str]]:
+    """The CSV fields of a left and a right text column (:func:`_text_column` of each): the left's
+    again when both hold the same text, row for row (names and data types mostly match; equal
+    ``str`` or ``None`` values are the same cells, which equal values of other types need not be:
+    ``1``, ``1.0`` and ``True`` print apart)."""
+    left_cells = _text_column(lefts)
+    if lefts == rights and _TEXT_TYPES.issuperset(map(type, lefts)) and _TEXT_TYPES.issuperset(map(type, rights)):
+        return [left_cells, left_cells]
+    return [left_cells, _text_column(rights)]
+
+
+def _each_object(values: Sequence[T], cell: Callable[[T], str]) -> list[str]:
+    """``[cell(v) for v in values]``, calling ``cell`` once per distinct object (by identity: the
+    rows of a table share their records, such as msprobe's grades, and a record's hash may be
+    costly; equal records that are not the same object are formatted again, to the same text)."""
+    objects = dict(zip(map(id, values), values))
+    texts = {key: cell(value) for key, value in objects.items()}
+    return list(map(texts.__getitem__, map(id, values)))
+
+
+def _grade_field(grade: RowGrade | None) -> str:
+    """The Result and Err_message fields of a row (:func:`grade_cells`), joined by ``,``."""
+    return ",".join([csv_field(neutralise(cell)) for cell in grade_cells(grade)])
+
+
 def _batch_columns(table: StatsTable, start: int, stop: int, columns: Mapping[str, bool],
                    verdicts: Mapping[VerdictKey, str] | None) -> list[list[str]]:
     """The CSV fields of rows ``start:stop`` of a table, column by column, in :func:`header`'s
-    order (a column may hold two fields joined by ``,``: a line is its columns joined by ``,``)."""
+    order (a column may hold several fields joined by ``,``: a line is its columns joined by ``,``)."""
     tensor_ids = table.tensor_id[start:stop]
+    shapes = table.shape[start:stop]
     cols = [list(map(str, table.index[start:stop])), _text_column(table.op_type[start:stop]),
-            _text_column(table.left_op[start:stop]), _text_column(table.right_op[start:stop]),
-            _text_column(tensor_ids)]
+            *_text_pair(table.left_op[start:stop], table.right_op[start:stop]), _text_column(tensor_ids)]
     if columns["with_graph"]:
         cols += [_text_column(table.rank[start:stop]), _text_column(table.graph[start:stop]),
                  _text_column(table.iteration[start:stop])]
     elif columns["with_selection"]:
         cols += [_text_column(table.rank[start:stop]), _text_column(table.iteration[start:stop])]
-    cols += [_text_column(table.left_dtype[start:stop]), _text_column(table.right_dtype[start:stop]),
-             each_distinct([shape if tensor_id else None for shape, tensor_id in zip(table.shape[start:stop], tensor_ids)],
+    cols += [*_text_pair(table.left_dtype[start:stop], table.right_dtype[start:stop]),
+             each_distinct(shapes if all(tensor_ids) else
+                           [shape if tensor_id else None for shape, tensor_id in zip(shapes, tensor_ids)],
                            lambda shape: csv_field(shape_cell(shape)))]
-    for name in table.stats:
-        lefts, rights, diffs, rels = table.columns[name].fields(start, stop)
-        left_cells = value_column(lefts)
-        cols += [left_cells, right_value_column(lefts, rights, left_cells), value_column(diffs), value_column(rels)]
-    cols += [_text_column(table.left_source[start:stop]), _text_column(table.right_source[start:stop])]
+    if table.stats:  # the Left, Right, Diff and RelDiff cells of every statistic: one field a row
+        values = []
+        for name in table.stats:
+            column = table.columns[name]
+            values += [ValueColumn.of_values(column.left[start:stop]), ValueColumn.of_values(column.right[start:stop]),
+                       *_differences(column, start, stop)]
+        cols.append(value_rows(values))
+    cols += _text_pair(table.left_source[start:stop], table.right_source[start:stop])
     if columns["with_msprobe"]:
         cols += msprobe_columns(table.msprobe[start:stop], table.argument[start:stop], csv_field)
-    if columns["with_grade"]:  # Result and Err_message: two fields of one text, each distinct grade once
-        cols.append(each_distinct(table.grade[start:stop],
-                                  lambda grade: ",".join([csv_field(neutralise(cell)) for cell in grade_cells(grade)])))
-    cols.append(each_distinct(["; ".join(reasons) for reasons in table.reasons[start:stop]],
-                              lambda text: csv_field(neutralise(text))))
+    if columns["with_grade"]:  # Result and Err_message: two fields of one text, each grade once
+        cols.append(_each_object(table.grade[start:stop], _grade_field))
+    cols.append(each_distinct(list(map(_REASONS_TEXT, table.reasons[start:stop])), lambda text: csv_field(neutralise(text))))
     if verdicts is not None:
-        cols.append(each_distinct([verdicts.get(key, "not-compared") for key in
-                                   zip(table.rank[start:stop], table.iteration[start:stop], table.left_op[start:stop])],
-                                  csv_field))
+        keys = zip(table.rank[start:stop], table.iteration[start:stop], table.left_op[start:stop])
+        cols.append(each_distinct(list(map(verdicts.get, keys, repeat("not-compared"))), csv_field))
     return cols
 
 
@@ -219,14 +328,14 @@ def write_stats_report(result: StatsResult, output: str | os.PathLike[str] | Non
 
 __all__ = [
     "CHECKSUM_METRIC",
+    "ValueColumn",
     "VerdictKey",
     "grade_cells",
     "header",
     "render_stats_csv",
-    "right_value_column",
     "stat_label",
     "stats_output_path",
     "value_cell",
-    "value_column",
+    "value_rows",
     "write_stats_report",
 ]

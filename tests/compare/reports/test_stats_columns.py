@@ -22,7 +22,9 @@ from compare.stats_table import StatsResult
 
 _NAMES = st.sampled_from(["conv", "=cmd", " +1", "a,b", 'q"uote', "line\nbreak", "Add", "", "%s"])
 _VALUES = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6),
-                    st.sampled_from([0.0, -0.0, 5e-324, 1e15, 1e16, 1e-5, 123456.0, "d41d8cd9", "=1+1", "same"]))
+                    st.floats(-1e-4, 1e-4), st.floats(-1e-8, 1e-8),
+                    st.sampled_from([0.0, -0.0, 5e-324, 1e15, 1e16, 1e-5, 123456.0, 3.0, 1e-9, 2.5e-7, "d41d8cd9", "=1+1",
+                                     "same", "%s", "a],[b", "[1,2]"]))
 _STATS = ["max", "min", "md5"]
 
 

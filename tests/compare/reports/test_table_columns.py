@@ -2,7 +2,7 @@
 
 :mod:`compare.reports.table_columns` and the column functions of :mod:`compare.reports.cells`,
 :mod:`compare.reports.stats` format whole columns; each property below holds a column to the
-per-cell function it replaces (``value_cell``, ``metric_cell``, ``std_cell``, ``text_cell``,
+per-cell function it replaces (``value_cell`` for a row's statistic cells, ``metric_cell``, ``std_cell``, ``text_cell``,
 ``msprobe_row_cells``) and a CSV field to what :func:`csv.writer` writes, on random values and
 hostile text (formula starts, blanks, line breaks, quotes, commas, lone surrogates).
 """
@@ -35,7 +35,7 @@ from compare.reports.cells import (
     text_cell,
 )
 from compare.reports.network import header
-from compare.reports.stats import right_value_column, value_cell, value_column
+from compare.reports.stats import ValueColumn, value_cell, value_rows
 from compare.reports.table_columns import (
     BATCH_ROWS,
     batches,
@@ -55,7 +55,9 @@ HOSTILE = st.text(st.sampled_from([*DANGEROUS_START, *BLANKS, ",", '"', "'", "a"
                                    "\x00", "\x01", "\u2028", "\udcff", "\ud800", "\u00e9", "\u4e2d"]), max_size=8)
 NAMES = st.one_of(st.none(), st.just(""), HOSTILE, st.from_regex(r"[A-Za-z][A-Za-z0-9_.]{0,20}", fullmatch=True))
 FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**16, 10**16).map(float),
-                   st.sampled_from([0.0, -0.0, 1e15, -1e15, 999999999999999.0, 1e16, 0.1, 5e-324, 1e-4, 1e-5]))
+                   st.floats(-1e-4, 1e-4), st.floats(-1e-8, 1e-8),
+                   st.sampled_from([0.0, -0.0, 1e15, -1e15, 999999999999999.0, 1e16, 0.1, 5e-324, 1e-4, 1e-5, 1e-9,
+                                    9.99e-10, -2.5e-5, 1e-6, 1e300, -1e22]))
 STAT_VALUES = st.one_of(st.none(), FLOATS, HOSTILE, st.integers(-10**20, 10**20), st.booleans())
 FORMATS = st.one_of(st.just(DEFAULT_FLOAT_FORMAT), st.just(REPR_FLOAT_FORMAT),
                     st.integers(0, 40).map(lambda digits: FloatFormat(digits=digits)))
@@ -105,18 +107,31 @@ def test_plain_text_leaves_no_guarded_cell_through() -> None:
     assert not plain_text([PairStatus.COMPARED])  # a str enum: text_cell prints str() of it
 
 
-@PROPS
-@given(st.lists(STAT_VALUES, max_size=12))
-def test_value_column_is_value_cell_of_each_value(values: list[object]) -> None:
-    expected = [csv_field(neutralise(v)) if isinstance(v, str) else value_cell(v) for v in values]
-    assert value_column(values) == expected
+def _stat_field(value: object) -> str:
+    """The CSV field of one statistic value, by the per-cell functions."""
+    return csv_field(neutralise(value)) if isinstance(value, str) else value_cell(value)
 
 
 @PROPS
-@given(st.lists(st.tuples(STAT_VALUES, STAT_VALUES), max_size=12))
-def test_right_value_column_is_value_column(pairs: list[tuple[object, object]]) -> None:
-    lefts, rights = [p[0] for p in pairs], [p[1] for p in pairs]
-    assert right_value_column(lefts, rights, value_column(lefts)) == value_column(rights)
+@given(st.integers(1, 5).flatmap(lambda width: st.lists(st.lists(STAT_VALUES, min_size=width, max_size=width),
+                                                        max_size=12)))
+def test_value_rows_are_value_cell_of_each_value(rows: list[list[object]]) -> None:
+    """Each row's cells by :func:`value_cell` (text neutralised and quoted), joined by ``,``: NaN,
+    infinities, zeros of both signs, integral floats around 1e15, the ranges orjson writes
+    otherwise, ints, bools, text with quotes, commas, ``%`` and line breaks, ``None``."""
+    if not rows:
+        return
+    columns = [ValueColumn.of_values([row[at] for row in rows]) for at in range(len(rows[0]))]
+    assert value_rows(columns) == [",".join(_stat_field(value) for value in row) for row in rows]
+
+
+@PROPS
+@given(st.integers(1, 4).flatmap(lambda width: st.lists(st.lists(st.one_of(st.none(), FLOATS), min_size=width,
+                                                                 max_size=width), min_size=1, max_size=40)))
+def test_value_rows_of_numbers_only(rows: list[list[float | None]]) -> None:
+    """Columns of floats and None only (the lists read at once by numpy), rows without any value."""
+    columns = [ValueColumn.of_values([row[at] for row in rows]) for at in range(len(rows[0]))]
+    assert value_rows(columns) == [",".join(_stat_field(value) for value in row) for row in rows]
 
 
 @PROPS
