@@ -244,6 +244,24 @@ def _dtype_info(text: str, files: _Files) -> tuple[str, int]:
     return found
 
 
+#: The data type of an item without a ``dtype`` text.
+_NO_DTYPE = ("unknown", 0)
+
+
+def _item_dtype(value: object, files: _Files) -> tuple[str, int]:
+    """The (name, bytes per element) of an item's ``dtype`` value (:func:`_dtype_info`,
+    remembered per file), ``("unknown", 0)`` when it is no text."""
+    if type(value) is str:
+        known = files.dtypes.get(value)
+        return known if known is not None else _dtype_info(value, files)
+    return _NO_DTYPE
+
+
+def _grad(value: object) -> bool | None:
+    """An item's ``requires_grad``: True or False as recorded, None for anything else."""
+    return value if value is True or value is False else None  # type: ignore[return-value]
+
+
 def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
             json_path: Path, label: str = "") -> tuple[TensorRef, str | None]:
     """The TensorRef of a tensor leaf, and what is wrong with its item (a malformed shape: the
@@ -255,15 +273,8 @@ def _tensor(op: str, kind: TensorKind, index: int, item: dict, files: _Files,
     (:func:`_dtype_info`, ``files.shapes``: the tensors of one shape share one tuple); the record
     is built positionally."""
     get = item.get
-    grad = get("requires_grad")
-    if grad is not True and grad is not False:
-        grad = None
-    dtype_text = get("dtype")
-    if type(dtype_text) is str:
-        known_dtype = files.dtypes.get(dtype_text)
-        dtype, itemsize = known_dtype if known_dtype is not None else _dtype_info(dtype_text, files)
-    else:
-        dtype, itemsize = "unknown", 0
+    grad = _grad(get("requires_grad"))
+    dtype, itemsize = _item_dtype(get("dtype"), files)
     shape_value = get("shape")
     known_shape = None
     if type(shape_value) is list and _INT_ONLY.issuperset(map(type, shape_value)):
@@ -423,18 +434,10 @@ def _plain(item: dict, files: _Files, call: int, is_input: bool, index: int, lab
         if shape and min(shape) < 0:
             return None
         known_shape = files.shapes[shape] = (shape, math.prod(shape))
-    dtype_text = get("dtype")
-    if type(dtype_text) is str:
-        known_dtype = files.dtypes.get(dtype_text)
-        dtype, itemsize = known_dtype if known_dtype is not None else _dtype_info(dtype_text, files)
-    else:
-        dtype, itemsize = "unknown", 0
-    grad = get("requires_grad")
-    if grad is not True and grad is not False:
-        grad = None
+    dtype, itemsize = _item_dtype(get("dtype"), files)
     files.statistics_only += 1
-    return (call, is_input, index, dtype, known_shape[0], known_shape[1] * itemsize, label, grad, high, low, mean,
-            norm, checksum)
+    return (call, is_input, index, dtype, known_shape[0], known_shape[1] * itemsize, label,
+            _grad(get("requires_grad")), high, low, mean, norm, checksum)
 
 
 def _leaf_tensor(rows: list[tuple], special: dict[int, TensorRef], call: int, name: str, kind: TensorKind, index: int,

@@ -6,12 +6,12 @@ same record as the generated constructor would build."""
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import pickle
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from record_init import assert_init_is_the_fields, generated
 
 from compare.diverge.records import (
     InputEdge,
@@ -28,20 +28,7 @@ RECORDS = (InputEdge, OpNode, TensorCheck, OpVerdict)
 
 @pytest.mark.parametrize("record", RECORDS)
 def test_init_parameters_are_the_fields(record: type) -> None:
-    params = list(inspect.signature(record.__init__).parameters.values())[1:]
-    fields = dataclasses.fields(record)
-    assert [p.name for p in params] == [f.name for f in fields]
-    for param, f in zip(params, fields):
-        assert param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-        expected = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
-        assert param.default == expected, f.name
-        assert f.default_factory is dataclasses.MISSING, f"{f.name}: a factory default is not written out"
-
-
-def _generated(record: type) -> type:
-    fields = [(f.name, f.type, dataclasses.field(default=f.default, compare=f.compare, hash=f.hash, repr=f.repr))
-              for f in dataclasses.fields(record)]
-    return dataclasses.make_dataclass(f"Generated{record.__name__}", fields, frozen=True)
+    assert_init_is_the_fields(record)
 
 
 def _same(record: type, kwargs: dict, positional: int) -> None:
@@ -49,7 +36,7 @@ def _same(record: type, kwargs: dict, positional: int) -> None:
     args = [kwargs[n] for n in names[:positional]]
     rest = {n: v for n, v in kwargs.items() if n not in names[:positional]}
     made = record(*args, **rest)
-    assert vars(made) == vars(_generated(record)(*args, **rest))
+    assert vars(made) == vars(generated(record)(*args, **rest))
     assert list(vars(made)) == names
     assert made == record(**kwargs) and hash(made) == hash(record(**kwargs))
     assert pickle.loads(pickle.dumps(made)) == made

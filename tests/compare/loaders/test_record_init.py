@@ -5,7 +5,6 @@ dataclass fields, and the same record as the generated constructor would build."
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import pickle
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from record_init import assert_init_is_the_fields, generated
 
 from compare.records import OpDump, Pair, PairStatus, TensorKind, TensorRef
 
@@ -21,23 +21,7 @@ RECORDS = (TensorRef, OpDump, Pair)
 
 @pytest.mark.parametrize("record", RECORDS)
 def test_init_parameters_are_the_fields(record: type) -> None:
-    """Every field is a parameter, in the field order, with the field's default (no field
-    forgotten when one is added)."""
-    params = list(inspect.signature(record.__init__).parameters.values())[1:]
-    fields = dataclasses.fields(record)
-    assert [p.name for p in params] == [f.name for f in fields]
-    for param, f in zip(params, fields):
-        assert param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-        expected = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
-        assert param.default == expected, f.name
-        assert f.default_factory is dataclasses.MISSING, f"{f.name}: a factory default is not written out"
-
-
-def _generated(record: type) -> type:
-    """The same fields, with the constructor :func:`dataclasses.dataclass` generates."""
-    fields = [(f.name, f.type, dataclasses.field(default=f.default, compare=f.compare, hash=f.hash, repr=f.repr))
-              for f in dataclasses.fields(record)]
-    return dataclasses.make_dataclass(f"Generated{record.__name__}", fields, frozen=True)
+    assert_init_is_the_fields(record)
 
 
 texts = st.text(max_size=8)
@@ -60,8 +44,8 @@ def _same(record: type, kwargs: dict, positional: int) -> None:
     args = [kwargs[n] for n in names[:positional]]
     rest = {n: v for n, v in kwargs.items() if n not in names[:positional]}
     made = record(*args, **rest)
-    generated = _generated(record)(*args, **rest)
-    assert vars(made) == vars(generated)
+    built = generated(record)(*args, **rest)
+    assert vars(made) == vars(built)
     assert list(vars(made)) == names
     assert made == record(**kwargs) and hash(made) == hash(record(**kwargs))
     assert pickle.loads(pickle.dumps(made)) == made
