@@ -369,7 +369,10 @@ def _unknown_rows(start: int, unknown: list[MapEntry]) -> list[Pair]:
 
 
 def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
-    """Rows of both runs in execution order (see :func:`_merge_order`), mapping pairs first."""
+    """Rows of both runs in execution order (see :func:`_merge_order`), mapping pairs first. The
+    pairs of two tabled runs (msprobe's) are a :class:`~compare.tensor_table.PairTable`: two
+    calls paired by name whose tensors sit at the same places are joined from the columns
+    (:func:`_tabled_rows`), every other row is the general rules' Pair."""
     left_order, right_order = _order(left), _order(right)
     plan = _plan(left, right, left_order, right_order, entries or [])
     if not plan.mapped and not plan.named and (left.ops or right.ops):
