@@ -44,6 +44,7 @@ from compare.reports.table_columns import (
     each_distinct,
     msprobe_columns,
     plain_text,
+    printable,
     text_column,
 )
 from convert.textcells import BLANKS, DANGEROUS_START
@@ -233,3 +234,11 @@ def test_network_csv_is_the_per_cell_table_across_batches(float_format: FloatFor
     assert network.render_csv(rows, metrics, float_format=float_format) == whole
     assert network.render_txt(rows, metrics, float_format=float_format) == txt
     assert len(txt.splitlines()) == len(rows) + 1
+
+
+@given(st.text() | st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text(alphabet=st.characters(
+    min_codepoint=0x1F, max_codepoint=0x81)))
+def test_printable_is_isprintable(text: str) -> None:
+    """The ASCII fast path of :func:`printable` says what ``str.isprintable`` says (control
+    characters, DEL, text beyond ASCII, the empty text)."""
+    assert printable(text) is text.isprintable()
