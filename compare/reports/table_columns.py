@@ -147,5 +147,4 @@ def batches(count: int) -> range:
 
 
 __all__ = ["BATCH_ROWS", "batches", "csv_field", "csv_lines", "each_distinct", "msprobe_columns", "plain_text",
-           "printable",
-           "text_column"]
+           "printable", "text_column"]
