@@ -52,7 +52,6 @@ from typing import Any, ClassVar, TypeVar, overload
 import numpy as np
 
 from .records import ArgumentDiff, MetricRow, MsprobeCells, Pair, PairStatus, RowGrade, RowKind, StatDiff
-from .tensor_table import STAT_KEYS, PairTable, gather
 from .stats import (
     TEXT_STATS,
     Sides,
@@ -64,6 +63,7 @@ from .stats import (
     stat_metrics,
     statistics_metrics,
 )
+from .tensor_table import STAT_KEYS, PairTable, gather
 
 #: The record type of a :class:`_TableRows`.
 R = TypeVar("R")

@@ -35,8 +35,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..loaders.msprobe_graph import user_frame
-from ..stats_table import RowColumns
-from ..tensor_table import Call, PairTable, call_of, has_arguments
 from ..records import (
     ARGUMENT_DIFFERS,
     ARGUMENT_METRIC,
@@ -52,6 +50,8 @@ from ..records import (
     TensorKind,
     TensorRef,
 )
+from ..stats_table import RowColumns
+from ..tensor_table import Call, PairTable, call_of, has_arguments
 
 _NO_COUNTERPART = "*"
 _KIND_ORDER = {TensorKind.INPUT: 0, TensorKind.OUTPUT: 1}
