@@ -25,7 +25,15 @@ from ..loaders.selection import Candidate, Selection, parse_spec
 from ..records import MetricRow, PartNote, PartReport, PartStatus, Run, SkippedFile, part_name
 from ..stats import ordered_stats
 from ..stats_table import StatsResult, StatsTable
-from .loading import PathLike, RuleArg, choose_models, choose_right_model, pair_loaded, selection_of
+from .loading import (
+    PathLike,
+    RuleArg,
+    SideIterations,
+    choose_models,
+    choose_right_model,
+    pair_loaded,
+    selection_of,
+)
 from .network import NetworkResult, SameDataError, compare_loaded, report_runs
 
 
@@ -109,10 +117,10 @@ def _agreed_iterations(left_leaves: list[Candidate], chosen: list[Candidate], ri
                        left_select: dict, right_select: dict, left_where: str, right_where: str,
                        notes: list[str]) -> list[Candidate]:
     """The parts to compare when ``--iteration`` is not given: each (rank, graph)'s newest
-    iteration, as chosen -- or, when the right side lacks that one, the newest iteration both
-    sides have for that rank and graph, with a note (the policy of a single comparison,
-    :class:`~compare.runs.loading.SideIterations`, part by part). A part whose rank and graph
-    share no iteration stays as chosen (it is then a part not compared, saying why)."""
+    iteration, as chosen -- or the iteration :class:`~compare.runs.loading.SideIterations` (the
+    policy of a single comparison) agrees on for that rank and graph, with its note. A part
+    whose rank and graph share no iteration stays as chosen (it is then a part not compared,
+    saying why)."""
     every = {**left_select, "iteration": "all"}
     try:
         lefts = select_parts(left_leaves, selection_of(every), where=left_where, notes=[])
@@ -121,8 +129,8 @@ def _agreed_iterations(left_leaves: list[Candidate], chosen: list[Candidate], ri
     except CompareError:
         return chosen
 
-    def by_place(leaves: list[Candidate]) -> dict[tuple[str, str], dict[object, Candidate]]:
-        places: dict[tuple[str, str], dict[object, Candidate]] = {}
+    def by_place(leaves: list[Candidate]) -> dict[tuple[str, str], dict[int, Candidate]]:
+        places: dict[tuple[str, str], dict[int, Candidate]] = {}
         for leaf in leaves:
             iteration = leaf.get("iteration")
             if isinstance(iteration, int):
@@ -134,17 +142,15 @@ def _agreed_iterations(left_leaves: list[Candidate], chosen: list[Candidate], ri
     for leaf in chosen:
         place = (str(leaf.get("rank")), str(leaf.get("graph")))
         mine, theirs = left_places.get(place, {}), right_places.get(place, {})
-        shared = sorted(set(mine) & set(theirs))
-        if not theirs or leaf.get("iteration") in theirs or not shared:
+        iterations = SideIterations(tuple(sorted(mine)), tuple(sorted(theirs)))
+        agreed = iterations.agreed
+        if agreed is None or agreed == leaf.get("iteration"):
             out.append(leaf)
             continue
-        agreed = shared[-1]
         out.append(mine[agreed])
         rank, graph = leaf.get("rank"), leaf.get("graph")
         where = f"rank {rank}" + (f" graph {graph}" if graph is not None else "")
-        notes.append(f"{where}: iteration {agreed} chosen: the newest iteration both sides have (left has "
-                     f"{', '.join(map(str, sorted(mine)))}; right has {', '.join(map(str, sorted(theirs)))}); "
-                     "choose another with --iteration")
+        notes.append(f"{where}: {iterations.chosen_note()}")
     return out
 
 

@@ -209,11 +209,15 @@ class SideIterations:
     def note(self, left_run: Run, right_run: Run) -> str | None:
         """The note on the choice (None when the sides' newest iterations are the same)."""
         if self.agreed is not None:
-            return (f"iteration {self.agreed} chosen: the newest iteration both sides have ({self._listing()}); "
-                    "choose another with --iteration")
+            return self.chosen_note()
         if self.left and self.right and not self.shared:
             return self.none_shared(left_run, right_run, "is")
         return None
+
+    def chosen_note(self) -> str:
+        """The note on :attr:`agreed` (asked only when there is one)."""
+        return (f"iteration {self.agreed} chosen: the newest iteration both sides have ({self._listing()}); "
+                "choose another with --iteration")
 
     def none_shared(self, left_run: Run, right_run: Run, verb: str) -> str:
         """What was compared when the sides share no iteration (``verb``: ``is`` / ``was``)."""
