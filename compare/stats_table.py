@@ -651,17 +651,13 @@ def _columnar_rows(table: StatsTable, pairs: PairTable, flat: _Flat) -> list[int
     lrows, rrows = gather(pairs.left_row, rows), gather(pairs.right_row, rows)
     words = ["input" if is_input else "output" for is_input in gather(left.is_input, lrows)]
     indexes = gather(left.index, lrows)
-    left_ops, right_ops = gather(pairs.left_op, rows), gather(pairs.right_op, rows)
-    name = left.json_path.name
-    right_name = right.json_path.name
-    for position, call, right_call, word, index, dtype, other_dtype, shape in zip(
-            rows, left_ops, right_ops, words, indexes, gather(ldtype, lrows), gather(rdtype, rrows),
-            gather(lshape, lrows)):
+    for position, call, word, index, dtype, other_dtype, shape, left_source, right_source in zip(
+            rows, gather(pairs.left_op, rows), words, indexes, gather(ldtype, lrows), gather(rdtype, rrows),
+            gather(lshape, lrows), left.sources(lrows), right.sources(rrows)):
         table.tensor_id[position] = f"{call}:{word}:{index}"
         table.left_dtype[position], table.right_dtype[position], table.shape[position] = dtype, other_dtype, shape
         table.status[position], table.reasons[position] = _COMPARED, ()
-        table.left_source[position] = f"{name} {call} {word} {index}"
-        table.right_source[position] = f"{right_name} {right_call} {word} {index}"
+        table.left_source[position], table.right_source[position] = left_source, right_source
     flat.names = ordered_stats(STAT_KEYS)
     flat.rows = rows
     left_stats, right_stats = left.stat_columns(), right.stat_columns()

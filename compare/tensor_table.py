@@ -120,8 +120,12 @@ class TensorTable:
 
     def source(self, row: int) -> str:
         """The ``TensorRef.stats_source`` of a tensor: ``dump.json {call} input 3``."""
-        return (f"{self.json_path.name} {self.names[self.call[row]]} {'input' if self.is_input[row] else 'output'} "
-                f"{self.index[row]}")
+        return self.sources((row,))[0]
+
+    def sources(self, rows: Sequence[int]) -> list[str]:
+        """:meth:`source` of each of ``rows``, in one pass."""
+        name, names, call, is_input, index = self.json_path.name, self.names, self.call, self.is_input, self.index
+        return [f"{name} {names[call[row]]} {'input' if is_input[row] else 'output'} {index[row]}" for row in rows]
 
     def ref(self, row: int) -> TensorRef:
         """The TensorRef of tensor ``row`` (a special row's own record; a columnar one built: the
