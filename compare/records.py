@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,22 @@ from .records_msprobe import ARGUMENT_DIFFERS, ARGUMENT_METRIC, Argument, Argume
 
 if TYPE_CHECKING:
     from .tensor_table import TensorTable
+
+
+#: The item type of :func:`built_item`.
+T = TypeVar("T")
+
+
+def built_item(at: int | slice, count: int, build: Callable[[int], T]) -> T | list[T]:
+    """``sequence[at]`` of a read-only sequence of ``count`` items, each built by ``build(i)`` when
+    it is read (the views over columns: :class:`compare.stats_table.MetricRows`,
+    :class:`compare.tensor_table.PairTable`, :class:`compare.diverge.table.LazyVerdicts`): an int
+    counts from the end when negative (IndexError beyond either end), a slice gives a list."""
+    if isinstance(at, slice):
+        return [build(i) for i in range(*at.indices(count))]
+    if not -count <= at < count:
+        raise IndexError(f"index {at} out of range for {count} items")
+    return build(at % count)
 
 
 class TensorKind(str, Enum):

@@ -51,7 +51,17 @@ from typing import Any, ClassVar, TypeVar, overload
 
 import numpy as np
 
-from .records import ArgumentDiff, MetricRow, MsprobeCells, Pair, PairStatus, RowGrade, RowKind, StatDiff
+from .records import (
+    ArgumentDiff,
+    MetricRow,
+    MsprobeCells,
+    Pair,
+    PairStatus,
+    RowGrade,
+    RowKind,
+    StatDiff,
+    built_item,
+)
 from .stats import (
     TEXT_STATS,
     Sides,
@@ -413,13 +423,7 @@ class _TableRows(Sequence[R]):
     def __getitem__(self, item: slice) -> list[R]: ...
 
     def __getitem__(self, item: int | slice) -> R | list[R]:
-        build = type(self)._BUILD
-        if isinstance(item, slice):
-            return [build(self.table, i) for i in range(*item.indices(len(self.table)))]
-        rows = len(self.table)
-        if not -rows <= item < rows:
-            raise IndexError("row index out of range")
-        return build(self.table, item % rows)
+        return built_item(item, len(self.table), functools.partial(type(self)._BUILD, self.table))
 
     def __iter__(self) -> Iterator[R]:
         return map(type(self)._BUILD, repeat(self.table), range(len(self.table)))

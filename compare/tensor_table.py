@@ -31,7 +31,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple, overload
 
-from .records import Argument, OpDump, Pair, TensorKind, TensorRef
+from .records import Argument, OpDump, Pair, TensorKind, TensorRef, built_item
 
 #: The kinds (a member read through its enum class is a Python-level lookup).
 _INPUT, _OUTPUT = TensorKind.INPUT, TensorKind.OUTPUT
@@ -282,12 +282,7 @@ class PairTable(Sequence[Pair]):
     def __getitem__(self, at: slice) -> list[Pair]: ...
 
     def __getitem__(self, at: int | slice) -> Pair | list[Pair]:
-        if isinstance(at, slice):
-            return [self._pair(row) for row in range(*at.indices(len(self)))]
-        row = at + len(self) if at < 0 else at
-        if not 0 <= row < len(self):
-            raise IndexError(at)
-        return self._pair(row)
+        return built_item(at, len(self), self._pair)
 
     def __iter__(self) -> Iterator[Pair]:
         return map(self._pair, range(len(self)))

@@ -45,7 +45,7 @@ from typing import overload
 import numpy as np
 
 from ..heap import paused_gc
-from ..records import Bound
+from ..records import Bound, built_item
 from ..verdict.gates import violations
 from .checks import (
     FAILS,
@@ -620,13 +620,9 @@ class LazyVerdicts(VerdictList):
     def __getitem__(self, index: slice) -> Sequence[OpVerdict]: ...
 
     def __getitem__(self, index: int | slice) -> OpVerdict | Sequence[OpVerdict]:
-        if isinstance(index, slice):
-            return tuple(self._at(i) for i in range(*index.indices(len(self))))
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self._at(index)
+        item = built_item(index, len(self), self._at)
+        # a slice is a tuple, as VerdictList's
+        return tuple(item) if isinstance(index, slice) else item  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[OpVerdict]:
         if len(self._built) < len(self):
