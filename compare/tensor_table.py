@@ -25,7 +25,7 @@ of the columns takes a special row through its record, by the general rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -259,7 +259,7 @@ class PairTable(Sequence[Pair]):
     ``right_op`` (``*`` for no counterpart); a row of two tensors at the same place of two paired
     calls has their rows ``left_row`` / ``right_row``; any other row (calls whose items differ,
     a call of one side, a call that cannot be used) was made by the general rules and is kept in
-    ``built`` (its ``left_row`` / ``right_row`` are -1)."""
+    ``built`` (its ``left_row`` / ``right_row`` are -1; :meth:`extend` appends them)."""
 
     left: TensorTable
     right: TensorTable
@@ -296,8 +296,9 @@ class PairTable(Sequence[Pair]):
                 "right_op": self.right_op[row], "op_sequence": index}
         return self.make(base, self.left.ref(self.left_row[row]), self.right.ref(self.right_row[row]))
 
-    def add_built(self, pairs: Sequence[Pair]) -> None:
-        """Append rows the general rules made."""
+    def extend(self, pairs: Iterable[Pair]) -> None:
+        """Append rows the general rules made (as ``list.extend``: the pairing appends to a list of
+        Pairs or to a PairTable alike)."""
         for pair in pairs:
             self.built[len(self.index)] = pair
             self.index.append(pair.index)

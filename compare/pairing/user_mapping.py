@@ -217,11 +217,7 @@ def pair_families(left: Run, right: Run, *,
     # _pair's rows come in index order (an op's rows share its place in the merged order), the
     # overflow rows after them: the rows are in index order without sorting
     start = pairing.pairs[-1].index + 1 if pairing.pairs else 0
-    overflowed = overflow_rows(start, left, right)
-    if isinstance(pairing.pairs, PairTable):
-        pairing.pairs.add_built(overflowed)
-    else:
-        pairing.pairs.extend(overflowed)
+    pairing.pairs.extend(overflow_rows(start, left, right))  # a list or a PairTable
     overflow = sum(len(r.overflow) for r in (left, right))
     if overflow:
         pairing.notes.append(f"{overflow} overflow record(s) (Opdebug) listed, not compared")
@@ -391,17 +387,16 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
     views = _views(left, right)
     pairs: list[Pair] | PairTable = [] if views is None else PairTable(views[0].table, views[1].table,
                                                                        make=tensor_pair)
-    emit = pairs.extend if isinstance(pairs, list) else pairs.add_built
     casts: Counter = Counter()
     merged = _merge_order(left_order, right_order, plan.anchor)
     mapped, named, left_ops, right_ops = plan.mapped, plan.named, left.ops, right.ops
     for index, (side, name) in enumerate(merged):
         if side == "left" and name in mapped:
-            emit(_mapped_rows(index, kinds, left_ops[name], mapped[name]))
+            pairs.extend(_mapped_rows(index, kinds, left_ops[name], mapped[name]))
         elif side == "left" and name in named:
             if views is None or not _tabled_rows(pairs, index, kinds, views[0].number(name),  # type: ignore[arg-type]
                                                  views[1].number(named[name])):  # type: ignore[arg-type]
-                emit(op_tensor_rows(index, kinds, left_ops[name], right_ops[named[name]], tensor_pair))
+                pairs.extend(op_tensor_rows(index, kinds, left_ops[name], right_ops[named[name]], tensor_pair))
         else:
             dump = (left_ops if side == "left" else right_ops)[name]
             if not amp:
@@ -412,11 +407,11 @@ def _pair(left: Run, right: Run, entries: list[MapEntry] | None) -> Pairing:
             casts[side] += amp_cast
             pair_left, pair_right = (dump, None) if side == "left" else (None, dump)
             rows = op_tensor_rows(index, kinds, pair_left, pair_right, tensor_pair, why_missing=why)
-            emit([dataclasses.replace(p, expected_gap=GAP_AMP_CAST) if amp_cast and p.reason == why else p
-                  for p in rows])
+            pairs.extend([dataclasses.replace(p, expected_gap=GAP_AMP_CAST) if amp_cast and p.reason == why else p
+                          for p in rows])
     notes += [f"{count} Cast kernel(s) of the {side} run inserted by mixed precision: listed, not compared"
               for side, count in sorted(casts.items()) if count]
-    emit(_unknown_rows(len(merged), plan.unknown))
+    pairs.extend(_unknown_rows(len(merged), plan.unknown))
     if plan.unknown:
         notes.append(f"{len(plan.unknown)} mapping line(s) name a left operator the left folder does not have "
                      f"({_sample(e.source for e in plan.unknown)})")
