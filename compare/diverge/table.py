@@ -476,14 +476,15 @@ def _worst_of(group: np.ndarray, error: np.ndarray, has: np.ndarray, groups: int
 
 
 def _amplifications(error: np.ndarray, has_error: np.ndarray, input_error: np.ndarray, has_input: np.ndarray
-                    ) -> np.ndarray:
-    """:func:`_amplification` of each operator, NaN for None (no NaN is an amplification: a NaN
-    error gives None)."""
+                    ) -> list[float | None]:
+    """:func:`_amplification` of each operator, None where it gives None. Which operators have
+    one is a mask of its own, not the NaN of the ratio: a ratio may itself be NaN (``-inf / -inf``),
+    as :func:`_amplification`'s division gives it."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = error / input_error
     zero = input_error == 0.0
-    out = np.where(zero, np.where(error > 0.0, np.inf, np.nan), ratio)
-    return np.where(has_error & has_input & ~np.isnan(error) & ~np.isnan(input_error), out, np.nan)
+    present = has_error & has_input & ~np.isnan(error) & ~np.isnan(input_error) & ~(zero & ~(error > 0.0))
+    return _optional(np.where(zero, np.inf, ratio), present)
 
 
 def _optional(values: np.ndarray, present: np.ndarray) -> list[float | None]:
@@ -551,9 +552,8 @@ def part_table(part: PartVerdicts, record: Callable[[int], OpVerdict]) -> Verdic
 
     worst, worst_present = _worst_of(op * 2 + (side > 0), checks.error[row], has, 2 * n)
     error_at, has_output_error, input_at, has_input_error = worst[0::2], worst_present[0::2], worst[1::2], worst_present[1::2]
-    ratio = _amplifications(error_at, has_output_error, input_at, has_input_error)
+    amplification = _amplifications(error_at, has_output_error, input_at, has_input_error)
     errors, input_errors = _optional(error_at, has_output_error), _optional(input_at, has_input_error)
-    amplification = _optional(ratio, ~np.isnan(ratio))
     nodes = list(map(part.graph.nodes.__getitem__, part.names))
     verdicts = [VERDICTS[c] for c in part.codes.tolist()]
     blame: list[tuple[str, ...]] = [()] * n

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,6 +32,7 @@ from compare.diverge.records import (
     VerdictList,
 )
 from compare.diverge.statistics import ERROR_METRICS
+from compare.diverge.table import _amplifications
 from compare.diverge.verdicts import chain, localise
 from compare.records import ARGUMENT_METRIC, MetricRow, PairStatus, RowKind, ValueCounts
 from compare.reports.divergence import (
@@ -352,3 +354,20 @@ def test_a_plain_run_builds_no_record() -> None:
     assert len(loc.verdicts._built) == 1  # the first divergence only
     assert list(loc.verdicts)[1] is loc.first_divergence  # the same record, built once
     assert len(loc.verdicts._built) == 3
+
+
+_EDGE_FLOATS = st.none() | st.sampled_from([0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan]) | st.floats()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_EDGE_FLOATS, _EDGE_FLOATS), min_size=1, max_size=12))
+def test_amplifications_as_the_record_rule(pairs: list[tuple[float | None, float | None]]) -> None:
+    """The operators' amplifications over arrays are the record rule's, operator by operator: None
+    where it gives None, and a NaN ratio (``-inf / -inf``, found by CI) kept as NaN, not taken for
+    None."""
+    error = np.array([e if e is not None else 0.0 for e, _ in pairs])
+    input_error = np.array([i if i is not None else 0.0 for _, i in pairs])
+    got = _amplifications(error, np.array([e is not None for e, _ in pairs]), input_error,
+                          np.array([i is not None for _, i in pairs]))
+    want = [_amplification(e, i) for e, i in pairs]
+    assert [repr(g) for g in got] == [repr(w) for w in want]
